@@ -1,0 +1,32 @@
+import { NestFactory } from '@nestjs/core';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { Logger as Pino } from 'pino';
+import { AppModule, type AppModuleOptions } from './app.module.js';
+import { EnvelopeInterceptor } from './common/envelope.interceptor.js';
+import { ApiExceptionFilter } from './common/exception.filter.js';
+import { configureHttp, createHttpAdapter } from './common/http.js';
+import { createPino, PinoNestLogger } from './common/logger.js';
+import { buildOpenApi, serveDocs } from './common/openapi/openapi.js';
+import { createValidationPipe } from './common/validation.js';
+
+export interface CreateAppOptions extends AppModuleOptions {
+  readonly log?: Pino;
+}
+
+/** Builds the fully wired application (server and e2e tests use exactly this); not yet listening. */
+export async function createApp(options: CreateAppOptions): Promise<NestFastifyApplication> {
+  const log = options.log ?? createPino(options.settings.logLevel);
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(options), createHttpAdapter(), {
+    bodyParser: false,
+    abortOnError: false,
+    logger: new PinoNestLogger(log),
+  });
+  configureHttp(app, log);
+  app.useGlobalFilters(new ApiExceptionFilter());
+  app.useGlobalInterceptors(new EnvelopeInterceptor());
+  app.useGlobalPipes(createValidationPipe());
+  serveDocs(app, buildOpenApi(app));
+  await app.init();
+  await app.getHttpAdapter().getInstance().ready();
+  return app;
+}

@@ -1,0 +1,34 @@
+import { Module, type DynamicModule, type ModuleMetadata } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { AuditModule } from './audit/audit.module.js';
+import { DenyByDefaultGuard } from './auth/deny-by-default.guard.js';
+import { CacheModule } from './cache/cache.module.js';
+import { ConfigModule } from './config/config.module.js';
+import type { Settings } from './config/settings.js';
+import { DatabaseModule } from './database/database.module.js';
+import { HealthModule } from './health/health.module.js';
+
+export interface AppModuleOptions {
+  readonly settings: Settings;
+  readonly databaseUrl: string;
+  /** Extra modules, e.g. the test-only routes the e2e suite mounts. */
+  readonly imports?: ModuleMetadata['imports'];
+}
+
+@Module({})
+export class AppModule {
+  static forRoot(options: AppModuleOptions): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot(options.settings),
+        DatabaseModule.forRoot(options.settings, options.databaseUrl),
+        CacheModule,
+        AuditModule,
+        HealthModule,
+        ...(options.imports ?? []),
+      ],
+      providers: [{ provide: APP_GUARD, useClass: DenyByDefaultGuard }],
+    };
+  }
+}

@@ -1,0 +1,60 @@
+import type { CacheOutcome } from '../common/responses.js';
+import type { CacheEntry } from './cache-store.js';
+import type { CacheService } from './cache.service.js';
+
+export interface CachedRead {
+  readonly entry: CacheEntry;
+  readonly cache: CacheOutcome;
+}
+
+/**
+ * Cache-aside for one resource read by id (ARCHITECTURE.md): read the cache, fall back to the
+ * database on a miss or a cache failure, refill; after each commit the service calls `refresh`
+ * with the new row so the entry is rebuilt at the new version. Concurrent misses of one key
+ * share a single database load (single-flight, per instance).
+ */
+export class CacheAside<Id extends string | number = number> {
+  private readonly inflight = new Map<string, Promise<CacheEntry | undefined>>();
+
+  constructor(
+    private readonly cache: CacheService,
+    private readonly keyOf: (id: Id) => string,
+    private readonly load: (id: Id) => Promise<CacheEntry | undefined>,
+  ) {}
+
+  /** Undefined when the record does not exist at all. */
+  async get(id: Id): Promise<CachedRead | undefined> {
+    const key = this.keyOf(id);
+    const cached = await this.cache.get(key);
+    if (cached.entry !== undefined) return { entry: cached.entry, cache: 'hit' };
+    const entry = await this.loadOnce(key, id, cached.ok);
+    return entry === undefined ? undefined : { entry, cache: cached.ok ? 'miss' : 'bypass' };
+  }
+
+  /** Rebuilds the entry after a commit; an older concurrent fill can no longer overwrite it. */
+  async refresh(id: Id, entry: CacheEntry): Promise<void> {
+    await this.cache.put(this.keyOf(id), entry, true);
+  }
+
+  /** Drops the entry after a commit (for records that no longer exist). */
+  async forget(id: Id): Promise<void> {
+    await this.cache.remove(this.keyOf(id));
+  }
+
+  private loadOnce(key: string, id: Id, fill: boolean): Promise<CacheEntry | undefined> {
+    const running = this.inflight.get(key);
+    if (running !== undefined) return running;
+    const loading = (async () => {
+      const entry = await this.load(id);
+      if (entry !== undefined && fill) await this.cache.put(key, entry, false);
+      return entry;
+    })().finally(() => this.inflight.delete(key));
+    this.inflight.set(key, loading);
+    return loading;
+  }
+}
+
+/** Builds a cache entry from a row that has `version` and, if soft-deletable, `is_deleted`. */
+export function entryOf(row: { version: number; is_deleted?: boolean }): CacheEntry {
+  return { version: row.version, deleted: row.is_deleted === true, json: JSON.stringify(row) };
+}

@@ -1,0 +1,35 @@
+/** An entry as stored: the row version it was built from, and the resource already serialised. */
+export interface CacheEntry {
+  readonly version: number;
+  /** Soft-deleted records are cached too; detail reads turn them into 404s without parsing the JSON. */
+  readonly deleted: boolean;
+  readonly json: string;
+}
+
+/**
+ * The raw store under the cache service. Both implementations keep the same promise: a set
+ * never replaces an entry built from a newer version of the row (compare-and-set).
+ */
+export interface CacheStore {
+  readonly kind: 'redis' | 'memory';
+  get(key: string): Promise<CacheEntry | undefined>;
+  /** Stores the entry unless the current one has a higher version; returns whether it was stored. */
+  setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean>;
+  delete(key: string): Promise<void>;
+  /** Makes every existing entry unreachable at once (after an outage in which invalidations were lost). */
+  flushAll(): Promise<void>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function encodeEntry(entry: CacheEntry): string {
+  return `${entry.version}|${entry.deleted ? 1 : 0}|${entry.json}`;
+}
+
+/** Returns undefined for an unreadable entry, which the caller treats as a miss. */
+export function decodeEntry(raw: string | null | undefined): CacheEntry | undefined {
+  if (raw === null || raw === undefined) return undefined;
+  const match = /^(\d+)\|([01])\|/.exec(raw);
+  if (match === null) return undefined;
+  return { version: Number(match[1]), deleted: match[2] === '1', json: raw.slice(match[0].length) };
+}

@@ -1,0 +1,32 @@
+import { Global, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { SETTINGS, type Settings } from '../config/settings.js';
+import { CacheService } from './cache.service.js';
+import { MemoryCacheStore } from './memory-cache-store.js';
+import { RedisCacheStore } from './redis-cache-store.js';
+
+export const CACHE_KEY_PREFIX = 'admin-api:';
+
+/** Redis through `@keyv/redis` when REDIS_URL is set, an in-process store otherwise. */
+@Global()
+@Module({
+  providers: [
+    {
+      provide: CacheService,
+      inject: [SETTINGS],
+      useFactory: (settings: Settings): CacheService => {
+        const logger = new Logger('Cache');
+        const store = settings.redisUrl === undefined ? new MemoryCacheStore() : new RedisCacheStore(settings.redisUrl, CACHE_KEY_PREFIX, logger);
+        return new CacheService(store, settings.cacheTtlSeconds * 1000, settings.cacheTimeoutMs, logger);
+      },
+    },
+  ],
+  exports: [CacheService],
+})
+export class CacheModule implements OnApplicationShutdown {
+  constructor(private readonly moduleRef: ModuleRef) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.moduleRef.get(CacheService).close();
+  }
+}

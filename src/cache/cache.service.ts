@@ -1,0 +1,133 @@
+import { Logger } from '@nestjs/common';
+import type { CacheEntry, CacheStore } from './cache-store.js';
+
+export type CacheState = 'up' | 'down' | 'memory';
+
+/** Counters exposed on /health/ready and in logs. */
+export interface CacheStats {
+  hits: number;
+  misses: number;
+  failures: number;
+  timeouts: number;
+  short_circuited: number;
+}
+
+const FAILURES_TO_OPEN = 3;
+const OPEN_FOR_MS = 1000;
+
+class CacheTimeout extends Error {
+  constructor(ms: number) {
+    super(`cache call exceeded its ${ms} ms budget`);
+  }
+}
+
+/**
+ * The cache as the rest of the service sees it: every call is bounded by the budget
+ * (CACHE_TIMEOUT_MS, 50 ms), guarded by a circuit breaker, logged and counted on failure, and
+ * never throws. A failed write-path call marks the cache dirty: before it is trusted again the
+ * whole cache is dropped (generation bump), so an invalidation lost in an outage can never let
+ * a stale entry be served after Redis returns.
+ */
+export class CacheService {
+  readonly stats: CacheStats = { hits: 0, misses: 0, failures: 0, timeouts: 0, short_circuited: 0 };
+  private consecutiveFailures = 0;
+  private openUntil = 0;
+  private dirty = false;
+
+  constructor(
+    private readonly store: CacheStore,
+    readonly ttlMs: number,
+    private readonly budgetMs: number,
+    private readonly logger: Logger = new Logger('Cache'),
+  ) {}
+
+  get kind(): 'redis' | 'memory' {
+    return this.store.kind;
+  }
+
+  /** `ok: false` means the cache could not be asked: the caller reads the database and reports `bypass`. */
+  async get(key: string): Promise<{ ok: boolean; entry: CacheEntry | undefined }> {
+    const result = await this.guard('get', key, false, () => this.store.get(key));
+    if (!result.ok) return { ok: false, entry: undefined };
+    if (result.value === undefined) this.stats.misses += 1;
+    else this.stats.hits += 1;
+    return { ok: true, entry: result.value };
+  }
+
+  /** Fills after a read (`afterWrite: false`) or rebuilds after a commit (`afterWrite: true`). */
+  async put(key: string, entry: CacheEntry, afterWrite: boolean): Promise<boolean> {
+    const result = await this.guard('set', key, afterWrite, () => this.store.setIfNotOlder(key, entry, this.ttlMs));
+    return result.ok;
+  }
+
+  /** Drops an entry after a commit. */
+  async remove(key: string): Promise<boolean> {
+    return (await this.guard('delete', key, true, () => this.store.delete(key))).ok;
+  }
+
+  state(): CacheState {
+    if (this.store.kind === 'memory') return 'memory';
+    return this.dirty || Date.now() < this.openUntil || this.consecutiveFailures >= FAILURES_TO_OPEN ? 'down' : 'up';
+  }
+
+  /** Checks the store within the budget (readiness probe). */
+  async probe(): Promise<CacheState> {
+    if (this.store.kind === 'memory') return 'memory';
+    const result = await this.guard('ping', '-', false, () => this.store.ping());
+    return result.ok ? 'up' : 'down';
+  }
+
+  async close(): Promise<void> {
+    await this.store.close().catch(() => undefined);
+  }
+
+  private async guard<T>(operation: string, key: string, afterWrite: boolean, call: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false }> {
+    if (this.store.kind === 'memory') return { ok: true, value: await call() };
+    if (Date.now() < this.openUntil) {
+      this.stats.short_circuited += 1;
+      if (afterWrite) this.dirty = true;
+      return { ok: false };
+    }
+    try {
+      if (this.dirty) {
+        await this.withBudget(() => this.store.flushAll());
+        this.dirty = false;
+        this.logger.warn({ msg: 'cache flushed after an outage in which invalidations were lost' });
+      }
+      const value = await this.withBudget(call);
+      this.consecutiveFailures = 0;
+      return { ok: true, value };
+    } catch (error) {
+      this.recordFailure(operation, key, afterWrite, error);
+      return { ok: false };
+    }
+  }
+
+  private recordFailure(operation: string, key: string, afterWrite: boolean, error: unknown): void {
+    if (afterWrite) this.dirty = true;
+    this.stats.failures += 1;
+    if (error instanceof CacheTimeout) this.stats.timeouts += 1;
+    this.consecutiveFailures += 1;
+    const opening = this.consecutiveFailures >= FAILURES_TO_OPEN;
+    if (opening) this.openUntil = Date.now() + OPEN_FOR_MS;
+    this.logger.warn({
+      msg: opening ? 'cache call failed; circuit open, serving from the database' : 'cache call failed; serving from the database',
+      operation,
+      key,
+      err: error instanceof Error ? error.message : String(error),
+      failures: this.stats.failures,
+    });
+  }
+
+  private async withBudget<T>(call: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new CacheTimeout(this.budgetMs)), this.budgetMs);
+    });
+    try {
+      return await Promise.race([call(), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,56 @@
+import type { CacheEntry, CacheStore } from './cache-store.js';
+
+interface Slot {
+  readonly entry: CacheEntry;
+  readonly expiresAt: number;
+}
+
+/** The in-process cache used when REDIS_URL is unset: one instance only, bounded in size. */
+export class MemoryCacheStore implements CacheStore {
+  readonly kind = 'memory' as const;
+  private readonly slots = new Map<string, Slot>();
+
+  constructor(private readonly maxEntries = 100_000) {}
+
+  get(key: string): Promise<CacheEntry | undefined> {
+    const slot = this.slots.get(key);
+    if (slot === undefined) return Promise.resolve(undefined);
+    if (slot.expiresAt <= Date.now()) {
+      this.slots.delete(key);
+      return Promise.resolve(undefined);
+    }
+    return Promise.resolve(slot.entry);
+  }
+
+  setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean> {
+    const current = this.slots.get(key);
+    if (current !== undefined && current.expiresAt > Date.now() && current.entry.version > entry.version) return Promise.resolve(false);
+    this.slots.delete(key);
+    if (this.slots.size >= this.maxEntries) {
+      // Maps iterate in insertion order: drop the oldest entry.
+      const oldest = this.slots.keys().next().value;
+      if (oldest !== undefined) this.slots.delete(oldest);
+    }
+    this.slots.set(key, { entry, expiresAt: Date.now() + ttlMs });
+    return Promise.resolve(true);
+  }
+
+  delete(key: string): Promise<void> {
+    this.slots.delete(key);
+    return Promise.resolve();
+  }
+
+  flushAll(): Promise<void> {
+    this.slots.clear();
+    return Promise.resolve();
+  }
+
+  ping(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
+    this.slots.clear();
+    return Promise.resolve();
+  }
+}

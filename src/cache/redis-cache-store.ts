@@ -1,0 +1,86 @@
+import { createClient, type RedisClientType } from '@keyv/redis';
+import type { Logger } from '@nestjs/common';
+import { decodeEntry, encodeEntry, type CacheEntry, type CacheStore } from './cache-store.js';
+
+// Every key lives under the current generation; bumping the generation drops the whole cache at
+// once, which is how an instance that lost invalidations during an outage makes itself safe.
+const GET = `
+local gen = redis.call('GET', KEYS[1]) or '0'
+return redis.call('GET', ARGV[1] .. gen .. ':' .. ARGV[2])`;
+
+// Compare-and-set: an entry built from an older row version never replaces a newer one.
+const SET_IF_NOT_OLDER = `
+local gen = redis.call('GET', KEYS[1]) or '0'
+local key = ARGV[1] .. gen .. ':' .. ARGV[2]
+local current = redis.call('GET', key)
+if current then
+  local version = tonumber(string.match(current, '^(%d+)|'))
+  if version and version > tonumber(ARGV[3]) then return 0 end
+end
+redis.call('SET', key, ARGV[4], 'PX', ARGV[5])
+return 1`;
+
+const DELETE = `
+local gen = redis.call('GET', KEYS[1]) or '0'
+return redis.call('DEL', ARGV[1] .. gen .. ':' .. ARGV[2])`;
+
+/** Redis through the client of `@keyv/redis`, with Lua scripts for the versioned operations. */
+export class RedisCacheStore implements CacheStore {
+  readonly kind = 'redis' as const;
+  private readonly client: RedisClientType;
+  private readonly generationKey: string;
+  private lastErrorLog = 0;
+
+  constructor(
+    url: string,
+    private readonly prefix: string,
+    logger: Logger,
+  ) {
+    this.generationKey = `${prefix}generation`;
+    this.client = createClient({
+      url,
+      // Commands fail at once while disconnected instead of queueing without bound.
+      disableOfflineQueue: true,
+      socket: { connectTimeout: 1000, reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 2000) },
+    }) as RedisClientType;
+    this.client.on('error', (error: Error) => {
+      // Reconnect attempts repeat the same error many times a second; one line every 10 s is enough.
+      if (Date.now() - this.lastErrorLog > 10_000) {
+        this.lastErrorLog = Date.now();
+        logger.warn({ msg: 'redis connection error', err: error.message });
+      }
+    });
+    this.client.connect().catch((error: unknown) => {
+      logger.warn({ msg: 'redis is not reachable yet; serving from the database', err: error instanceof Error ? error.message : String(error) });
+    });
+  }
+
+  async get(key: string): Promise<CacheEntry | undefined> {
+    const raw = await this.client.eval(GET, { keys: [this.generationKey], arguments: [this.prefix, key] });
+    return decodeEntry(typeof raw === 'string' ? raw : undefined);
+  }
+
+  async setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean> {
+    const stored = await this.client.eval(SET_IF_NOT_OLDER, {
+      keys: [this.generationKey],
+      arguments: [this.prefix, key, String(entry.version), encodeEntry(entry), String(ttlMs)],
+    });
+    return stored === 1;
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.client.eval(DELETE, { keys: [this.generationKey], arguments: [this.prefix, key] });
+  }
+
+  async flushAll(): Promise<void> {
+    await this.client.incr(this.generationKey);
+  }
+
+  async ping(): Promise<void> {
+    await this.client.ping();
+  }
+
+  async close(): Promise<void> {
+    if (this.client.isOpen) await this.client.close();
+  }
+}

@@ -1,0 +1,55 @@
+import { Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { map, type Observable } from 'rxjs';
+import { overrideStatus } from './status-override.js';
+import { AcceptedResponse, ListResponse, NoContent, RawJson, ResourceResponse } from './responses.js';
+
+/**
+ * Wraps every handler result in the success envelope, and sets ETag, Location and status.
+ * Cached resources arrive as `RawJson` and are spliced into the envelope as text, because
+ * re-parsing and re-serialising them halves throughput (measured; see ARCHITECTURE.md).
+ */
+@Injectable()
+export class EnvelopeInterceptor implements NestInterceptor {
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const http = context.switchToHttp();
+    const request = http.getRequest<FastifyRequest>();
+    const reply = http.getResponse<FastifyReply>();
+    return next.handle().pipe(map((result: unknown) => this.envelope(result, request, reply)));
+  }
+
+  private envelope(result: unknown, request: FastifyRequest, reply: FastifyReply): unknown {
+    const requestId = request.id;
+    if (result instanceof NoContent) {
+      overrideStatus(request, 204);
+      return undefined;
+    }
+    if (result instanceof ListResponse) {
+      const meta: Record<string, unknown> = { request_id: requestId };
+      if (result.cache !== undefined) meta.cache = result.cache;
+      Object.assign(meta, { page: result.page, page_size: result.page_size, total: result.total, total_exact: result.total_exact });
+      return { success: true, data: result.items, meta };
+    }
+    if (result instanceof AcceptedResponse) {
+      overrideStatus(request, 202);
+      void reply.header('location', result.location).header('retry-after', String(result.retryAfterSeconds));
+      return { success: true, data: result.data, meta: { request_id: requestId } };
+    }
+    if (result instanceof ResourceResponse) {
+      const { data, options } = result as ResourceResponse<object>;
+      overrideStatus(request, options.status ?? 200);
+      const version = options.version ?? (data instanceof RawJson ? undefined : (data as { version?: unknown }).version);
+      if (typeof version === 'number') void reply.header('etag', `"${version}"`);
+      if (options.location !== undefined) void reply.header('location', options.location);
+      const meta: Record<string, unknown> = { request_id: requestId };
+      if (options.cache !== undefined) meta.cache = options.cache;
+      if (data instanceof RawJson) {
+        void reply.header('content-type', 'application/json; charset=utf-8');
+        return `{"success":true,"data":${data.json},"meta":${JSON.stringify(meta)}}`;
+      }
+      return { success: true, data, meta };
+    }
+    overrideStatus(request, 200);
+    return { success: true, data: result ?? null, meta: { request_id: requestId } };
+  }
+}

@@ -1,0 +1,29 @@
+import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { ApiError } from './api-error.js';
+
+/** A parsed `If-Match`: absent (last write wins), `*` (any current version), or a list of versions. */
+export type IfMatch = undefined | '*' | readonly number[];
+
+export function parseIfMatch(header: string | string[] | undefined): IfMatch {
+  if (header === undefined) return undefined;
+  const value = (Array.isArray(header) ? header.join(',') : header).trim();
+  if (value === '*') return '*';
+  // Anything that is not a version we issued (`"7"`, also weak `W/"7"`) can never match: 412.
+  return value
+    .split(',')
+    .map((tag) => /^(?:W\/)?"(\d{1,10})"$/.exec(tag.trim())?.[1])
+    .filter((digits): digits is string => digits !== undefined)
+    .map(Number);
+}
+
+/** Throws 412 `PRECONDITION_FAILED` unless the record's current version satisfies `If-Match`. */
+export function assertIfMatch(ifMatch: IfMatch, currentVersion: number): void {
+  if (ifMatch === undefined || ifMatch === '*') return;
+  if (!ifMatch.includes(currentVersion)) throw ApiError.preconditionFailed(currentVersion);
+}
+
+/** Route parameter decorator: the request's parsed `If-Match` header. */
+export const IfMatchHeader = createParamDecorator((_: unknown, context: ExecutionContext): IfMatch => {
+  return parseIfMatch(context.switchToHttp().getRequest<FastifyRequest>().headers['if-match']);
+});

@@ -1,0 +1,67 @@
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyInstance } from 'fastify';
+import type { IncomingMessage } from 'node:http';
+import type { Logger as Pino } from 'pino';
+import { resolveRequestId, runInRequestContext, type RequestContext } from './request-context.js';
+import { applyStatusOverride } from './status-override.js';
+
+export const BODY_LIMIT_BYTES = 1_048_576;
+
+/** The Fastify adapter with the contract's body limit, request ids and no default parsers. */
+export function createHttpAdapter(): FastifyAdapter {
+  return new FastifyAdapter({
+    bodyLimit: BODY_LIMIT_BYTES,
+    genReqId: (raw: IncomingMessage) => resolveRequestId(raw.headers['x-request-id']),
+    requestIdHeader: false,
+    logger: false,
+    // Tokens in the query string are ignored, and so is anything but plain key=value pairs.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  });
+}
+
+/**
+ * Everything the contract says about HTTP that is not a route: headers on every response,
+ * JSON-only bodies, the request context, and one log line per request.
+ */
+export function configureHttp(app: NestFastifyApplication, log: Pino): void {
+  const fastify = app.getHttpAdapter().getInstance() as unknown as FastifyInstance;
+
+  fastify.removeAllContentTypeParsers();
+  const parseJson = fastify.getDefaultJsonParser('error', 'error');
+  fastify.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: BODY_LIMIT_BYTES }, (request, body, done) => {
+    // An action called with Content-Type: application/json and no body means "no options".
+    if (typeof body === 'string' && body.trim() === '') {
+      done(null, undefined);
+      return;
+    }
+    parseJson(request, typeof body === 'string' ? body : body.toString('utf8'), done);
+  });
+
+  fastify.addHook('onRequest', (request, reply, done) => {
+    void reply.header('x-request-id', request.id).header('cache-control', 'no-store');
+    done();
+  });
+  // After body parsing, so the context survives into guards, pipes and handlers.
+  fastify.addHook('preHandler', (request, _reply, done) => {
+    const context = { request_id: request.id, ip: request.ip, actor_id: null };
+    contexts.set(request, context);
+    runInRequestContext(context, done);
+  });
+  fastify.addHook('onSend', (request, reply, payload, done) => {
+    done(null, applyStatusOverride(request, reply, payload));
+  });
+  fastify.addHook('onResponse', (request, reply, done) => {
+    log.info({
+      request_id: request.id,
+      actor_id: contexts.get(request)?.actor_id ?? null,
+      method: request.method,
+      route: request.routeOptions.url ?? null,
+      status: reply.statusCode,
+      duration_ms: Math.round(reply.elapsedTime * 100) / 100,
+    }, 'request');
+    done();
+  });
+}
+
+// The auth guard records the actor in the request context; the log line reads it back from here.
+const contexts = new WeakMap<object, RequestContext>();

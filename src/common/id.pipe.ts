@@ -1,0 +1,19 @@
+import { Injectable, Param, type ArgumentMetadata, type PipeTransform } from '@nestjs/common';
+import { ApiError } from './api-error.js';
+
+const ID = /^[1-9]\d{0,15}$/;
+
+/** Path ids are positive integers; anything else is a 400 naming the parameter. */
+@Injectable()
+export class ParseIdPipe implements PipeTransform<string, number> {
+  transform(value: string, metadata: ArgumentMetadata): number {
+    const name = metadata.data ?? 'id';
+    if (!ID.test(value) || !Number.isSafeInteger(Number(value))) {
+      throw ApiError.field(name, 'int', `${name} must be a positive integer`);
+    }
+    return Number(value);
+  }
+}
+
+/** `@IdParam('device_id') deviceId: number` */
+export const IdParam = (name = 'id'): ParameterDecorator => Param(name, ParseIdPipe);

@@ -1,0 +1,36 @@
+import type { EntityManager } from 'typeorm';
+import { ListResponse } from '../responses.js';
+import { buildPageSql, buildWhere, type Scope } from './list-sql.js';
+import { EXACT_COUNT_LIMIT, type ListQuery, type ListSpec } from './list-spec.js';
+
+interface PlanRow {
+  'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }];
+}
+
+/**
+ * Runs a list query: one page plus `meta.total`. The total is a capped exact count (cheap),
+ * falling back to the planner's estimate past 10 000 matches unless `count=exact` (part 2).
+ */
+export async function runList<T>(db: EntityManager, spec: ListSpec, query: ListQuery, scope?: Scope): Promise<ListResponse<T>> {
+  const where = buildWhere(spec, query, scope);
+  const page = buildPageSql(spec, query, where);
+  const [rows, total] = await Promise.all([db.query<T[]>(page.text, [...page.params]), countMatches(db, spec, query, where.text, where.params)]);
+  return new ListResponse(rows, query.page, query.page_size, total.value, total.exact);
+}
+
+async function countMatches(db: EntityManager, spec: ListSpec, query: ListQuery, where: string, params: readonly unknown[]): Promise<{ value: number; exact: boolean }> {
+  if (query.count === 'exact') {
+    const [row] = await db.query<{ n: number }[]>(`SELECT count(*) AS n FROM ${spec.from} ${where}`, [...params]);
+    return { value: Number(row?.n ?? 0), exact: true };
+  }
+  const [capped] = await db.query<{ n: number }[]>(
+    `SELECT count(*) AS n FROM (SELECT 1 FROM ${spec.from} ${where} LIMIT ${EXACT_COUNT_LIMIT + 1}) capped`,
+    [...params],
+  );
+  const n = Number(capped?.n ?? 0);
+  if (n <= EXACT_COUNT_LIMIT) return { value: n, exact: true };
+  const [plan] = await db.query<PlanRow[]>(`EXPLAIN (FORMAT JSON) SELECT 1 FROM ${spec.from} ${where}`, [...params]);
+  const estimate = Math.round(plan?.['QUERY PLAN'][0].Plan['Plan Rows'] ?? 0);
+  // We know more than the limit match, whatever the planner thinks.
+  return { value: Math.max(estimate, EXACT_COUNT_LIMIT + 1), exact: false };
+}

@@ -1,0 +1,44 @@
+/** How a list filter's query value is parsed: strictly, so `?is_active=yes` is a 400, not a silent no-op. */
+export type FilterType = 'int' | 'bool' | 'string' | 'timestamp' | { readonly enum: readonly string[] };
+
+export interface FilterSpec {
+  /** SQL expression compared for equality (trusted: comes from code, never from the request). */
+  readonly column: string;
+  readonly type: FilterType;
+}
+
+/** Everything the list machinery needs to know about one resource (part 2 of the contract). */
+export interface ListSpec {
+  /** `FROM` clause, e.g. `users u` (trusted). */
+  readonly from: string;
+  /** Select list producing the response shape (trusted). */
+  readonly select: string;
+  /** Column of the primary key, used for the `id:asc` tie-break. */
+  readonly idColumn: string;
+  /** Sortable field → SQL expression. */
+  readonly sort: Readonly<Record<string, string>>;
+  readonly defaultSort: string;
+  readonly filters: Readonly<Record<string, FilterSpec>>;
+  /** Text columns searched by `q` (case-insensitive substring); empty means `q` is not accepted. */
+  readonly search: readonly string[];
+  /** The soft-delete flag column, for resources that have one. */
+  readonly deletedColumn?: string;
+}
+
+export type SortDirection = 'asc' | 'desc';
+
+export interface ListQuery {
+  readonly page: number;
+  readonly page_size: number;
+  readonly sort: readonly { readonly field: string; readonly direction: SortDirection }[];
+  readonly q: string | undefined;
+  readonly include_deleted: boolean;
+  readonly count: 'exact' | 'auto';
+  readonly filters: Readonly<Record<string, string | number | boolean>>;
+}
+
+export const MAX_PAGE_SIZE = 100;
+export const DEFAULT_PAGE_SIZE = 25;
+export const MAX_Q_LENGTH = 200;
+/** Up to this many matches `meta.total` is always exact (part 2). */
+export const EXACT_COUNT_LIMIT = 10_000;

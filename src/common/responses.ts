@@ -1,0 +1,54 @@
+/** Where a response's data came from: the cache, the database after a cache miss, or the database because the cache is down. */
+export type CacheOutcome = 'hit' | 'miss' | 'bypass';
+
+/** A resource already serialised to JSON (as stored in the cache), sent without re-parsing. */
+export class RawJson {
+  constructor(readonly json: string) {}
+}
+
+interface ResourceOptions {
+  readonly cache?: CacheOutcome;
+  /** Overrides the ETag taken from `data.version`. */
+  readonly version?: number;
+  readonly status?: 200 | 201;
+  /** Path of the new resource, sent as `Location` on 201. */
+  readonly location?: string;
+}
+
+/** A response whose `data` is one resource: gets an `ETag` from its version. */
+export class ResourceResponse<T extends object> {
+  constructor(
+    readonly data: T | RawJson,
+    readonly options: ResourceOptions = {},
+  ) {}
+
+  static created<T extends { id: number }>(data: T, basePath: string): ResourceResponse<T> {
+    return new ResourceResponse(data, { status: 201, location: `${basePath}/${data.id}` });
+  }
+}
+
+/** A page of a list (part 2). */
+export class ListResponse<T> {
+  constructor(
+    readonly items: readonly T[],
+    readonly page: number,
+    readonly page_size: number,
+    readonly total: number,
+    readonly total_exact: boolean,
+    readonly cache?: CacheOutcome,
+  ) {}
+}
+
+/** 204 with no body: deleting what is already deleted, restoring what is live. */
+export class NoContent {
+  static readonly instance = new NoContent();
+}
+
+/** A 202 for work handed to the job queue. */
+export class AcceptedResponse<T extends object> {
+  constructor(
+    readonly data: T,
+    readonly location: string,
+    readonly retryAfterSeconds: number,
+  ) {}
+}

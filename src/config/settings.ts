@@ -1,0 +1,129 @@
+import { isAbsolute, resolve } from 'node:path';
+
+/** Thrown for the first invalid setting; its message is the one line printed at start-up. */
+export class SettingsError extends Error {
+  constructor(
+    readonly setting: string,
+    problem: string,
+  ) {
+    super(`Invalid setting ${setting}: ${problem}`);
+    this.name = 'SettingsError';
+  }
+}
+
+export type PushProvider = 'log' | 'fcm';
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+/** Every knob the service reads, parsed and validated once (part 11 of the contract). */
+export interface Settings {
+  readonly port: number;
+  readonly host: string;
+  /** Unset means: run the embedded PostgreSQL under `dataDir`. */
+  readonly databaseUrl: string | undefined;
+  /** Unset means: use the in-process cache. */
+  readonly redisUrl: string | undefined;
+  readonly jwtSecret: string | undefined;
+  readonly jwtJwksUrl: string | undefined;
+  readonly jwtIssuer: string;
+  readonly jwtAudience: string;
+  readonly cacheTtlSeconds: number;
+  readonly rateLimitPerMinute: number;
+  readonly pushProvider: PushProvider;
+  readonly fcmEndpoint: string | undefined;
+  readonly fcmCredentials: string | undefined;
+  readonly logLevel: LogLevel;
+  /** Where embedded-mode state lives (PostgreSQL data, generated secrets). */
+  readonly dataDir: string;
+  readonly embeddedPostgresPort: number;
+  readonly dbPoolSize: number;
+  readonly dbConnectTimeoutMs: number;
+  readonly dbStatementTimeoutMs: number;
+  readonly cacheTimeoutMs: number;
+  readonly shutdownTimeoutMs: number;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function text(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = text(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^-?\d+$/.test(raw)) throw new SettingsError(name, `"${raw}" is not an integer`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new SettingsError(name, `${value} is outside ${min}..${max}`);
+  return value;
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = text(env, name);
+  if (raw === undefined) return fallback;
+  const match = allowed.find((candidate) => candidate === raw.toLowerCase());
+  if (match === undefined) throw new SettingsError(name, `"${raw}" is not one of ${allowed.join(', ')}`);
+  return match;
+}
+
+function url(env: Env, name: string, protocols: readonly string[]): string | undefined {
+  const raw = text(env, name);
+  if (raw === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new SettingsError(name, 'is not a valid URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new SettingsError(name, `must use one of ${protocols.join(', ')}`);
+  }
+  return raw;
+}
+
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** Parses and validates the environment; throws `SettingsError` naming the first bad setting. */
+export function loadSettings(env: Env = process.env): Settings {
+  const jwtSecret = text(env, 'JWT_SECRET');
+  const jwtJwksUrl = url(env, 'JWT_JWKS_URL', ['http:', 'https:']);
+  if (jwtSecret !== undefined && jwtSecret.length < 32) {
+    throw new SettingsError('JWT_SECRET', 'must be at least 32 characters');
+  }
+  if (jwtSecret !== undefined && jwtJwksUrl !== undefined) {
+    throw new SettingsError('JWT_JWKS_URL', 'cannot be combined with JWT_SECRET; choose one verification mode');
+  }
+  const pushProvider = oneOf<PushProvider>(env, 'PUSH_PROVIDER', ['log', 'fcm'], 'log');
+  const fcmEndpoint = url(env, 'FCM_ENDPOINT', ['http:', 'https:']);
+  const fcmCredentials = text(env, 'FCM_CREDENTIALS');
+  if (pushProvider === 'fcm' && fcmCredentials === undefined) {
+    throw new SettingsError('FCM_CREDENTIALS', 'is required when PUSH_PROVIDER is fcm');
+  }
+  const dataDir = text(env, 'DATA_DIR') ?? '.data';
+  return Object.freeze({
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    host: text(env, 'HOST') ?? '127.0.0.1',
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    jwtSecret,
+    jwtJwksUrl,
+    jwtIssuer: text(env, 'JWT_ISSUER') ?? 'admin-api',
+    jwtAudience: text(env, 'JWT_AUDIENCE') ?? 'admin-portal',
+    cacheTtlSeconds: integer(env, 'CACHE_TTL_SECONDS', 300, 1, 86_400),
+    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
+    pushProvider,
+    fcmEndpoint: fcmEndpoint ?? 'https://fcm.googleapis.com',
+    fcmCredentials,
+    logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    dataDir: isAbsolute(dataDir) ? dataDir : resolve(process.cwd(), dataDir),
+    embeddedPostgresPort: integer(env, 'EMBEDDED_POSTGRES_PORT', 54329, 1024, 65535),
+    dbPoolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 500),
+    dbConnectTimeoutMs: integer(env, 'DB_CONNECT_TIMEOUT_MS', 2000, 100, 60_000),
+    dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 600_000),
+    cacheTimeoutMs: integer(env, 'CACHE_TIMEOUT_MS', 50, 5, 5000),
+    shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
+  });
+}
+
+/** Nest injection token for the settings object. */
+export const SETTINGS = Symbol('SETTINGS');

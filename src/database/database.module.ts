@@ -1,0 +1,22 @@
+import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import type { Settings } from '../config/settings.js';
+import { dataSourceOptions } from './data-source.js';
+import { UnitOfWork } from './unit-of-work.js';
+
+@Global()
+@Module({})
+export class DatabaseModule {
+  static forRoot(settings: Settings, databaseUrl: string): DynamicModule {
+    return {
+      module: DatabaseModule,
+      imports: [
+        TypeOrmModule.forRootAsync({
+          useFactory: () => ({ ...dataSourceOptions(settings, databaseUrl), retryAttempts: 2, retryDelay: 1000 }),
+        }),
+      ],
+      providers: [UnitOfWork],
+      exports: [UnitOfWork],
+    };
+  }
+}

@@ -1,0 +1,56 @@
+import { Controller, Get } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { DataSource } from 'typeorm';
+import { CacheService, type CacheState } from '../cache/cache.service.js';
+import { ApiError } from '../common/api-error.js';
+import { Public } from '../common/public.decorator.js';
+import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
+import { LivenessDto, ReadinessDto } from './health.dto.js';
+
+const DATABASE_PROBE_MS = 2000;
+
+@ApiTags('health')
+@Public()
+@Controller('health')
+export class HealthController {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly cache: CacheService,
+  ) {}
+
+  @Get('live')
+  @ApiOperation({ summary: 'The process answers', operationId: 'healthLive' })
+  @ApiEnvelope(LivenessDto)
+  live(): LivenessDto {
+    return { status: 'ok' };
+  }
+
+  @Get('ready')
+  @ApiOperation({ summary: 'The database answers (503 otherwise); reports the cache state', operationId: 'healthReady' })
+  @ApiEnvelope(ReadinessDto, { errors: [503] })
+  async ready(): Promise<ReadinessDto> {
+    const [database, cache] = await Promise.all([this.probeDatabase(), this.cache.probe()]);
+    if (!database) {
+      throw new ApiError('SERVICE_UNAVAILABLE', 'The database is unreachable', { database: 'down', cache }, { 'Retry-After': '1' });
+    }
+    return { status: 'ok', database: 'up', cache, cache_stats: { ...this.cache.stats } };
+  }
+
+  private async probeDatabase(): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        this.dataSource.query('SELECT 1').then(() => true),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), DATABASE_PROBE_MS);
+        }),
+      ]);
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+export type { CacheState };

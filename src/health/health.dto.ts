@@ -1,0 +1,28 @@
+import { ApiProperty } from '@nestjs/swagger';
+
+export class LivenessDto {
+  @ApiProperty({ enum: ['ok'] })
+  status!: 'ok';
+}
+
+export class CacheStatsDto {
+  @ApiProperty() hits!: number;
+  @ApiProperty() misses!: number;
+  @ApiProperty() failures!: number;
+  @ApiProperty() timeouts!: number;
+  @ApiProperty() short_circuited!: number;
+}
+
+export class ReadinessDto {
+  @ApiProperty({ enum: ['ok'] })
+  status!: 'ok';
+
+  @ApiProperty({ enum: ['up'] })
+  database!: 'up';
+
+  @ApiProperty({ enum: ['up', 'down', 'memory'], description: '`memory`: the in-process cache (no REDIS_URL)' })
+  cache!: 'up' | 'down' | 'memory';
+
+  @ApiProperty({ type: CacheStatsDto })
+  cache_stats!: CacheStatsDto;
+}

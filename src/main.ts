@@ -1,0 +1,57 @@
+import 'reflect-metadata';
+import { createApp } from './app.factory.js';
+import { createPino } from './common/logger.js';
+import { loadSettings, SettingsError, type Settings } from './config/settings.js';
+import { resolveDatabase } from './database/database-url.js';
+import { migrate } from './database/migrate.js';
+
+function settingsOrExit(): Settings {
+  try {
+    return loadSettings();
+  } catch (error) {
+    if (error instanceof SettingsError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+}
+
+async function main(): Promise<void> {
+  const settings = settingsOrExit();
+  const log = createPino(settings.logLevel);
+  const database = await resolveDatabase(settings, (line) => log.info(line));
+  const applied = await migrate(settings, database.url);
+  log.info({ applied }, applied.length === 0 ? 'database schema is up to date' : `applied ${applied.length} migration(s)`);
+  const app = await createApp({ settings, databaseUrl: database.url, log });
+  await app.listen({ port: settings.port, host: settings.host });
+  log.info({ url: await app.getUrl(), database: database.embedded === undefined ? 'external' : 'embedded', cache: settings.redisUrl === undefined ? 'memory' : 'redis' }, 'admin-api is listening');
+
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: finishing in-flight requests');
+    const force = setTimeout(() => {
+      log.error({ timeout_ms: settings.shutdownTimeoutMs }, 'shutdown timed out; exiting');
+      process.exit(1);
+    }, settings.shutdownTimeoutMs);
+    force.unref();
+    void (async () => {
+      await app.close();
+      await database.embedded?.stopIfUnused();
+      log.info('stopped');
+      process.exit(0);
+    })().catch((error: unknown) => {
+      log.error({ err: error }, 'error during shutdown');
+      process.exit(1);
+    });
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`admin-api failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

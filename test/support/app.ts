@@ -1,0 +1,47 @@
+import 'reflect-metadata';
+import type { ModuleMetadata } from '@nestjs/common';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { Server } from 'node:http';
+import supertest from 'supertest';
+import { createApp } from '../../src/app.factory.js';
+import { loadSettings, type Settings } from '../../src/config/settings.js';
+import { TEST_REDIS_URL, testDatabaseUrl } from './test-env.js';
+import { WidgetsModule } from './widgets/widgets.module.js';
+
+export interface TestApp {
+  readonly app: NestFastifyApplication;
+  readonly settings: Settings;
+  readonly http: () => supertest.Agent;
+  close(): Promise<void>;
+}
+
+interface StartOptions {
+  /** `null`: the in-process cache; default: the test Redis database. */
+  readonly redisUrl?: string | null;
+  readonly databaseUrl?: string;
+  readonly env?: Record<string, string>;
+  readonly imports?: ModuleMetadata['imports'];
+  /** Mount the test-only widget routes (default true). */
+  readonly widgets?: boolean;
+}
+
+/** Boots the real Fastify application (guards, pipes, filters, interceptors) for supertest. */
+export async function startApp(options: StartOptions = {}): Promise<TestApp> {
+  const databaseUrl = options.databaseUrl ?? testDatabaseUrl();
+  const redisUrl = options.redisUrl === undefined ? TEST_REDIS_URL : options.redisUrl;
+  const settings = loadSettings({
+    DATABASE_URL: databaseUrl,
+    ...(redisUrl === null ? {} : { REDIS_URL: redisUrl }),
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...options.env,
+  });
+  const imports = [...(options.widgets === false ? [] : [WidgetsModule]), ...(options.imports ?? [])];
+  const app = await createApp({ settings, databaseUrl, imports });
+  const server = app.getHttpServer() as Server;
+  return {
+    app,
+    settings,
+    http: () => supertest.agent(server),
+    close: () => app.close(),
+  };
+}

@@ -1,0 +1,47 @@
+// Plain ESM (Jest loads global setup outside its module mapper): it uses the compiled dist/,
+// which `npm test` builds first.
+import { createClient } from '@keyv/redis';
+import pg from 'pg';
+import { loadSettings } from '../../dist/src/config/settings.js';
+import { BASE_RECORD_COLUMNS, SOFT_DELETE_COLUMNS } from '../../dist/src/database/base.entity.js';
+import { migrate } from '../../dist/src/database/migrate.js';
+
+export const TEST_DATABASE_SERVER_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
+
+// Throw-away table behind the test-only routes that exercise the platform; same base columns
+// and version trigger as the real tables.
+const TEST_SCHEMA = `
+  CREATE TABLE test_widgets (${BASE_RECORD_COLUMNS}, ${SOFT_DELETE_COLUMNS},
+    name text NOT NULL,
+    category text NOT NULL,
+    weight integer NOT NULL DEFAULT 0,
+    active boolean NOT NULL DEFAULT true);
+  CREATE TRIGGER test_widgets_version BEFORE UPDATE ON test_widgets FOR EACH ROW EXECUTE FUNCTION bump_row_version();
+`;
+
+async function withClient(url, work) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Creates this run's database (admin_api_test_*), migrates it once, flushes the test Redis database. */
+export default async function globalSetup() {
+  const name = `admin_api_test_${Date.now()}_${process.pid}`;
+  await withClient(TEST_DATABASE_SERVER_URL, (admin) => admin.query(`CREATE DATABASE ${name}`));
+  const url = new URL(TEST_DATABASE_SERVER_URL);
+  url.pathname = `/${name}`;
+  process.env.ADMIN_API_TEST_DATABASE_URL = url.toString();
+  await migrate(loadSettings({ DATABASE_URL: url.toString() }), url.toString());
+  await withClient(url.toString(), (db) => db.query(TEST_SCHEMA));
+
+  const redis = createClient({ url: TEST_REDIS_URL });
+  await redis.connect();
+  await redis.flushDb();
+  await redis.close();
+}

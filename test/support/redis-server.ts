@@ -1,0 +1,60 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createClient } from '@keyv/redis';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A redis-server this test owns, so it may pause, resume or kill it. */
+export class OwnRedis {
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly url: string,
+  ) {}
+
+  static async start(): Promise<OwnRedis> {
+    const port = await freePort();
+    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const redis = new OwnRedis(child, `redis://127.0.0.1:${port}`);
+    for (let attempt = 0; attempt < 50; attempt += 1) {
+      const client = createClient({ url: redis.url, socket: { reconnectStrategy: false } });
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+        await client.ping();
+        await client.close();
+        return redis;
+      } catch {
+        await sleep(100);
+      }
+    }
+    child.kill('SIGKILL');
+    throw new Error('redis-server did not start');
+  }
+
+  pause(): void {
+    this.child.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.child.kill('SIGCONT');
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null) return;
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.child.kill('SIGCONT');
+    this.child.kill('SIGKILL');
+    await exited;
+  }
+}

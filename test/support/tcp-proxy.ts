@@ -1,0 +1,38 @@
+import { createServer, connect, type Server, type Socket } from 'node:net';
+
+/**
+ * A loopback TCP proxy in front of PostgreSQL, owned by the test: cutting it makes the database
+ * unreachable for the app (refused and severed connections) without touching the real server.
+ */
+export class TcpProxy {
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+
+  constructor(
+    private readonly targetHost: string,
+    private readonly targetPort: number,
+    readonly port: number,
+  ) {}
+
+  async open(): Promise<void> {
+    this.server = createServer((client) => {
+      const upstream = connect(this.targetPort, this.targetHost);
+      for (const socket of [client, upstream]) {
+        this.sockets.add(socket);
+        socket.on('close', () => this.sockets.delete(socket));
+        socket.on('error', () => socket.destroy());
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => this.server?.listen(this.port, '127.0.0.1', resolve));
+  }
+
+  /** Stops accepting and severs every open connection. */
+  async cut(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    this.sockets.clear();
+    const server = this.server;
+    this.server = undefined;
+    if (server !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
