@@ -42,7 +42,7 @@ export class RedisCacheStore implements CacheStore {
       // Commands fail at once while disconnected instead of queueing without bound.
       disableOfflineQueue: true,
       socket: { connectTimeout: 1000, reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 2000) },
-    }) as RedisClientType;
+    });
     this.client.on('error', (error: Error) => {
       // Reconnect attempts repeat the same error many times a second; one line every 10 s is enough.
       if (Date.now() - this.lastErrorLog > 10_000) {

@@ -32,8 +32,9 @@ export class EnvelopeInterceptor implements NestInterceptor {
     }
     if (result instanceof AcceptedResponse) {
       overrideStatus(request, 202);
-      void reply.header('location', result.location).header('retry-after', String(result.retryAfterSeconds));
-      return { success: true, data: result.data, meta: { request_id: requestId } };
+      const accepted = result as AcceptedResponse<object>;
+      void reply.header('location', accepted.location).header('retry-after', String(accepted.retryAfterSeconds));
+      return { success: true, data: accepted.data, meta: { request_id: requestId } };
     }
     if (result instanceof ResourceResponse) {
       const { data, options } = result as ResourceResponse<object>;

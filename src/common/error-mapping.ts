@@ -12,11 +12,12 @@ function field(value: unknown, name: string): unknown {
 
 /** True for errors of a lost or refused PostgreSQL connection (also wrapped by TypeORM). */
 export function isDatabaseUnavailable(error: unknown): boolean {
+  // Duck-typed rather than `instanceof Error`: socket errors may come from another realm.
   for (const candidate of [error, field(error, 'driverError'), field(error, 'cause')]) {
-    if (!(candidate instanceof Error)) continue;
     const code = field(candidate, 'code');
+    const message = field(candidate, 'message');
     if (typeof code === 'string' && (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code))) return true;
-    if (UNAVAILABLE_MESSAGES.some((pattern) => pattern.test(candidate.message))) return true;
+    if (typeof message === 'string' && UNAVAILABLE_MESSAGES.some((pattern) => pattern.test(message))) return true;
   }
   return false;
 }

@@ -24,7 +24,7 @@ export function createHttpAdapter(): FastifyAdapter {
  * JSON-only bodies, the request context, and one log line per request.
  */
 export function configureHttp(app: NestFastifyApplication, log: Pino): void {
-  const fastify = app.getHttpAdapter().getInstance() as unknown as FastifyInstance;
+  const fastify: FastifyInstance = app.getHttpAdapter().getInstance();
 
   fastify.removeAllContentTypeParsers();
   const parseJson = fastify.getDefaultJsonParser('error', 'error');
@@ -34,7 +34,7 @@ export function configureHttp(app: NestFastifyApplication, log: Pino): void {
       done(null, undefined);
       return;
     }
-    parseJson(request, typeof body === 'string' ? body : body.toString('utf8'), done);
+    void parseJson(request, typeof body === 'string' ? body : body.toString('utf8'), done);
   });
 
   fastify.addHook('onRequest', (request, reply, done) => {

@@ -117,7 +117,7 @@ export class EmbeddedPostgres {
   async stopIfUnused(): Promise<void> {
     if (this.runningPort() === undefined) return;
     const client = new pg.Client({ connectionString: this.url });
-    let others = 0;
+    let others: number;
     try {
       await client.connect();
       const result = await client.query<{ n: string }>(

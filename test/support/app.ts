@@ -37,7 +37,7 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
   });
   const imports = [...(options.widgets === false ? [] : [WidgetsModule]), ...(options.imports ?? [])];
   const app = await createApp({ settings, databaseUrl, imports });
-  const server = app.getHttpServer() as Server;
+  const server: Server = app.getHttpServer();
   return {
     app,
     settings,

@@ -1,0 +1,76 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, chmodSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort } from '../support/redis-server.js';
+
+const MAIN = new URL('../../dist/src/main.js', import.meta.url).pathname;
+
+interface Running {
+  readonly child: ChildProcess;
+  readonly output: () => string;
+  readonly exited: Promise<number | null>;
+}
+
+function startServer(env: Record<string, string>): Running {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !['DATABASE_URL', 'REDIS_URL', 'JWT_SECRET'].includes(key)));
+  const child = spawn(process.execPath, [MAIN], { env: { ...clean, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+async function waitReady(port: number, server: Running): Promise<{ status: number; body: { data: { database: string; cache: string } } }> {
+  for (let attempt = 0; attempt < 300; attempt += 1) {
+    if (server.child.exitCode !== null) throw new Error(`server exited: ${server.output()}`);
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/health/ready`);
+      return { status: response.status, body: (await response.json()) as { data: { database: string; cache: string } } };
+    } catch {
+      await sleep(100);
+    }
+  }
+  throw new Error(`server never answered: ${server.output()}`);
+}
+
+describe('npm start with no settings (embedded PostgreSQL, in-process cache)', () => {
+  let dataDir: string;
+  beforeAll(() => {
+    dataDir = mkdtempSync(join(tmpdir(), 'admin-api-embedded-'));
+    // As root the embedded server runs as the postgres OS user, which must reach the directory.
+    chmodSync(dataDir, 0o755);
+  });
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('serves /health/ready on an embedded PostgreSQL, stops it on SIGTERM, and reuses the data on restart', async () => {
+    const port = await freePort();
+    const env = { PORT: String(port), DATA_DIR: dataDir, EMBEDDED_POSTGRES_PORT: String(await freePort()) };
+
+    const first = startServer(env);
+    const ready = await waitReady(port, first);
+    expect(ready.status).toBe(200);
+    expect(ready.body.data).toMatchObject({ database: 'up', cache: 'memory' });
+    expect(first.output()).toContain('applied 1 migration(s)');
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    expect(first.output()).toContain('stopping embedded PostgreSQL');
+    expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+
+    const second = startServer(env);
+    expect((await waitReady(port, second)).status).toBe(200);
+    expect(second.output()).toContain('database schema is up to date');
+    expect(second.output()).not.toContain('initialising embedded PostgreSQL');
+    second.child.kill('SIGINT');
+    expect(await second.exited).toBe(0);
+    expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+  }, 120_000);
+
+  it('refuses a bad setting with one line naming it', async () => {
+    const server = startServer({ PORT: 'eighty', DATA_DIR: dataDir });
+    expect(await server.exited).toBe(1);
+    expect(server.output()).toBe('Invalid setting PORT: "eighty" is not an integer\n');
+  });
+});
