@@ -8,6 +8,8 @@ function say(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
+const COMMANDS = ['migrate'];
+
 const USAGE = `usage: npm run cli -- <command> [options]
 
 commands:
@@ -18,6 +20,10 @@ async function main(argv: readonly string[]): Promise<number> {
   if (command === undefined || command === '--help' || command === 'help') {
     say(USAGE);
     return command === undefined ? 2 : 0;
+  }
+  if (!COMMANDS.includes(command)) {
+    say(`unknown command "${command}"\n\n${USAGE}`);
+    return 2;
   }
   const settings = loadSettings();
   const database = await resolveDatabase(settings, say);
