@@ -48,10 +48,10 @@ describe('HTTP contract: envelopes, errors and headers', () => {
   });
 
   it('refuses malformed JSON with MALFORMED_JSON and writes nothing', async () => {
-    const before = await sql<{ n: number }>('SELECT count(*)::int AS n FROM test_widgets');
-    const response = await t.http().post('/v1/test/widgets').set('Content-Type', 'application/json').send('{"name": "x",').expect(400);
+    const name = `malformed-${Date.now()}`;
+    const response = await t.http().post('/v1/test/widgets').set('Content-Type', 'application/json').send(`{"name": "${name}", "category": "tool",`).expect(400);
     expect(response.body.error).toEqual({ code: 'MALFORMED_JSON', message: 'The request body is not valid JSON', details: {} });
-    expect(await sql('SELECT count(*)::int AS n FROM test_widgets')).toEqual(before);
+    expect(await sql('SELECT count(*)::int AS n FROM test_widgets WHERE name = $1', [name])).toEqual([{ n: 0 }]);
   });
 
   it('refuses prototype pollution attempts as malformed JSON', async () => {
@@ -123,7 +123,7 @@ describe('HTTP contract: envelopes, errors and headers', () => {
       const restored = await t.http().post(`/v1/test/widgets/${id}/restore`).expect(200);
       expect(restored.body.data).toMatchObject({ is_deleted: false, version: 3, deleted_at: null });
       await t.http().post(`/v1/test/widgets/${id}/restore`).expect(204);
-      const actions = await sql<{ action: string }>('SELECT action FROM audit_events WHERE resource_id = $1 ORDER BY id', [String(id)]);
+      const actions = await sql<{ action: string }>('SELECT action FROM audit_events WHERE resource_type = $2 AND resource_id = $1 ORDER BY id', [String(id), 'test_widget']);
       expect(actions.map((event) => event.action)).toEqual(['test_widget.create', 'test_widget.delete', 'test_widget.restore']);
     });
   });
@@ -144,7 +144,7 @@ describe('HTTP contract: envelopes, errors and headers', () => {
       const response = await t.http().patch(`/v1/test/widgets/${id}`).set('If-Match', '"1"').send({ weight: 7 }).expect(412);
       expect(response.body.error).toEqual({ code: 'PRECONDITION_FAILED', message: 'If-Match does not match the current version', details: { current_etag: '"2"' } });
       expect(await sql('SELECT weight, version FROM test_widgets WHERE id = $1', [id])).toEqual([{ weight: 5, version: 2 }]);
-      expect(await sql('SELECT count(*)::int AS n FROM audit_events WHERE resource_id = $1', [String(id)])).toEqual([{ n: 2 }]);
+      expect(await sql('SELECT count(*)::int AS n FROM audit_events WHERE resource_type = $2 AND resource_id = $1', [String(id), 'test_widget'])).toEqual([{ n: 2 }]);
     });
 
     it('refuses a stale If-Match on delete too', async () => {
