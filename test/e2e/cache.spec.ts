@@ -12,17 +12,28 @@ async function createWidget(t: TestApp, weight = 1): Promise<number> {
   return response.body.data.id as number;
 }
 
-/** Reads the raw entry behind a widget's detail key straight from Redis. */
-async function redisEntry(url: string, id: number): Promise<string | null> {
+interface KeyCommands {
+  get(key: string): Promise<string | null>;
+  del(key: string): Promise<number>;
+}
+
+/** Runs `work` on the Redis key behind a widget's detail entry (in the current generation). */
+async function withEntryKey<T>(url: string, id: number, work: (client: KeyCommands, key: string) => Promise<T>): Promise<T> {
   const client = createClient({ url });
   await client.connect();
   try {
     const generation = (await client.get(`${CACHE_KEY_PREFIX}generation`)) ?? '0';
-    return await client.get(`${CACHE_KEY_PREFIX}${generation}:res:test_widget:${id}`);
+    return await work(client, `${CACHE_KEY_PREFIX}${generation}:res:test_widget:${id}`);
   } finally {
     await client.close();
   }
 }
+
+/** The raw entry, straight from Redis. */
+const redisEntry = (url: string, id: number) => withEntryKey(url, id, (client, key) => client.get(key));
+
+/** Removes the entry behind the app's back, so the next read is a miss. */
+const dropEntry = (url: string, id: number) => withEntryKey(url, id, (client, key) => client.del(key));
 
 describe('cache-aside against real Redis', () => {
   let t: TestApp;
@@ -42,11 +53,7 @@ describe('cache-aside against real Redis', () => {
 
   it('reports miss when the entry is gone, then hit', async () => {
     const id = await createWidget(t);
-    const client = createClient({ url: TEST_REDIS_URL });
-    await client.connect();
-    const generation = (await client.get(`${CACHE_KEY_PREFIX}generation`)) ?? '0';
-    await client.del(`${CACHE_KEY_PREFIX}${generation}:res:test_widget:${id}`);
-    await client.close();
+    await dropEntry(TEST_REDIS_URL, id);
     expect((await t.http().get(`/v1/test/widgets/${id}`).expect(200)).body.meta.cache).toBe('miss');
     expect((await t.http().get(`/v1/test/widgets/${id}`).expect(200)).body.meta.cache).toBe('hit');
   });
@@ -64,11 +71,7 @@ describe('cache-aside against real Redis', () => {
 
   it('does not let a delayed stale fill overwrite a newer entry', async () => {
     const id = await createWidget(t, 1);
-    const client = createClient({ url: TEST_REDIS_URL });
-    await client.connect();
-    const generation = (await client.get(`${CACHE_KEY_PREFIX}generation`)) ?? '0';
-    await client.del(`${CACHE_KEY_PREFIX}${generation}:res:test_widget:${id}`);
-    await client.close();
+    await dropEntry(TEST_REDIS_URL, id);
 
     widgets.fillDelayMs = 400;
     // The slow reader loads version 1, then waits before filling the cache...
@@ -91,11 +94,7 @@ describe('cache-aside against real Redis', () => {
   it('loads the database once for 100 concurrent misses of one key', async () => {
     const id = await createWidget(t);
     await sql('UPDATE test_widgets SET weight = 77 WHERE id = $1', [id]); // behind the cache's back: version 2
-    const client = createClient({ url: TEST_REDIS_URL });
-    await client.connect();
-    const generation = (await client.get(`${CACHE_KEY_PREFIX}generation`)) ?? '0';
-    await client.del(`${CACHE_KEY_PREFIX}${generation}:res:test_widget:${id}`);
-    await client.close();
+    await dropEntry(TEST_REDIS_URL, id);
 
     widgets.fillDelayMs = 50;
     const loadsBefore = widgets.loads;
