@@ -21,10 +21,17 @@ async function main(): Promise<void> {
   const settings = settingsOrExit();
   const log = createPino(settings.logLevel);
   const database = await resolveDatabase(settings, (line) => log.info(line));
-  const applied = await migrate(settings, database.url);
-  log.info({ applied }, applied.length === 0 ? 'database schema is up to date' : `applied ${applied.length} migration(s)`);
-  const app = await createApp({ settings, databaseUrl: database.url, log });
-  await app.listen({ port: settings.port, host: settings.host });
+  let app: Awaited<ReturnType<typeof createApp>>;
+  try {
+    const applied = await migrate(settings, database.url);
+    log.info({ applied }, applied.length === 0 ? 'database schema is up to date' : `applied ${applied.length} migration(s)`);
+    app = await createApp({ settings, databaseUrl: database.url, log });
+    await app.listen({ port: settings.port, host: settings.host });
+  } catch (error) {
+    // Do not leave an embedded PostgreSQL behind when start-up fails (e.g. the port is taken).
+    await database.embedded?.stopIfUnused().catch(() => undefined);
+    throw error;
+  }
   log.info({ url: await app.getUrl(), database: database.embedded === undefined ? 'external' : 'embedded', cache: settings.redisUrl === undefined ? 'memory' : 'redis' }, 'admin-api is listening');
 
   let stopping = false;

@@ -14,7 +14,6 @@ export function createHttpAdapter(): FastifyAdapter {
     genReqId: (raw: IncomingMessage) => resolveRequestId(raw.headers['x-request-id']),
     requestIdHeader: false,
     logger: false,
-    // Tokens in the query string are ignored, and so is anything but plain key=value pairs.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   });
 }

@@ -1,7 +1,7 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { DataSource } from 'typeorm';
-import { CacheService, type CacheState } from '../cache/cache.service.js';
+import { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../common/api-error.js';
 import { Public } from '../common/public.decorator.js';
 import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
@@ -52,5 +52,3 @@ export class HealthController {
     }
   }
 }
-
-export type { CacheState };
