@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import type { Settings } from './config/settings.js';
 import { loadSettings, SettingsError } from './config/settings.js';
 import { resolveDatabase } from './database/database-url.js';
 import { migrate } from './database/migrate.js';
@@ -8,36 +9,45 @@ function say(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
-const COMMANDS = ['migrate'];
+interface Command {
+  readonly summary: string;
+  run(settings: Settings, databaseUrl: string, args: readonly string[]): Promise<number>;
+}
+
+/** Every command; the usage text and the dispatch are both derived from this table. */
+const COMMANDS: Readonly<Record<string, Command>> = {
+  migrate: {
+    summary: 'apply pending database migrations',
+    async run(settings, databaseUrl) {
+      const applied = await migrate(settings, databaseUrl);
+      say(applied.length === 0 ? 'database schema is up to date' : `applied: ${applied.join(', ')}`);
+      return 0;
+    },
+  },
+};
 
 const USAGE = `usage: npm run cli -- <command> [options]
 
 commands:
-  migrate     apply pending database migrations`;
+${Object.entries(COMMANDS)
+  .map(([name, command]) => `  ${name.padEnd(12)}${command.summary}`)
+  .join('\n')}`;
 
 async function main(argv: readonly string[]): Promise<number> {
-  const [command] = argv;
-  if (command === undefined || command === '--help' || command === 'help') {
+  const [name, ...args] = argv;
+  if (name === undefined || name === '--help' || name === 'help') {
     say(USAGE);
-    return command === undefined ? 2 : 0;
+    return name === undefined ? 2 : 0;
   }
-  if (!COMMANDS.includes(command)) {
-    say(`unknown command "${command}"\n\n${USAGE}`);
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (command === undefined) {
+    say(`unknown command "${name}"\n\n${USAGE}`);
     return 2;
   }
   const settings = loadSettings();
   const database = await resolveDatabase(settings, say);
   try {
-    switch (command) {
-      case 'migrate': {
-        const applied = await migrate(settings, database.url);
-        say(applied.length === 0 ? 'database schema is up to date' : `applied: ${applied.join(', ')}`);
-        return 0;
-      }
-      default:
-        say(`unknown command "${command}"\n\n${USAGE}`);
-        return 2;
-    }
+    return await command.run(settings, database.url, args);
   } finally {
     await database.embedded?.stopIfUnused();
   }

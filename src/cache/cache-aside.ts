@@ -36,11 +36,6 @@ export class CacheAside<Id extends string | number = number> {
     await this.cache.put(this.keyOf(id), entry, true);
   }
 
-  /** Drops the entry after a commit (for records that no longer exist). */
-  async forget(id: Id): Promise<void> {
-    await this.cache.remove(this.keyOf(id));
-  }
-
   private loadOnce(key: string, id: Id, fill: boolean): Promise<CacheEntry | undefined> {
     const running = this.inflight.get(key);
     if (running !== undefined) return running;

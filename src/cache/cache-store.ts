@@ -15,7 +15,6 @@ export interface CacheStore {
   get(key: string): Promise<CacheEntry | undefined>;
   /** Stores the entry unless the current one has a higher version; returns whether it was stored. */
   setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean>;
-  delete(key: string): Promise<void>;
   /** Makes every existing entry unreachable at once (after an outage in which invalidations were lost). */
   flushAll(): Promise<void>;
   ping(): Promise<void>;

@@ -60,16 +60,6 @@ export class CacheService {
     return result.ok;
   }
 
-  /** Drops an entry after a commit. */
-  async remove(key: string): Promise<boolean> {
-    return (await this.guard('delete', key, true, () => this.store.delete(key))).ok;
-  }
-
-  state(): CacheState {
-    if (this.store.kind === 'memory') return 'memory';
-    return this.dirty || Date.now() < this.openUntil || this.consecutiveFailures >= FAILURES_TO_OPEN ? 'down' : 'up';
-  }
-
   /** Checks the store within the budget (readiness probe). */
   async probe(): Promise<CacheState> {
     if (this.store.kind === 'memory') return 'memory';

@@ -35,11 +35,6 @@ export class MemoryCacheStore implements CacheStore {
     return Promise.resolve(true);
   }
 
-  delete(key: string): Promise<void> {
-    this.slots.delete(key);
-    return Promise.resolve();
-  }
-
   flushAll(): Promise<void> {
     this.slots.clear();
     return Promise.resolve();

@@ -20,10 +20,6 @@ end
 redis.call('SET', key, ARGV[4], 'PX', ARGV[5])
 return 1`;
 
-const DELETE = `
-local gen = redis.call('GET', KEYS[1]) or '0'
-return redis.call('DEL', ARGV[1] .. gen .. ':' .. ARGV[2])`;
-
 /** Redis through the client of `@keyv/redis`, with Lua scripts for the versioned operations. */
 export class RedisCacheStore implements CacheStore {
   readonly kind = 'redis' as const;
@@ -66,10 +62,6 @@ export class RedisCacheStore implements CacheStore {
       arguments: [this.prefix, key, String(entry.version), encodeEntry(entry), String(ttlMs)],
     });
     return stored === 1;
-  }
-
-  async delete(key: string): Promise<void> {
-    await this.client.eval(DELETE, { keys: [this.generationKey], arguments: [this.prefix, key] });
   }
 
   async flushAll(): Promise<void> {

@@ -1,5 +1,8 @@
 import { statusOf, type ErrorCode } from './error-codes.js';
 
+/** The contract's request body limit (part 10). */
+export const BODY_LIMIT_BYTES = 1_048_576;
+
 export interface FieldProblem {
   readonly field: string;
   readonly rule: string;
@@ -36,6 +39,18 @@ export class ApiError extends Error {
 
   static preconditionFailed(currentVersion: number): ApiError {
     return new ApiError('PRECONDITION_FAILED', 'If-Match does not match the current version', { current_etag: `"${currentVersion}"` });
+  }
+
+  static payloadTooLarge(this: void): ApiError {
+    return new ApiError('PAYLOAD_TOO_LARGE', 'The request body exceeds 1 MiB', { limit_bytes: BODY_LIMIT_BYTES });
+  }
+
+  static unsupportedMediaType(this: void): ApiError {
+    return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must be application/json', { expected: 'application/json' });
+  }
+
+  static malformedJson(this: void): ApiError {
+    return new ApiError('MALFORMED_JSON', 'The request body is not valid JSON');
   }
 
   static unavailable(): ApiError {

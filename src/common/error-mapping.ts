@@ -22,29 +22,26 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return false;
 }
 
-function fromFastify(code: string, statusCode: number, error: Error): ApiError | undefined {
-  switch (code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ApiError('PAYLOAD_TOO_LARGE', 'The request body exceeds 1 MiB', { limit_bytes: 1_048_576 });
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_TYPE':
-      return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must be application/json', { expected: 'application/json' });
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new ApiError('MALFORMED_JSON', 'The request body is not valid JSON');
-    default:
-      if (statusCode === 400 && error instanceof SyntaxError) return new ApiError('MALFORMED_JSON', 'The request body is not valid JSON');
-      return undefined;
-  }
-}
+/*
+ * Fastify's own error codes (thrown while reading a body, before any route runs) and the
+ * contract code each becomes. These names are only matched here, never sent to a client.
+ */
+const FROM_FASTIFY: Readonly<Record<string, () => ApiError>> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: ApiError.payloadTooLarge,
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: ApiError.unsupportedMediaType,
+  FST_ERR_CTP_INVALID_TYPE: ApiError.unsupportedMediaType,
+  FST_ERR_CTP_EMPTY_JSON_BODY: ApiError.malformedJson,
+  FST_ERR_CTP_INVALID_JSON_BODY: ApiError.malformedJson,
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: ApiError.malformedJson,
+};
 
+/** The contract error for a body-parsing failure, or undefined if `error` is not one. */
 function fastifyError(error: unknown): ApiError | undefined {
-  if (!(error instanceof Error)) return undefined;
   const code = field(error, 'code');
-  const statusCode = field(error, 'statusCode');
-  if (typeof code === 'string' && typeof statusCode === 'number') return fromFastify(code, statusCode, error);
-  if (statusCode === 400 && error instanceof SyntaxError) return new ApiError('MALFORMED_JSON', 'The request body is not valid JSON');
+  const known = typeof code === 'string' && Object.hasOwn(FROM_FASTIFY, code) ? FROM_FASTIFY[code] : undefined;
+  if (known !== undefined) return known();
+  // JSON.parse's SyntaxError, tagged 400 by the parser (duck-typed: it may come from another realm).
+  if (field(error, 'statusCode') === 400 && field(error, 'name') === 'SyntaxError') return ApiError.malformedJson();
   return undefined;
 }
 
@@ -56,9 +53,9 @@ function fromHttpException(exception: HttpException): ApiError {
     case 404:
       return new ApiError('ROUTE_NOT_FOUND', exception.message.startsWith('Cannot ') ? `No route ${exception.message.slice(7)}` : 'No such route');
     case 413:
-      return new ApiError('PAYLOAD_TOO_LARGE', 'The request body exceeds 1 MiB', { limit_bytes: 1_048_576 });
+      return ApiError.payloadTooLarge();
     case 415:
-      return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must be application/json', { expected: 'application/json' });
+      return ApiError.unsupportedMediaType();
     case 429:
       return new ApiError('RATE_LIMITED', 'Too many requests', {}, { 'Retry-After': '60' });
     case 503:

@@ -2,10 +2,9 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { FastifyInstance } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { Logger as Pino } from 'pino';
+import { BODY_LIMIT_BYTES } from './api-error.js';
 import { resolveRequestId, runInRequestContext, type RequestContext } from './request-context.js';
 import { applyStatusOverride } from './status-override.js';
-
-export const BODY_LIMIT_BYTES = 1_048_576;
 
 /** The Fastify adapter with the contract's body limit, request ids and no default parsers. */
 export function createHttpAdapter(): FastifyAdapter {

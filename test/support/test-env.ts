@@ -1,5 +1,4 @@
-/** Connection settings of the test run (the global setup reads the same variables). */
-export const TEST_DATABASE_SERVER_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+/** The test Redis database (global-setup.mjs flushes the same one). */
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
 
 /** Set by the global setup: the fresh, migrated database of this run. */

@@ -74,10 +74,11 @@ export class WidgetsService {
   }
 
   async create(dto: CreateWidgetDto): Promise<ResourceResponse<Widget>> {
+    const stamp = creationStamp();
     const row = await this.uow.run(async (tx) => {
       const [created] = await tx.db.query<Widget[]>(
         `INSERT INTO test_widgets (name, category, weight, created_by, updated_by) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
-        [dto.name, dto.category, dto.weight ?? 0, creationStamp().created_by, creationStamp().updated_by],
+        [dto.name, dto.category, dto.weight ?? 0, stamp.created_by, stamp.updated_by],
       );
       if (created === undefined) throw new Error('insert returned no row');
       await this.audit.record(tx.db, { action: 'test_widget.create', resource_type: 'test_widget', resource_id: created.id, changes: diffChanges(null, created, ['name', 'category', 'weight']) });
