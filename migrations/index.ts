@@ -1,4 +1,5 @@
 import { Platform1763683200000 } from './1763683200000-platform.js';
+import { UsersAndSessions1763769600000 } from './1763769600000-users-and-sessions.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
-export const MIGRATIONS = [Platform1763683200000];
+export const MIGRATIONS = [Platform1763683200000, UsersAndSessions1763769600000];

@@ -1,12 +1,13 @@
 import { Module, type DynamicModule, type ModuleMetadata } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
 import { AuditModule } from './audit/audit.module.js';
-import { DenyByDefaultGuard } from './auth/deny-by-default.guard.js';
+import { AuthModule } from './auth/auth.module.js';
 import { CacheModule } from './cache/cache.module.js';
 import { ConfigModule } from './config/config.module.js';
 import type { Settings } from './config/settings.js';
 import { DatabaseModule } from './database/database.module.js';
+import { GrantsModule } from './grants/grants.module.js';
 import { HealthModule } from './health/health.module.js';
+import { UsersModule } from './users/users.module.js';
 
 export interface AppModuleOptions {
   readonly settings: Settings;
@@ -25,10 +26,12 @@ export class AppModule {
         DatabaseModule.forRoot(options.settings, options.databaseUrl),
         CacheModule,
         AuditModule,
+        AuthModule,
         HealthModule,
+        UsersModule,
+        GrantsModule,
         ...(options.imports ?? []),
       ],
-      providers: [{ provide: APP_GUARD, useClass: DenyByDefaultGuard }],
     };
   }
 }

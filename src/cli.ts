@@ -1,18 +1,9 @@
 import 'reflect-metadata';
-import type { Settings } from './config/settings.js';
+import { CliError, say, type Command } from './cli/command.js';
+import { TOKEN_COMMANDS } from './cli/token-commands.js';
 import { loadSettings, SettingsError } from './config/settings.js';
 import { resolveDatabase } from './database/database-url.js';
 import { migrate } from './database/migrate.js';
-
-/** Messages go to stderr so that stdout carries only the command's result (a token, an id). */
-function say(line: string): void {
-  process.stderr.write(`${line}\n`);
-}
-
-interface Command {
-  readonly summary: string;
-  run(settings: Settings, databaseUrl: string, args: readonly string[]): Promise<number>;
-}
 
 /** Every command; the usage text and the dispatch are both derived from this table. */
 const COMMANDS: Readonly<Record<string, Command>> = {
@@ -24,13 +15,14 @@ const COMMANDS: Readonly<Record<string, Command>> = {
       return 0;
     },
   },
+  ...TOKEN_COMMANDS,
 };
 
 const USAGE = `usage: npm run cli -- <command> [options]
 
 commands:
 ${Object.entries(COMMANDS)
-  .map(([name, command]) => `  ${name.padEnd(12)}${command.summary}`)
+  .map(([name, command]) => `  ${name} ${command.usage ?? ''}\n      ${command.summary}`)
   .join('\n')}`;
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -56,7 +48,8 @@ async function main(argv: readonly string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    say(error instanceof SettingsError ? error.message : `error: ${error instanceof Error ? error.message : String(error)}`);
-    process.exit(1);
+    if (error instanceof SettingsError || error instanceof CliError) say(error.message);
+    else say(`error: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(error instanceof CliError ? error.exitCode : 1);
   },
 );

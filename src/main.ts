@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { createApp } from './app.factory.js';
 import { createPino } from './common/logger.js';
+import { withJwtSecret } from './auth/jwt-secret.js';
 import { loadSettings, SettingsError, type Settings } from './config/settings.js';
 import { resolveDatabase } from './database/database-url.js';
 import { migrate } from './database/migrate.js';
@@ -18,7 +19,11 @@ function settingsOrExit(): Settings {
 }
 
 async function main(): Promise<void> {
-  const settings = settingsOrExit();
+  const settings = await withJwtSecret(settingsOrExit()).catch((error: unknown) => {
+    if (!(error instanceof SettingsError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  });
   const log = createPino(settings.logLevel);
   const database = await resolveDatabase(settings, (line) => log.info(line));
   let app: Awaited<ReturnType<typeof createApp>>;

@@ -24,11 +24,18 @@ export class CacheAside<Id extends string | number = number> {
 
   /** Undefined when the record does not exist at all. */
   async get(id: Id): Promise<CachedRead | undefined> {
-    const key = this.keyOf(id);
-    const cached = await this.cache.get(key);
-    if (cached.entry !== undefined) return { entry: cached.entry, cache: 'hit' };
-    const entry = await this.loadOnce(key, id, cached.ok);
-    return entry === undefined ? undefined : { entry, cache: cached.ok ? 'miss' : 'bypass' };
+    return this.settle(id, await this.cache.get(this.keyOf(id)));
+  }
+
+  /** Finishes a read whose cache lookup was made elsewhere (batched with other keys in one round trip). */
+  async settle(id: Id, lookup: { readonly ok: boolean; readonly entry: CacheEntry | undefined }): Promise<CachedRead | undefined> {
+    if (lookup.entry !== undefined) return { entry: lookup.entry, cache: 'hit' };
+    const entry = await this.loadOnce(this.keyOf(id), id, lookup.ok);
+    return entry === undefined ? undefined : { entry, cache: lookup.ok ? 'miss' : 'bypass' };
+  }
+
+  key(id: Id): string {
+    return this.keyOf(id);
   }
 
   /** Rebuilds the entry after a commit; an older concurrent fill can no longer overwrite it. */

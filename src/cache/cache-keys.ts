@@ -2,4 +2,10 @@
 export const cacheKeys = {
   /** Detail projection of one record, e.g. `resource('user', 42)`. */
   resource: (type: string, id: number | string): string => `res:${type}:${id}`,
+  /** The session half of the auth context: owner, expiry, revocation. */
+  session: (sessionId: string): string => `auth:session:${sessionId}`,
+  /** The user half of the auth context: role, status, deletion (and, later, effective grants). */
+  authUser: (userId: number): string => `auth:user:${userId}`,
+  /** Failed authentications of one client address in the current window. */
+  authFailures: (ip: string): string => `auth-failures:${ip}`,
 } as const;

@@ -1,3 +1,9 @@
+/** A fixed-window counter's state after an increment (rate limits). */
+export interface WindowCount {
+  readonly count: number;
+  readonly resetInMs: number;
+}
+
 /** An entry as stored: the row version it was built from, and the resource already serialised. */
 export interface CacheEntry {
   readonly version: number;
@@ -13,10 +19,14 @@ export interface CacheEntry {
 export interface CacheStore {
   readonly kind: 'redis' | 'memory';
   get(key: string): Promise<CacheEntry | undefined>;
+  /** Several entries in one round trip (the auth context reads its session and user together). */
+  getMany(keys: readonly string[]): Promise<(CacheEntry | undefined)[]>;
   /** Stores the entry unless the current one has a higher version; returns whether it was stored. */
   setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean>;
   /** Makes every existing entry unreachable at once (after an outage in which invalidations were lost). */
   flushAll(): Promise<void>;
+  /** Counts one event in a fixed window that starts with the first event; returns the count so far and the time left. */
+  increment(key: string, windowMs: number): Promise<WindowCount>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

@@ -7,6 +7,13 @@ import { RedisCacheStore } from './redis-cache-store.js';
 
 export const CACHE_KEY_PREFIX = 'admin-api:';
 
+/** The cache the settings ask for (the CLI builds one too, to drop entries its writes made stale). */
+export function createCacheService(settings: Settings): CacheService {
+  const logger = new Logger('Cache');
+  const store = settings.redisUrl === undefined ? new MemoryCacheStore() : new RedisCacheStore(settings.redisUrl, CACHE_KEY_PREFIX, logger);
+  return new CacheService(store, settings.cacheTtlSeconds * 1000, settings.cacheTimeoutMs, logger);
+}
+
 /** Redis through `@keyv/redis` when REDIS_URL is set, an in-process store otherwise. */
 @Global()
 @Module({
@@ -14,11 +21,7 @@ export const CACHE_KEY_PREFIX = 'admin-api:';
     {
       provide: CacheService,
       inject: [SETTINGS],
-      useFactory: (settings: Settings): CacheService => {
-        const logger = new Logger('Cache');
-        const store = settings.redisUrl === undefined ? new MemoryCacheStore() : new RedisCacheStore(settings.redisUrl, CACHE_KEY_PREFIX, logger);
-        return new CacheService(store, settings.cacheTtlSeconds * 1000, settings.cacheTimeoutMs, logger);
-      },
+      useFactory: createCacheService,
     },
   ],
   exports: [CacheService],

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
-import type { CacheEntry, CacheStore } from './cache-store.js';
+import type { CacheEntry, CacheStore, WindowCount } from './cache-store.js';
+import { MemoryCacheStore } from './memory-cache-store.js';
 
 export type CacheState = 'up' | 'down' | 'memory';
 
@@ -33,6 +34,8 @@ export class CacheService {
   private consecutiveFailures = 0;
   private openUntil = 0;
   private dirty = false;
+  /** Counts rate-limit events locally while the shared store is unreachable. */
+  private readonly localCounters = new MemoryCacheStore(10_000);
 
   constructor(
     private readonly store: CacheStore,
@@ -54,9 +57,38 @@ export class CacheService {
     return { ok: true, entry: result.value };
   }
 
+  /** Like `get` for several keys in one round trip; `ok: false` when the cache could not be asked. */
+  async getMany(keys: readonly string[]): Promise<{ ok: boolean; entries: (CacheEntry | undefined)[] }> {
+    const result = await this.guard('mget', keys.join(','), false, () => this.store.getMany(keys));
+    if (!result.ok) return { ok: false, entries: keys.map(() => undefined) };
+    for (const entry of result.value) {
+      if (entry === undefined) this.stats.misses += 1;
+      else this.stats.hits += 1;
+    }
+    return { ok: true, entries: result.value };
+  }
+
+  /**
+   * Counts an event in a fixed window, shared by every instance through Redis; while Redis is
+   * unreachable each instance counts on its own, so a limit still holds per instance.
+   */
+  async increment(key: string, windowMs: number): Promise<WindowCount> {
+    const result = await this.guard('incr', key, false, () => this.store.increment(key, windowMs));
+    return result.ok ? result.value : this.localCounters.increment(key, windowMs);
+  }
+
   /** Fills after a read (`afterWrite: false`) or rebuilds after a commit (`afterWrite: true`). */
   async put(key: string, entry: CacheEntry, afterWrite: boolean): Promise<boolean> {
     const result = await this.guard('set', key, afterWrite, () => this.store.setIfNotOlder(key, entry, this.ttlMs));
+    return result.ok;
+  }
+
+  /**
+   * Drops every entry at once (a generation bump on Redis), for writers outside the server's
+   * write path such as the CLI; returns false if the cache could not be reached.
+   */
+  async invalidateAll(): Promise<boolean> {
+    const result = await this.guard('flush', '*', true, () => this.store.flushAll());
     return result.ok;
   }
 

@@ -1,4 +1,4 @@
-import type { CacheEntry, CacheStore } from './cache-store.js';
+import type { CacheEntry, CacheStore, WindowCount } from './cache-store.js';
 
 interface Slot {
   readonly entry: CacheEntry;
@@ -9,6 +9,7 @@ interface Slot {
 export class MemoryCacheStore implements CacheStore {
   readonly kind = 'memory' as const;
   private readonly slots = new Map<string, Slot>();
+  private readonly counters = new Map<string, { count: number; resetAt: number }>();
 
   constructor(private readonly maxEntries = 100_000) {}
 
@@ -20,6 +21,22 @@ export class MemoryCacheStore implements CacheStore {
       return Promise.resolve(undefined);
     }
     return Promise.resolve(slot.entry);
+  }
+
+  getMany(keys: readonly string[]): Promise<(CacheEntry | undefined)[]> {
+    return Promise.all(keys.map((key) => this.get(key)));
+  }
+
+  increment(key: string, windowMs: number): Promise<WindowCount> {
+    const now = Date.now();
+    let counter = this.counters.get(key);
+    if (counter === undefined || counter.resetAt <= now) {
+      if (this.counters.size >= this.maxEntries) this.dropExpiredCounters(now);
+      counter = { count: 0, resetAt: now + windowMs };
+      this.counters.set(key, counter);
+    }
+    counter.count += 1;
+    return Promise.resolve({ count: counter.count, resetInMs: counter.resetAt - now });
   }
 
   setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean> {
@@ -46,6 +63,11 @@ export class MemoryCacheStore implements CacheStore {
 
   close(): Promise<void> {
     this.slots.clear();
+    this.counters.clear();
     return Promise.resolve();
+  }
+
+  private dropExpiredCounters(now: number): void {
+    for (const [key, counter] of this.counters) if (counter.resetAt <= now) this.counters.delete(key);
   }
 }

@@ -1,12 +1,28 @@
 import { createClient, type RedisClientType } from '@keyv/redis';
 import type { Logger } from '@nestjs/common';
-import { decodeEntry, encodeEntry, type CacheEntry, type CacheStore } from './cache-store.js';
+import { decodeEntry, encodeEntry, type CacheEntry, type CacheStore, type WindowCount } from './cache-store.js';
 
 // Every key lives under the current generation; bumping the generation drops the whole cache at
 // once, which is how an instance that lost invalidations during an outage makes itself safe.
 const GET = `
 local gen = redis.call('GET', KEYS[1]) or '0'
 return redis.call('GET', ARGV[1] .. gen .. ':' .. ARGV[2])`;
+
+const GET_MANY = `
+local gen = redis.call('GET', KEYS[1]) or '0'
+local found = {}
+for i = 2, #ARGV do found[i - 1] = redis.call('GET', ARGV[1] .. gen .. ':' .. ARGV[i]) end
+return found`;
+
+// Counters live outside the generation: dropping the cache must not reset a rate limit.
+const INCREMENT = `
+local n = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {n, ttl}`;
 
 // Compare-and-set: an entry built from an older row version never replaces a newer one.
 const SET_IF_NOT_OLDER = `
@@ -54,6 +70,21 @@ export class RedisCacheStore implements CacheStore {
   async get(key: string): Promise<CacheEntry | undefined> {
     const raw = await this.client.eval(GET, { keys: [this.generationKey], arguments: [this.prefix, key] });
     return decodeEntry(typeof raw === 'string' ? raw : undefined);
+  }
+
+  async getMany(keys: readonly string[]): Promise<(CacheEntry | undefined)[]> {
+    const raw = await this.client.eval(GET_MANY, { keys: [this.generationKey], arguments: [this.prefix, ...keys] });
+    const values = Array.isArray(raw) ? raw : [];
+    return keys.map((_, index) => {
+      const value: unknown = values[index];
+      return decodeEntry(typeof value === 'string' ? value : undefined);
+    });
+  }
+
+  async increment(key: string, windowMs: number): Promise<WindowCount> {
+    const raw = await this.client.eval(INCREMENT, { keys: [`${this.prefix}count:${key}`], arguments: [String(windowMs)] });
+    const [count, ttl] = Array.isArray(raw) ? raw : [];
+    return { count: Number(count), resetInMs: Number(ttl) };
   }
 
   async setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean> {

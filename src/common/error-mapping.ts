@@ -22,6 +22,12 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return false;
 }
 
+/** True for PostgreSQL's unique violation (23505) on the named constraint or unique index. */
+export function isUniqueViolation(error: unknown, constraint: string): boolean {
+  const driver = field(error, 'driverError') ?? error;
+  return field(driver, 'code') === '23505' && field(driver, 'constraint') === constraint;
+}
+
 /*
  * Fastify's own error codes (thrown while reading a body, before any route runs) and the
  * contract code each becomes. These names are only matched here, never sent to a client.

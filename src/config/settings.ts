@@ -28,6 +28,8 @@ export interface Settings {
   readonly jwtAudience: string;
   readonly cacheTtlSeconds: number;
   readonly rateLimitPerMinute: number;
+  /** Failed authentications one client address may make per minute before it gets 429s. */
+  readonly authFailureLimitPerMinute: number;
   readonly pushProvider: PushProvider;
   readonly fcmEndpoint: string | undefined;
   readonly fcmCredentials: string | undefined;
@@ -111,6 +113,7 @@ export function loadSettings(env: Env = process.env): Settings {
     jwtAudience: text(env, 'JWT_AUDIENCE') ?? 'admin-portal',
     cacheTtlSeconds: integer(env, 'CACHE_TTL_SECONDS', 300, 1, 86_400),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
+    authFailureLimitPerMinute: integer(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 30, 1, 1_000_000),
     pushProvider,
     fcmEndpoint: fcmEndpoint ?? 'https://fcm.googleapis.com',
     fcmCredentials,

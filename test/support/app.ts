@@ -5,7 +5,7 @@ import type { Server } from 'node:http';
 import supertest from 'supertest';
 import { createApp } from '../../src/app.factory.js';
 import { loadSettings, type Settings } from '../../src/config/settings.js';
-import { TEST_REDIS_URL, testDatabaseUrl } from './test-env.js';
+import { TEST_JWT_SECRET, TEST_REDIS_URL, testDatabaseUrl } from './test-env.js';
 import { WidgetsModule } from './widgets/widgets.module.js';
 
 export interface TestApp {
@@ -33,6 +33,9 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
     DATABASE_URL: databaseUrl,
     ...(redisUrl === null ? {} : { REDIS_URL: redisUrl }),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...(options.env?.JWT_JWKS_URL === undefined ? { JWT_SECRET: TEST_JWT_SECRET } : {}),
+    // Specs share one address (127.0.0.1) and one Redis; the limiter spec sets its own limit.
+    AUTH_FAILURE_LIMIT_PER_MINUTE: '100000',
     ...options.env,
   });
   const imports = [...(options.widgets === false ? [] : [WidgetsModule]), ...(options.imports ?? [])];

@@ -7,3 +7,6 @@ export function testDatabaseUrl(): string {
   if (url === undefined) throw new Error('ADMIN_API_TEST_DATABASE_URL is unset: run the specs through jest (global setup)');
   return url;
 }
+
+/** The HS256 secret every test app verifies with (unless a spec chooses JWKS mode). */
+export const TEST_JWT_SECRET = 'test-secret-0123456789abcdef0123456789abcdef';

@@ -34,8 +34,14 @@ export function ApiEnvelope(model: Type, options: EnvelopeOptions = {}): MethodD
       description: 'Success envelope',
       schema: { type: 'object', required: ['success', 'data', 'meta'], properties: { success: { type: 'boolean', enum: [true] }, data, meta } },
     }),
-    ...(options.errors ?? []).map((status) =>
-      ApiResponse({ status, description: ERROR_DESCRIPTIONS[status] ?? 'Error', schema: { $ref: getSchemaPath(ErrorEnvelopeDto) } }),
-    ),
+    ApiErrorResponses(options.errors ?? []),
+  );
+}
+
+/** Documents error envelopes for the given statuses. */
+export function ApiErrorResponses(statuses: readonly number[]): MethodDecorator & ClassDecorator {
+  return applyDecorators(
+    ApiExtraModels(ErrorEnvelopeDto, MetaDto),
+    ...statuses.map((status) => ApiResponse({ status, description: ERROR_DESCRIPTIONS[status] ?? 'Error', schema: { $ref: getSchemaPath(ErrorEnvelopeDto) } })),
   );
 }

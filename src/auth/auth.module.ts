@@ -1,0 +1,26 @@
+import { Global, Module } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { SETTINGS, type Settings } from '../config/settings.js';
+import { AuthContextService } from './auth-context.service.js';
+import { AuthFailureLimiter } from './auth-failure-limiter.js';
+import { AuthGuard } from './auth.guard.js';
+import { AuthorizationService } from './authorization.service.js';
+import { JwtStrategy } from './jwt.strategy.js';
+import { SessionsService } from './sessions.service.js';
+import { createVerificationKeys, VERIFICATION_KEYS } from './verification-keys.js';
+
+/** Authentication (JWT + session), the authorization evaluator and the global deny-by-default guard. */
+@Global()
+@Module({
+  providers: [
+    { provide: VERIFICATION_KEYS, inject: [SETTINGS], useFactory: (settings: Settings) => createVerificationKeys(settings) },
+    AuthContextService,
+    AuthorizationService,
+    AuthFailureLimiter,
+    JwtStrategy,
+    SessionsService,
+    { provide: APP_GUARD, useClass: AuthGuard },
+  ],
+  exports: [AuthContextService, AuthorizationService, SessionsService],
+})
+export class AuthModule {}

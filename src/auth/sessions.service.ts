@@ -1,0 +1,23 @@
+import { Injectable } from '@nestjs/common';
+import { AuditService } from '../audit/audit.service.js';
+import { currentActorId } from '../common/request-context.js';
+import type { Tx } from '../database/unit-of-work.js';
+import { revokeSessionsOfUser, type SessionRow } from './sessions.js';
+
+/** Session writes made on behalf of other writes (suspending or deleting a user). */
+@Injectable()
+export class SessionsService {
+  constructor(private readonly audit: AuditService) {}
+
+  /**
+   * Revokes every live session of the user inside the caller's transaction, with one
+   * `session.revoke` audit event each; the caller rebuilds their cache entries after commit.
+   */
+  async revokeAllOf(tx: Tx, userId: number, reason: string): Promise<SessionRow[]> {
+    const revoked = await revokeSessionsOfUser(tx.db, userId, reason, currentActorId());
+    for (const session of revoked) {
+      await this.audit.record(tx.db, { action: 'session.revoke', resource_type: 'session', resource_id: session.id, reason, changes: { revoked_at: [null, session.revoked_at?.toISOString() ?? null] } });
+    }
+    return revoked;
+  }
+}

@@ -1,0 +1,68 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsEmail, IsInt, IsOptional, IsString, Length, Matches, MaxLength, Min, ValidateIf } from 'class-validator';
+
+const E164 = /^\+[1-9]\d{1,14}$/;
+const NOT_BLANK = /\S/;
+
+/** Optional, but when present it may not be null (`null` would otherwise slip past `@IsOptional`). */
+const Present = (): PropertyDecorator => ValidateIf((_object: object, value: unknown) => value !== undefined);
+
+export class CreateUserDto {
+  @ApiProperty({ maxLength: 254, example: 'ana@example.com', description: 'Unique, case-insensitive; deleted users keep theirs' })
+  @IsEmail({ require_tld: true }, { message: 'email must be an email address' })
+  @MaxLength(254)
+  email!: string;
+
+  @ApiProperty({ minLength: 1, maxLength: 100, example: 'Ana Silva' })
+  @IsString()
+  @Length(1, 100)
+  @Matches(NOT_BLANK, { message: 'display_name must not be blank' })
+  display_name!: string;
+
+  @ApiProperty({ minimum: 1, example: 3, description: 'Giving super_admin (1) or admin (2) requires super_admin' })
+  @IsInt()
+  @Min(1)
+  role_id!: number;
+
+  @ApiPropertyOptional({ example: '+351912345678', description: 'E.164' })
+  @IsOptional()
+  @Matches(E164, { message: 'phone must be an E.164 number such as +351912345678' })
+  phone?: string;
+}
+
+export class UpdateUserDto {
+  @ApiPropertyOptional({ maxLength: 254 })
+  @Present()
+  @IsEmail({ require_tld: true }, { message: 'email must be an email address' })
+  @MaxLength(254)
+  email?: string;
+
+  @ApiPropertyOptional({ minLength: 1, maxLength: 100 })
+  @Present()
+  @IsString()
+  @Length(1, 100)
+  @Matches(NOT_BLANK, { message: 'display_name must not be blank' })
+  display_name?: string;
+
+  @ApiPropertyOptional({ type: String, nullable: true, description: 'E.164; null removes it' })
+  @IsOptional()
+  @Matches(E164, { message: 'phone must be an E.164 number such as +351912345678' })
+  phone?: string | null;
+
+  @ApiPropertyOptional({ minimum: 1 })
+  @Present()
+  @IsInt()
+  @Min(1)
+  role_id?: number;
+}
+
+export class SuspendUserDto {
+  @ApiPropertyOptional({ maxLength: 500, description: 'Recorded in the audit event' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(500)
+  reason?: string;
+}
+
+/** For actions that take no options: any property is a 400, an absent body is fine. */
+export class NoOptionsDto {}

@@ -1,0 +1,119 @@
+import { Injectable } from '@nestjs/common';
+import { deletionStamp, restorationStamp, updateStamp } from '../audit/actor-stamps.js';
+import { AuditService } from '../audit/audit.service.js';
+import type { AuthContext } from '../auth/auth-context.js';
+import { SessionsService } from '../auth/sessions.service.js';
+import { assertIfMatch, type IfMatch } from '../common/etag.js';
+import { NoContent, ResourceResponse } from '../common/responses.js';
+import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import type { PinResetDto, UserDto } from './dto/user.dto.js';
+import { hashPin, newPin } from './pin.js';
+import { assertTransition, TARGET_STATUS } from './user-lifecycle.js';
+import { assertMayManage, assertNotSelf } from './user-rules.js';
+import { toResource, UsersRepository, type UserRow } from './users.repository.js';
+
+/** Soft delete, restore and the lifecycle actions of part 6.1, each one transaction with its audit event. */
+@Injectable()
+export class UserActionsService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly users: UsersRepository,
+    private readonly sessions: SessionsService,
+    private readonly audit: AuditService,
+  ) {}
+
+  /** 200 with the deleted user; 204 when it already was. Revokes the user's sessions. */
+  remove(actor: AuthContext, id: number, ifMatch: IfMatch): Promise<ResourceResponse<UserDto> | NoContent> {
+    return this.uow.run(async (tx) => {
+      const before = await this.users.lock(tx, id);
+      if (before.is_deleted) return NoContent.instance;
+      assertNotSelf(actor, id, 'delete');
+      assertMayManage(actor, before.role_id);
+      assertIfMatch(ifMatch, before.version);
+      const stamp = deletionStamp();
+      const after = await this.users.update(tx, id, 'is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $4', [stamp.deleted_at, stamp.deleted_by, stamp.updated_by]);
+      await this.audit.record(tx.db, { action: 'user.delete', resource_type: 'user', resource_id: id, changes: { is_deleted: [false, true] } });
+      const revoked = await this.sessions.revokeAllOf(tx, id, 'user deleted');
+      this.users.rebuildAfterCommit(tx, after, revoked);
+      return this.respond(after);
+    });
+  }
+
+  /** 200 with the restored user; 204 when it was not deleted. Revoked sessions stay revoked. */
+  restore(actor: AuthContext, id: number, ifMatch: IfMatch): Promise<ResourceResponse<UserDto> | NoContent> {
+    return this.uow.run(async (tx) => {
+      const before = await this.users.lock(tx, id);
+      if (!before.is_deleted) return NoContent.instance;
+      assertMayManage(actor, before.role_id);
+      assertIfMatch(ifMatch, before.version);
+      const after = await this.users.update(tx, id, 'is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $2', [restorationStamp().updated_by]);
+      await this.audit.record(tx.db, { action: 'user.restore', resource_type: 'user', resource_id: id, changes: { is_deleted: [true, false] } });
+      this.users.rebuildAfterCommit(tx, after);
+      return this.respond(after);
+    });
+  }
+
+  /** pending or suspended → active. */
+  activate(actor: AuthContext, id: number, ifMatch: IfMatch): Promise<ResourceResponse<UserDto>> {
+    return this.uow.run(async (tx) => {
+      const before = await this.prepare(tx, actor, id, ifMatch, 'activate');
+      const after = await this.setStatus(tx, before, TARGET_STATUS.activate, 'user.activate', null);
+      this.users.rebuildAfterCommit(tx, after);
+      return this.respond(after);
+    });
+  }
+
+  /** pending or active → suspended; revokes the user's sessions at once. */
+  suspend(actor: AuthContext, id: number, reason: string | undefined, ifMatch: IfMatch): Promise<ResourceResponse<UserDto>> {
+    return this.uow.run(async (tx) => {
+      const before = await this.users.lockLive(tx, id);
+      assertNotSelf(actor, id, 'suspend');
+      this.checkAction(before, actor, ifMatch, 'suspend');
+      const after = await this.setStatus(tx, before, TARGET_STATUS.suspend, 'user.suspend', reason ?? null);
+      const revoked = await this.sessions.revokeAllOf(tx, id, reason ?? 'user suspended');
+      this.users.rebuildAfterCommit(tx, after, revoked);
+      return this.respond(after);
+    });
+  }
+
+  /** Stores the hash of a new random 6-digit PIN and returns the PIN, in this response only. */
+  async resetPin(actor: AuthContext, id: number, ifMatch: IfMatch): Promise<ResourceResponse<PinResetDto>> {
+    const pin = newPin();
+    const pinHash = await hashPin(pin);
+    return this.uow.run(async (tx) => {
+      const before = await this.prepare(tx, actor, id, ifMatch, 'reset_pin');
+      const after = await this.users.update(tx, id, 'pin_hash = $2, pin_reset_at = now(), updated_by = $3', [pinHash, updateStamp().updated_by]);
+      await this.audit.record(tx.db, {
+        action: 'user.reset_pin',
+        resource_type: 'user',
+        resource_id: id,
+        changes: { pin_set: [before.pin_set, true], pin_reset_at: [before.pin_reset_at, after.pin_reset_at] },
+      });
+      this.users.rebuildAfterCommit(tx, after);
+      const result: PinResetDto = { user_id: id, temporary_pin: pin, pin_reset_at: after.pin_reset_at ?? new Date().toISOString() };
+      return new ResourceResponse(result, { version: after.version });
+    });
+  }
+
+  private async prepare(tx: Tx, actor: AuthContext, id: number, ifMatch: IfMatch, action: 'activate' | 'reset_pin'): Promise<UserRow> {
+    const before = await this.users.lockLive(tx, id);
+    this.checkAction(before, actor, ifMatch, action);
+    return before;
+  }
+
+  private checkAction(before: UserRow, actor: AuthContext, ifMatch: IfMatch, action: 'activate' | 'suspend' | 'reset_pin'): void {
+    assertMayManage(actor, before.role_id);
+    assertIfMatch(ifMatch, before.version);
+    assertTransition(before.status_id, action);
+  }
+
+  private async setStatus(tx: Tx, before: UserRow, statusId: number, action: string, reason: string | null): Promise<UserRow> {
+    const after = await this.users.update(tx, before.id, 'status_id = $2, updated_by = $3', [statusId, updateStamp().updated_by]);
+    await this.audit.record(tx.db, { action, resource_type: 'user', resource_id: before.id, reason, changes: { status_id: [before.status_id, statusId] } });
+    return after;
+  }
+
+  private respond(row: UserRow): ResourceResponse<UserDto> {
+    return new ResourceResponse(toResource(row), { version: row.version });
+  }
+}

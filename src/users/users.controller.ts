@@ -1,0 +1,87 @@
+import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import { Actor } from '../auth/actor.decorator.js';
+import type { AuthContext } from '../auth/auth-context.js';
+import { Authorize } from '../auth/authorize.decorator.js';
+import { DetailQueryDto } from '../common/detail-query.dto.js';
+import { IfMatchHeader, type IfMatch } from '../common/etag.js';
+import { IdParam } from '../common/id.pipe.js';
+import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
+import type { ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
+import { CreateUserDto, NoOptionsDto, SuspendUserDto, UpdateUserDto } from './dto/user-input.dto.js';
+import { PinResetDto, UserDto } from './dto/user.dto.js';
+import { UserActionsService } from './user-actions.service.js';
+import { UsersService } from './users.service.js';
+
+/** `/v1/admin/users` (part 6.1). */
+@ApiTags('users')
+@Controller('v1/admin/users')
+export class UsersController {
+  constructor(
+    private readonly users: UsersService,
+    private readonly actions: UserActionsService,
+  ) {}
+
+  @Get()
+  @Authorize({ permission: 'users.read', summary: 'List users', description: 'Filters `status_id`, `role_id`; `q` over email and display_name; sort `id`, `email`, `display_name`, `created_at`, `updated_at`.' })
+  @ApiEnvelope(UserDto, { list: true, errors: [400] })
+  list(@Query() query: Record<string, unknown>): Promise<ListResponse<UserDto>> {
+    return this.users.list(query);
+  }
+
+  @Get(':id')
+  @Authorize({ permission: 'users.read', summary: 'Get a user (cached)' })
+  @ApiEnvelope(UserDto, { errors: [400, 404] })
+  get(@IdParam() id: number, @Query() query: DetailQueryDto): Promise<ResourceResponse<UserDto>> {
+    return this.users.get(id, query.include_deleted === 'true');
+  }
+
+  @Post()
+  @Authorize({ permission: 'users.create', summary: 'Create a user (status pending)' })
+  @ApiEnvelope(UserDto, { status: 201, errors: [400, 404, 409] })
+  create(@Actor() actor: AuthContext, @Body() dto: CreateUserDto): Promise<ResourceResponse<UserDto>> {
+    return this.users.create(actor, dto);
+  }
+
+  @Patch(':id')
+  @Authorize({ permission: 'users.update', summary: 'Change a user’s email, display name, phone or role' })
+  @ApiEnvelope(UserDto, { errors: [400, 404, 409, 412] })
+  update(@Actor() actor: AuthContext, @IdParam() id: number, @Body() dto: UpdateUserDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<UserDto>> {
+    return this.users.update(actor, id, dto, ifMatch);
+  }
+
+  @Delete(':id')
+  @Authorize({ permission: 'users.delete', summary: 'Soft-delete a user and revoke its sessions (204 if already deleted)' })
+  @ApiEnvelope(UserDto, { errors: [404, 412, 422] })
+  remove(@Actor() actor: AuthContext, @IdParam() id: number, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<UserDto> | NoContent> {
+    return this.actions.remove(actor, id, ifMatch);
+  }
+
+  @Post(':id/restore')
+  @Authorize({ permission: 'users.restore', summary: 'Restore a deleted user (204 if it is not deleted)' })
+  @ApiEnvelope(UserDto, { errors: [400, 404, 412] })
+  restore(@Actor() actor: AuthContext, @IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<UserDto> | NoContent> {
+    return this.actions.restore(actor, id, ifMatch);
+  }
+
+  @Post(':id/activate')
+  @Authorize({ permission: 'users.activate', summary: 'Activate a pending or suspended user' })
+  @ApiEnvelope(UserDto, { errors: [400, 404, 409, 412] })
+  activate(@Actor() actor: AuthContext, @IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<UserDto>> {
+    return this.actions.activate(actor, id, ifMatch);
+  }
+
+  @Post(':id/suspend')
+  @Authorize({ permission: 'users.suspend', summary: 'Suspend a pending or active user and revoke its sessions' })
+  @ApiEnvelope(UserDto, { errors: [400, 404, 409, 412, 422] })
+  suspend(@Actor() actor: AuthContext, @IdParam() id: number, @Body() dto: SuspendUserDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<UserDto>> {
+    return this.actions.suspend(actor, id, dto.reason, ifMatch);
+  }
+
+  @Post(':id/reset-pin')
+  @Authorize({ permission: 'users.reset_pin', summary: 'Set a new random 6-digit PIN and return it once', description: 'Only a hash is stored; the PIN appears in this response and nowhere else.' })
+  @ApiEnvelope(PinResetDto, { errors: [400, 404, 409, 412] })
+  resetPin(@Actor() actor: AuthContext, @IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<PinResetDto>> {
+    return this.actions.resetPin(actor, id, ifMatch);
+  }
+}

@@ -1,0 +1,95 @@
+import { Injectable } from '@nestjs/common';
+import { creationStamp, updateStamp } from '../audit/actor-stamps.js';
+import { AuditService, diffChanges } from '../audit/audit.service.js';
+import type { AuthContext } from '../auth/auth-context.js';
+import { ApiError } from '../common/api-error.js';
+import { isUniqueViolation } from '../common/error-mapping.js';
+import { assertIfMatch, type IfMatch } from '../common/etag.js';
+import { parseListQuery } from '../common/list/list-query.parser.js';
+import { runList } from '../common/list/list-runner.js';
+import { ListResponse, RawJson, ResourceResponse } from '../common/responses.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import type { CreateUserDto, UpdateUserDto } from './dto/user-input.dto.js';
+import type { UserDto } from './dto/user.dto.js';
+import { assertMayAssignRole, assertMayManage } from './user-rules.js';
+import { toResource, USER_COLUMNS, USER_LIST, userNotFound, UsersRepository, type UserRow } from './users.repository.js';
+
+/** Fields whose changes audit events record (never the PIN hash). */
+export const AUDITED_FIELDS = ['email', 'display_name', 'phone', 'role_id', 'status_id'] as const satisfies readonly (keyof UserRow)[];
+
+function emailTaken(email: string): ApiError {
+  return new ApiError('USER_EMAIL_TAKEN', `The email ${email} is already used by another user (deleted users keep theirs)`, { email });
+}
+
+/** Reads, creation and PATCH of users (part 6.1); lifecycle actions live in `UserActionsService`. */
+@Injectable()
+export class UsersService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly users: UsersRepository,
+    private readonly audit: AuditService,
+  ) {}
+
+  list(query: Record<string, unknown>): Promise<ListResponse<UserDto>> {
+    return runList<UserDto>(this.uow.reader, USER_LIST, parseListQuery(USER_LIST, query));
+  }
+
+  async get(id: number, includeDeleted: boolean): Promise<ResourceResponse<UserDto>> {
+    const read = await this.users.read(id);
+    if (read === undefined || (read.entry.deleted && !includeDeleted)) throw userNotFound(id);
+    return new ResourceResponse<UserDto>(new RawJson(read.entry.json), { cache: read.cache, version: read.entry.version });
+  }
+
+  async create(actor: AuthContext, dto: CreateUserDto): Promise<ResourceResponse<UserDto>> {
+    assertMayAssignRole(actor, null, dto.role_id);
+    const stamp = creationStamp();
+    const row = await this.uow
+      .run(async (tx) => {
+        const [created] = await tx.db.query<UserRow[]>(
+          `INSERT INTO users (email, display_name, phone, role_id, created_by, updated_by) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${USER_COLUMNS}`,
+          [dto.email, dto.display_name, dto.phone ?? null, dto.role_id, stamp.created_by, stamp.updated_by],
+        );
+        if (created === undefined) throw new Error('user insert returned no row');
+        await this.audit.record(tx.db, { action: 'user.create', resource_type: 'user', resource_id: created.id, changes: diffChanges(null, created, AUDITED_FIELDS) });
+        this.users.rebuildAfterCommit(tx, created);
+        return created;
+      })
+      .catch((error: unknown) => {
+        throw isUniqueViolation(error, 'users_email_key') ? emailTaken(dto.email) : error;
+      });
+    return new ResourceResponse(toResource(row), { status: 201, location: `/v1/admin/users/${row.id}`, version: row.version });
+  }
+
+  async update(actor: AuthContext, id: number, dto: UpdateUserDto, ifMatch: IfMatch): Promise<ResourceResponse<UserDto>> {
+    const row = await this.uow
+      .run(async (tx) => {
+        const before = await this.users.lockLive(tx, id);
+        assertMayManage(actor, before.role_id);
+        if (dto.role_id !== undefined) assertMayAssignRole(actor, before.role_id, dto.role_id);
+        assertIfMatch(ifMatch, before.version);
+        const wanted = { ...before, ...definedFields(dto) };
+        const changes = diffChanges(before, wanted, AUDITED_FIELDS);
+        // Nothing would change: no write, no new version, no audit event.
+        if (Object.keys(changes).length === 0) return before;
+        const after = await this.users.update(tx, id, 'email = $2, display_name = $3, phone = $4, role_id = $5, updated_by = $6', [
+          wanted.email,
+          wanted.display_name,
+          wanted.phone,
+          wanted.role_id,
+          updateStamp().updated_by,
+        ]);
+        await this.audit.record(tx.db, { action: 'user.update', resource_type: 'user', resource_id: id, changes });
+        this.users.rebuildAfterCommit(tx, after);
+        return after;
+      })
+      .catch((error: unknown) => {
+        throw isUniqueViolation(error, 'users_email_key') && dto.email !== undefined ? emailTaken(dto.email) : error;
+      });
+    return new ResourceResponse(toResource(row), { version: row.version });
+  }
+}
+
+/** The PATCH body's fields that were sent (`phone: null` counts: it clears the phone). */
+function definedFields(dto: UpdateUserDto): Partial<Pick<UserRow, 'email' | 'display_name' | 'phone' | 'role_id'>> {
+  return Object.fromEntries(Object.entries(dto).filter(([, value]) => value !== undefined));
+}

@@ -1,0 +1,55 @@
+import { PERMISSION_CODES, PERMISSIONS, isDeviceScoped } from '../../src/auth/permissions.js';
+import { ROLE, roleById, ROLES } from '../../src/auth/roles.js';
+import { assertTransition } from '../../src/users/user-lifecycle.js';
+
+describe('role → permission table (part 5)', () => {
+  const permissionsOf = (id: number): string[] => [...(roleById(id)?.permissions ?? [])].sort();
+
+  it('has the 40 permissions of the contract with ids 1..40', () => {
+    expect(PERMISSIONS.map((permission) => permission.id)).toEqual(Array.from({ length: 40 }, (_, index) => index + 1));
+    expect(new Set(PERMISSION_CODES).size).toBe(40);
+  });
+
+  it('gives super_admin everything and admin everything but granting and revoking permission grants', () => {
+    expect(permissionsOf(ROLE.super_admin)).toEqual([...PERMISSION_CODES].sort());
+    expect(PERMISSION_CODES.filter((code) => !roleById(ROLE.admin)?.permissions.has(code))).toEqual(['permission_grants.grant', 'permission_grants.revoke']);
+  });
+
+  it('gives operator the non-device reads (not audit) plus four writes', () => {
+    expect(permissionsOf(ROLE.operator)).toEqual(
+      ['users.read', 'permission_grants.read', 'inbox.read', 'read_state.read', 'mobile_devices.read', 'jobs.read', 'inbox.create', 'inbox.send_push', 'read_state.update', 'mobile_devices.deactivate'].sort(),
+    );
+  });
+
+  it('gives viewer every read except audit.read, and member nothing and no admin access', () => {
+    expect(permissionsOf(ROLE.viewer)).toEqual(PERMISSION_CODES.filter((code) => code.endsWith('.read') && code !== 'audit.read').sort());
+    expect(permissionsOf(ROLE.member)).toEqual([]);
+    expect(ROLES.filter((role) => !role.admin_access).map((role) => role.code)).toEqual(['member']);
+  });
+
+  it('treats devices.*, authorities.* and authority_permissions.* as device-scoped', () => {
+    expect(PERMISSION_CODES.filter(isDeviceScoped)).toHaveLength(4 + 8 + 3);
+    expect(isDeviceScoped('users.read')).toBe(false);
+  });
+});
+
+describe('user lifecycle transitions (part 6.1)', () => {
+  const cases: [string, number, 'activate' | 'suspend' | 'reset_pin', boolean][] = [
+    ['pending', 1, 'activate', true],
+    ['active', 2, 'activate', false],
+    ['suspended', 3, 'activate', true],
+    ['pending', 1, 'suspend', true],
+    ['active', 2, 'suspend', true],
+    ['suspended', 3, 'suspend', false],
+    ['pending', 1, 'reset_pin', true],
+    ['active', 2, 'reset_pin', true],
+    ['suspended', 3, 'reset_pin', false],
+  ];
+  it.each(cases)('%s user, %s: allowed=%s', (from, statusId, action, allowed) => {
+    if (allowed) {
+      expect(() => assertTransition(statusId, action)).not.toThrow();
+    } else {
+      expect(() => assertTransition(statusId, action)).toThrow(expect.objectContaining({ code: 'INVALID_STATE_TRANSITION', details: { from, action: action === 'reset_pin' ? 'reset-pin' : action } }));
+    }
+  });
+});
