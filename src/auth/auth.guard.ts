@@ -77,7 +77,7 @@ export class AuthGuard implements CanActivate {
   private authenticate(request: FastifyRequest, reply: FastifyReply): Promise<AuthContext> {
     return new Promise((resolve, reject) => {
       const middleware = this.passport.authenticate('jwt', { session: false }, (error: unknown, user: AuthContext | false, info: unknown) => {
-        if (error !== null && error !== undefined) reject(error instanceof Error ? error : new Error(String(error)));
+        if (error !== null && error !== undefined) reject(error instanceof Error ? error : new Error('authentication failed with a non-error value'));
         else if (user === false) reject(tokenError(info));
         else resolve(user);
       }) as (req: unknown, res: unknown, next: (error?: unknown) => void) => void;

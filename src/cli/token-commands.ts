@@ -15,7 +15,7 @@ const audit = new AuditService();
 
 function options<T extends Record<string, { type: 'string' }>>(args: readonly string[], spec: T): Partial<Record<keyof T, string>> {
   try {
-    return parseArgs({ args: [...args], options: spec, strict: true, allowPositionals: false }).values as Partial<Record<keyof T, string>>;
+    return parseArgs({ args: [...args], options: spec, strict: true, allowPositionals: false }).values;
   } catch (error) {
     throw new CliError(error instanceof Error ? error.message : String(error), 2);
   }

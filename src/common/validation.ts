@@ -1,4 +1,4 @@
-import { ValidationPipe, type ValidationError } from '@nestjs/common';
+import { ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
 import { ApiError, type FieldProblem } from './api-error.js';
 
 /** `isInt` → `int`, `whitelistValidation` → `unknown`: the rule names clients see in `details.fields`. */
@@ -24,9 +24,34 @@ export function flattenValidationErrors(errors: readonly ValidationError[], pref
   return problems;
 }
 
+/**
+ * An absent body is an empty object: actions whose options are all optional accept no body,
+ * and a create without a body reports each missing field instead of one opaque error.
+ */
+class ApiValidationPipe extends ValidationPipe {
+  override transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    const body = metadata.type === 'body' && value === undefined ? {} : value;
+    if (metadata.metatype === NoOptionsDto) return Promise.resolve(checkNoOptions(body));
+    return super.transform(body, metadata);
+  }
+}
+
+/**
+ * The body of an action that takes no options. class-validator cannot express "no properties"
+ * (a class without rules is refused as an unknown value), so the pipe checks it itself.
+ */
+export class NoOptionsDto {}
+
+function checkNoOptions(body: unknown): NoOptionsDto {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw ApiError.field('body', 'object', 'The body must be a JSON object');
+  const extra = Object.keys(body);
+  if (extra.length > 0) throw ApiError.validation(extra.map((field) => ({ field, rule: 'unknown', message: `${field} is not an accepted field` })));
+  return new NoOptionsDto();
+}
+
 /** The one global pipe: strict bodies (unknown properties are a 400), transformed into DTO classes. */
 export function createValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new ApiValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
     forbidUnknownValues: true,

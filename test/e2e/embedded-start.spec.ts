@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { runCli } from '../support/cli.js';
 import { freePort } from '../support/redis-server.js';
 
 const MAIN = new URL('../../dist/src/main.js', import.meta.url).pathname;
@@ -53,7 +54,7 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
     const ready = await waitReady(port, first);
     expect(ready.status).toBe(200);
     expect(ready.body.data).toMatchObject({ database: 'up', cache: 'memory' });
-    expect(first.output()).toContain('applied 1 migration(s)');
+    expect(first.output()).toContain('applied 2 migration(s)');
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
     expect(first.output()).toContain('stopping embedded PostgreSQL');
@@ -63,6 +64,14 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
     expect((await waitReady(port, second)).status).toBe(200);
     expect(second.output()).toContain('database schema is up to date');
     expect(second.output()).not.toContain('initialising embedded PostgreSQL');
+
+    // The README's "get a token" step, against the running server on the same embedded database.
+    const bootstrap = await runCli(['bootstrap-admin', '--email', 'a@example.com'], env);
+    expect(bootstrap.code).toBe(0);
+    const users = await fetch(`http://127.0.0.1:${port}/v1/admin/users`, { headers: { authorization: `Bearer ${bootstrap.stdout.trim()}` } });
+    expect(users.status).toBe(200);
+    expect(((await users.json()) as { data: { email: string }[] }).data.map((user) => user.email)).toEqual(['a@example.com']);
+    expect(existsSync(join(dataDir, 'jwt-secret'))).toBe(true);
     second.child.kill('SIGINT');
     expect(await second.exited).toBe(0);
     expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);

@@ -63,6 +63,3 @@ export class SuspendUserDto {
   @MaxLength(500)
   reason?: string;
 }
-
-/** For actions that take no options: any property is a 400, an absent body is fine. */
-export class NoOptionsDto {}

@@ -1,0 +1,86 @@
+import jwt from 'jsonwebtoken';
+import { randomUUID } from 'node:crypto';
+import { createUser } from '../support/auth.js';
+import { startApp, type TestApp } from '../support/app.js';
+import { runCli } from '../support/cli.js';
+import { sql } from '../support/db.js';
+import { TEST_JWT_SECRET, testDatabaseUrl } from '../support/test-env.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+describe('CLI token commands (part 11)', () => {
+  let t: TestApp;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    t = await startApp({ widgets: false, redisUrl: null });
+    env = { DATABASE_URL: testDatabaseUrl(), JWT_SECRET: TEST_JWT_SECRET, LOG_LEVEL: 'silent' };
+  });
+  afterAll(() => t.close());
+
+  const works = async (token: string): Promise<void> => {
+    await t.http().get('/v1/admin/users?page_size=1').set('Authorization', `Bearer ${token}`).expect(200);
+  };
+  const claimsOf = (token: string): { sub: string; sid: string; exp: number; iss: string; aud: string } => jwt.decode(token) as { sub: string; sid: string; exp: number; iss: string; aud: string };
+
+  it('bootstrap-admin creates an active super_admin and prints only a working token', async () => {
+    const email = `boot-${randomUUID().slice(0, 8)}@example.com`;
+    const run = await runCli(['bootstrap-admin', '--email', email, '--display-name', 'Boot Strap'], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+\n$/);
+    expect(run.stderr).toContain('created super_admin user');
+    const token = run.stdout.trim();
+    await works(token);
+    const claims = claimsOf(token);
+    expect(claims).toMatchObject({ iss: 'admin-api', aud: 'admin-portal', sid: expect.stringMatching(UUID) });
+    expect(claims.exp - Date.now() / 1000).toBeGreaterThan(12 * 3600 - 60);
+    expect(await sql('SELECT email, display_name, role_id, status_id FROM users WHERE id = $1', [Number(claims.sub)])).toEqual([{ email, display_name: 'Boot Strap', role_id: 1, status_id: 2 }]);
+    const events = await sql<{ action: string }>("SELECT action FROM audit_events WHERE (resource_type = 'user' AND resource_id = $1) OR (resource_type = 'session' AND resource_id = $2) ORDER BY id", [claims.sub, claims.sid]);
+    expect(events.map((event) => event.action)).toEqual(['user.create', 'session.create']);
+  });
+
+  it('bootstrap-admin reuses the account (email case-insensitive) and promotes a suspended viewer', async () => {
+    const user = await createUser({ role: 'viewer', status: 'suspended' });
+    const run = await runCli(['bootstrap-admin', '--email', user.email.toUpperCase()], env);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain(`reusing super_admin user ${user.id}`);
+    expect(claimsOf(run.stdout.trim()).sub).toBe(String(user.id));
+    await works(run.stdout.trim());
+    expect(await sql('SELECT role_id, status_id FROM users WHERE id = $1', [user.id])).toEqual([{ role_id: 1, status_id: 2 }]);
+  });
+
+  it('issue-token prints a token for a new session with the requested lifetime', async () => {
+    const user = await createUser({ role: 'viewer' });
+    const run = await runCli(['issue-token', '--user-id', String(user.id), '--ttl-seconds', '120'], env);
+    expect(run.code).toBe(0);
+    const token = run.stdout.trim();
+    await works(token);
+    expect(claimsOf(token).exp - Date.now() / 1000).toBeLessThanOrEqual(121);
+    expect(await sql('SELECT user_id FROM auth_sessions WHERE id = $1', [claimsOf(token).sid])).toEqual([{ user_id: user.id }]);
+  });
+
+  it('create-session prints only the new session id', async () => {
+    const user = await createUser({ role: 'operator' });
+    const run = await runCli(['create-session', '--user-id', String(user.id)], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(new RegExp(`^${UUID.source.slice(1, -1)}\\n$`));
+    expect(await sql('SELECT user_id, revoked_at FROM auth_sessions WHERE id = $1', [run.stdout.trim()])).toEqual([{ user_id: user.id, revoked_at: null }]);
+  });
+
+  it('fails with one clear line and nothing on stdout for bad input', async () => {
+    const suspended = await createUser({ status: 'suspended' });
+    const cases: [string[], Record<string, string>, number, string][] = [
+      [['bootstrap-admin'], env, 2, '--email must be an email address'],
+      [['bootstrap-admin', '--email', 'a@example.com', '--admin'], env, 2, "Unknown option '--admin'"],
+      [['issue-token', '--user-id', String(suspended.id)], env, 1, `user ${suspended.id} is not active`],
+      [['issue-token', '--user-id', '987654321'], env, 1, 'user 987654321 does not exist'],
+      [['issue-token', '--user-id', 'x'], env, 2, '--user-id must be an integer'],
+      [['issue-token', '--user-id', '1'], { DATABASE_URL: testDatabaseUrl(), JWT_JWKS_URL: 'http://127.0.0.1:9/jwks.json' }, 1, 'needs secret mode'],
+      [['issue-token', '--user-id', '1'], { DATABASE_URL: testDatabaseUrl() }, 1, 'Invalid setting JWT_SECRET: is required when DATABASE_URL is set'],
+    ];
+    for (const [args, settings, code, message] of cases) {
+      const run = await runCli(args, settings);
+      expect({ args, code: run.code, stdout: run.stdout }).toEqual({ args, code, stdout: '' });
+      expect(run.stderr).toContain(message);
+    }
+  }, 60_000);
+});

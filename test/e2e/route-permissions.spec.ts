@@ -1,0 +1,99 @@
+import { Controller, Get, Module, RequestMethod } from '@nestjs/common';
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
+import { MetadataScanner, ModulesContainer } from '@nestjs/core';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { AUTHORIZE, type AuthorizeOptions } from '../../src/auth/authorize.decorator.js';
+import { buildOpenApi } from '../../src/common/openapi/openapi.js';
+import { IS_PUBLIC } from '../../src/common/public.decorator.js';
+import { actor } from '../support/auth.js';
+import { startApp, type TestApp } from '../support/app.js';
+
+/** Declares nothing: the guard must refuse it, and the listing must flag it. */
+@Controller('v1/test/undeclared')
+class UndeclaredController {
+  @Get()
+  open(): string {
+    return 'should never be reached';
+  }
+}
+
+@Module({ controllers: [UndeclaredController] })
+class UndeclaredModule {}
+
+/** `GET /v1/admin/users/:id → users.read`, `→ public`, or `→ UNDECLARED` for every controller route. */
+function routeTable(app: NestFastifyApplication): string[] {
+  const scanner = new MetadataScanner();
+  const rows: string[] = [];
+  for (const module of app.get(ModulesContainer).values()) {
+    for (const wrapper of module.controllers.values()) {
+      const type = wrapper.metatype as (new (...args: never[]) => object) | null;
+      if (type === null) continue;
+      const base = String(Reflect.getMetadata(PATH_METADATA, type) ?? '');
+      for (const name of scanner.getAllMethodNames(type.prototype)) {
+        const handler = (type.prototype as Record<string, unknown>)[name] as object;
+        const path = Reflect.getMetadata(PATH_METADATA, handler) as string | undefined;
+        if (path === undefined) continue;
+        const method = RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number];
+        const full = `/${[base, path].map((part) => part.replace(/^\/|\/$/g, '')).filter(Boolean).join('/')}`;
+        const rule = Reflect.getMetadata(AUTHORIZE, handler) as AuthorizeOptions | undefined;
+        const isPublic = Reflect.getMetadata(IS_PUBLIC, handler) === true || Reflect.getMetadata(IS_PUBLIC, type) === true;
+        rows.push(`${method} ${full} → ${rule?.permission ?? (isPublic ? 'public' : 'UNDECLARED')}`);
+      }
+    }
+  }
+  return rows.sort();
+}
+
+// The reviewed list: a change here is a change of who may do what.
+const EXPECTED = [
+  'DELETE /v1/admin/users/:id → users.delete',
+  'GET /health/live → public',
+  'GET /health/ready → public',
+  'GET /v1/admin/permissions → permission_grants.read',
+  'GET /v1/admin/roles → permission_grants.read',
+  'GET /v1/admin/users → users.read',
+  'GET /v1/admin/users/:id → users.read',
+  'PATCH /v1/admin/users/:id → users.update',
+  'POST /v1/admin/users → users.create',
+  'POST /v1/admin/users/:id/activate → users.activate',
+  'POST /v1/admin/users/:id/reset-pin → users.reset_pin',
+  'POST /v1/admin/users/:id/restore → users.restore',
+  'POST /v1/admin/users/:id/suspend → users.suspend',
+];
+
+describe('every route declares its permission (deny by default)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp({ widgets: false, redisUrl: null });
+  });
+  afterAll(() => t.close());
+
+  it('matches the reviewed route → permission table, with no undeclared route', () => {
+    const table = routeTable(t.app);
+    expect(table.filter((row) => row.endsWith('UNDECLARED'))).toEqual([]);
+    expect(table).toEqual(EXPECTED);
+  });
+
+  it('flags and refuses a route that declares nothing, even for a super_admin', async () => {
+    const withUndeclared = await startApp({ widgets: false, redisUrl: null, imports: [UndeclaredModule] });
+    try {
+      expect(routeTable(withUndeclared.app)).toContain('GET /v1/test/undeclared → UNDECLARED');
+      const { auth } = await actor('super_admin');
+      const response = await withUndeclared.http().get('/v1/test/undeclared').set('Authorization', auth).expect(403);
+      expect(response.body.error).toEqual({ code: 'PERMISSION_DENIED', message: 'This route declares no permission and is closed', details: { permission: null } });
+      await withUndeclared.http().get('/v1/test/undeclared').expect(401);
+    } finally {
+      await withUndeclared.close();
+    }
+  });
+
+  it('documents each permission in the OpenAPI document as x-permission', () => {
+    const documented: string[] = [];
+    for (const [path, operations] of Object.entries(buildOpenApi(t.app).paths)) {
+      for (const [method, operation] of Object.entries(operations as Record<string, { 'x-permission'?: string }>)) {
+        if (path.startsWith('/v1/admin')) documented.push(`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')} → ${operation['x-permission'] ?? 'UNDOCUMENTED'}`);
+      }
+    }
+    expect(documented.sort()).toEqual(EXPECTED.filter((row) => row.includes(' /v1/admin')));
+  });
+});
