@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', '.data/', 'jest.config.js', 'eslint.config.js', 'test/support/*.mjs'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', '.data/', 'jest.config.js', 'eslint.config.js' ] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -15,6 +15,15 @@ export default tseslint.config(
       '@typescript-eslint/no-extraneous-class': 'off',
       // `_name` marks a parameter kept for its place in a signature; rest siblings drop fields.
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', ignoreRestSiblings: true }],
+    },
+  },
+  {
+    // Plain ESM scripts over the compiled dist/ (benchmarks, Jest's global setup): linted, untyped.
+    files: ['**/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      parserOptions: { projectService: false, project: false },
+      globals: { process: 'readonly', console: 'readonly', URL: 'readonly', fetch: 'readonly', Buffer: 'readonly' },
     },
   },
   {

@@ -1,0 +1,90 @@
+// Shared plumbing of the benchmarks: a throw-away database, child servers, autocannon runs.
+// Plain ESM over the compiled dist/ (run `nest build` first; the npm scripts do).
+import { createClient } from '@keyv/redis';
+import autocannon from 'autocannon';
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { loadSettings } from '../dist/src/config/settings.js';
+import { migrate } from '../dist/src/database/migrate.js';
+
+export const SERVER_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+// Redis database 14 belongs to the benchmarks: it is flushed at the start of every run.
+export const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/14';
+export const JWT_SECRET = 'bench-secret-0123456789abcdef0123456789abcdef';
+
+export async function withClient(url, work) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Creates and migrates admin_api_bench_<time>_<pid>; returns its URL and a drop function. */
+export async function createBenchDatabase() {
+  const name = `admin_api_bench_${Date.now()}_${process.pid}`;
+  await withClient(SERVER_URL, (admin) => admin.query(`CREATE DATABASE ${name}`));
+  const url = new URL(SERVER_URL);
+  url.pathname = `/${name}`;
+  await migrate(loadSettings({ DATABASE_URL: url.toString() }), url.toString());
+  const drop = () => withClient(SERVER_URL, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  return { url: url.toString(), drop };
+}
+
+export async function flushBenchRedis() {
+  const redis = createClient({ url: REDIS_URL });
+  await redis.connect();
+  await redis.flushDb();
+  await redis.close();
+}
+
+/** Starts `node <script>` with env and waits until `readyUrl` answers 200. */
+export async function startChild(script, env, readyUrl) {
+  const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let errors = '';
+  child.stderr.on('data', (chunk) => (errors += chunk.toString()));
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  for (let attempt = 0; attempt < 300; attempt += 1) {
+    if (child.exitCode !== null) throw new Error(`${script} exited: ${errors}`);
+    try {
+      if ((await fetch(readyUrl)).status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  return {
+    pid: child.pid,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** One autocannon run; returns requests/s and latency percentiles, and counts non-2xx answers. */
+export function load(url, { headers = {}, connections = 50, duration = 10 } = {}) {
+  return new Promise((resolve, reject) => {
+    autocannon({ url, headers, connections, duration }, (error, result) => {
+      if (error) reject(error);
+      else resolve({ rps: Math.round(result.requests.average), p50_ms: result.latency.p50, p99_ms: result.latency.p99, non2xx: result.non2xx, errors: result.errors });
+    });
+  });
+}
+
+export function printTable(rows) {
+  console.table(rows);
+}
+
+/** Writes the results as JSON under bench/results/. */
+export function saveResults(name, results) {
+  const dir = new URL('./results/', import.meta.url);
+  mkdirSync(dir, { recursive: true });
+  const file = new URL(`${name}.json`, dir);
+  writeFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), node: process.version, ...results }, null, 2)}\n`);
+  return file.pathname;
+}
