@@ -36,6 +36,7 @@ async function main(argv: readonly string[]): Promise<number> {
     say(`unknown command "${name}"\n\n${USAGE}`);
     return 2;
   }
+  command.validate?.(args);
   const settings = loadSettings();
   const database = await resolveDatabase(settings, say);
   try {

@@ -20,5 +20,7 @@ export interface Command {
   readonly summary: string;
   /** Option synopsis shown in the usage text. */
   readonly usage?: string;
+  /** Checks the options before the database is resolved (and an embedded one started); throws `CliError`. */
+  validate?(args: readonly string[]): void;
   run(settings: Settings, databaseUrl: string, args: readonly string[]): Promise<number>;
 }

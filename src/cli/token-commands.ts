@@ -111,16 +111,22 @@ function sessionOptions(args: readonly string[]): { userId: number; ttl: number 
   return { userId: positiveInt(values['user-id'], 'user-id', 0, Number.MAX_SAFE_INTEGER), ttl: positiveInt(values['ttl-seconds'], 'ttl-seconds', DEFAULT_SESSION_TTL_SECONDS, MAX_TTL_SECONDS) };
 }
 
+function bootstrapOptions(args: readonly string[]): { email: string; displayName: string | undefined } {
+  const values = options(args, { email: { type: 'string' }, 'display-name': { type: 'string' } });
+  const email = values.email?.trim();
+  if (email === undefined || email.length > 254 || !isEmail(email, { require_tld: true })) throw new CliError('--email must be an email address, e.g. --email a@example.com', 2);
+  const displayName = values['display-name']?.trim();
+  if (displayName !== undefined && (displayName.length < 1 || displayName.length > 100)) throw new CliError('--display-name must be 1-100 characters', 2);
+  return { email, displayName };
+}
+
 export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
   'bootstrap-admin': {
     summary: 'create (or reuse) an active super_admin and print a token for a new 12-hour session',
     usage: '--email E [--display-name N]',
+    validate: bootstrapOptions,
     async run(loaded, databaseUrl, args) {
-      const values = options(args, { email: { type: 'string' }, 'display-name': { type: 'string' } });
-      const email = values.email?.trim();
-      if (email === undefined || email.length > 254 || !isEmail(email, { require_tld: true })) throw new CliError('--email must be an email address, e.g. --email a@example.com', 2);
-      const displayName = values['display-name']?.trim();
-      if (displayName !== undefined && (displayName.length < 1 || displayName.length > 100)) throw new CliError('--display-name must be 1-100 characters', 2);
+      const { email, displayName } = bootstrapOptions(args);
       const settings = await withJwtSecret(loaded);
       requireSecretMode(settings, 'bootstrap-admin');
       const { user, created, session } = await withDatabase(settings, databaseUrl, (dataSource) =>
@@ -138,6 +144,7 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
   'issue-token': {
     summary: 'print a token for a new session of an active user (secret mode only)',
     usage: '--user-id N [--ttl-seconds S]',
+    validate: sessionOptions,
     async run(loaded, databaseUrl, args) {
       const { userId, ttl } = sessionOptions(args);
       const settings = await withJwtSecret(loaded);
@@ -156,6 +163,7 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
   'create-session': {
     summary: 'print the id of a new session of an active user, for tokens minted by an identity provider (their sid)',
     usage: '--user-id N [--ttl-seconds S]',
+    validate: sessionOptions,
     async run(settings, databaseUrl, args) {
       const { userId, ttl } = sessionOptions(args);
       const session = await withDatabase(settings, databaseUrl, (dataSource) =>

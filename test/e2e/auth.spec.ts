@@ -137,6 +137,34 @@ describe('authentication (part 4) and the role layers (part 5), secret mode', ()
   });
 });
 
+describe('two instances sharing PostgreSQL and Redis', () => {
+  let a: TestApp;
+  let b: TestApp;
+  beforeAll(async () => {
+    [a, b] = await Promise.all([startApp({ widgets: false }), startApp({ widgets: false })]);
+  });
+  afterAll(() => Promise.all([a.close(), b.close()]));
+
+  it('a user suspended on one instance is refused by the other on its very next request', async () => {
+    const root = await actor('super_admin');
+    const victim = await actor('viewer');
+    await b.http().get('/v1/admin/users?page_size=1').set('Authorization', victim.auth).expect(200);
+    await a.http().post(`/v1/admin/users/${victim.user.id}/suspend`).set('Authorization', root.auth).expect(200);
+    const refused = await b.http().get('/v1/admin/users?page_size=1').set('Authorization', victim.auth).expect(401);
+    expect(refused.body.error.code).toBe('AUTH_SESSION_INVALID');
+  });
+
+  it('a role change on one instance applies on the other at once', async () => {
+    const root = await actor('super_admin');
+    const subject = await actor('admin');
+    const target = await createUser({ role: 'viewer' });
+    await b.http().post(`/v1/admin/users/${target.id}/reset-pin`).set('Authorization', subject.auth).expect(200);
+    await a.http().patch(`/v1/admin/users/${subject.user.id}`).set('Authorization', root.auth).send({ role_id: 4 }).expect(200);
+    const denied = await b.http().post(`/v1/admin/users/${target.id}/reset-pin`).set('Authorization', subject.auth).expect(403);
+    expect(denied.body.error).toMatchObject({ code: 'PERMISSION_DENIED', details: { permission: 'users.reset_pin' } });
+  });
+});
+
 describe('per-address limit on failed authentication', () => {
   let t: TestApp;
   beforeAll(async () => {
