@@ -9,6 +9,7 @@ import { signAccessToken } from '../auth/token-signer.js';
 import { createCacheService } from '../cache/cache.module.js';
 import type { Settings } from '../config/settings.js';
 import { createDataSource } from '../database/data-source.js';
+import { migrate } from '../database/migrate.js';
 import { CliError, say, type Command } from './command.js';
 
 const audit = new AuditService();
@@ -27,7 +28,10 @@ function positiveInt(value: string | undefined, name: string, fallback: number, 
   return Number(value);
 }
 
+/** Applies pending migrations first, as `npm start` does: on a fresh clone the CLI may run before the server ever did. */
 async function withDatabase<T>(settings: Settings, databaseUrl: string, work: (dataSource: DataSource) => Promise<T>): Promise<T> {
+  const applied = await migrate(settings, databaseUrl);
+  if (applied.length > 0) say(`applied ${applied.length} migration(s)`);
   const dataSource = createDataSource(settings, databaseUrl, 'admin-api-cli');
   await dataSource.initialize();
   try {

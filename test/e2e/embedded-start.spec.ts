@@ -46,15 +46,27 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  it('serves /health/ready on an embedded PostgreSQL, stops it on SIGTERM, and reuses the data on restart', async () => {
+  it('bootstraps an admin, serves on an embedded PostgreSQL, stops it on SIGTERM, and reuses the data on restart', async () => {
     const port = await freePort();
     const env = { PORT: String(port), DATA_DIR: dataDir, EMBEDDED_POSTGRES_PORT: String(await freePort()) };
+
+    // The README's "get a token" step on a fresh clone: the CLI runs first, starts the embedded
+    // PostgreSQL, applies the migrations and stops it again.
+    const bootstrap = await runCli(['bootstrap-admin', '--email', 'a@example.com'], env);
+    expect(bootstrap.stderr).toContain('initialising embedded PostgreSQL');
+    expect(bootstrap.stderr).toContain('applied 2 migration(s)');
+    expect(bootstrap.code).toBe(0);
+    expect(existsSync(join(dataDir, 'jwt-secret'))).toBe(true);
+    expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
 
     const first = startServer(env);
     const ready = await waitReady(port, first);
     expect(ready.status).toBe(200);
     expect(ready.body.data).toMatchObject({ database: 'up', cache: 'memory' });
-    expect(first.output()).toContain('applied 2 migration(s)');
+    expect(first.output()).toContain('database schema is up to date');
+    const users = await fetch(`http://127.0.0.1:${port}/v1/admin/users`, { headers: { authorization: `Bearer ${bootstrap.stdout.trim()}` } });
+    expect(users.status).toBe(200);
+    expect(((await users.json()) as { data: { email: string }[] }).data.map((user) => user.email)).toEqual(['a@example.com']);
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
     expect(first.output()).toContain('stopping embedded PostgreSQL');
@@ -62,16 +74,12 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
 
     const second = startServer(env);
     expect((await waitReady(port, second)).status).toBe(200);
-    expect(second.output()).toContain('database schema is up to date');
     expect(second.output()).not.toContain('initialising embedded PostgreSQL');
 
-    // The README's "get a token" step, against the running server on the same embedded database.
-    const bootstrap = await runCli(['bootstrap-admin', '--email', 'a@example.com'], env);
-    expect(bootstrap.code).toBe(0);
-    const users = await fetch(`http://127.0.0.1:${port}/v1/admin/users`, { headers: { authorization: `Bearer ${bootstrap.stdout.trim()}` } });
-    expect(users.status).toBe(200);
-    expect(((await users.json()) as { data: { email: string }[] }).data.map((user) => user.email)).toEqual(['a@example.com']);
-    expect(existsSync(join(dataDir, 'jwt-secret'))).toBe(true);
+    // The CLI shares the running server's embedded PostgreSQL (and leaves it running).
+    const again = await runCli(['bootstrap-admin', '--email', 'a@example.com'], env);
+    expect(again.stderr).toContain('reusing super_admin user');
+    expect((await fetch(`http://127.0.0.1:${port}/v1/admin/users`, { headers: { authorization: `Bearer ${again.stdout.trim()}` } })).status).toBe(200);
     second.child.kill('SIGINT');
     expect(await second.exited).toBe(0);
     expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
