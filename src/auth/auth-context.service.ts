@@ -4,18 +4,30 @@ import { cacheKeys } from '../cache/cache-keys.js';
 import { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../common/api-error.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
-import type { AuthContext } from './auth-context.js';
+import type { AuthContext, GrantFacts, Subject } from './auth-context.js';
 import { roleById, USER_STATUS } from './roles.js';
 import { findSession, isSessionId, type SessionRow } from './sessions.js';
 
-/** The user fields that decide authentication and authorization. */
-export interface AuthUserRow {
-  readonly id: number;
+/** The user fields that decide authentication and authorization, with the live grants. */
+interface AuthUserRow {
   readonly role_id: number;
   readonly status_id: number;
   readonly is_deleted: boolean;
+  /** users.version + the user's grants version: both only grow, so their sum labels the projection. */
   readonly version: number;
+  readonly grants: GrantFacts[];
 }
+
+// One statement, one snapshot of the user row, its grants and the grants' version.
+const AUTH_USER_SQL = `
+  SELECT u.role_id, u.status_id, u.is_deleted,
+         u.version + coalesce((SELECT v.version FROM authz_versions v WHERE v.scope = 'user' AND v.id = u.id), 1) AS version,
+         ARRAY(SELECT json_build_object('id', g.id, 'code', p.code,
+                 'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+               FROM permission_grants g JOIN permissions p ON p.id = g.permission_id
+               WHERE g.user_id = u.id AND g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now())
+               ORDER BY g.id) AS grants
+  FROM users u WHERE u.id = $1`;
 
 interface CachedSession {
   readonly user_id: number;
@@ -26,6 +38,7 @@ interface CachedSession {
 interface CachedAuthUser {
   readonly role_id: number;
   readonly status_id: number;
+  readonly grants: readonly GrantFacts[];
 }
 
 function sessionEntry(row: SessionRow): { version: number; deleted: boolean; json: string } {
@@ -34,8 +47,8 @@ function sessionEntry(row: SessionRow): { version: number; deleted: boolean; jso
 }
 
 function authUserEntry(row: AuthUserRow): { version: number; deleted: boolean; json: string } {
-  const projection: CachedAuthUser = { role_id: row.role_id, status_id: row.status_id };
-  return { version: row.version, deleted: row.is_deleted, json: JSON.stringify(projection) };
+  const projection: CachedAuthUser = { role_id: row.role_id, status_id: row.status_id, grants: row.grants };
+  return { version: Number(row.version), deleted: row.is_deleted, json: JSON.stringify(projection) };
 }
 
 function sessionInvalid(reason: string): ApiError {
@@ -56,16 +69,13 @@ export class AuthContextService {
 
   constructor(
     private readonly cache: CacheService,
-    uow: UnitOfWork,
+    private readonly uow: UnitOfWork,
   ) {
     this.sessions = new CacheAside(cache, cacheKeys.session, async (id) => {
       const row = await findSession(uow.reader, id);
       return row === undefined ? undefined : sessionEntry(row);
     });
-    this.users = new CacheAside(cache, cacheKeys.authUser, async (id) => {
-      const [row] = await uow.reader.query<AuthUserRow[]>('SELECT id, role_id, status_id, is_deleted, version FROM users WHERE id = $1', [id]);
-      return row === undefined ? undefined : authUserEntry(row);
-    });
+    this.users = new CacheAside(cache, cacheKeys.authUser, (id) => this.loadUser(id));
   }
 
   async resolve(userId: number, sessionId: string): Promise<AuthContext> {
@@ -78,9 +88,22 @@ export class AuthContextService {
     return this.check(userId, sessionId, session, user);
   }
 
-  /** After a commit that changed a user's role, status or deletion. */
-  async refreshUser(row: AuthUserRow): Promise<void> {
-    await this.users.refresh(row.id, authUserEntry(row));
+  /**
+   * The subject of `/authz/check`: any user's role and live grants, from the same cached
+   * projection the session check reads; undefined for an unknown or deleted user.
+   */
+  async subjectOf(userId: number): Promise<Subject | undefined> {
+    const read = await this.users.get(userId);
+    if (read === undefined || read.entry.deleted) return undefined;
+    const account = JSON.parse(read.entry.json) as CachedAuthUser;
+    const role = roleById(account.role_id);
+    return role === undefined ? undefined : { user_id: userId, role, grants: account.grants };
+  }
+
+  /** After a commit that changed a user's role, status, deletion or permission grants. */
+  async refreshUser(userId: number): Promise<void> {
+    const entry = await this.loadUser(userId);
+    if (entry !== undefined) await this.users.refresh(userId, entry);
   }
 
   /** After a commit that created or revoked sessions. */
@@ -100,6 +123,11 @@ export class AuthContextService {
     if (account.status_id !== USER_STATUS.active) throw sessionInvalid('user_not_active');
     const role = roleById(account.role_id);
     if (role === undefined) throw sessionInvalid('unknown_role');
-    return { user_id: userId, session_id: sessionId, role };
+    return { user_id: userId, session_id: sessionId, role, grants: account.grants };
+  }
+
+  private async loadUser(userId: number): Promise<ReturnType<typeof authUserEntry> | undefined> {
+    const [row] = await this.uow.reader.query<AuthUserRow[]>(AUTH_USER_SQL, [userId]);
+    return row === undefined ? undefined : authUserEntry(row);
   }
 }

@@ -1,11 +1,23 @@
 import type { FastifyRequest } from 'fastify';
 import type { RoleDefinition } from './roles.js';
 
-/** Who is calling: the verified token's session and user, with the user's role (layers 1 and 2). */
-export interface AuthContext {
+/** A live user-level permission grant (layer 3b); expiry is judged at each decision. */
+export interface GrantFacts {
+  readonly id: number;
+  readonly code: string;
+  readonly expires_at: string | null;
+}
+
+/** Whose permissions are evaluated: a user's role and live grants. */
+export interface Subject {
   readonly user_id: number;
-  readonly session_id: string;
   readonly role: RoleDefinition;
+  readonly grants: readonly GrantFacts[];
+}
+
+/** Who is calling: the verified token's session and user, with the user's role and grants. */
+export interface AuthContext extends Subject {
+  readonly session_id: string;
 }
 
 // Kept beside the request rather than on it: no augmentation of Fastify's or passport's types.

@@ -56,11 +56,9 @@ export class AuthGuard implements CanActivate {
     }
     const rule = this.reflector.get<AuthorizeOptions | undefined>(AUTHORIZE, context.getHandler());
     if (rule === undefined) throw new ApiError('PERMISSION_DENIED', 'This route declares no permission and is closed', { permission: null });
+    if (rule.check === 'service') return true;
     const deviceId = rule.device === undefined ? undefined : await rule.device(request, this.modules);
-    const decision = await this.authorization.decide(auth, rule.permission, deviceId);
-    if (!decision.allowed) {
-      throw new ApiError('PERMISSION_DENIED', `Missing the permission ${rule.permission}`, { permission: rule.permission, ...(deviceId === undefined ? {} : { device_id: deviceId }) });
-    }
+    await this.authorization.assertAllowed(auth, rule.permission, deviceId);
     return true;
   }
 

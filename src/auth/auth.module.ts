@@ -5,6 +5,7 @@ import { AuthContextService } from './auth-context.service.js';
 import { AuthFailureLimiter } from './auth-failure-limiter.js';
 import { AuthGuard } from './auth.guard.js';
 import { AuthorizationService } from './authorization.service.js';
+import { DeviceAuthoritiesService } from './device-authorities.service.js';
 import { JwtStrategy } from './jwt.strategy.js';
 import { SessionsService } from './sessions.service.js';
 import { createVerificationKeys, VERIFICATION_KEYS } from './verification-keys.js';
@@ -16,11 +17,12 @@ import { createVerificationKeys, VERIFICATION_KEYS } from './verification-keys.j
     { provide: VERIFICATION_KEYS, inject: [SETTINGS], useFactory: (settings: Settings) => createVerificationKeys(settings) },
     AuthContextService,
     AuthorizationService,
+    DeviceAuthoritiesService,
     AuthFailureLimiter,
     JwtStrategy,
     SessionsService,
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
-  exports: [AuthContextService, AuthorizationService, SessionsService],
+  exports: [AuthContextService, AuthorizationService, DeviceAuthoritiesService, SessionsService],
 })
 export class AuthModule {}

@@ -18,6 +18,12 @@ export interface AuthorizeOptions {
   readonly summary: string;
   readonly description?: string;
   readonly device?: DeviceLocator;
+  /**
+   * `service`: the guard checks layers 1 and 2 only and the service applies layer 3 where it
+   * knows the device(s): list row filtering, bulk per-item checks, a device named in the body
+   * (checked after validation and the 404 of the device).
+   */
+  readonly check?: 'route' | 'service';
 }
 
 export const AUTHORIZE = 'admin-api:authorize';
@@ -28,7 +34,8 @@ export const AUTHORIZE = 'admin-api:authorize';
  * device-scoped, and its OpenAPI description, so the three cannot drift apart.
  */
 export function Authorize(options: AuthorizeOptions): MethodDecorator {
-  const description = [options.description, `Requires the permission \`${options.permission}\`.`].filter(Boolean).join('\n\n');
+  const where = options.check === 'service' ? ' (checked per device by the service)' : options.device === undefined ? '' : ' (or an authority on the device that holds it)';
+  const description = [options.description, `Requires the permission \`${options.permission}\`${where}.`].filter(Boolean).join('\n\n');
   return applyDecorators(
     SetMetadata(AUTHORIZE, options),
     ApiBearerAuth(),

@@ -6,6 +6,8 @@ export const cacheKeys = {
   session: (sessionId: string): string => `auth:session:${sessionId}`,
   /** The user half of the auth context: role, status, deletion (and, later, effective grants). */
   authUser: (userId: number): string => `auth:user:${userId}`,
+  /** A device's live authority set, read by the device-scoped authorization layer. */
+  deviceAuthorities: (deviceId: number): string => `authz:device:${deviceId}`,
   /** Failed authentications of one client address in the current window. */
   authFailures: (ip: string): string => `auth-failures:${ip}`,
 } as const;

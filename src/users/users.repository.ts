@@ -100,7 +100,7 @@ export class UsersRepository {
     tx.afterCommit(async () => {
       await Promise.all([
         this.cached.refresh(row.id, entryOf(row)),
-        this.authContexts.refreshUser(row),
+        this.authContexts.refreshUser(row.id),
         this.authContexts.refreshSessions(revokedSessions),
       ]);
     });
