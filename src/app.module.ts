@@ -1,6 +1,7 @@
 import { Module, type DynamicModule, type ModuleMetadata } from '@nestjs/common';
 import { AuditModule } from './audit/audit.module.js';
 import { AuthModule } from './auth/auth.module.js';
+import { AuthoritiesModule } from './authorities/authorities.module.js';
 import { CacheModule } from './cache/cache.module.js';
 import { ConfigModule } from './config/config.module.js';
 import type { Settings } from './config/settings.js';
@@ -29,6 +30,7 @@ export class AppModule {
         AuthModule,
         HealthModule,
         UsersModule,
+        AuthoritiesModule,
         GrantsModule,
         ...(options.imports ?? []),
       ],

@@ -7,7 +7,7 @@ import { IS_PUBLIC } from '../common/public.decorator.js';
 import { currentRequest } from '../common/request-context.js';
 import { attachAuthContext, type AuthContext } from './auth-context.js';
 import { AuthFailureLimiter } from './auth-failure-limiter.js';
-import { AuthorizationService } from './authorization.service.js';
+import { AuthorizationService, permissionDenied } from './authorization.service.js';
 import { AUTHORIZE, type AuthorizeOptions } from './authorize.decorator.js';
 import { JwtStrategy } from './jwt.strategy.js';
 
@@ -56,9 +56,10 @@ export class AuthGuard implements CanActivate {
     }
     const rule = this.reflector.get<AuthorizeOptions | undefined>(AUTHORIZE, context.getHandler());
     if (rule === undefined) throw new ApiError('PERMISSION_DENIED', 'This route declares no permission and is closed', { permission: null });
-    if (rule.check === 'service') return true;
-    const deviceId = rule.device === undefined ? undefined : await rule.device(request, this.modules);
-    await this.authorization.assertAllowed(auth, rule.permission, deviceId);
+    if (rule.check === 'service' || this.authorization.decideGlobally(auth, rule.permission).allowed) return true;
+    // Only now find the device (a cached read): callers allowed everywhere never pay for it.
+    if (rule.device === undefined) throw permissionDenied(rule.permission);
+    await this.authorization.assertAllowed(auth, rule.permission, await rule.device(request, this.modules));
     return true;
   }
 

@@ -10,7 +10,8 @@ import type { PinResetDto, UserDto } from './dto/user.dto.js';
 import { hashPin, newPin } from './pin.js';
 import { assertTransition, TARGET_STATUS } from './user-lifecycle.js';
 import { assertMayManage, assertNotSelf } from './user-rules.js';
-import { toResource, UsersRepository, type UserRow } from './users.repository.js';
+import { withoutVersion } from '../database/resource-table.js';
+import { UsersRepository, type UserRow } from './users.repository.js';
 
 /** Soft delete, restore and the lifecycle actions of part 6.1, each one transaction with its audit event. */
 @Injectable()
@@ -114,6 +115,6 @@ export class UserActionsService {
   }
 
   private respond(row: UserRow): ResourceResponse<UserDto> {
-    return new ResourceResponse(toResource(row), { version: row.version });
+    return new ResourceResponse(withoutVersion(row), { version: row.version });
   }
 }

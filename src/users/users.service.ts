@@ -12,7 +12,8 @@ import { UnitOfWork } from '../database/unit-of-work.js';
 import type { CreateUserDto, UpdateUserDto } from './dto/user-input.dto.js';
 import type { UserDto } from './dto/user.dto.js';
 import { assertMayAssignRole, assertMayManage } from './user-rules.js';
-import { toResource, USER_COLUMNS, USER_LIST, userNotFound, UsersRepository, type UserRow } from './users.repository.js';
+import { withoutVersion } from '../database/resource-table.js';
+import { USER_COLUMNS, USER_LIST, userNotFound, UsersRepository, type UserRow } from './users.repository.js';
 
 /** Fields whose changes audit events record (never the PIN hash). */
 export const AUDITED_FIELDS = ['email', 'display_name', 'phone', 'role_id', 'status_id'] as const satisfies readonly (keyof UserRow)[];
@@ -57,7 +58,7 @@ export class UsersService {
       .catch((error: unknown) => {
         throw isUniqueViolation(error, 'users_email_key') ? emailTaken(dto.email) : error;
       });
-    return new ResourceResponse(toResource(row), { status: 201, location: `/v1/admin/users/${row.id}`, version: row.version });
+    return new ResourceResponse(withoutVersion(row), { status: 201, location: `/v1/admin/users/${row.id}`, version: row.version });
   }
 
   async update(actor: AuthContext, id: number, dto: UpdateUserDto, ifMatch: IfMatch): Promise<ResourceResponse<UserDto>> {
@@ -85,7 +86,7 @@ export class UsersService {
       .catch((error: unknown) => {
         throw isUniqueViolation(error, 'users_email_key') && dto.email !== undefined ? emailTaken(dto.email) : error;
       });
-    return new ResourceResponse(toResource(row), { version: row.version });
+    return new ResourceResponse(withoutVersion(row), { version: row.version });
   }
 }
 

@@ -1,0 +1,90 @@
+import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import { Actor } from '../auth/actor.decorator.js';
+import type { AuthContext } from '../auth/auth-context.js';
+import { Authorize } from '../auth/authorize.decorator.js';
+import { DetailQueryDto } from '../common/detail-query.dto.js';
+import { IfMatchHeader, type IfMatch } from '../common/etag.js';
+import { IdParam } from '../common/id.pipe.js';
+import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
+import type { ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
+import { NoOptionsDto } from '../common/validation.js';
+import { AuthoritiesService } from './authorities.service.js';
+import { AuthorityActionsService } from './authority-actions.service.js';
+import { deviceOfAuthority } from './device-locators.js';
+import { AuthorityDto, CreateAuthorityDto, RevokeAuthorityDto, UpdateAuthorityDto } from './dto/authority.dto.js';
+
+const ON_ITS_DEVICE = deviceOfAuthority('id');
+
+/** `/v1/admin/authorities` (part 6.3). */
+@ApiTags('authorities')
+@Controller('v1/admin/authorities')
+export class AuthoritiesController {
+  constructor(
+    private readonly authorities: AuthoritiesService,
+    private readonly actions: AuthorityActionsService,
+  ) {}
+
+  @Get()
+  @Authorize({ permission: 'authorities.read', check: 'service', summary: 'List authorities', description: 'Without the global `authorities.read`, only rows of devices where an authority gives it. Filters `device_id`, `user_id`, `is_active`, `owner`; `q` over label.' })
+  @ApiEnvelope(AuthorityDto, { list: true, errors: [400] })
+  list(@Actor() actor: AuthContext, @Query() query: Record<string, unknown>): Promise<ListResponse<AuthorityDto>> {
+    return this.authorities.list(actor, query);
+  }
+
+  @Get(':id')
+  @Authorize({ permission: 'authorities.read', device: ON_ITS_DEVICE, summary: 'Get an authority (cached)' })
+  @ApiEnvelope(AuthorityDto, { errors: [400, 404] })
+  get(@IdParam() id: number, @Query() query: DetailQueryDto): Promise<ResourceResponse<AuthorityDto>> {
+    return this.authorities.get(id, query.include_deleted === 'true');
+  }
+
+  @Post()
+  @Authorize({ permission: 'authorities.create', check: 'service', summary: 'Give a user an authority on a device', description: 'Checked on the body’s device after validation. An existing pair, deleted or not, is 409 with its id.' })
+  @ApiEnvelope(AuthorityDto, { status: 201, errors: [400, 404, 409] })
+  create(@Actor() actor: AuthContext, @Body() dto: CreateAuthorityDto): Promise<ResourceResponse<AuthorityDto>> {
+    return this.authorities.create(actor, dto);
+  }
+
+  @Patch(':id')
+  @Authorize({ permission: 'authorities.update', device: ON_ITS_DEVICE, summary: 'Change an authority’s expiry or label' })
+  @ApiEnvelope(AuthorityDto, { errors: [400, 404, 412] })
+  update(@IdParam() id: number, @Body() dto: UpdateAuthorityDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
+    return this.authorities.update(id, dto, ifMatch);
+  }
+
+  @Delete(':id')
+  @Authorize({ permission: 'authorities.delete', device: ON_ITS_DEVICE, summary: 'Soft-delete an authority (not the owner’s; 204 if already deleted)' })
+  @ApiEnvelope(AuthorityDto, { errors: [404, 412, 422] })
+  remove(@IdParam() id: number, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto> | NoContent> {
+    return this.actions.remove(id, ifMatch);
+  }
+
+  @Post(':id/restore')
+  @Authorize({ permission: 'authorities.restore', device: ON_ITS_DEVICE, summary: 'Restore a deleted authority (204 if it is not deleted)' })
+  @ApiEnvelope(AuthorityDto, { errors: [400, 404, 412] })
+  restore(@IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto> | NoContent> {
+    return this.actions.restore(id, ifMatch);
+  }
+
+  @Post(':id/activate')
+  @Authorize({ permission: 'authorities.activate', device: ON_ITS_DEVICE, summary: 'Activate an inactive authority (a revoked one is 409)' })
+  @ApiEnvelope(AuthorityDto, { errors: [400, 404, 409, 412] })
+  activate(@IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
+    return this.actions.activate(id, ifMatch);
+  }
+
+  @Post(':id/deactivate')
+  @Authorize({ permission: 'authorities.deactivate', device: ON_ITS_DEVICE, summary: 'Deactivate an active authority (not the owner’s)' })
+  @ApiEnvelope(AuthorityDto, { errors: [400, 404, 409, 412, 422] })
+  deactivate(@IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
+    return this.actions.deactivate(id, ifMatch);
+  }
+
+  @Post(':id/revoke')
+  @Authorize({ permission: 'authorities.revoke', device: ON_ITS_DEVICE, summary: 'Revoke an authority for good (not the owner’s)' })
+  @ApiEnvelope(AuthorityDto, { errors: [400, 404, 409, 412, 422] })
+  revoke(@IdParam() id: number, @Body() dto: RevokeAuthorityDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
+    return this.actions.revoke(id, dto.reason, ifMatch);
+  }
+}

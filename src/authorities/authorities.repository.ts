@@ -1,0 +1,67 @@
+import { Injectable } from '@nestjs/common';
+import { bumpAuthzVersions } from '../auth/authz-versions.js';
+import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js';
+import { CacheService } from '../cache/cache.service.js';
+import { ApiError } from '../common/api-error.js';
+import type { ListSpec } from '../common/list/list-spec.js';
+import { ResourceTable } from '../database/resource-table.js';
+import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import type { AuthorityDto } from './dto/authority.dto.js';
+
+export interface AuthorityRow extends AuthorityDto {
+  readonly version: number;
+}
+
+const RESOURCE_COLUMNS = `id, device_id, user_id, owner, is_active, revoked_at, revoked_by, revoke_reason, expires_at, label,
+  created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by`;
+export const AUTHORITY_COLUMNS = `version, ${RESOURCE_COLUMNS}`;
+
+export const AUTHORITY_LIST: ListSpec = {
+  from: 'authorities',
+  select: RESOURCE_COLUMNS,
+  idColumn: 'id',
+  sort: { id: 'id', device_id: 'device_id', user_id: 'user_id', created_at: 'created_at', updated_at: 'updated_at' },
+  defaultSort: 'id:asc',
+  filters: {
+    device_id: { column: 'device_id', type: 'int' },
+    user_id: { column: 'user_id', type: 'int' },
+    is_active: { column: 'is_active', type: 'bool' },
+    owner: { column: 'owner', type: 'bool' },
+  },
+  search: ['label'],
+  deletedColumn: 'is_deleted',
+};
+
+export function authorityNotFound(id: number): ApiError {
+  return new ApiError('AUTHORITY_NOT_FOUND', `Authority ${id} does not exist`, { authority_id: id });
+}
+
+/** The lifecycle state named in 409s: revoked is terminal (except through transfer-owner). */
+export function authorityState(row: Pick<AuthorityRow, 'revoked_at' | 'is_active'>): 'revoked' | 'active' | 'inactive' {
+  if (row.revoked_at !== null) return 'revoked';
+  return row.is_active ? 'active' : 'inactive';
+}
+
+/**
+ * Row access for authorities. Every write also changes its device's authority set: the write
+ * bumps the set's version in its transaction and rebuilds it after commit, so the next
+ * request on any instance is authorised against the new state.
+ */
+@Injectable()
+export class AuthoritiesRepository extends ResourceTable<AuthorityRow> {
+  constructor(
+    uow: UnitOfWork,
+    cache: CacheService,
+    private readonly deviceAuthorities: DeviceAuthoritiesService,
+  ) {
+    super({ table: 'authorities', columns: AUTHORITY_COLUMNS, type: 'authority', notFound: authorityNotFound }, uow, cache);
+  }
+
+  async changed(tx: Tx, rows: readonly AuthorityRow[]): Promise<void> {
+    const devices = rows.map((row) => row.device_id);
+    await bumpAuthzVersions(tx.db, 'device', devices);
+    tx.afterCommit(async () => {
+      await Promise.all([...rows.map((row) => this.refresh(row)), this.deviceAuthorities.refresh(devices)]);
+    });
+  }
+}

@@ -1,0 +1,105 @@
+import { Injectable } from '@nestjs/common';
+import { creationStamp, updateStamp } from '../audit/actor-stamps.js';
+import { AuditService, diffChanges } from '../audit/audit.service.js';
+import type { AuthContext } from '../auth/auth-context.js';
+import { AuthorizationService } from '../auth/authorization.service.js';
+import { deviceRowScope } from '../auth/row-scope.js';
+import { ApiError } from '../common/api-error.js';
+import { userNotFound } from '../common/not-found.js';
+import { assertIfMatch, type IfMatch } from '../common/etag.js';
+import { parseListQuery } from '../common/list/list-query.parser.js';
+import { runList } from '../common/list/list-runner.js';
+import { RawJson, ResourceResponse, type ListResponse } from '../common/responses.js';
+import { respondWith } from '../database/resource-table.js';
+import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { AUTHORITY_COLUMNS, AUTHORITY_LIST, authorityNotFound, AuthoritiesRepository, type AuthorityRow } from './authorities.repository.js';
+import { deviceNotFound } from './devices.repository.js';
+import type { AuthorityDto, CreateAuthorityDto, UpdateAuthorityDto } from './dto/authority.dto.js';
+
+export const AUTHORITY_AUDITED_FIELDS = ['device_id', 'user_id', 'owner', 'is_active', 'expires_at', 'label'] as const satisfies readonly (keyof AuthorityRow)[];
+
+/** A future instant, or a 400 naming the field (an authority that has already expired is useless). */
+export function futureTimestamp(value: string, field: string): Date {
+  const at = new Date(value);
+  if (at.getTime() <= Date.now()) throw ApiError.field(field, 'future', `${field} must be in the future`);
+  return at;
+}
+
+/** Authorities: reads, creation and PATCH (part 6.3); lifecycle actions are in `AuthorityActionsService`. */
+@Injectable()
+export class AuthoritiesService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly authorities: AuthoritiesRepository,
+    private readonly audit: AuditService,
+    private readonly authorization: AuthorizationService,
+  ) {}
+
+  async list(actor: AuthContext, query: Record<string, unknown>): Promise<ListResponse<AuthorityDto>> {
+    const parsed = parseListQuery(AUTHORITY_LIST, query);
+    return runList<AuthorityDto>(this.uow.reader, AUTHORITY_LIST, parsed, await deviceRowScope(this.authorization, actor, 'authorities.read', 'device_id'));
+  }
+
+  async get(id: number, includeDeleted: boolean): Promise<ResourceResponse<AuthorityDto>> {
+    const read = await this.authorities.read(id);
+    if (read === undefined || (read.entry.deleted && !includeDeleted)) throw authorityNotFound(id);
+    return new ResourceResponse<AuthorityDto>(new RawJson(read.entry.json), { cache: read.cache, version: read.entry.version });
+  }
+
+  /** 201, `owner: false`, `is_active: true`; an existing pair (deleted or not) is 409 with its id. */
+  async create(actor: AuthContext, dto: CreateAuthorityDto): Promise<ResourceResponse<AuthorityDto>> {
+    const expiresAt = dto.expires_at === undefined ? null : futureTimestamp(dto.expires_at, 'expires_at');
+    await this.assertReferences(dto.device_id, dto.user_id);
+    await this.authorization.assertAllowed(actor, 'authorities.create', dto.device_id);
+    const stamp = creationStamp();
+    const row = await this.uow.run(async (tx) => {
+      // ON CONFLICT DO NOTHING: a concurrent creator of the same pair waits for the winner and
+      // then sees its committed row, so exactly one request gets the 201.
+      const [created] = await tx.db.query<AuthorityRow[]>(
+        `INSERT INTO authorities (device_id, user_id, expires_at, label, created_by, updated_by) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (device_id, user_id) DO NOTHING RETURNING ${AUTHORITY_COLUMNS}`,
+        [dto.device_id, dto.user_id, expiresAt, dto.label ?? null, stamp.created_by, stamp.updated_by],
+      );
+      if (created === undefined) throw await this.alreadyExists(tx, dto.device_id, dto.user_id);
+      await this.audit.record(tx.db, { action: 'authority.create', resource_type: 'authority', resource_id: created.id, changes: diffChanges(null, created, AUTHORITY_AUDITED_FIELDS) });
+      await this.authorities.changed(tx, [created]);
+      return created;
+    });
+    return respondWith(row, { status: 201, location: `/v1/admin/authorities/${row.id}` });
+  }
+
+  async update(id: number, dto: UpdateAuthorityDto, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
+    const expiresAt = dto.expires_at === undefined || dto.expires_at === null ? dto.expires_at : futureTimestamp(dto.expires_at, 'expires_at');
+    const row = await this.uow.run(async (tx) => {
+      const before = await this.authorities.lockLive(tx, id);
+      assertIfMatch(ifMatch, before.version);
+      const wanted = { ...before, ...(expiresAt === undefined ? {} : { expires_at: expiresAt?.toISOString() ?? null }), ...(dto.label === undefined ? {} : { label: dto.label }) };
+      const changes = diffChanges(before, wanted, ['expires_at', 'label']);
+      if (Object.keys(changes).length === 0) return before;
+      const after = await this.authorities.update(tx, id, 'expires_at = $2, label = $3, updated_by = $4', [wanted.expires_at, wanted.label, updateStamp().updated_by]);
+      await this.audit.record(tx.db, { action: 'authority.update', resource_type: 'authority', resource_id: id, changes });
+      await this.authorities.changed(tx, [after]);
+      return after;
+    });
+    return respondWith(row);
+  }
+
+  private async assertReferences(deviceId: number, userId: number): Promise<void> {
+    const [found] = await this.uow.reader.query<{ device: boolean; user: boolean }[]>(
+      'SELECT EXISTS (SELECT 1 FROM devices WHERE id = $1) AS device, EXISTS (SELECT 1 FROM users WHERE id = $2 AND NOT is_deleted) AS user',
+      [deviceId, userId],
+    );
+    if (found?.device !== true) throw deviceNotFound(deviceId);
+    if (found.user !== true) throw userNotFound(userId);
+  }
+
+  private async alreadyExists(tx: Tx, deviceId: number, userId: number): Promise<ApiError> {
+    const [existing] = await tx.db.query<{ id: number; is_deleted: boolean }[]>('SELECT id, is_deleted FROM authorities WHERE device_id = $1 AND user_id = $2', [deviceId, userId]);
+    return new ApiError('AUTHORITY_ALREADY_EXISTS', `User ${userId} already has an authority on device ${deviceId}${existing?.is_deleted === true ? ' (deleted; restore it)' : ''}`, {
+      authority_id: existing?.id ?? null,
+      device_id: deviceId,
+      user_id: userId,
+      is_deleted: existing?.is_deleted ?? false,
+    });
+  }
+}

@@ -1,0 +1,102 @@
+import { Injectable } from '@nestjs/common';
+import { deletionStamp, restorationStamp, updateStamp } from '../audit/actor-stamps.js';
+import { AuditService } from '../audit/audit.service.js';
+import { ApiError } from '../common/api-error.js';
+import { assertIfMatch, type IfMatch } from '../common/etag.js';
+import { NoContent, type ResourceResponse } from '../common/responses.js';
+import { respondWith } from '../database/resource-table.js';
+import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { AuthoritiesRepository, authorityState, type AuthorityRow } from './authorities.repository.js';
+import type { AuthorityDto } from './dto/authority.dto.js';
+
+type AuthorityAction = 'activate' | 'deactivate' | 'revoke';
+
+/** From which states each action may start (part 6.3); revoked is terminal except through transfer-owner. */
+const ALLOWED_FROM: Readonly<Record<AuthorityAction, readonly ReturnType<typeof authorityState>[]>> = {
+  activate: ['inactive'],
+  deactivate: ['active'],
+  revoke: ['active', 'inactive'],
+};
+
+function ownerProtected(row: AuthorityRow, action: string): ApiError {
+  return new ApiError('OWNER_AUTHORITY_PROTECTED', `The owner's authority cannot be ${action === 'delete' ? 'deleted' : `${action}d`}; transfer the ownership first`, {
+    authority_id: row.id,
+    device_id: row.device_id,
+    action,
+  });
+}
+
+/** Soft delete, restore and the lifecycle actions of authorities, each one transaction with its audit event. */
+@Injectable()
+export class AuthorityActionsService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly authorities: AuthoritiesRepository,
+    private readonly audit: AuditService,
+  ) {}
+
+  remove(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto> | NoContent> {
+    return this.uow.run(async (tx) => {
+      const before = await this.authorities.lock(tx, id);
+      if (before.is_deleted) return NoContent.instance;
+      if (before.owner) throw ownerProtected(before, 'delete');
+      assertIfMatch(ifMatch, before.version);
+      const stamp = deletionStamp();
+      const after = await this.authorities.update(tx, id, 'is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $4', [stamp.deleted_at, stamp.deleted_by, stamp.updated_by]);
+      return this.finish(tx, after, 'authority.delete', { is_deleted: [false, true] });
+    });
+  }
+
+  restore(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto> | NoContent> {
+    return this.uow.run(async (tx) => {
+      const before = await this.authorities.lock(tx, id);
+      if (!before.is_deleted) return NoContent.instance;
+      assertIfMatch(ifMatch, before.version);
+      const after = await this.authorities.update(tx, id, 'is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $2', [restorationStamp().updated_by]);
+      return this.finish(tx, after, 'authority.restore', { is_deleted: [true, false] });
+    });
+  }
+
+  activate(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
+    return this.uow.run(async (tx) => {
+      await this.prepare(tx, id, ifMatch, 'activate');
+      const after = await this.authorities.update(tx, id, 'is_active = true, updated_by = $2', [updateStamp().updated_by]);
+      return this.finish(tx, after, 'authority.activate', { is_active: [false, true] });
+    });
+  }
+
+  deactivate(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
+    return this.uow.run(async (tx) => {
+      const before = await this.prepare(tx, id, ifMatch, 'deactivate');
+      const after = await this.authorities.update(tx, id, 'is_active = false, updated_by = $2', [updateStamp().updated_by]);
+      return this.finish(tx, after, 'authority.deactivate', { is_active: [before.is_active, false] });
+    });
+  }
+
+  revoke(id: number, reason: string | undefined, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
+    return this.uow.run(async (tx) => {
+      await this.prepare(tx, id, ifMatch, 'revoke');
+      const actor = updateStamp().updated_by;
+      const after = await this.authorities.update(tx, id, 'revoked_at = now(), revoked_by = $2, revoke_reason = $3, updated_by = $2', [actor, reason ?? null]);
+      return this.finish(tx, after, 'authority.revoke', { revoked_at: [null, after.revoked_at] }, reason ?? null);
+    });
+  }
+
+  /** 404 (deleted too), owner protection (422), If-Match (412), then the state rule (409). */
+  private async prepare(tx: Tx, id: number, ifMatch: IfMatch, action: AuthorityAction): Promise<AuthorityRow> {
+    const before = await this.authorities.lockLive(tx, id);
+    if (before.owner && action !== 'activate') throw ownerProtected(before, action);
+    assertIfMatch(ifMatch, before.version);
+    const from = authorityState(before);
+    if (!ALLOWED_FROM[action].includes(from)) {
+      throw new ApiError('INVALID_STATE_TRANSITION', `A ${from} authority cannot be ${action}d`, { from, action });
+    }
+    return before;
+  }
+
+  private async finish(tx: Tx, after: AuthorityRow, action: string, changes: Record<string, readonly [unknown, unknown]>, reason: string | null = null): Promise<ResourceResponse<AuthorityDto>> {
+    await this.audit.record(tx.db, { action, resource_type: 'authority', resource_id: after.id, reason, changes });
+    await this.authorities.changed(tx, [after]);
+    return respondWith(after);
+  }
+}

@@ -1,0 +1,78 @@
+import { Injectable } from '@nestjs/common';
+import { creationStamp, updateStamp } from '../audit/actor-stamps.js';
+import { AuditService, diffChanges } from '../audit/audit.service.js';
+import type { AuthContext } from '../auth/auth-context.js';
+import { AuthorizationService } from '../auth/authorization.service.js';
+import { deviceRowScope } from '../auth/row-scope.js';
+import { ApiError } from '../common/api-error.js';
+import { isUniqueViolation } from '../common/error-mapping.js';
+import { assertIfMatch, type IfMatch } from '../common/etag.js';
+import { parseListQuery } from '../common/list/list-query.parser.js';
+import { runList } from '../common/list/list-runner.js';
+import { RawJson, ResourceResponse, type ListResponse } from '../common/responses.js';
+import { respondWith } from '../database/resource-table.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import { DEVICE_COLUMNS, DEVICE_LIST, deviceNotFound, DevicesRepository, type DeviceRow } from './devices.repository.js';
+import type { CreateDeviceDto, DeviceDto, UpdateDeviceDto } from './dto/device.dto.js';
+
+const AUDITED_FIELDS = ['serial_number', 'name', 'model'] as const satisfies readonly (keyof DeviceRow)[];
+
+function serialTaken(serial: string): ApiError {
+  return new ApiError('DEVICE_SERIAL_TAKEN', `A device with serial number ${serial} already exists`, { serial_number: serial });
+}
+
+/** The device registry (part 6.2); ownership lives in `OwnershipService`. */
+@Injectable()
+export class DevicesService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly devices: DevicesRepository,
+    private readonly audit: AuditService,
+    private readonly authorization: AuthorizationService,
+  ) {}
+
+  async list(actor: AuthContext, query: Record<string, unknown>): Promise<ListResponse<DeviceDto>> {
+    const parsed = parseListQuery(DEVICE_LIST, query);
+    return runList<DeviceDto>(this.uow.reader, DEVICE_LIST, parsed, await deviceRowScope(this.authorization, actor, 'devices.read', 'id'));
+  }
+
+  async get(id: number): Promise<ResourceResponse<DeviceDto>> {
+    const read = await this.devices.read(id);
+    if (read === undefined) throw deviceNotFound(id);
+    return new ResourceResponse<DeviceDto>(new RawJson(read.entry.json), { cache: read.cache, version: read.entry.version });
+  }
+
+  async create(dto: CreateDeviceDto): Promise<ResourceResponse<DeviceDto>> {
+    const stamp = creationStamp();
+    const row = await this.uow
+      .run(async (tx) => {
+        const [created] = await tx.db.query<DeviceRow[]>(
+          `INSERT INTO devices (serial_number, name, model, created_by, updated_by) VALUES ($1, $2, $3, $4, $5) RETURNING ${DEVICE_COLUMNS}`,
+          [dto.serial_number, dto.name, dto.model ?? null, stamp.created_by, stamp.updated_by],
+        );
+        if (created === undefined) throw new Error('device insert returned no row');
+        await this.audit.record(tx.db, { action: 'device.create', resource_type: 'device', resource_id: created.id, changes: diffChanges(null, created, AUDITED_FIELDS) });
+        this.devices.rebuildAfterCommit(tx, created);
+        return created;
+      })
+      .catch((error: unknown) => {
+        throw isUniqueViolation(error, 'devices_serial_number_key') ? serialTaken(dto.serial_number) : error;
+      });
+    return respondWith(row, { status: 201, location: `/v1/admin/devices/${row.id}` });
+  }
+
+  async update(id: number, dto: UpdateDeviceDto, ifMatch: IfMatch): Promise<ResourceResponse<DeviceDto>> {
+    const row = await this.uow.run(async (tx) => {
+      const before = await this.devices.lock(tx, id);
+      assertIfMatch(ifMatch, before.version);
+      const wanted = { ...before, ...(dto.name === undefined ? {} : { name: dto.name }), ...(dto.model === undefined ? {} : { model: dto.model }) };
+      const changes = diffChanges(before, wanted, AUDITED_FIELDS);
+      if (Object.keys(changes).length === 0) return before;
+      const after = await this.devices.update(tx, id, 'name = $2, model = $3, updated_by = $4', [wanted.name, wanted.model, updateStamp().updated_by]);
+      await this.audit.record(tx.db, { action: 'device.update', resource_type: 'device', resource_id: id, changes });
+      this.devices.rebuildAfterCommit(tx, after);
+      return after;
+    });
+    return respondWith(row);
+  }
+}

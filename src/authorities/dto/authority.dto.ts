@@ -1,0 +1,60 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsDateString, IsInt, IsOptional, IsString, MaxLength, Min } from 'class-validator';
+
+/** A user's relationship to a device (part 6.3). */
+export class AuthorityDto {
+  @ApiProperty({ example: 42 }) id!: number;
+  @ApiProperty() device_id!: number;
+  @ApiProperty() user_id!: number;
+  @ApiProperty({ description: 'Read-only; set only by transfer-owner' }) owner!: boolean;
+  @ApiProperty() is_active!: boolean;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) revoked_at!: string | null;
+  @ApiProperty({ type: Number, nullable: true }) revoked_by!: number | null;
+  @ApiProperty({ type: String, nullable: true }) revoke_reason!: string | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) expires_at!: string | null;
+  @ApiProperty({ type: String, nullable: true, maxLength: 100 }) label!: string | null;
+  @ApiProperty({ type: String, format: 'date-time' }) created_at!: string;
+  @ApiProperty({ type: String, format: 'date-time' }) updated_at!: string;
+  @ApiProperty({ type: Number, nullable: true }) created_by!: number | null;
+  @ApiProperty({ type: Number, nullable: true }) updated_by!: number | null;
+  @ApiProperty() is_deleted!: boolean;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) deleted_at!: string | null;
+  @ApiProperty({ type: Number, nullable: true }) deleted_by!: number | null;
+}
+
+export class CreateAuthorityDto {
+  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) device_id!: number;
+  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) user_id!: number;
+
+  @ApiPropertyOptional({ type: String, format: 'date-time', description: 'Must be in the future; the authority stops counting at once when it passes' })
+  @IsOptional()
+  @IsDateString({ strict: true }, { message: 'expires_at must be an ISO-8601 timestamp' })
+  expires_at?: string;
+
+  @ApiPropertyOptional({ maxLength: 100 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(100)
+  label?: string;
+}
+
+export class UpdateAuthorityDto {
+  @ApiPropertyOptional({ type: String, format: 'date-time', nullable: true, description: 'null removes the expiry' })
+  @IsOptional()
+  @IsDateString({ strict: true }, { message: 'expires_at must be an ISO-8601 timestamp' })
+  expires_at?: string | null;
+
+  @ApiPropertyOptional({ type: String, nullable: true, maxLength: 100 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(100)
+  label?: string | null;
+}
+
+export class RevokeAuthorityDto {
+  @ApiPropertyOptional({ maxLength: 500 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(500)
+  reason?: string;
+}

@@ -1,0 +1,95 @@
+import type { EntityManager } from 'typeorm';
+import { CacheAside, type CachedRead } from '../cache/cache-aside.js';
+import { cacheKeys } from '../cache/cache-keys.js';
+import type { CacheEntry } from '../cache/cache-store.js';
+import type { CacheService } from '../cache/cache.service.js';
+import type { ApiError } from '../common/api-error.js';
+import { ResourceResponse } from '../common/responses.js';
+import type { Tx, UnitOfWork } from './unit-of-work.js';
+
+/** A row as read: the resource's fields plus its version (the ETag, kept out of the JSON). */
+export interface VersionedRow {
+  readonly id: number;
+  readonly version: number;
+  readonly is_deleted?: boolean;
+}
+
+export interface ResourceTableOptions {
+  readonly table: string;
+  /** Select list starting with `version`, then the resource's fields in contract order (trusted). */
+  readonly columns: string;
+  /** Singular resource name used in cache keys, e.g. `authority`. */
+  readonly type: string;
+  readonly notFound: (id: number) => ApiError;
+}
+
+/** The resource as sent: every field except `version`. */
+export function withoutVersion<Row extends VersionedRow>(row: Row): Omit<Row, 'version'> {
+  const { version: _version, ...resource } = row;
+  return resource;
+}
+
+/**
+ * Row access shared by the resources read by id: cached detail reads (cache-aside), locked
+ * reads inside a write, `UPDATE … RETURNING`, and the rebuild of the detail entry after commit.
+ */
+export class ResourceTable<Row extends VersionedRow> {
+  private readonly cached: CacheAside;
+
+  constructor(
+    private readonly options: ResourceTableOptions,
+    private readonly uow: UnitOfWork,
+    cache: CacheService,
+  ) {
+    this.cached = new CacheAside(cache, (id) => cacheKeys.resource(options.type, id), async (id) => {
+      const row = await this.find(this.uow.reader, id);
+      return row === undefined ? undefined : this.entryOf(row);
+    });
+  }
+
+  /** The cached detail; undefined when the record does not exist at all. */
+  read(id: number): Promise<CachedRead | undefined> {
+    return this.cached.get(id);
+  }
+
+  async find(db: EntityManager, id: number): Promise<Row | undefined> {
+    const [row] = await db.query<Row[]>(`SELECT ${this.options.columns} FROM ${this.options.table} WHERE id = $1`, [id]);
+    return row;
+  }
+
+  /** The row under `FOR UPDATE`, deleted or not; 404 when it does not exist. */
+  async lock(tx: Tx, id: number): Promise<Row> {
+    const [row] = await tx.db.query<Row[]>(`SELECT ${this.options.columns} FROM ${this.options.table} WHERE id = $1 FOR UPDATE`, [id]);
+    if (row === undefined) throw this.options.notFound(id);
+    return row;
+  }
+
+  /** As `lock`, but a deleted record is a 404 too (every action except restore). */
+  async lockLive(tx: Tx, id: number): Promise<Row> {
+    const row = await this.lock(tx, id);
+    if (row.is_deleted === true) throw this.options.notFound(id);
+    return row;
+  }
+
+  /** Runs `UPDATE <table> SET <assignments> WHERE id = $1 RETURNING …`; `$1` is the id. */
+  async update(tx: Tx, id: number, assignments: string, params: readonly unknown[]): Promise<Row> {
+    const [rows] = await tx.db.query<[Row[], number]>(`UPDATE ${this.options.table} SET ${assignments} WHERE id = $1 RETURNING ${this.options.columns}`, [id, ...params]);
+    const row = rows[0];
+    if (row === undefined) throw this.options.notFound(id);
+    return row;
+  }
+
+  /** Rebuilds the detail entry at the row's version. */
+  refresh(row: Row): Promise<void> {
+    return this.cached.refresh(row.id, this.entryOf(row));
+  }
+
+  entryOf(row: Row): CacheEntry {
+    return { version: row.version, deleted: row.is_deleted === true, json: JSON.stringify(withoutVersion(row)) };
+  }
+}
+
+/** A single-resource response for a row: the resource without `version`, the version as ETag. */
+export function respondWith<Row extends VersionedRow>(row: Row, options: { status?: 200 | 201; location?: string } = {}): ResourceResponse<Omit<Row, 'version'>> {
+  return new ResourceResponse(withoutVersion(row), { ...options, version: row.version });
+}
