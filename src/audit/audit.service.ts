@@ -33,6 +33,26 @@ export class AuditService {
       ],
     );
   }
+
+  /** Many events in one statement (bulk writes: one event per changed row, no round trip per item). */
+  async recordMany(db: EntityManager, events: readonly AuditRecord[]): Promise<void> {
+    if (events.length === 0) return;
+    const context = currentRequest();
+    await db.query(
+      `INSERT INTO audit_events (actor_id, action, resource_type, resource_id, request_id, reason, changes)
+       SELECT $1, e.action, e.resource_type, e.resource_id, $2, e.reason, e.changes
+       FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[]) AS e(action, resource_type, resource_id, reason, changes)`,
+      [
+        context?.actor_id ?? null,
+        context?.request_id ?? null,
+        events.map((event) => event.action),
+        events.map((event) => event.resource_type),
+        events.map((event) => (event.resource_id === null ? null : String(event.resource_id))),
+        events.map((event) => event.reason ?? null),
+        events.map((event) => JSON.stringify(event.changes ?? {})),
+      ],
+    );
+  }
 }
 
 /**

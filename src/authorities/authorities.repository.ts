@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { bumpAuthzVersions } from '../auth/authz-versions.js';
 import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js';
 import { CacheService } from '../cache/cache.service.js';
-import { ApiError } from '../common/api-error.js';
+import { authorityNotFound } from '../common/not-found.js';
 import type { ListSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
@@ -32,9 +32,7 @@ export const AUTHORITY_LIST: ListSpec = {
   deletedColumn: 'is_deleted',
 };
 
-export function authorityNotFound(id: number): ApiError {
-  return new ApiError('AUTHORITY_NOT_FOUND', `Authority ${id} does not exist`, { authority_id: id });
-}
+export { authorityNotFound };
 
 /** The lifecycle state named in 409s: revoked is terminal (except through transfer-owner). */
 export function authorityState(row: Pick<AuthorityRow, 'revoked_at' | 'is_active'>): 'revoked' | 'active' | 'inactive' {

@@ -6,6 +6,7 @@ import { AuthorizationService } from '../auth/authorization.service.js';
 import { deviceRowScope } from '../auth/row-scope.js';
 import { ApiError } from '../common/api-error.js';
 import { userNotFound } from '../common/not-found.js';
+import { futureTimestamp } from '../common/timestamps.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';
 import { runList } from '../common/list/list-runner.js';
@@ -17,13 +18,6 @@ import { deviceNotFound } from './devices.repository.js';
 import type { AuthorityDto, CreateAuthorityDto, UpdateAuthorityDto } from './dto/authority.dto.js';
 
 export const AUTHORITY_AUDITED_FIELDS = ['device_id', 'user_id', 'owner', 'is_active', 'expires_at', 'label'] as const satisfies readonly (keyof AuthorityRow)[];
-
-/** A future instant, or a 400 naming the field (an authority that has already expired is useless). */
-export function futureTimestamp(value: string, field: string): Date {
-  const at = new Date(value);
-  if (at.getTime() <= Date.now()) throw ApiError.field(field, 'future', `${field} must be in the future`);
-  return at;
-}
 
 /** Authorities: reads, creation and PATCH (part 6.3); lifecycle actions are in `AuthorityActionsService`. */
 @Injectable()

@@ -1,21 +1,12 @@
-import type { FastifyRequest } from 'fastify';
 import type { DeviceLocator } from '../auth/authorize.decorator.js';
-import { ParseIdPipe } from '../common/id.pipe.js';
+import { pathId } from '../common/id.pipe.js';
 import { AuthoritiesRepository, authorityNotFound } from './authorities.repository.js';
 import { deviceNotFound, DevicesRepository } from './devices.repository.js';
-
-const ids = new ParseIdPipe();
-
-/** The path parameter, validated as the route's own pipe would (400 for a bad id). */
-function param(request: FastifyRequest, name: string): number {
-  const value = (request.params as Record<string, string | undefined>)[name] ?? '';
-  return ids.transform(value, { type: 'param', data: name });
-}
 
 /** The device named by a path parameter; 404 `DEVICE_NOT_FOUND` before any device check. */
 export function deviceFromParam(name: string): DeviceLocator {
   return async (request, modules) => {
-    const id = param(request, name);
+    const id = pathId(request, name);
     if ((await modules.get(DevicesRepository, { strict: false }).read(id)) === undefined) throw deviceNotFound(id);
     return id;
   };
@@ -24,7 +15,7 @@ export function deviceFromParam(name: string): DeviceLocator {
 /** The device of the authority named by a path parameter; 404 `AUTHORITY_NOT_FOUND` first. */
 export function deviceOfAuthority(name: string): DeviceLocator {
   return async (request, modules) => {
-    const id = param(request, name);
+    const id = pathId(request, name);
     const read = await modules.get(AuthoritiesRepository, { strict: false }).read(id);
     if (read === undefined) throw authorityNotFound(id);
     return (JSON.parse(read.entry.json) as { device_id: number }).device_id;

@@ -1,4 +1,5 @@
 import { Injectable, Param, type ArgumentMetadata, type PipeTransform } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
 import { ApiError } from './api-error.js';
 
 const ID = /^[1-9]\d{0,15}$/;
@@ -17,3 +18,10 @@ export class ParseIdPipe implements PipeTransform<string, number> {
 
 /** `@IdParam('device_id') deviceId: number` */
 export const IdParam = (name = 'id'): ParameterDecorator => Param(name, ParseIdPipe);
+
+const PATH_IDS = new ParseIdPipe();
+
+/** A path parameter parsed as the route's `@IdParam` would (400 naming it when it is not an id), for guards. */
+export function pathId(request: FastifyRequest, name: string): number {
+  return PATH_IDS.transform((request.params as Record<string, string | undefined>)[name] ?? '', { type: 'param', data: name });
+}

@@ -16,6 +16,10 @@ export interface VersionedRow {
 
 export interface ResourceTableOptions {
   readonly table: string;
+  /** FROM clause of detail reads when the resource joins other tables (default: the table). */
+  readonly from?: string;
+  /** The id column in `from` (default `id`). */
+  readonly idColumn?: string;
   /** Select list starting with `version`, then the resource's fields in contract order (trusted). */
   readonly columns: string;
   /** Singular resource name used in cache keys, e.g. `authority`. */
@@ -53,7 +57,8 @@ export class ResourceTable<Row extends VersionedRow> {
   }
 
   async find(db: EntityManager, id: number): Promise<Row | undefined> {
-    const [row] = await db.query<Row[]>(`SELECT ${this.options.columns} FROM ${this.options.table} WHERE id = $1`, [id]);
+    const { columns, table, from = table, idColumn = 'id' } = this.options;
+    const [row] = await db.query<Row[]>(`SELECT ${columns} FROM ${from} WHERE ${idColumn} = $1`, [id]);
     return row;
   }
 

@@ -1,0 +1,85 @@
+import { Injectable } from '@nestjs/common';
+import { AuditService } from '../audit/audit.service.js';
+import type { AuthContext } from '../auth/auth-context.js';
+import { AuthorizationService } from '../auth/authorization.service.js';
+import { deviceRowScope } from '../auth/row-scope.js';
+import { ApiError } from '../common/api-error.js';
+import { parseListQuery } from '../common/list/list-query.parser.js';
+import { runList } from '../common/list/list-runner.js';
+import { authorityNotFound, permissionNotFound } from '../common/not-found.js';
+import { currentActorId } from '../common/request-context.js';
+import { NoContent, RawJson, ResourceResponse, type ListResponse } from '../common/responses.js';
+import { respondWith } from '../database/resource-table.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import { AUTHORITY_PERMISSION_LIST, authorityPermissionNotFound, AuthorityPermissionsRepository } from './authority-permissions.repository.js';
+import type { AuthorityPermissionDto, CreateAuthorityPermissionDto } from './dto/authority-permission.dto.js';
+
+export function notDeviceScoped(permissionId: number, code: string): ApiError {
+  return new ApiError('PERMISSION_NOT_DEVICE_SCOPED', `${code} is not a device-scoped permission; grant it to the user instead`, { permission_id: permissionId, permission_code: code });
+}
+
+/** Authority permissions, one at a time (part 6.6); the bulk routes are in `BulkAuthorityPermissionsService`. */
+@Injectable()
+export class AuthorityPermissionsService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly rows: AuthorityPermissionsRepository,
+    private readonly audit: AuditService,
+    private readonly authorization: AuthorizationService,
+  ) {}
+
+  async list(actor: AuthContext, query: Record<string, unknown>): Promise<ListResponse<AuthorityPermissionDto>> {
+    const parsed = parseListQuery(AUTHORITY_PERMISSION_LIST, query);
+    return runList<AuthorityPermissionDto>(this.uow.reader, AUTHORITY_PERMISSION_LIST, parsed, await deviceRowScope(this.authorization, actor, 'authority_permissions.read', 'a.device_id'));
+  }
+
+  async get(id: number): Promise<ResourceResponse<AuthorityPermissionDto>> {
+    const read = await this.rows.read(id);
+    if (read === undefined) throw authorityPermissionNotFound(id);
+    return new ResourceResponse<AuthorityPermissionDto>(new RawJson(read.entry.json), { cache: read.cache, version: read.entry.version });
+  }
+
+  async create(actor: AuthContext, dto: CreateAuthorityPermissionDto): Promise<ResourceResponse<AuthorityPermissionDto>> {
+    const [target] = await this.uow.reader.query<{ device_id: number | null; deleted: boolean | null; code: string | null; device_scoped: boolean | null }[]>(
+      `SELECT (SELECT device_id FROM authorities WHERE id = $1) AS device_id, (SELECT is_deleted FROM authorities WHERE id = $1) AS deleted,
+              (SELECT code FROM permissions WHERE id = $2) AS code, (SELECT device_scoped FROM permissions WHERE id = $2) AS device_scoped`,
+      [dto.authority_id, dto.permission_id],
+    );
+    if (target?.device_id == null || target.deleted === true) throw authorityNotFound(dto.authority_id);
+    if (target.code === null) throw permissionNotFound(dto.permission_id);
+    if (target.device_scoped !== true) throw notDeviceScoped(dto.permission_id, target.code);
+    await this.authorization.assertAllowed(actor, 'authority_permissions.grant', target.device_id);
+    const row = await this.uow.run(async (tx) => {
+      const [inserted] = await tx.db.query<{ id: number }[]>(
+        `INSERT INTO authority_permissions (authority_id, permission_id, granted_by) VALUES ($1, $2, $3)
+         ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL DO NOTHING RETURNING id`,
+        [dto.authority_id, dto.permission_id, currentActorId()],
+      );
+      if (inserted === undefined) {
+        const [existing] = await tx.db.query<{ id: number }[]>('SELECT id FROM authority_permissions WHERE authority_id = $1 AND permission_id = $2 AND revoked_at IS NULL', [dto.authority_id, dto.permission_id]);
+        throw new ApiError('AUTHORITY_PERMISSION_EXISTS', `Authority ${dto.authority_id} already holds ${target.code}`, { authority_permission_id: existing?.id ?? null, authority_id: dto.authority_id, permission_id: dto.permission_id });
+      }
+      const [created] = await this.rows.findMany(tx, [inserted.id]);
+      if (created === undefined) throw new Error('authority permission insert returned no row');
+      await this.audit.record(tx.db, { action: 'authority_permission.grant', resource_type: 'authority_permission', resource_id: created.id, changes: { authority_id: [null, created.authority_id], permission_code: [null, created.permission_code] } });
+      await this.rows.changed(tx, [created]);
+      return created;
+    });
+    return respondWith(row, { status: 201, location: `/v1/admin/authority-permissions/${row.id}` });
+  }
+
+  /** Revokes (200 with the row); 204 when it already was. */
+  revoke(id: number): Promise<ResourceResponse<AuthorityPermissionDto> | NoContent> {
+    return this.uow.run(async (tx) => {
+      const [locked] = await tx.db.query<{ revoked_at: Date | null }[]>('SELECT revoked_at FROM authority_permissions WHERE id = $1 FOR UPDATE', [id]);
+      if (locked === undefined) throw authorityPermissionNotFound(id);
+      if (locked.revoked_at !== null) return NoContent.instance;
+      await tx.db.query('UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = $1', [id, currentActorId()]);
+      const [revoked] = await this.rows.findMany(tx, [id]);
+      if (revoked === undefined) throw authorityPermissionNotFound(id);
+      await this.audit.record(tx.db, { action: 'authority_permission.revoke', resource_type: 'authority_permission', resource_id: id, changes: { revoked_at: [null, revoked.revoked_at] } });
+      await this.rows.changed(tx, [revoked]);
+      return respondWith(revoked);
+    });
+  }
+}

@@ -1,0 +1,137 @@
+import { Injectable } from '@nestjs/common';
+import { AuditService, type AuditRecord } from '../audit/audit.service.js';
+import type { AuthContext } from '../auth/auth-context.js';
+import { AuthorizationService } from '../auth/authorization.service.js';
+import type { PermissionCode } from '../auth/permissions.js';
+import { currentActorId } from '../common/request-context.js';
+import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { AuthorityPermissionsRepository } from './authority-permissions.repository.js';
+import type { BulkAuthorityPermissionsDto, BulkResponseDto, BulkResultDto } from './dto/authority-permission.dto.js';
+
+type Mode = 'grant' | 'revoke';
+
+/** What one statement learns about every item: the authority, the permission, any active row. */
+interface Resolved {
+  readonly ord: number;
+  readonly device_id: number | null;
+  readonly authority_deleted: boolean | null;
+  readonly code: string | null;
+  readonly device_scoped: boolean | null;
+  readonly active_id: number | null;
+}
+
+const RESOLVE = `
+  SELECT i.ord::int AS ord, a.device_id, a.is_deleted AS authority_deleted, p.code, p.device_scoped,
+         (SELECT ap.id FROM authority_permissions ap WHERE ap.authority_id = i.authority_id AND ap.permission_id = i.permission_id AND ap.revoked_at IS NULL) AS active_id
+  FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS i(authority_id, permission_id, ord)
+  LEFT JOIN authorities a ON a.id = i.authority_id
+  LEFT JOIN permissions p ON p.id = i.permission_id
+  ORDER BY i.ord`;
+
+function failure(code: string, message: string): BulkResultDto['error'] {
+  return { code, message };
+}
+
+/**
+ * `bulk-grant` and `bulk-revoke` (part 6.6): a handful of set-based statements for the whole
+ * batch (resolve, check, write, audit), never a round trip per item. Items fail one by one;
+ * the others go through. `dry_run` computes the same answer and rolls back.
+ */
+@Injectable()
+export class BulkAuthorityPermissionsService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly rows: AuthorityPermissionsRepository,
+    private readonly audit: AuditService,
+    private readonly authorization: AuthorizationService,
+  ) {}
+
+  run(actor: AuthContext, mode: Mode, dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
+    const work = async (tx: Tx): Promise<BulkResponseDto> => {
+      const resolved = await tx.db.query<Resolved[]>(RESOLVE, [dto.items.map((item) => item.authority_id), dto.items.map((item) => item.permission_id)]);
+      const permission: PermissionCode = mode === 'grant' ? 'authority_permissions.grant' : 'authority_permissions.revoke';
+      const devices = resolved.flatMap((row) => (row.device_id === null ? [] : [row.device_id]));
+      const allowed = await this.authorization.devicesAllowed(actor, permission, devices);
+      const results = dto.items.map((item, index): BulkResultDto => {
+        const row = resolved[index];
+        const base = { index, authority_id: item.authority_id, permission_id: item.permission_id, authority_permission_id: null, error: null };
+        if (row === undefined || row.device_id === null || row.authority_deleted === true) return { ...base, status: 'failed', error: failure('AUTHORITY_NOT_FOUND', `Authority ${item.authority_id} does not exist`) };
+        if (row.code === null) return { ...base, status: 'failed', error: failure('PERMISSION_NOT_FOUND', `Permission ${item.permission_id} does not exist`) };
+        if (row.device_scoped !== true) return { ...base, status: 'failed', error: failure('PERMISSION_NOT_DEVICE_SCOPED', `${row.code} is not a device-scoped permission`) };
+        if (allowed !== 'all' && !allowed.has(row.device_id)) return { ...base, status: 'failed', error: failure('PERMISSION_DENIED', `Missing the permission ${permission} on device ${row.device_id}`) };
+        if (mode === 'grant') return { ...base, status: row.active_id === null ? 'granted' : 'already_granted', authority_permission_id: row.active_id };
+        return { ...base, status: row.active_id === null ? 'not_granted' : 'revoked', authority_permission_id: row.active_id };
+      });
+      if (dto.dry_run !== true) await (mode === 'grant' ? this.grant(tx, results, dto.reason) : this.revoke(tx, results, dto.reason));
+      const failed = results.filter((result) => result.status === 'failed').length;
+      return { accepted: results.length, processed: results.length - failed, failed, results };
+    };
+    return this.uow.run(work);
+  }
+
+  /** One INSERT for every item to grant; a pair repeated in the batch is granted once. */
+  private async grant(tx: Tx, results: BulkResultDto[], reason: string | undefined): Promise<void> {
+    const pending = results.filter((result) => result.status === 'granted');
+    if (pending.length === 0) return;
+    const inserted = await tx.db.query<{ id: number; authority_id: number; permission_id: number }[]>(
+      `INSERT INTO authority_permissions (authority_id, permission_id, granted_by)
+       SELECT DISTINCT i.authority_id, i.permission_id, $3::bigint FROM unnest($1::bigint[], $2::int[]) AS i(authority_id, permission_id)
+       ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL DO NOTHING
+       RETURNING id, authority_id, permission_id`,
+      [pending.map((result) => result.authority_id), pending.map((result) => result.permission_id), currentActorId()],
+    );
+    const idOf = new Map(inserted.map((row) => [`${row.authority_id}:${row.permission_id}`, row.id]));
+    const claimed = new Set<string>();
+    for (const result of pending) {
+      const key = `${result.authority_id}:${result.permission_id}`;
+      const id = idOf.get(key);
+      // Repeated in the batch, or granted concurrently since we resolved: already granted.
+      if (id === undefined || claimed.has(key)) {
+        result.status = 'already_granted';
+        result.authority_permission_id = id ?? (await this.activeId(tx, result.authority_id, result.permission_id));
+      } else {
+        claimed.add(key);
+        result.authority_permission_id = id;
+      }
+    }
+    await this.recordChanged(tx, [...idOf.values()], 'authority_permission.grant', reason);
+  }
+
+  /** One UPDATE for every item to revoke. */
+  private async revoke(tx: Tx, results: BulkResultDto[], reason: string | undefined): Promise<void> {
+    const pending = results.filter((result) => result.status === 'revoked');
+    if (pending.length === 0) return;
+    const [revoked] = await tx.db.query<[{ id: number }[], number]>(
+      'UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = ANY($1::bigint[]) AND revoked_at IS NULL RETURNING id',
+      [[...new Set(pending.map((result) => result.authority_permission_id))], currentActorId()],
+    );
+    const done = new Set(revoked.map((row) => row.id));
+    const claimed = new Set<number>();
+    for (const result of pending) {
+      const id = result.authority_permission_id ?? 0;
+      if (!done.has(id) || claimed.has(id)) result.status = 'not_granted';
+      claimed.add(id);
+    }
+    await this.recordChanged(tx, [...done], 'authority_permission.revoke', reason);
+  }
+
+  private async activeId(tx: Tx, authorityId: number, permissionId: number): Promise<number | null> {
+    const [row] = await tx.db.query<{ id: number }[]>('SELECT id FROM authority_permissions WHERE authority_id = $1 AND permission_id = $2 AND revoked_at IS NULL', [authorityId, permissionId]);
+    return row?.id ?? null;
+  }
+
+  private async recordChanged(tx: Tx, ids: readonly number[], action: string, reason: string | undefined): Promise<void> {
+    const rows = await this.rows.findMany(tx, ids);
+    await this.audit.recordMany(
+      tx.db,
+      rows.map((row): AuditRecord => ({
+        action,
+        resource_type: 'authority_permission',
+        resource_id: row.id,
+        reason: reason ?? null,
+        changes: action.endsWith('.grant') ? { authority_id: [null, row.authority_id], permission_code: [null, row.permission_code] } : { revoked_at: [null, row.revoked_at] },
+      })),
+    );
+    await this.rows.changed(tx, rows);
+  }
+}

@@ -1,0 +1,69 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsInt, IsOptional, IsString, MaxLength, Min, ValidateNested } from 'class-validator';
+
+/** An action permission attached to one authority (part 6.6). */
+export class AuthorityPermissionDto {
+  @ApiProperty() id!: number;
+  @ApiProperty() authority_id!: number;
+  @ApiProperty({ description: 'The authority’s device' }) device_id!: number;
+  @ApiProperty() permission_id!: number;
+  @ApiProperty({ example: 'authorities.revoke' }) permission_code!: string;
+  @ApiProperty({ type: Number, nullable: true }) granted_by!: number | null;
+  @ApiProperty({ type: String, format: 'date-time' }) granted_at!: string;
+  @ApiProperty({ type: Number, nullable: true }) revoked_by!: number | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) revoked_at!: string | null;
+  @ApiProperty() is_active!: boolean;
+}
+
+export class CreateAuthorityPermissionDto {
+  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) authority_id!: number;
+  @ApiProperty({ minimum: 1, description: 'A device-scoped permission' }) @IsInt() @Min(1) permission_id!: number;
+}
+
+export class BulkItemDto {
+  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) authority_id!: number;
+  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) permission_id!: number;
+}
+
+export class BulkAuthorityPermissionsDto {
+  @ApiProperty({ type: [BulkItemDto], minItems: 1, maxItems: 1000 })
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(1000)
+  @ValidateNested({ each: true })
+  @Type(() => BulkItemDto)
+  items!: BulkItemDto[];
+
+  @ApiPropertyOptional({ maxLength: 500 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(500)
+  reason?: string;
+
+  @ApiPropertyOptional({ default: false, description: 'Compute the same response and write nothing' })
+  @IsOptional()
+  @IsBoolean()
+  dry_run?: boolean;
+}
+
+export class BulkErrorDto {
+  @ApiProperty() code!: string;
+  @ApiProperty() message!: string;
+}
+
+export class BulkResultDto {
+  @ApiProperty() index!: number;
+  @ApiProperty() authority_id!: number;
+  @ApiProperty() permission_id!: number;
+  @ApiProperty({ enum: ['granted', 'already_granted', 'revoked', 'not_granted', 'failed'] }) status!: string;
+  @ApiProperty({ type: Number, nullable: true }) authority_permission_id!: number | null;
+  @ApiProperty({ type: BulkErrorDto, nullable: true }) error!: BulkErrorDto | null;
+}
+
+export class BulkResponseDto {
+  @ApiProperty({ description: 'Items received' }) accepted!: number;
+  @ApiProperty({ description: 'Items that did not fail' }) processed!: number;
+  @ApiProperty({ description: 'Items that failed' }) failed!: number;
+  @ApiProperty({ type: [BulkResultDto] }) results!: BulkResultDto[];
+}

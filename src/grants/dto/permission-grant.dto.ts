@@ -1,0 +1,45 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsDateString, IsInt, IsOptional, IsString, MaxLength, Min } from 'class-validator';
+
+/** A user-level grant of one permission (part 6.5); append-only except its revocation stamp. */
+export class PermissionGrantDto {
+  @ApiProperty() id!: number;
+  @ApiProperty() user_id!: number;
+  @ApiProperty() permission_id!: number;
+  @ApiProperty({ example: 'inbox.delete' }) permission_code!: string;
+  @ApiProperty({ type: String, nullable: true }) reason!: string | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) expires_at!: string | null;
+  @ApiProperty({ type: Number, nullable: true }) granted_by!: number | null;
+  @ApiProperty({ type: String, format: 'date-time' }) granted_at!: string;
+  @ApiProperty({ type: Number, nullable: true }) revoked_by!: number | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) revoked_at!: string | null;
+  @ApiProperty({ type: String, nullable: true }) revoke_reason!: string | null;
+  @ApiProperty({ description: 'Not revoked and not expired (judged at read time)' }) is_active!: boolean;
+}
+
+export class GrantPermissionDto {
+  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) user_id!: number;
+  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) permission_id!: number;
+
+  @ApiPropertyOptional({ maxLength: 500 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(500)
+  reason?: string;
+
+  @ApiPropertyOptional({ type: String, format: 'date-time', description: 'Must be in the future; the grant stops counting at once when it passes' })
+  @IsOptional()
+  @IsDateString({ strict: true }, { message: 'expires_at must be an ISO-8601 timestamp' })
+  expires_at?: string;
+}
+
+export class RevokePermissionDto {
+  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) user_id!: number;
+  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) permission_id!: number;
+
+  @ApiPropertyOptional({ maxLength: 500 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(500)
+  reason?: string;
+}
