@@ -110,10 +110,11 @@ export class DevicesAuthoritiesGrants1763856000000 implements MigrationInterface
     await db.query('CREATE INDEX authority_permissions_permission_idx ON authority_permissions (permission_id, id)');
     await db.query('CREATE INDEX authority_permissions_granted_at_idx ON authority_permissions (granted_at, id)');
 
-    // Versions of the authorization projections (a user's grants, a device's authority set):
-    // bumped by every write that changes one, so cached copies are compared-and-set by version.
+    // Versions of cached projections spanning many rows (a user's grants, a device's authority
+    // set, later a user's read-state counts): bumped by every write that changes one, so cached
+    // copies are compared-and-set by version.
     await db.query(`
-      CREATE TABLE authz_versions (
+      CREATE TABLE projection_versions (
         scope text NOT NULL,
         id bigint NOT NULL,
         version bigint NOT NULL DEFAULT 1,
@@ -122,7 +123,7 @@ export class DevicesAuthoritiesGrants1763856000000 implements MigrationInterface
   }
 
   async down(db: QueryRunner): Promise<void> {
-    for (const table of ['authz_versions', 'authority_permissions', 'permission_grants', 'ownership_transfers', 'authorities', 'devices']) {
+    for (const table of ['projection_versions', 'authority_permissions', 'permission_grants', 'ownership_transfers', 'authorities', 'devices']) {
       await db.query(`DROP TABLE ${table}`);
     }
     await db.query('DROP FUNCTION permission_grants_only_revoke()');

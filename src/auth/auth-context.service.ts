@@ -21,7 +21,7 @@ interface AuthUserRow {
 // One statement, one snapshot of the user row, its grants and the grants' version.
 const AUTH_USER_SQL = `
   SELECT u.role_id, u.status_id, u.is_deleted,
-         u.version + coalesce((SELECT v.version FROM authz_versions v WHERE v.scope = 'user' AND v.id = u.id), 1) AS version,
+         u.version + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user' AND v.id = u.id), 1) AS version,
          ARRAY(SELECT json_build_object('id', g.id, 'code', p.code,
                  'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
                FROM permission_grants g JOIN permissions p ON p.id = g.permission_id

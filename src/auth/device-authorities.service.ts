@@ -10,7 +10,7 @@ import { AUTHORITY_FACTS_SELECT, type AuthorityFacts } from './authority-facts.j
 /**
  * Each device's authority set, the cached projection layer 3c reads on every device-scoped
  * request: the live (active, unrevoked, undeleted) authorities with their permission codes.
- * Versioned by `authz_versions`; every write that changes the set rebuilds it after commit,
+ * Versioned by `projection_versions`; every write that changes the set rebuilds it after commit,
  * so a revoke or deactivation takes effect on the very next request.
  */
 @Injectable()
@@ -42,7 +42,7 @@ export class DeviceAuthoritiesService {
   // One statement, one snapshot: the version read can never be newer than the set it labels.
   private async load(db: EntityManager, deviceId: number): Promise<CacheEntry> {
     const [row] = await db.query<{ version: number; authorities: AuthorityFacts[] }[]>(
-      `SELECT coalesce((SELECT version FROM authz_versions WHERE scope = 'device' AND id = $1), 1) AS version,
+      `SELECT coalesce((SELECT version FROM projection_versions WHERE scope = 'device' AND id = $1), 1) AS version,
               (SELECT coalesce(json_agg(f), '[]'::json) FROM (
                  SELECT ${AUTHORITY_FACTS_SELECT} FROM authorities a
                  WHERE a.device_id = $1 AND NOT a.is_deleted AND a.revoked_at IS NULL AND a.is_active) f) AS authorities`,

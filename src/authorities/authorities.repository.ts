@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { bumpAuthzVersions } from '../auth/authz-versions.js';
+import { bumpProjectionVersions } from '../database/projection-versions.js';
 import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js';
 import { CacheService } from '../cache/cache.service.js';
 import { authorityNotFound } from '../common/not-found.js';
@@ -57,7 +57,7 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow> {
 
   async changed(tx: Tx, rows: readonly AuthorityRow[]): Promise<void> {
     const devices = rows.map((row) => row.device_id);
-    await bumpAuthzVersions(tx.db, 'device', devices);
+    await bumpProjectionVersions(tx.db, 'device', devices);
     tx.afterCommit(async () => {
       await Promise.all([...rows.map((row) => this.refresh(row)), this.deviceAuthorities.refresh(devices)]);
     });

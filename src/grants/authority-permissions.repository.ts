@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { bumpAuthzVersions } from '../auth/authz-versions.js';
+import { bumpProjectionVersions } from '../database/projection-versions.js';
 import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js';
 import { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../common/api-error.js';
@@ -58,7 +58,7 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
 
   async changed(tx: Tx, rows: readonly AuthorityPermissionRow[]): Promise<void> {
     const devices = rows.map((row) => row.device_id);
-    await bumpAuthzVersions(tx.db, 'device', devices);
+    await bumpProjectionVersions(tx.db, 'device', devices);
     tx.afterCommit(async () => {
       await Promise.all([...rows.map((row) => this.refresh(row)), this.deviceAuthorities.refresh(devices)]);
     });

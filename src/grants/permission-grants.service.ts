@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AuditService } from '../audit/audit.service.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { AuthContextService } from '../auth/auth-context.service.js';
-import { bumpAuthzVersion } from '../auth/authz-versions.js';
+import { bumpProjectionVersion } from '../database/projection-versions.js';
 import { futureTimestamp } from '../common/timestamps.js';
 import { ApiError } from '../common/api-error.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';
@@ -146,7 +146,7 @@ export class PermissionGrantsService {
 
   /** The grantee's effective permissions changed: bump, then rebuild its auth context after commit. */
   private async changed(tx: Tx, row: GrantRow): Promise<void> {
-    await bumpAuthzVersion(tx.db, 'user', row.user_id);
+    await bumpProjectionVersion(tx.db, 'user', row.user_id);
     tx.afterCommit(async () => {
       await Promise.all([this.grants.refresh(row), this.authContexts.refreshUser(row.user_id)]);
     });
