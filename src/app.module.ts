@@ -6,7 +6,11 @@ import { CacheModule } from './cache/cache.module.js';
 import { ConfigModule } from './config/config.module.js';
 import type { Settings } from './config/settings.js';
 import { DatabaseModule } from './database/database.module.js';
+import { DevicesModule } from './devices/devices.module.js';
 import { GrantsModule } from './grants/grants.module.js';
+import { InboxModule } from './inbox/inbox.module.js';
+import { JobsModule } from './jobs/jobs.module.js';
+import { ReadStateModule } from './read-state/read-state.module.js';
 import { HealthModule } from './health/health.module.js';
 import { UsersModule } from './users/users.module.js';
 
@@ -32,6 +36,10 @@ export class AppModule {
         UsersModule,
         AuthoritiesModule,
         GrantsModule,
+        JobsModule,
+        InboxModule,
+        ReadStateModule,
+        DevicesModule,
         ...(options.imports ?? []),
       ],
     };

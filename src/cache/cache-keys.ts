@@ -8,6 +8,8 @@ export const cacheKeys = {
   authUser: (userId: number): string => `auth:user:${userId}`,
   /** A device's live authority set, read by the device-scoped authorization layer. */
   deviceAuthorities: (deviceId: number): string => `authz:device:${deviceId}`,
+  /** A user's read-state counts, overall (`<user>:*`) or for one conversation (`<user>:<conversation>`). */
+  readCounts: (scope: string): string => `read-counts:${scope}`,
   /** Failed authentications of one client address in the current window. */
   authFailures: (ip: string): string => `auth-failures:${ip}`,
 } as const;

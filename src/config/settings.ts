@@ -42,6 +42,10 @@ export interface Settings {
   readonly dbStatementTimeoutMs: number;
   readonly cacheTimeoutMs: number;
   readonly shutdownTimeoutMs: number;
+  /** PostgreSQL schema of the job queue (pg-boss). */
+  readonly jobsSchema: string;
+  /** Whether this instance runs job workers (false: it only enqueues, e.g. an API-only node). */
+  readonly jobWorkers: boolean;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -81,6 +85,20 @@ function url(env: Env, name: string, protocols: readonly string[]): string | und
     throw new SettingsError(name, `must use one of ${protocols.join(', ')}`);
   }
   return raw;
+}
+
+function identifier(env: Env, name: string, fallback: string): string {
+  const raw = text(env, name) ?? fallback;
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(raw)) throw new SettingsError(name, `"${raw}" is not a lower-case SQL identifier`);
+  return raw;
+}
+
+function flag(env: Env, name: string, fallback: boolean): boolean {
+  const raw = text(env, name);
+  if (raw === undefined) return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new SettingsError(name, `"${raw}" is not true or false`);
 }
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -125,6 +143,8 @@ export function loadSettings(env: Env = process.env): Settings {
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 600_000),
     cacheTimeoutMs: integer(env, 'CACHE_TIMEOUT_MS', 50, 5, 5000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
+    jobsSchema: identifier(env, 'JOBS_SCHEMA', 'pgboss'),
+    jobWorkers: flag(env, 'JOB_WORKERS', true),
   });
 }
 

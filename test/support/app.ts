@@ -36,6 +36,8 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
     ...(options.env?.JWT_JWKS_URL === undefined ? { JWT_SECRET: TEST_JWT_SECRET } : {}),
     // Specs share one address (127.0.0.1) and one Redis; the limiter spec sets its own limit.
     AUTH_FAILURE_LIMIT_PER_MINUTE: '100000',
+    // Specs share one database: only the specs about jobs run workers, each on its own queue schema.
+    JOB_WORKERS: 'false',
     ...options.env,
   });
   const imports = [...(options.widgets === false ? [] : [WidgetsModule]), ...(options.imports ?? [])];

@@ -1,0 +1,2 @@
+/** Injection token for the resolved database URL (embedded or DATABASE_URL), for clients beside TypeORM such as the job queue. */
+export const DATABASE_URL = Symbol('DATABASE_URL');

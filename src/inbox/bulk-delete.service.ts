@@ -1,0 +1,41 @@
+import { Injectable } from '@nestjs/common';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import type { BulkDeleteDto, BulkDeleteResponseDto, BulkDeleteResultDto } from './inbox.dto.js';
+import { MessagesService } from './messages.service.js';
+
+/**
+ * `POST /inbox/bulk-delete`: one statement finds (and locks) every message, one deletes the
+ * live ones, one appends their audit events; `dry_run` computes the same answer and writes
+ * nothing. Unknown ids fail alone.
+ */
+@Injectable()
+export class BulkDeleteService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly messages: MessagesService,
+  ) {}
+
+  run(dto: BulkDeleteDto): Promise<BulkDeleteResponseDto> {
+    return this.uow.run(async (tx) => {
+      const ids = dto.items.map((item) => item.id);
+      const found = await tx.db.query<{ id: number; is_deleted: boolean }[]>('SELECT id, is_deleted FROM inbox_messages WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE', [ids]);
+      const deleted = new Map(found.map((row) => [row.id, row.is_deleted]));
+      const handled = new Set<number>();
+      const results: BulkDeleteResultDto[] = [];
+      for (const [index, { id }] of dto.items.entries()) {
+        const isDeleted = deleted.get(id);
+        if (isDeleted === undefined) {
+          results.push({ index, id, status: 'failed', error: { code: 'MESSAGE_NOT_FOUND', message: `Message ${id} does not exist` } });
+        } else if (isDeleted || handled.has(id)) {
+          results.push({ index, id, status: 'already_deleted', error: null });
+        } else {
+          handled.add(id);
+          results.push({ index, id, status: 'deleted', error: null });
+        }
+      }
+      if (dto.dry_run !== true) await this.messages.softDeleteMany(tx, [...handled], dto.reason ?? null);
+      const failed = results.filter((result) => result.status === 'failed').length;
+      return { accepted: results.length, processed: results.length - failed, failed, results };
+    });
+  }
+}

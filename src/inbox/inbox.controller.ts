@@ -1,0 +1,79 @@
+import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import { Authorize } from '../auth/authorize.decorator.js';
+import { DetailQueryDto } from '../common/detail-query.dto.js';
+import { IfMatchHeader, type IfMatch } from '../common/etag.js';
+import { IdParam } from '../common/id.pipe.js';
+import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
+import type { AcceptedResponse, ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
+import { NoOptionsDto } from '../common/validation.js';
+import { AcceptedJobDto } from '../jobs/jobs.dto.js';
+import { BulkDeleteService } from './bulk-delete.service.js';
+import { BulkDeleteDto, BulkDeleteResponseDto, CreateMessageDto, InboxMessageDto, SendPushDto, UpdateMessageDto } from './inbox.dto.js';
+import { MessagesService } from './messages.service.js';
+
+/** `/v1/admin/inbox` (part 6.7). */
+@ApiTags('inbox')
+@Controller('v1/admin/inbox')
+export class InboxController {
+  constructor(
+    private readonly messages: MessagesService,
+    private readonly bulk: BulkDeleteService,
+  ) {}
+
+  @Get()
+  @Authorize({ permission: 'inbox.read', summary: 'List inbox messages (newest first)', description: 'Filters `user_id`, `conversation_id`, `type`; `q` over title and body; sort `id`, `created_at`, `updated_at`.' })
+  @ApiEnvelope(InboxMessageDto, { list: true, errors: [400] })
+  list(@Query() query: Record<string, unknown>): Promise<ListResponse<InboxMessageDto>> {
+    return this.messages.list(query);
+  }
+
+  @Get(':id')
+  @Authorize({ permission: 'inbox.read', summary: 'Get a message (cached)' })
+  @ApiEnvelope(InboxMessageDto, { errors: [400, 404] })
+  get(@IdParam() id: number, @Query() query: DetailQueryDto): Promise<ResourceResponse<InboxMessageDto>> {
+    return this.messages.get(id, query.include_deleted === 'true');
+  }
+
+  @Post()
+  @Authorize({ permission: 'inbox.create', summary: 'Send a message to a user’s inbox (creates its read state)' })
+  @ApiEnvelope(InboxMessageDto, { status: 201, errors: [400, 404] })
+  create(@Body() dto: CreateMessageDto): Promise<ResourceResponse<InboxMessageDto>> {
+    return this.messages.create(dto);
+  }
+
+  @Post('bulk-delete')
+  @Authorize({ permission: 'inbox.delete', summary: 'Soft-delete up to 1000 messages; per-item results in order' })
+  @ApiEnvelope(BulkDeleteResponseDto, { errors: [400] })
+  bulkDelete(@Body() dto: BulkDeleteDto): Promise<BulkDeleteResponseDto> {
+    return this.bulk.run(dto);
+  }
+
+  @Patch(':id')
+  @Authorize({ permission: 'inbox.update', summary: 'Change a message’s title, body or data' })
+  @ApiEnvelope(InboxMessageDto, { errors: [400, 404, 412] })
+  update(@IdParam() id: number, @Body() dto: UpdateMessageDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<InboxMessageDto>> {
+    return this.messages.update(id, dto, ifMatch);
+  }
+
+  @Delete(':id')
+  @Authorize({ permission: 'inbox.delete', summary: 'Soft-delete a message (204 if already deleted)' })
+  @ApiEnvelope(InboxMessageDto, { errors: [404, 412] })
+  remove(@IdParam() id: number, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<InboxMessageDto> | NoContent> {
+    return this.messages.remove(id, ifMatch);
+  }
+
+  @Post(':id/restore')
+  @Authorize({ permission: 'inbox.restore', summary: 'Restore a deleted message (204 if it is not deleted)' })
+  @ApiEnvelope(InboxMessageDto, { errors: [400, 404, 412] })
+  restore(@IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<InboxMessageDto> | NoContent> {
+    return this.messages.restore(id, ifMatch);
+  }
+
+  @Post(':id/send-push')
+  @Authorize({ permission: 'inbox.send_push', summary: 'Push the message to the recipient’s active devices (202 with a job)', description: 'Poll `Location` (`/v1/admin/jobs/{job_id}`) for the result.' })
+  @ApiEnvelope(AcceptedJobDto, { status: 202, errors: [400, 404, 412] })
+  sendPush(@IdParam() id: number, @Body() dto: SendPushDto, @IfMatchHeader() ifMatch: IfMatch): Promise<AcceptedResponse<AcceptedJobDto>> {
+    return this.messages.sendPush(id, dto, ifMatch);
+  }
+}

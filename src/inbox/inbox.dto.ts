@@ -1,0 +1,97 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsInt, IsObject, IsOptional, IsString, Length, Matches, MaxLength, Min, ValidateIf, ValidateNested } from 'class-validator';
+import { MaxJsonSize } from '../common/max-json-size.validator.js';
+
+const TYPE = /^[a-z][a-z0-9_]{0,31}$/;
+const NOT_BLANK = /\S/;
+
+/** An in-app inbox message (part 6.7). */
+export class InboxMessageDto {
+  @ApiProperty() id!: number;
+  @ApiProperty({ description: 'The recipient' }) user_id!: number;
+  @ApiProperty({ type: String, nullable: true, maxLength: 64 }) conversation_id!: string | null;
+  @ApiProperty({ example: 'shift_change', pattern: '^[a-z][a-z0-9_]{0,31}$' }) type!: string;
+  @ApiProperty({ minLength: 1, maxLength: 200 }) title!: string;
+  @ApiProperty({ maxLength: 10000 }) body!: string;
+  @ApiProperty({ type: 'object', nullable: true, additionalProperties: true, description: 'At most 16 KiB as JSON' }) data!: Record<string, unknown> | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) last_pushed_at!: string | null;
+  @ApiProperty({ type: String, format: 'date-time' }) created_at!: string;
+  @ApiProperty({ type: String, format: 'date-time' }) updated_at!: string;
+  @ApiProperty({ type: Number, nullable: true }) created_by!: number | null;
+  @ApiProperty({ type: Number, nullable: true }) updated_by!: number | null;
+  @ApiProperty() is_deleted!: boolean;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) deleted_at!: string | null;
+  @ApiProperty({ type: Number, nullable: true }) deleted_by!: number | null;
+}
+
+export class CreateMessageDto {
+  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) user_id!: number;
+  @ApiProperty({ pattern: '^[a-z][a-z0-9_]{0,31}$' }) @IsString() @Matches(TYPE, { message: 'type must match ^[a-z][a-z0-9_]{0,31}$' }) type!: string;
+  @ApiProperty({ minLength: 1, maxLength: 200 }) @IsString() @Length(1, 200) @Matches(NOT_BLANK, { message: 'title must not be blank' }) title!: string;
+  @ApiProperty({ maxLength: 10000 }) @IsString() @MaxLength(10_000) body!: string;
+  @ApiPropertyOptional({ maxLength: 64 }) @IsOptional() @IsString() @Length(1, 64) conversation_id?: string;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'At most 16 KiB as JSON' })
+  @IsOptional()
+  @IsObject()
+  @MaxJsonSize(16 * 1024)
+  data?: Record<string, unknown>;
+}
+
+export class UpdateMessageDto {
+  @ApiPropertyOptional({ minLength: 1, maxLength: 200 })
+  @ValidateIf((_object: object, value: unknown) => value !== undefined)
+  @IsString()
+  @Length(1, 200)
+  @Matches(NOT_BLANK, { message: 'title must not be blank' })
+  title?: string;
+
+  @ApiPropertyOptional({ maxLength: 10000 })
+  @ValidateIf((_object: object, value: unknown) => value !== undefined)
+  @IsString()
+  @MaxLength(10_000)
+  body?: string;
+
+  @ApiPropertyOptional({ type: 'object', nullable: true, additionalProperties: true, description: 'null removes it' })
+  @IsOptional()
+  @IsObject()
+  @MaxJsonSize(16 * 1024)
+  data?: Record<string, unknown> | null;
+}
+
+export class SendPushDto {
+  @ApiPropertyOptional({ maxLength: 200, description: 'Defaults to the message title' }) @IsOptional() @IsString() @Length(1, 200) title?: string;
+  @ApiPropertyOptional({ maxLength: 1000, description: 'Defaults to the message body (shortened)' }) @IsOptional() @IsString() @MaxLength(1000) body?: string;
+}
+
+export class BulkDeleteItemDto {
+  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) id!: number;
+}
+
+export class BulkDeleteDto {
+  @ApiProperty({ type: [BulkDeleteItemDto], minItems: 1, maxItems: 1000 })
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(1000)
+  @ValidateNested({ each: true })
+  @Type(() => BulkDeleteItemDto)
+  items!: BulkDeleteItemDto[];
+
+  @ApiPropertyOptional({ maxLength: 500 }) @IsOptional() @IsString() @MaxLength(500) reason?: string;
+  @ApiPropertyOptional({ default: false }) @IsOptional() @IsBoolean() dry_run?: boolean;
+}
+
+export class BulkDeleteResultDto {
+  @ApiProperty() index!: number;
+  @ApiProperty() id!: number;
+  @ApiProperty({ enum: ['deleted', 'already_deleted', 'failed'] }) status!: 'deleted' | 'already_deleted' | 'failed';
+  @ApiProperty({ type: 'object', nullable: true, properties: { code: { type: 'string' }, message: { type: 'string' } } }) error!: { code: string; message: string } | null;
+}
+
+export class BulkDeleteResponseDto {
+  @ApiProperty() accepted!: number;
+  @ApiProperty() processed!: number;
+  @ApiProperty() failed!: number;
+  @ApiProperty({ type: [BulkDeleteResultDto] }) results!: BulkDeleteResultDto[];
+}

@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+import { DevicesModule } from '../devices/devices.module.js';
+import { ReadStateModule } from '../read-state/read-state.module.js';
+import { BulkDeleteService } from './bulk-delete.service.js';
+import { InboxController } from './inbox.controller.js';
+import { MessagesRepository } from './messages.repository.js';
+import { MessagesService } from './messages.service.js';
+import { SendPushWorker } from './send-push.worker.js';
+
+/** Inbox messages and their push delivery (parts 6.7 and 6.10). */
+@Module({
+  imports: [ReadStateModule, DevicesModule],
+  controllers: [InboxController],
+  providers: [MessagesRepository, MessagesService, BulkDeleteService, SendPushWorker],
+})
+export class InboxModule {}

@@ -1,0 +1,113 @@
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import type { Job } from 'pg-boss';
+import { MobileDevicesService, type PushTarget } from '../devices/mobile-devices.service.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import { JobQueue } from '../jobs/job-queue.js';
+import { PUSH_PROVIDER, type PushOutcome, type PushProvider } from '../jobs/push/push-provider.js';
+import { MessagesRepository } from './messages.repository.js';
+
+interface SendPushData {
+  readonly message_id: number;
+  readonly title: string | null;
+  readonly body: string | null;
+}
+
+/** The job's result (part 6.10). */
+export interface SendPushResult {
+  readonly message_id: number;
+  readonly devices: number;
+  readonly sent: number;
+  readonly failed: number;
+  readonly deactivated: number;
+}
+
+const BODY_PREVIEW = 240;
+
+/**
+ * Delivers a message to every active mobile device of its recipient. Each attempt is recorded
+ * in `push_deliveries`; a retry skips devices already settled, so nobody is pushed twice. A
+ * token the provider calls unregistered deactivates its device; transient failures make the
+ * job retry with backoff until its last attempt, where they count as failed.
+ */
+@Injectable()
+export class SendPushWorker implements OnModuleInit {
+  private readonly logger = new Logger('SendPush');
+
+  constructor(
+    private readonly queue: JobQueue,
+    @Inject(PUSH_PROVIDER) private readonly provider: PushProvider,
+    private readonly devices: MobileDevicesService,
+    private readonly messages: MessagesRepository,
+    private readonly uow: UnitOfWork,
+  ) {}
+
+  onModuleInit(): void {
+    this.queue.register<SendPushData>('send-push', (job, attempt) => this.deliver(job, attempt.retryCount >= attempt.retryLimit));
+  }
+
+  async deliver(job: Job<SendPushData>, lastAttempt: boolean): Promise<SendPushResult> {
+    const message = await this.messages.find(this.uow.reader, job.data.message_id);
+    if (message === undefined || message.is_deleted) return this.summary(job, job.data.message_id);
+    const settled = new Set(
+      (await this.uow.reader.query<{ id: number }[]>("SELECT DISTINCT mobile_device_id AS id FROM push_deliveries WHERE job_id = $1 AND outcome <> 'retryable'", [job.id])).map((row) => row.id),
+    );
+    const targets = (await this.devices.activeTargets(message.user_id)).filter((target) => !settled.has(target.id));
+    const payload = {
+      title: job.data.title ?? message.title,
+      body: job.data.body ?? message.body.slice(0, BODY_PREVIEW),
+      data: { message_id: String(message.id), type: message.type, ...(message.conversation_id === null ? {} : { conversation_id: message.conversation_id }) },
+    };
+    let retryable = 0;
+    for (const target of targets) {
+      const outcome = await this.attempt(target, payload);
+      if (outcome.kind === 'retryable' && !lastAttempt) retryable += 1;
+      await this.record(job.id, message.id, target, outcome.kind === 'retryable' && lastAttempt ? { kind: 'failed', error: outcome.error } : outcome);
+      if (outcome.kind === 'unregistered') await this.devices.deactivateUnregistered(target.id);
+    }
+    if (targets.length > 0) await this.markPushed(message.id);
+    if (retryable > 0) {
+      this.logger.warn({ msg: 'push deliveries failed transiently; the job will retry', job_id: job.id, retryable });
+      throw new Error(`${retryable} deliveries failed transiently; retrying`);
+    }
+    return this.summary(job, message.id);
+  }
+
+  private async attempt(target: PushTarget, payload: { title: string; body: string; data: Record<string, string> }): Promise<PushOutcome> {
+    try {
+      return await this.provider.send({ token: target.push_token, ...payload });
+    } catch (error) {
+      return { kind: 'retryable', error: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
+  private async record(jobId: string, messageId: number, target: PushTarget, outcome: PushOutcome): Promise<void> {
+    await this.uow.reader.query('INSERT INTO push_deliveries (job_id, message_id, mobile_device_id, provider, outcome, error) VALUES ($1, $2, $3, $4, $5, $6)', [
+      jobId,
+      messageId,
+      target.id,
+      this.provider.name,
+      outcome.kind,
+      outcome.kind === 'sent' ? null : outcome.error,
+    ]);
+  }
+
+  private async markPushed(messageId: number): Promise<void> {
+    await this.uow.run(async (tx) => {
+      const after = await this.messages.update(tx, messageId, 'last_pushed_at = now()', []);
+      this.messages.rebuildAfterCommit(tx, [after]);
+    });
+  }
+
+  /** Each device's latest outcome for this job, over all its attempts. */
+  private async summary(job: Job<SendPushData>, messageId: number): Promise<SendPushResult> {
+    const [row] = await this.uow.reader.query<{ devices: number; sent: number; failed: number; deactivated: number }[]>(
+      `SELECT count(*)::int AS devices,
+              (count(*) FILTER (WHERE outcome = 'sent'))::int AS sent,
+              (count(*) FILTER (WHERE outcome IN ('failed', 'retryable')))::int AS failed,
+              (count(*) FILTER (WHERE outcome = 'unregistered'))::int AS deactivated
+       FROM (SELECT DISTINCT ON (mobile_device_id) outcome FROM push_deliveries WHERE job_id = $1 ORDER BY mobile_device_id, id DESC) latest`,
+      [job.id],
+    );
+    return { message_id: messageId, devices: row?.devices ?? 0, sent: row?.sent ?? 0, failed: row?.failed ?? 0, deactivated: row?.deactivated ?? 0 };
+  }
+}

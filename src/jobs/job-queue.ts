@@ -1,0 +1,89 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { PgBoss, type Db, type Job, type JobWithMetadata } from 'pg-boss';
+import { SETTINGS, type Settings } from '../config/settings.js';
+import { DATABASE_URL } from '../database/database.tokens.js';
+import type { Tx } from '../database/unit-of-work.js';
+
+/** Every queue of the service with its retry policy; a job's `type` is its queue name. */
+export const QUEUES = {
+  'send-push': { retryLimit: 3, retryDelay: 1, retryBackoff: true, retryDelayMax: 60 },
+} as const;
+export type QueueName = keyof typeof QUEUES;
+
+// Jobs are kept 7 days after they finish (part 6.10), and 14 days while they wait.
+const KEEP_FINISHED_SECONDS = 7 * 24 * 3600;
+const KEEP_WAITING_SECONDS = 14 * 24 * 3600;
+
+export type JobHandler<T> = (job: Job<T>, attempt: { retryCount: number; retryLimit: number }) => Promise<object>;
+
+/**
+ * pg-boss on the service's own PostgreSQL (embedded or not), started with the app and stopped
+ * gracefully with it. Jobs are enqueued inside the caller's transaction, so a job exists
+ * exactly when the write that asked for it (and its audit event) committed.
+ */
+@Injectable()
+export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Jobs');
+  private readonly boss: PgBoss;
+  private readonly handlers = new Map<QueueName, JobHandler<never>>();
+  private started = false;
+
+  constructor(
+    @Inject(SETTINGS) private readonly settings: Settings,
+    @Inject(DATABASE_URL) databaseUrl: string,
+  ) {
+    this.boss = new PgBoss({ connectionString: databaseUrl, schema: settings.jobsSchema, max: 3, application_name: 'admin-api-jobs', connectionTimeoutMillis: settings.dbConnectTimeoutMs });
+    // pg-boss reports lost connections and failed maintenance as events; an unhandled one would crash the process.
+    this.boss.on('error', (error: Error) => this.logger.warn({ msg: 'job queue error', err: error.message }));
+  }
+
+  /** Registers the worker for a queue; workers start with the app when JOB_WORKERS is on. */
+  register<T>(queue: QueueName, handler: JobHandler<T>): void {
+    this.handlers.set(queue, handler);
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.boss.start();
+    this.started = true;
+    for (const [name, policy] of Object.entries(QUEUES)) {
+      if ((await this.boss.getQueue(name)) === null) {
+        await this.boss.createQueue(name, { ...policy, deleteAfterSeconds: KEEP_FINISHED_SECONDS, retentionSeconds: KEEP_WAITING_SECONDS }).catch(async (error: unknown) => {
+          // Another instance created it first.
+          if ((await this.boss.getQueue(name)) === null) throw error;
+        });
+      }
+    }
+  }
+
+  /** After every module's `onModuleInit`, so all workers are registered. */
+  async onApplicationBootstrap(): Promise<void> {
+    if (!this.settings.jobWorkers) return;
+    for (const [queue, handler] of this.handlers) {
+      const { retryLimit } = QUEUES[queue];
+      await this.boss.work<never>(queue, { pollingIntervalSeconds: 0.5, localConcurrency: 2 }, async ([job]) => {
+        if (job === undefined) return {};
+        return handler(job, { retryCount: job.retryCount, retryLimit });
+      });
+    }
+  }
+
+  /** Enqueues inside `tx`; returns the job id. */
+  async enqueue(tx: Tx, queue: QueueName, data: object): Promise<string> {
+    const db: Db = {
+      executeSql: async (text: string, values?: unknown[]) => ({ rows: await tx.db.query<object[]>(text, values ?? []) }),
+    };
+    const id = await this.boss.send(queue, data, { db });
+    if (id === null) throw new Error(`the job queue refused a ${queue} job`);
+    return id;
+  }
+
+  find(queue: QueueName, id: string): Promise<JobWithMetadata<object> | null> {
+    return this.boss.getJobById<object>(queue, id);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (!this.started) return;
+    // Finish the jobs in hand (within the shutdown budget), then close the pool.
+    await this.boss.stop({ graceful: true, timeout: Math.max(1000, this.settings.shutdownTimeoutMs - 1000), close: true });
+  }
+}

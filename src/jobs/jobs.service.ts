@@ -1,0 +1,59 @@
+import { Injectable } from '@nestjs/common';
+import type { JobWithMetadata } from 'pg-boss';
+import { ApiError } from '../common/api-error.js';
+import { JobQueue, QUEUES, type QueueName } from './job-queue.js';
+import type { JobDto } from './jobs.dto.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function stateOf(job: Pick<JobWithMetadata, 'state'>): JobDto['state'] {
+  switch (job.state) {
+    case 'created':
+    case 'retry':
+      return 'queued';
+    case 'active':
+      return 'running';
+    case 'completed':
+      return 'succeeded';
+    case 'failed':
+    case 'cancelled':
+      return 'failed';
+  }
+}
+
+function iso(value: Date | null | undefined): string | null {
+  return value === null || value === undefined ? null : new Date(value).toISOString();
+}
+
+/** A failure's message only: pg-boss keeps the stack, which is never returned. */
+function errorOf(output: unknown): { message: string } {
+  const message = typeof output === 'object' && output !== null && 'message' in output ? String((output).message) : 'the job failed';
+  return { message };
+}
+
+/** `GET /jobs/{job_id}`: a job's state in the contract's words. */
+@Injectable()
+export class JobsService {
+  constructor(private readonly queue: JobQueue) {}
+
+  async get(jobId: string): Promise<JobDto> {
+    if (!UUID.test(jobId)) throw ApiError.field('job_id', 'uuid', 'job_id must be a UUID');
+    for (const type of Object.keys(QUEUES) as QueueName[]) {
+      const job = await this.queue.find(type, jobId);
+      if (job === null) continue;
+      const state = stateOf(job);
+      return {
+        job_id: job.id,
+        type,
+        state,
+        attempts: job.state === 'created' ? 0 : job.retryCount + 1,
+        created_at: iso(job.createdOn) ?? new Date(0).toISOString(),
+        started_at: job.state === 'created' ? null : iso(job.startedOn),
+        finished_at: state === 'succeeded' || state === 'failed' ? iso(job.completedOn) : null,
+        result: state === 'succeeded' ? job.output : null,
+        error: state === 'failed' ? errorOf(job.output) : null,
+      };
+    }
+    throw new ApiError('JOB_NOT_FOUND', `Job ${jobId} does not exist (jobs are kept 7 days after they finish)`, { job_id: jobId });
+  }
+}

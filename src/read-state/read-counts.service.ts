@@ -1,0 +1,95 @@
+import { Injectable } from '@nestjs/common';
+import { CacheAside } from '../cache/cache-aside.js';
+import { cacheKeys } from '../cache/cache-keys.js';
+import type { CacheEntry } from '../cache/cache-store.js';
+import { CacheService } from '../cache/cache.service.js';
+import { bumpProjectionVersions } from '../database/projection-versions.js';
+import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import type { ReadCountsDto } from './read-state.dto.js';
+
+interface CachedCounts extends ReadCountsDto {
+  /** When the snoozed count next changes by itself (the earliest future snoozed_until). */
+  readonly next_change_at: string | null;
+}
+
+/** A (user, conversation or all) pair whose counts a write changed. */
+export interface CountsScope {
+  readonly user_id: number;
+  readonly conversation_id: string | null;
+}
+
+const ALL = '*';
+
+/**
+ * `GET /message-read-state/counts`, a cached projection per (user, conversation). Versioned by
+ * the user's `read_counts` version, which every read-state or message write of that user bumps
+ * in its transaction; the write rebuilds the user's overall entry and the conversation's after
+ * commit, so counts are never stale after a write's response. Snoozes that end by themselves
+ * are handled by remembering when the next one ends and reloading past it.
+ */
+@Injectable()
+export class ReadCountsService {
+  private readonly cached: CacheAside<string>;
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    cache: CacheService,
+  ) {
+    this.cached = new CacheAside<string>(cache, (key) => cacheKeys.readCounts(key), (key) => this.load(key));
+  }
+
+  async counts(userId: number, conversationId: string | null): Promise<{ counts: ReadCountsDto; cache: 'hit' | 'miss' | 'bypass' }> {
+    const key = `${userId}:${conversationId ?? ALL}`;
+    let read = await this.cached.get(key);
+    let state = read === undefined ? undefined : (JSON.parse(read.entry.json) as CachedCounts);
+    if (state?.next_change_at != null && Date.parse(state.next_change_at) <= Date.now()) {
+      const entry = await this.load(key);
+      await this.cached.refresh(key, entry);
+      read = { entry, cache: 'miss' };
+      state = JSON.parse(entry.json) as CachedCounts;
+    }
+    if (read === undefined || state === undefined) throw new Error('counts projection could not be built');
+    const { next_change_at: _next, ...counts } = state;
+    return { counts, cache: read.cache };
+  }
+
+  /** Inside the write's transaction: bump the users' versions; after commit, rebuild the touched entries. */
+  async changed(tx: Tx, scopes: readonly CountsScope[]): Promise<void> {
+    await bumpProjectionVersions(tx.db, 'read_counts', scopes.map((scope) => scope.user_id));
+    const keys = new Set(scopes.flatMap((scope) => [`${scope.user_id}:${ALL}`, ...(scope.conversation_id === null ? [] : [`${scope.user_id}:${scope.conversation_id}`])]));
+    tx.afterCommit(async () => {
+      await Promise.all([...keys].map(async (key) => this.cached.refresh(key, await this.load(key))));
+    });
+  }
+
+  // One statement: the version and the counts come from the same snapshot.
+  private async load(key: string): Promise<CacheEntry> {
+    const separator = key.indexOf(':');
+    const userId = Number(key.slice(0, separator));
+    const conversation = key.slice(separator + 1);
+    const conversationId = conversation === ALL ? null : conversation;
+    const [row] = await this.uow.reader.query<(Omit<CachedCounts, 'user_id' | 'conversation_id'> & { version: number })[]>(
+      `SELECT coalesce((SELECT version FROM projection_versions WHERE scope = 'read_counts' AND id = $1), 1) AS version,
+              count(*)::int AS total,
+              (count(*) FILTER (WHERE NOT rs.is_read))::int AS unread,
+              (count(*) FILTER (WHERE rs.is_archived))::int AS archived,
+              (count(*) FILTER (WHERE rs.is_pinned))::int AS pinned,
+              (count(*) FILTER (WHERE rs.snoozed_until > now()))::int AS snoozed,
+              to_char(min(rs.snoozed_until) FILTER (WHERE rs.snoozed_until > now()) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS next_change_at
+       FROM message_read_state rs JOIN inbox_messages m ON m.id = rs.message_id AND NOT m.is_deleted
+       WHERE rs.user_id = $1 AND ($2::text IS NULL OR rs.conversation_id = $2)`,
+      [userId, conversationId],
+    );
+    const counts: CachedCounts = {
+      user_id: userId,
+      conversation_id: conversationId,
+      total: row?.total ?? 0,
+      unread: row?.unread ?? 0,
+      archived: row?.archived ?? 0,
+      pinned: row?.pinned ?? 0,
+      snoozed: row?.snoozed ?? 0,
+      next_change_at: row?.next_change_at ?? null,
+    };
+    return { version: Number(row?.version ?? 1), deleted: false, json: JSON.stringify(counts) };
+  }
+}
