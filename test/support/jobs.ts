@@ -1,0 +1,20 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { TestApp } from './app.js';
+
+/** A queue schema of the spec's own, so workers of other specs never take its jobs. */
+export function jobsSchema(): string {
+  return `jobs_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+}
+
+/** Polls GET /jobs/{id} until the job has finished; returns the job. */
+export async function waitForJob(t: TestApp, auth: string, jobId: string, timeoutMs = 20_000): Promise<{ state: string; [key: string]: unknown }> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const response = await t.http().get(`/v1/admin/jobs/${jobId}`).set('Authorization', auth).expect(200);
+    const job = response.body.data as { state: string };
+    if (job.state === 'succeeded' || job.state === 'failed') return job;
+    if (Date.now() > until) throw new Error(`job ${jobId} still ${job.state} after ${timeoutMs} ms`);
+    await sleep(200);
+  }
+}
