@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Logger as Pino } from 'pino';
@@ -8,6 +9,8 @@ import { configureHttp, createHttpAdapter } from './common/http.js';
 import { createPino, PinoNestLogger } from './common/logger.js';
 import { buildOpenApi, serveDocs } from './common/openapi/openapi.js';
 import { createValidationPipe } from './common/validation.js';
+import { completeIdempotentResponse, IdempotencyInterceptor } from './idempotency/idempotency.interceptor.js';
+import { IdempotencyStore } from './idempotency/idempotency.store.js';
 
 export interface CreateAppOptions extends AppModuleOptions {
   readonly log?: Pino;
@@ -23,7 +26,10 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   });
   configureHttp(app, log);
   app.useGlobalFilters(new ApiExceptionFilter());
-  app.useGlobalInterceptors(new EnvelopeInterceptor());
+  // Idempotency wraps the envelope: a replay is the stored envelope, sent as it was.
+  app.useGlobalInterceptors(app.get(IdempotencyInterceptor), new EnvelopeInterceptor());
+  // After configureHttp's status override, so the stored status is the one sent.
+  app.getHttpAdapter().getInstance().addHook('onSend', completeIdempotentResponse(app.get(IdempotencyStore), new Logger('Idempotency')));
   app.useGlobalPipes(createValidationPipe());
   serveDocs(app, buildOpenApi(app));
   await app.init();

@@ -12,6 +12,7 @@ import { InboxModule } from './inbox/inbox.module.js';
 import { JobsModule } from './jobs/jobs.module.js';
 import { ReadStateModule } from './read-state/read-state.module.js';
 import { HealthModule } from './health/health.module.js';
+import { IdempotencyModule } from './idempotency/idempotency.module.js';
 import { UsersModule } from './users/users.module.js';
 
 export interface AppModuleOptions {
@@ -37,6 +38,7 @@ export class AppModule {
         AuthoritiesModule,
         GrantsModule,
         JobsModule,
+        IdempotencyModule,
         InboxModule,
         ReadStateModule,
         DevicesModule,

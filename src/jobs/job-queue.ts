@@ -7,6 +7,7 @@ import type { Tx } from '../database/unit-of-work.js';
 /** Every queue of the service with its retry policy; a job's `type` is its queue name. */
 export const QUEUES = {
   'send-push': { retryLimit: 3, retryDelay: 1, retryBackoff: true, retryDelayMax: 60 },
+  'purge-idempotency-keys': { retryLimit: 1, retryDelay: 60, retryBackoff: false },
 } as const;
 export type QueueName = keyof typeof QUEUES;
 
@@ -26,6 +27,7 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
   private readonly logger = new Logger('Jobs');
   private readonly boss: PgBoss;
   private readonly handlers = new Map<QueueName, JobHandler<never>>();
+  private readonly schedules = new Map<QueueName, string>();
   private started = false;
 
   constructor(
@@ -40,6 +42,11 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
   /** Registers the worker for a queue; workers start with the app when JOB_WORKERS is on. */
   register<T>(queue: QueueName, handler: JobHandler<T>): void {
     this.handlers.set(queue, handler);
+  }
+
+  /** A recurring job (cron, UTC); scheduling is idempotent across instances. */
+  scheduleEvery(queue: QueueName, cron: string): void {
+    this.schedules.set(queue, cron);
   }
 
   async onModuleInit(): Promise<void> {
@@ -58,6 +65,7 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
   /** After every module's `onModuleInit`, so all workers are registered. */
   async onApplicationBootstrap(): Promise<void> {
     if (!this.settings.jobWorkers) return;
+    for (const [queue, cron] of this.schedules) await this.boss.schedule(queue, cron);
     for (const [queue, handler] of this.handlers) {
       const { retryLimit } = QUEUES[queue];
       await this.boss.work<never>(queue, { pollingIntervalSeconds: 0.5, localConcurrency: 2 }, async ([job]) => {

@@ -1,0 +1,87 @@
+import { Injectable, Logger, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { from, type Observable } from 'rxjs';
+import { authContextOf } from '../auth/auth-context.js';
+import { ApiError } from '../common/api-error.js';
+import { overrideStatus } from '../common/status-override.js';
+import { isValidIdempotencyKey, requestFingerprint } from './fingerprint.js';
+import { IdempotencyStore, type KeyScope, type StoredResponse } from './idempotency.store.js';
+
+/** Response headers that belong to the stored response and are sent again on a replay. */
+const KEPT_HEADERS = ['content-type', 'etag', 'location', 'retry-after'];
+
+// Claimed keys of requests in flight, completed by the onSend hook with the final response.
+const inFlight = new WeakMap<FastifyRequest, KeyScope>();
+
+/**
+ * `Idempotency-Key` on every POST (part 8). Runs after the guard (it needs the actor) and
+ * around everything else: a claimed key lets the request run and its final response (whatever
+ * the filter made of it) is stored by `completeIdempotentResponse`; a completed key replays
+ * the stored status and body with `Idempotent-Replayed: true` and runs nothing.
+ */
+@Injectable()
+export class IdempotencyInterceptor implements NestInterceptor {
+  constructor(private readonly store: IdempotencyStore) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const http = context.switchToHttp();
+    const request = http.getRequest<FastifyRequest>();
+    const header = request.headers['idempotency-key'];
+    const actor = authContextOf(request);
+    if (request.method !== 'POST' || header === undefined || actor === undefined) return next.handle();
+    const key = Array.isArray(header) ? header.join(',') : header;
+    if (!isValidIdempotencyKey(key)) throw ApiError.field('Idempotency-Key', 'format', 'Idempotency-Key must be 1-255 printable ASCII characters');
+    const scope: KeyScope = { actorId: actor.user_id, method: request.method, path: request.url.split('?')[0] ?? request.url, key };
+    return from(this.run(scope, request, http.getResponse<FastifyReply>(), next));
+  }
+
+  private async run(scope: KeyScope, request: FastifyRequest, reply: FastifyReply, next: CallHandler): Promise<unknown> {
+    const claim = await this.store.claim(scope, requestFingerprint(request.body));
+    switch (claim.kind) {
+      case 'reused':
+        throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different body', { idempotency_key: scope.key });
+      case 'in_progress':
+        throw new ApiError('IDEMPOTENCY_KEY_IN_PROGRESS', 'A request with this Idempotency-Key is still running; retry shortly', { idempotency_key: scope.key }, { 'Retry-After': '1' });
+      case 'replay':
+        return replay(request, reply, claim.response);
+      case 'claimed':
+        inFlight.set(request, scope);
+        return new Promise((resolve, reject) => next.handle().subscribe({ next: resolve, error: reject }));
+    }
+  }
+}
+
+function replay(request: FastifyRequest, reply: FastifyReply, response: StoredResponse): string | null {
+  for (const [name, value] of Object.entries(response.headers)) void reply.header(name, value);
+  void reply.header('idempotent-replayed', 'true');
+  overrideStatus(request, response.status);
+  return response.body;
+}
+
+/**
+ * The onSend half: stores the final response of a claimed key, or frees the key when the
+ * response is a 400 or a 5xx (not kept, part 8). Registered after the status override.
+ */
+export function completeIdempotentResponse(store: IdempotencyStore, logger: Logger) {
+  return async (request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> => {
+    const scope = inFlight.get(request);
+    if (scope === undefined) return payload;
+    inFlight.delete(request);
+    const status = reply.statusCode;
+    try {
+      if (status === 400 || status >= 500) {
+        await store.release(scope);
+      } else {
+        const headers = Object.fromEntries(KEPT_HEADERS.flatMap((name) => {
+          const value = reply.getHeader(name);
+          return value === undefined ? [] : [[name, String(value)]];
+        }));
+        await store.complete(scope, { status, headers, body: typeof payload === 'string' ? payload : payload === null || payload === undefined ? null : JSON.stringify(payload) });
+      }
+    } catch (error) {
+      // The response still goes out; the key stays claimed until it counts as abandoned.
+      logger.warn({ msg: 'could not store the idempotent response', key: scope.key, err: error instanceof Error ? error.message : String(error) });
+    }
+    return payload;
+  };
+}

@@ -1,0 +1,24 @@
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { JobQueue } from '../jobs/job-queue.js';
+import { IdempotencyStore } from './idempotency.store.js';
+
+/** Expired keys (older than 24 hours) are deleted by a scheduled job every ten minutes. */
+@Injectable()
+export class IdempotencyPurge implements OnModuleInit {
+  private readonly logger = new Logger('Idempotency');
+
+  constructor(
+    private readonly queue: JobQueue,
+    private readonly store: IdempotencyStore,
+  ) {}
+
+  onModuleInit(): void {
+    this.queue.register('purge-idempotency-keys', async () => {
+      let purged = 0;
+      for (let batch = await this.store.purgeExpired(); batch > 0; batch = await this.store.purgeExpired()) purged += batch;
+      if (purged > 0) this.logger.log({ msg: 'purged expired idempotency keys', purged });
+      return { purged };
+    });
+    this.queue.scheduleEvery('purge-idempotency-keys', '*/10 * * * *');
+  }
+}
