@@ -19,7 +19,7 @@ export interface CreateAppOptions extends AppModuleOptions {
 /** Builds the fully wired application (server and e2e tests use exactly this); not yet listening. */
 export async function createApp(options: CreateAppOptions): Promise<NestFastifyApplication> {
   const log = options.log ?? createPino(options.settings.logLevel);
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(options), createHttpAdapter(), {
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(options), createHttpAdapter(options.settings.trustProxyHops), {
     bodyParser: false,
     abortOnError: false,
     logger: new PinoNestLogger(log),

@@ -1,6 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { SETTINGS, type Settings } from '../config/settings.js';
+import { ActorRateLimiter } from './actor-rate-limiter.js';
 import { AuthContextService } from './auth-context.service.js';
 import { AuthFailureLimiter } from './auth-failure-limiter.js';
 import { AuthGuard } from './auth.guard.js';
@@ -19,6 +20,7 @@ import { createVerificationKeys, VERIFICATION_KEYS } from './verification-keys.j
     AuthorizationService,
     DeviceAuthoritiesService,
     AuthFailureLimiter,
+    ActorRateLimiter,
     JwtStrategy,
     SessionsService,
     { provide: APP_GUARD, useClass: AuthGuard },

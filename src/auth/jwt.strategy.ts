@@ -6,6 +6,7 @@ import { ExtractJwt, Strategy } from 'passport-jwt';
 import { ApiError } from '../common/api-error.js';
 import { SETTINGS, type Settings } from '../config/settings.js';
 import type { AuthContext } from './auth-context.js';
+import { ActorRateLimiter } from './actor-rate-limiter.js';
 import { AuthContextService } from './auth-context.service.js';
 import { VERIFICATION_KEYS, type VerificationKeys } from './verification-keys.js';
 
@@ -25,6 +26,7 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
     @Inject(SETTINGS) settings: Settings,
     @Inject(VERIFICATION_KEYS) keys: VerificationKeys,
     private readonly contexts: AuthContextService,
+    private readonly rateLimiter: ActorRateLimiter,
   ) {
     super({
       jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(),
@@ -49,7 +51,10 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
     const sid: unknown = payload.sid;
     if (typeof sid !== 'string' || sid === '') throw claimMissing('sid');
     if (typeof payload.exp !== 'number') throw claimMissing('exp');
-    return this.contexts.resolve(userId, sid);
+    // Counted beside the session check (one round trip each, in parallel), not after it.
+    const [context, limited] = await Promise.all([this.contexts.resolve(userId, sid), this.rateLimiter.hit(userId)]);
+    if (limited !== undefined) throw limited;
+    return context;
   }
 
   /**

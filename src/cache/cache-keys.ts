@@ -10,6 +10,8 @@ export const cacheKeys = {
   deviceAuthorities: (deviceId: number): string => `authz:device:${deviceId}`,
   /** A user's read-state counts, overall (`<user>:*`) or for one conversation (`<user>:<conversation>`). */
   readCounts: (scope: string): string => `read-counts:${scope}`,
+  /** Requests of one actor in the current window. */
+  actorRequests: (userId: number): string => `actor-requests:${userId}`,
   /** Failed authentications of one client address in the current window. */
   authFailures: (ip: string): string => `auth-failures:${ip}`,
 } as const;

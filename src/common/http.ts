@@ -6,9 +6,15 @@ import { BODY_LIMIT_BYTES } from './api-error.js';
 import { resolveRequestId, runInRequestContext, type RequestContext } from './request-context.js';
 import { applyStatusOverride } from './status-override.js';
 
-/** The Fastify adapter with the contract's body limit, request ids and no default parsers. */
-export function createHttpAdapter(): FastifyAdapter {
+/**
+ * The Fastify adapter with the contract's body limit, request ids and no default parsers.
+ * `trustProxyHops` is how many proxies' X-Forwarded-For entries `request.ip` may use: a client
+ * cannot choose its own address (and so escape a per-address limit) by sending the header.
+ */
+export function createHttpAdapter(trustProxyHops = 0): FastifyAdapter {
   return new FastifyAdapter({
+    // proxy-addr asks about each hop from the socket inwards: trust exactly the first N.
+    trustProxy: trustProxyHops === 0 ? false : (_address: string, hop: number) => hop < trustProxyHops,
     bodyLimit: BODY_LIMIT_BYTES,
     genReqId: (raw: IncomingMessage) => resolveRequestId(raw.headers['x-request-id']),
     requestIdHeader: false,

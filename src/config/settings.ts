@@ -28,6 +28,8 @@ export interface Settings {
   readonly jwtAudience: string;
   readonly cacheTtlSeconds: number;
   readonly rateLimitPerMinute: number;
+  /** Proxies in front of the service whose X-Forwarded-For entries are trusted (0: use the socket address). */
+  readonly trustProxyHops: number;
   /** Failed authentications one client address may make per minute before it gets 429s. */
   readonly authFailureLimitPerMinute: number;
   readonly pushProvider: PushProvider;
@@ -132,6 +134,7 @@ export function loadSettings(env: Env = process.env): Settings {
     cacheTtlSeconds: integer(env, 'CACHE_TTL_SECONDS', 300, 1, 86_400),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
     authFailureLimitPerMinute: integer(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 30, 1, 1_000_000),
+    trustProxyHops: integer(env, 'TRUST_PROXY_HOPS', 0, 0, 10),
     pushProvider,
     fcmEndpoint: fcmEndpoint ?? 'https://fcm.googleapis.com',
     fcmCredentials,

@@ -186,3 +186,41 @@ describe('per-address limit on failed authentication', () => {
     await t.http().get('/health/live').expect(200);
   });
 });
+
+describe('per-actor rate limit, shared through Redis', () => {
+  let a: TestApp;
+  let b: TestApp;
+  beforeAll(async () => {
+    [a, b] = await Promise.all([startApp({ widgets: false, env: { RATE_LIMIT_PER_MINUTE: '6' } }), startApp({ widgets: false, env: { RATE_LIMIT_PER_MINUTE: '6' } })]);
+  });
+  afterAll(() => Promise.all([a.close(), b.close()]));
+
+  it('counts an actor across instances and answers 429 with Retry-After; other actors are unaffected', async () => {
+    const busy = await actor('viewer');
+    for (const app of [a, b, a, b, a, b]) await app.http().get('/v1/admin/users?page_size=1').set('Authorization', busy.auth).expect(200);
+    const limited = await b.http().get('/v1/admin/users?page_size=1').set('Authorization', busy.auth).expect(429);
+    expect(limited.body.error).toMatchObject({ code: 'RATE_LIMITED', details: { scope: 'actor', limit_per_minute: 6 } });
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    await a.http().get('/v1/admin/users?page_size=1').set('Authorization', busy.auth).expect(429);
+    const calm = await actor('viewer');
+    await a.http().get('/v1/admin/users?page_size=1').set('Authorization', calm.auth).expect(200);
+  });
+});
+
+describe('X-Forwarded-For is trusted only for the configured proxy hops', () => {
+  it('rotating the header does not escape the failed-authentication limit', async () => {
+    const direct = await startApp({ widgets: false, redisUrl: null, env: { AUTH_FAILURE_LIMIT_PER_MINUTE: '3' } });
+    const behindProxy = await startApp({ widgets: false, redisUrl: null, env: { AUTH_FAILURE_LIMIT_PER_MINUTE: '3', TRUST_PROXY_HOPS: '1' } });
+    try {
+      // No trusted proxy: the socket address counts, whatever the header says.
+      for (let attempt = 0; attempt < 3; attempt += 1) await direct.http().get('/v1/admin/users').set('X-Forwarded-For', `203.0.113.${attempt}`).set('Authorization', 'Bearer x').expect(401);
+      await direct.http().get('/v1/admin/users').set('X-Forwarded-For', '198.51.100.99').set('Authorization', 'Bearer x').expect(429);
+      // One trusted proxy: only the entry it appended (the last) counts; what the client put before it does not.
+      for (let attempt = 0; attempt < 3; attempt += 1) await behindProxy.http().get('/v1/admin/users').set('X-Forwarded-For', `203.0.113.${attempt}, 10.9.8.7`).set('Authorization', 'Bearer x').expect(401);
+      await behindProxy.http().get('/v1/admin/users').set('X-Forwarded-For', '192.0.2.1, 10.9.8.7').set('Authorization', 'Bearer x').expect(429);
+      await behindProxy.http().get('/v1/admin/users').set('X-Forwarded-For', '10.9.8.8').set('Authorization', 'Bearer x').expect(401);
+    } finally {
+      await Promise.all([direct.close(), behindProxy.close()]);
+    }
+  });
+});
