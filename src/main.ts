@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import type { Server } from 'node:http';
 import { createApp } from './app.factory.js';
 import { createPino } from './common/logger.js';
 import { withJwtSecret } from './auth/jwt-secret.js';
@@ -49,8 +50,14 @@ async function main(): Promise<void> {
       process.exit(1);
     }, settings.shutdownTimeoutMs);
     force.unref();
+    // Keep-alive connections that finish their last request during the shutdown would keep the
+    // server open until they time out: close each one as soon as it turns idle.
+    const server: Server = app.getHttpServer();
+    const closeIdle = setInterval(() => server.closeIdleConnections(), 50);
+    closeIdle.unref();
     void (async () => {
       await app.close();
+      clearInterval(closeIdle);
       await database.embedded?.stopIfUnused();
       log.info('stopped');
       process.exit(0);

@@ -40,6 +40,8 @@ export interface Settings {
   readonly dataDir: string;
   readonly embeddedPostgresPort: number;
   readonly dbPoolSize: number;
+  /** `application_name` of the service's PostgreSQL connections (the job queue's get `-jobs`). */
+  readonly dbApplicationName: string;
   readonly dbConnectTimeoutMs: number;
   readonly dbStatementTimeoutMs: number;
   readonly cacheTimeoutMs: number;
@@ -142,6 +144,7 @@ export function loadSettings(env: Env = process.env): Settings {
     dataDir: isAbsolute(dataDir) ? dataDir : resolve(process.cwd(), dataDir),
     embeddedPostgresPort: integer(env, 'EMBEDDED_POSTGRES_PORT', 54329, 1024, 65535),
     dbPoolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 500),
+    dbApplicationName: text(env, 'DB_APPLICATION_NAME') ?? 'admin-api',
     dbConnectTimeoutMs: integer(env, 'DB_CONNECT_TIMEOUT_MS', 2000, 100, 60_000),
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 600_000),
     cacheTimeoutMs: integer(env, 'CACHE_TIMEOUT_MS', 50, 5, 5000),

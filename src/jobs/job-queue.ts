@@ -34,7 +34,7 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
     @Inject(SETTINGS) private readonly settings: Settings,
     @Inject(DATABASE_URL) databaseUrl: string,
   ) {
-    this.boss = new PgBoss({ connectionString: databaseUrl, schema: settings.jobsSchema, max: 3, application_name: 'admin-api-jobs', connectionTimeoutMillis: settings.dbConnectTimeoutMs });
+    this.boss = new PgBoss({ connectionString: databaseUrl, schema: settings.jobsSchema, max: 3, application_name: `${settings.dbApplicationName}-jobs`, connectionTimeoutMillis: settings.dbConnectTimeoutMs });
     // pg-boss reports lost connections and failed maintenance as events; an unhandled one would crash the process.
     this.boss.on('error', (error: Error) => this.logger.warn({ msg: 'job queue error', err: error.message }));
   }

@@ -1,42 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { runCli } from '../support/cli.js';
+import { startServer, waitReady } from '../support/server-process.js';
 import { freePort } from '../support/redis-server.js';
-
-const MAIN = new URL('../../dist/src/main.js', import.meta.url).pathname;
-
-interface Running {
-  readonly child: ChildProcess;
-  readonly output: () => string;
-  readonly exited: Promise<number | null>;
-}
-
-function startServer(env: Record<string, string>): Running {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !['DATABASE_URL', 'REDIS_URL', 'JWT_SECRET'].includes(key)));
-  const child = spawn(process.execPath, [MAIN], { env: { ...clean, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
-}
-
-async function waitReady(port: number, server: Running): Promise<{ status: number; body: { data: { database: string; cache: string } } }> {
-  for (let attempt = 0; attempt < 300; attempt += 1) {
-    if (server.child.exitCode !== null) throw new Error(`server exited: ${server.output()}`);
-    try {
-      const response = await fetch(`http://127.0.0.1:${port}/health/ready`);
-      return { status: response.status, body: (await response.json()) as { data: { database: string; cache: string } } };
-    } catch {
-      await sleep(100);
-    }
-  }
-  throw new Error(`server never answered: ${server.output()}`);
-}
 
 describe('npm start with no settings (embedded PostgreSQL, in-process cache)', () => {
   let dataDir: string;
