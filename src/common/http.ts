@@ -2,7 +2,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { FastifyInstance } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { Logger as Pino } from 'pino';
-import { BODY_LIMIT_BYTES } from './api-error.js';
+import { ApiError, BODY_LIMIT_BYTES } from './api-error.js';
 import { resolveRequestId, runInRequestContext, type RequestContext } from './request-context.js';
 import { applyStatusOverride } from './status-override.js';
 
@@ -38,7 +38,13 @@ export function configureHttp(app: NestFastifyApplication, log: Pino): void {
       done(null, undefined);
       return;
     }
-    void parseJson(request, typeof body === 'string' ? body : body.toString('utf8'), done);
+    void parseJson(request, typeof body === 'string' ? body : body.toString('utf8'), (error, value) => {
+      if (error === null && nestedDeeperThan(value, MAX_JSON_DEPTH)) {
+        done(ApiError.field('body', 'depth', `JSON nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+        return;
+      }
+      done(error, value);
+    });
   });
 
   fastify.addHook('onRequest', (request, reply, done) => {
@@ -69,3 +75,18 @@ export function configureHttp(app: NestFastifyApplication, log: Pino): void {
 
 // The auth guard records the actor in the request context; the log line reads it back from here.
 const contexts = new WeakMap<object, RequestContext>();
+
+/** No route takes more than a few levels; deeper input only serves to exhaust a recursive walker. */
+const MAX_JSON_DEPTH = 32;
+
+/** Iterative, so a hostile body cannot overflow the stack while being measured. */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop() as [unknown, number];
+    if (item === null || typeof item !== 'object') continue;
+    if (depth > limit) return true;
+    for (const child of Object.values(item)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
