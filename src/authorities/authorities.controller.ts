@@ -55,14 +55,14 @@ export class AuthoritiesController {
 
   @Delete(':id')
   @Authorize({ permission: 'authorities.delete', device: ON_ITS_DEVICE, summary: 'Soft-delete an authority (not the owner’s; 204 if already deleted)' })
-  @ApiEnvelope(AuthorityDto, { errors: [404, 412, 422] })
+  @ApiEnvelope(AuthorityDto, { noContent: 'Already deleted (or revoked): nothing changed', errors: [400, 404, 412, 422] })
   remove(@IdParam() id: number, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto> | NoContent> {
     return this.actions.remove(id, ifMatch);
   }
 
   @Post(':id/restore')
   @Authorize({ permission: 'authorities.restore', device: ON_ITS_DEVICE, summary: 'Restore a deleted authority (204 if it is not deleted)' })
-  @ApiEnvelope(AuthorityDto, { errors: [400, 404, 412] })
+  @ApiEnvelope(AuthorityDto, { noContent: 'Not deleted: nothing changed', errors: [400, 404, 412] })
   restore(@IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto> | NoContent> {
     return this.actions.restore(id, ifMatch);
   }

@@ -85,6 +85,12 @@ export function toApiError(error: unknown): { error: ApiError; internal: boolean
     return { error: mapped, internal: mapped.code === 'INTERNAL_ERROR' };
   }
   if (isDatabaseUnavailable(error)) return { error: ApiError.unavailable(), internal: false };
+  // A value PostgreSQL could not take (SQLSTATE class 22: out of range, wrong form) is the
+  // client's input slipping past a validator: still a 400, but logged as the bug it is.
+  const sqlState = field(field(error, 'driverError') ?? error, 'code');
+  if (typeof sqlState === 'string' && sqlState.startsWith('22')) {
+    return { error: ApiError.field('body', 'range', 'A value is out of range or not of the expected form'), internal: true };
+  }
   const fromParser = fastifyError(error);
   if (fromParser !== undefined) return { error: fromParser, internal: false };
   return { error: new ApiError('INTERNAL_ERROR', 'An unexpected error occurred'), internal: true };

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsOptional, IsString, Length, Matches, MaxLength, Min } from 'class-validator';
+import { IsIn, IsOptional, IsString, Length, Matches, MaxLength } from 'class-validator';
+import { IsId } from '../common/id.validators.js';
 
 export const PLATFORMS = ['ios', 'android', 'web'] as const;
 const TOKEN = /^[\x21-\x7e]+$/;
@@ -24,7 +25,7 @@ export class MobileDeviceDto {
 }
 
 export class RegisterMobileDeviceDto {
-  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) user_id!: number;
+  @ApiProperty({ minimum: 1 }) @IsId() user_id!: number;
   @ApiProperty({ enum: PLATFORMS }) @IsIn(PLATFORMS) platform!: string;
 
   @ApiProperty({ minLength: 8, maxLength: 4096, description: 'Stored, never returned; unique' })

@@ -82,7 +82,7 @@ export class AuthorityPermissionsController {
 
   @Delete(':id')
   @Authorize({ permission: 'authority_permissions.revoke', device: deviceOfAuthorityPermission('id'), summary: 'Revoke an authority permission (204 if already revoked)' })
-  @ApiEnvelope(AuthorityPermissionDto, { errors: [400, 404] })
+  @ApiEnvelope(AuthorityPermissionDto, { noContent: 'Already deleted (or revoked): nothing changed', errors: [400, 404] })
   revoke(@IdParam() id: number): Promise<ResourceResponse<AuthorityPermissionDto> | NoContent> {
     return this.permissions.revoke(id);
   }

@@ -58,14 +58,14 @@ export class InboxController {
 
   @Delete(':id')
   @Authorize({ permission: 'inbox.delete', summary: 'Soft-delete a message (204 if already deleted)' })
-  @ApiEnvelope(InboxMessageDto, { errors: [404, 412] })
+  @ApiEnvelope(InboxMessageDto, { noContent: 'Already deleted (or revoked): nothing changed', errors: [400, 404, 412] })
   remove(@IdParam() id: number, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<InboxMessageDto> | NoContent> {
     return this.messages.remove(id, ifMatch);
   }
 
   @Post(':id/restore')
   @Authorize({ permission: 'inbox.restore', summary: 'Restore a deleted message (204 if it is not deleted)' })
-  @ApiEnvelope(InboxMessageDto, { errors: [400, 404, 412] })
+  @ApiEnvelope(InboxMessageDto, { noContent: 'Not deleted: nothing changed', errors: [400, 404, 412] })
   restore(@IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<InboxMessageDto> | NoContent> {
     return this.messages.restore(id, ifMatch);
   }

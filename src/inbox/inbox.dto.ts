@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsInt, IsObject, IsOptional, IsString, Length, Matches, MaxLength, Min, ValidateIf, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsObject, IsOptional, IsString, Length, Matches, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
+import { IsId } from '../common/id.validators.js';
 import { MaxJsonSize } from '../common/max-json-size.validator.js';
 
 const TYPE = /^[a-z][a-z0-9_]{0,31}$/;
@@ -26,7 +27,7 @@ export class InboxMessageDto {
 }
 
 export class CreateMessageDto {
-  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) user_id!: number;
+  @ApiProperty({ minimum: 1 }) @IsId() user_id!: number;
   @ApiProperty({ pattern: '^[a-z][a-z0-9_]{0,31}$' }) @IsString() @Matches(TYPE, { message: 'type must match ^[a-z][a-z0-9_]{0,31}$' }) type!: string;
   @ApiProperty({ minLength: 1, maxLength: 200 }) @IsString() @Length(1, 200) @Matches(NOT_BLANK, { message: 'title must not be blank' }) title!: string;
   @ApiProperty({ maxLength: 10000 }) @IsString() @MaxLength(10_000) body!: string;
@@ -66,7 +67,7 @@ export class SendPushDto {
 }
 
 export class BulkDeleteItemDto {
-  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) id!: number;
+  @ApiProperty({ minimum: 1 }) @IsId() id!: number;
 }
 
 export class BulkDeleteDto {

@@ -53,14 +53,14 @@ export class UsersController {
 
   @Delete(':id')
   @Authorize({ permission: 'users.delete', summary: 'Soft-delete a user and revoke its sessions (204 if already deleted)' })
-  @ApiEnvelope(UserDto, { errors: [404, 412, 422] })
+  @ApiEnvelope(UserDto, { noContent: 'Already deleted (or revoked): nothing changed', errors: [400, 404, 412, 422] })
   remove(@Actor() actor: AuthContext, @IdParam() id: number, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<UserDto> | NoContent> {
     return this.actions.remove(actor, id, ifMatch);
   }
 
   @Post(':id/restore')
   @Authorize({ permission: 'users.restore', summary: 'Restore a deleted user (204 if it is not deleted)' })
-  @ApiEnvelope(UserDto, { errors: [400, 404, 412] })
+  @ApiEnvelope(UserDto, { noContent: 'Not deleted: nothing changed', errors: [400, 404, 412] })
   restore(@Actor() actor: AuthContext, @IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<UserDto> | NoContent> {
     return this.actions.restore(actor, id, ifMatch);
   }

@@ -22,7 +22,7 @@ export function startServer(env: Record<string, string>): Running {
 
 export async function waitReady(port: number, server: Running): Promise<{ status: number; body: { data: { database: string; cache: string } } }> {
   for (let attempt = 0; attempt < 300; attempt += 1) {
-    if (server.child.exitCode !== null) throw new Error(`server exited: ${server.output()}`);
+    if (server.child.exitCode !== null) throw new Error(`server exited with ${server.child.exitCode}: ${server.output().slice(-3000)}`);
     try {
       const response = await fetch(`http://127.0.0.1:${port}/health/ready`);
       return { status: response.status, body: (await response.json()) as { data: { database: string; cache: string } } };

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsDateString, IsInt, IsOptional, IsString, MaxLength, Min } from 'class-validator';
+import { IsDateString, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsId } from '../../common/id.validators.js';
 
 /** A user's relationship to a device (part 6.3). */
 export class AuthorityDto {
@@ -23,8 +24,8 @@ export class AuthorityDto {
 }
 
 export class CreateAuthorityDto {
-  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) device_id!: number;
-  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) user_id!: number;
+  @ApiProperty({ minimum: 1 }) @IsId() device_id!: number;
+  @ApiProperty({ minimum: 1 }) @IsId() user_id!: number;
 
   @ApiPropertyOptional({ type: String, format: 'date-time', description: 'Must be in the future; the authority stops counting at once when it passes' })
   @IsOptional()

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsInt, IsOptional, IsString, Length, Matches, MaxLength, Min, ValidateIf } from 'class-validator';
+import { IsBoolean, IsOptional, IsString, Length, Matches, MaxLength, ValidateIf } from 'class-validator';
+import { IsId } from '../../common/id.validators.js';
 import { AuthorityDto } from './authority.dto.js';
 
 const NOT_BLANK = /\S/;
@@ -54,8 +55,7 @@ export class UpdateDeviceDto {
 
 export class TransferOwnerDto {
   @ApiProperty({ minimum: 1, description: 'An active, non-deleted user other than the current owner' })
-  @IsInt()
-  @Min(1)
+  @IsId()
   new_owner_user_id!: number;
 
   @ApiPropertyOptional({ maxLength: 500 })

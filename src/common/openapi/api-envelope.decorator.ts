@@ -21,6 +21,8 @@ interface EnvelopeOptions {
   readonly status?: 200 | 201 | 202;
   readonly list?: boolean;
   readonly errors?: readonly number[];
+  /** Also answers 204 with no body (delete of a deleted record, restore of a live one, …). */
+  readonly noContent?: string;
 }
 
 /** Documents a route's success envelope around `model` and its error envelopes. */
@@ -34,6 +36,7 @@ export function ApiEnvelope(model: Type, options: EnvelopeOptions = {}): MethodD
       description: 'Success envelope',
       schema: { type: 'object', required: ['success', 'data', 'meta'], properties: { success: { type: 'boolean', enum: [true] }, data, meta } },
     }),
+    ...(options.noContent === undefined ? [] : [ApiResponse({ status: 204, description: options.noContent })]),
     ApiErrorResponses(options.errors ?? []),
   );
 }

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsInt, IsOptional, IsString, MaxLength, Min, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsOptional, IsString, MaxLength, ValidateNested } from 'class-validator';
+import { IsCatalogueId, IsId } from '../../common/id.validators.js';
 
 /** An action permission attached to one authority (part 6.6). */
 export class AuthorityPermissionDto {
@@ -17,13 +18,13 @@ export class AuthorityPermissionDto {
 }
 
 export class CreateAuthorityPermissionDto {
-  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) authority_id!: number;
-  @ApiProperty({ minimum: 1, description: 'A device-scoped permission' }) @IsInt() @Min(1) permission_id!: number;
+  @ApiProperty({ minimum: 1 }) @IsId() authority_id!: number;
+  @ApiProperty({ minimum: 1, description: 'A device-scoped permission' }) @IsCatalogueId() permission_id!: number;
 }
 
 export class BulkItemDto {
-  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) authority_id!: number;
-  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) permission_id!: number;
+  @ApiProperty({ minimum: 1 }) @IsId() authority_id!: number;
+  @ApiProperty({ minimum: 1 }) @IsCatalogueId() permission_id!: number;
 }
 
 export class BulkAuthorityPermissionsDto {

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsDateString, IsInt, IsOptional, IsString, MaxLength, Min } from 'class-validator';
+import { IsDateString, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsCatalogueId, IsId } from '../../common/id.validators.js';
 
 /** A user-level grant of one permission (part 6.5); append-only except its revocation stamp. */
 export class PermissionGrantDto {
@@ -18,8 +19,8 @@ export class PermissionGrantDto {
 }
 
 export class GrantPermissionDto {
-  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) user_id!: number;
-  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) permission_id!: number;
+  @ApiProperty({ minimum: 1 }) @IsId() user_id!: number;
+  @ApiProperty({ minimum: 1 }) @IsCatalogueId() permission_id!: number;
 
   @ApiPropertyOptional({ maxLength: 500 })
   @IsOptional()
@@ -34,8 +35,8 @@ export class GrantPermissionDto {
 }
 
 export class RevokePermissionDto {
-  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) user_id!: number;
-  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) permission_id!: number;
+  @ApiProperty({ minimum: 1 }) @IsId() user_id!: number;
+  @ApiProperty({ minimum: 1 }) @IsCatalogueId() permission_id!: number;
 
   @ApiPropertyOptional({ maxLength: 500 })
   @IsOptional()

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsEmail, IsInt, IsOptional, IsString, Length, Matches, MaxLength, Min, ValidateIf } from 'class-validator';
+import { IsEmail, IsOptional, IsString, Length, Matches, MaxLength, ValidateIf } from 'class-validator';
+import { IsCatalogueId } from '../../common/id.validators.js';
 
 const E164 = /^\+[1-9]\d{1,14}$/;
 const NOT_BLANK = /\S/;
@@ -20,8 +21,7 @@ export class CreateUserDto {
   display_name!: string;
 
   @ApiProperty({ minimum: 1, example: 3, description: 'Giving super_admin (1) or admin (2) requires super_admin' })
-  @IsInt()
-  @Min(1)
+  @IsCatalogueId()
   role_id!: number;
 
   @ApiPropertyOptional({ example: '+351912345678', description: 'E.164' })
@@ -51,8 +51,7 @@ export class UpdateUserDto {
 
   @ApiPropertyOptional({ minimum: 1 })
   @Present()
-  @IsInt()
-  @Min(1)
+  @IsCatalogueId()
   role_id?: number;
 }
 
