@@ -103,7 +103,17 @@ export class RedisCacheStore implements CacheStore {
     await this.client.ping();
   }
 
+  /** A polite QUIT when Redis answers; with Redis gone, drop the socket instead of waiting for it. */
   async close(): Promise<void> {
-    if (this.client.isOpen) await this.client.close();
+    if (!this.client.isOpen) return;
+    if (!this.client.isReady) {
+      this.client.destroy();
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 500)));
+    const outcome = await Promise.race([this.client.close().then(() => 'closed' as const), gaveUp]).catch(() => 'failed' as const);
+    clearTimeout(timer);
+    if (outcome !== 'closed' && this.client.isOpen) this.client.destroy();
   }
 }
