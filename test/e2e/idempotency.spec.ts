@@ -79,6 +79,19 @@ describe('Idempotency-Key (part 8)', () => {
     expect(await usersWith(email)).toBe(1);
   });
 
+  it('never stores a temporary PIN: a replayed reset-pin answers without it and mints no second PIN', async () => {
+    const user = await createUser();
+    const key = randomUUID();
+    const first = await post(`/v1/admin/users/${user.id}/reset-pin`, key).expect(200);
+    expect(first.body.data.temporary_pin).toMatch(/^\d{6}$/);
+    const [stored] = await sql<{ body: string }>('SELECT body FROM idempotency_keys WHERE key = $1', [key]);
+    expect(stored?.body).not.toContain(first.body.data.temporary_pin);
+    const replay = await post(`/v1/admin/users/${user.id}/reset-pin`, key).expect(200);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body.data).toEqual({ ...first.body.data, temporary_pin: null });
+    expect(await sql("SELECT count(*)::int AS n FROM audit_events WHERE action = 'user.reset_pin' AND resource_id = $1", [String(user.id)])).toEqual([{ n: 1 }]);
+  });
+
   it('400 for a malformed key; GET ignores keys', async () => {
     const response = await post('/v1/admin/users', 'x'.repeat(256), { email: `k-${randomUUID()}@example.com`, display_name: 'K', role_id: 4 }).expect(400);
     expect(response.body.error.details.fields[0]).toMatchObject({ field: 'Idempotency-Key' });
