@@ -20,7 +20,7 @@ try {
     return { token: signAccessToken(settings, { id: session.id, user_id: Number(session.user_id), expires_at: session.expires_at }), targetId: target.id };
   });
   const headers = { authorization: `Bearer ${token}` };
-  const env = { DATABASE_URL: database.url, REDIS_URL, JWT_SECRET, LOG_LEVEL: 'warn' };
+  const env = { DATABASE_URL: database.url, REDIS_URL, JWT_SECRET, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '1000000' };
 
   const servicePort = await freePort();
   const service = await startChild(new URL('../dist/src/main.js', import.meta.url).pathname, { ...env, PORT: String(servicePort) }, `http://127.0.0.1:${servicePort}/health/ready`);

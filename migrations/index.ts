@@ -3,6 +3,7 @@ import { UsersAndSessions1763769600000 } from './1763769600000-users-and-session
 import { DevicesAuthoritiesGrants1763856000000 } from './1763856000000-devices-authorities-grants.js';
 import { InboxDevicesPush1763942400000 } from './1763942400000-inbox-devices-push.js';
 import { IdempotencyKeys1764028800000 } from './1764028800000-idempotency-keys.js';
+import { ListIndexes1764115200000 } from './1764115200000-list-indexes.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
-export const MIGRATIONS = [Platform1763683200000, UsersAndSessions1763769600000, DevicesAuthoritiesGrants1763856000000, InboxDevicesPush1763942400000, IdempotencyKeys1764028800000];
+export const MIGRATIONS = [Platform1763683200000, UsersAndSessions1763769600000, DevicesAuthoritiesGrants1763856000000, InboxDevicesPush1763942400000, IdempotencyKeys1764028800000, ListIndexes1764115200000];

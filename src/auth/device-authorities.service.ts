@@ -29,14 +29,23 @@ export class DeviceAuthoritiesService {
     return read === undefined ? [] : (JSON.parse(read.entry.json) as AuthorityFacts[]);
   }
 
-  /** After a commit that changed the device's authorities, their permissions or its owner. */
+  /**
+   * After a commit that changed the devices' authorities, their permissions or owners: every
+   * set rebuilt from one statement, written back in one pipelined burst (bulk writes touch
+   * hundreds of devices).
+   */
   async refresh(deviceIds: readonly number[]): Promise<void> {
-    await Promise.all(
-      [...new Set(deviceIds)].map(async (id) => {
-        const entry = await this.load(this.uow.reader, id);
-        await this.cached.refresh(id, entry);
-      }),
+    const ids = [...new Set(deviceIds)];
+    if (ids.length === 0) return;
+    const rows = await this.uow.reader.query<{ device_id: number; version: number; authorities: AuthorityFacts[] }[]>(
+      `SELECT d.id AS device_id, coalesce(v.version, 1) AS version,
+              (SELECT coalesce(json_agg(f), '[]'::json) FROM (
+                 SELECT ${AUTHORITY_FACTS_SELECT} FROM authorities a
+                 WHERE a.device_id = d.id AND NOT a.is_deleted AND a.revoked_at IS NULL AND a.is_active) f) AS authorities
+       FROM unnest($1::bigint[]) AS d(id) LEFT JOIN projection_versions v ON v.scope = 'device' AND v.id = d.id`,
+      [ids],
     );
+    await Promise.all(rows.map((row) => this.cached.refresh(row.device_id, { version: Number(row.version), deleted: false, json: JSON.stringify(row.authorities) })));
   }
 
   // One statement, one snapshot: the version read can never be newer than the set it labels.

@@ -51,8 +51,8 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
     const sid: unknown = payload.sid;
     if (typeof sid !== 'string' || sid === '') throw claimMissing('sid');
     if (typeof payload.exp !== 'number') throw claimMissing('exp');
-    // Counted beside the session check (one round trip each, in parallel), not after it.
-    const [context, limited] = await Promise.all([this.contexts.resolve(userId, sid), this.rateLimiter.hit(userId)]);
+    const context = await this.contexts.resolve(userId, sid);
+    const limited = this.rateLimiter.hit(userId);
     if (limited !== undefined) throw limited;
     return context;
   }

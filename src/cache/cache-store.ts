@@ -25,8 +25,8 @@ export interface CacheStore {
   setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean>;
   /** Makes every existing entry unreachable at once (after an outage in which invalidations were lost). */
   flushAll(): Promise<void>;
-  /** Counts one event in a fixed window that starts with the first event; returns the count so far and the time left. */
-  increment(key: string, windowMs: number): Promise<WindowCount>;
+  /** Counts `by` events in a fixed window that starts with the first one; returns the count so far and the time left. */
+  increment(key: string, windowMs: number, by?: number): Promise<WindowCount>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

@@ -72,9 +72,9 @@ export class CacheService {
    * Counts an event in a fixed window, shared by every instance through Redis; while Redis is
    * unreachable each instance counts on its own, so a limit still holds per instance.
    */
-  async increment(key: string, windowMs: number): Promise<WindowCount> {
-    const result = await this.guard('incr', key, false, () => this.store.increment(key, windowMs));
-    return result.ok ? result.value : this.localCounters.increment(key, windowMs);
+  async increment(key: string, windowMs: number, by = 1): Promise<WindowCount> {
+    const result = await this.guard('incr', key, false, () => this.store.increment(key, windowMs, by));
+    return result.ok ? result.value : this.localCounters.increment(key, windowMs, by);
   }
 
   /** Fills after a read (`afterWrite: false`) or rebuilds after a commit (`afterWrite: true`). */

@@ -27,7 +27,7 @@ export class MemoryCacheStore implements CacheStore {
     return Promise.all(keys.map((key) => this.get(key)));
   }
 
-  increment(key: string, windowMs: number): Promise<WindowCount> {
+  increment(key: string, windowMs: number, by = 1): Promise<WindowCount> {
     const now = Date.now();
     let counter = this.counters.get(key);
     if (counter === undefined || counter.resetAt <= now) {
@@ -35,7 +35,7 @@ export class MemoryCacheStore implements CacheStore {
       counter = { count: 0, resetAt: now + windowMs };
       this.counters.set(key, counter);
     }
-    counter.count += 1;
+    counter.count += by;
     return Promise.resolve({ count: counter.count, resetInMs: counter.resetAt - now });
   }
 

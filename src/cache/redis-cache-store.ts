@@ -16,7 +16,7 @@ return found`;
 
 // Counters live outside the generation: dropping the cache must not reset a rate limit.
 const INCREMENT = `
-local n = redis.call('INCR', KEYS[1])
+local n = redis.call('INCRBY', KEYS[1], ARGV[2])
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
@@ -81,8 +81,8 @@ export class RedisCacheStore implements CacheStore {
     });
   }
 
-  async increment(key: string, windowMs: number): Promise<WindowCount> {
-    const raw = await this.client.eval(INCREMENT, { keys: [`${this.prefix}count:${key}`], arguments: [String(windowMs)] });
+  async increment(key: string, windowMs: number, by = 1): Promise<WindowCount> {
+    const raw = await this.client.eval(INCREMENT, { keys: [`${this.prefix}count:${key}`], arguments: [String(windowMs), String(by)] });
     const [count, ttl] = Array.isArray(raw) ? raw : [];
     return { count: Number(count), resetInMs: Number(ttl) };
   }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { actor, createSession, createUser, signToken, tokenFor } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
@@ -198,6 +199,8 @@ describe('per-actor rate limit, shared through Redis', () => {
   it('counts an actor across instances and answers 429 with Retry-After; other actors are unaffected', async () => {
     const busy = await actor('viewer');
     for (const app of [a, b, a, b, a, b]) await app.http().get('/v1/admin/users?page_size=1').set('Authorization', busy.auth).expect(200);
+    // Instances share their counts every 200 ms.
+    await sleep(450);
     const limited = await b.http().get('/v1/admin/users?page_size=1').set('Authorization', busy.auth).expect(429);
     expect(limited.body.error).toMatchObject({ code: 'RATE_LIMITED', details: { scope: 'actor', limit_per_minute: 6 } });
     expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
