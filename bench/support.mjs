@@ -3,7 +3,7 @@
 import { createClient } from '@keyv/redis';
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { loadSettings } from '../dist/src/config/settings.js';
@@ -88,3 +88,18 @@ export function saveResults(name, results) {
   writeFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), node: process.version, ...results }, null, 2)}\n`);
   return file.pathname;
 }
+
+/** Resident memory of a process, in MB (Linux). */
+export function rssMb(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return Math.round(kb / 1024);
+}
+
+/** Percentile of a list of numbers (ms). */
+export function percentile(values, p) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+export const ratio = (service, baseline) => Math.round((service / baseline) * 1000) / 1000;

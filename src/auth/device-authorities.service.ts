@@ -29,6 +29,11 @@ export class DeviceAuthoritiesService {
     return read === undefined ? [] : (JSON.parse(read.entry.json) as AuthorityFacts[]);
   }
 
+  /** After a bulk commit: mark the devices' sets stale at their new versions; each reloads on its next use. */
+  async invalidate(versions: ReadonlyMap<number, number>): Promise<void> {
+    await this.cached.invalidate(versions);
+  }
+
   /**
    * After a commit that changed the devices' authorities, their permissions or owners: every
    * set rebuilt from one statement, written back in one pipelined burst (bulk writes touch

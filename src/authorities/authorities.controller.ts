@@ -3,7 +3,7 @@ import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../auth/actor.decorator.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Authorize } from '../auth/authorize.decorator.js';
-import { DetailQueryDto } from '../common/detail-query.dto.js';
+import { ApiIncludeDeleted, IncludeDeleted } from '../common/include-deleted.js';
 import { IfMatchHeader, type IfMatch } from '../common/etag.js';
 import { IdParam } from '../common/id.pipe.js';
 import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
@@ -34,9 +34,10 @@ export class AuthoritiesController {
 
   @Get(':id')
   @Authorize({ permission: 'authorities.read', device: ON_ITS_DEVICE, summary: 'Get an authority (cached)' })
+  @ApiIncludeDeleted()
   @ApiEnvelope(AuthorityDto, { errors: [400, 404] })
-  get(@IdParam() id: number, @Query() query: DetailQueryDto): Promise<ResourceResponse<AuthorityDto>> {
-    return this.authorities.get(id, query.include_deleted === 'true');
+  get(@IdParam() id: number, @IncludeDeleted() includeDeleted: boolean): Promise<ResourceResponse<AuthorityDto>> {
+    return this.authorities.get(id, includeDeleted);
   }
 
   @Post()

@@ -55,11 +55,15 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow> {
     super({ table: 'authorities', columns: AUTHORITY_COLUMNS, type: 'authority', notFound: authorityNotFound }, uow, cache);
   }
 
-  async changed(tx: Tx, rows: readonly AuthorityRow[]): Promise<void> {
+  /**
+   * `authorization: false` for changes that no authorization decision reads (the label): the
+   * detail entry is rebuilt, the device's set is left alone.
+   */
+  async changed(tx: Tx, rows: readonly AuthorityRow[], authorization = true): Promise<void> {
     const devices = rows.map((row) => row.device_id);
-    await bumpProjectionVersions(tx.db, 'device', devices);
+    if (authorization) await bumpProjectionVersions(tx.db, 'device', devices);
     tx.afterCommit(async () => {
-      await Promise.all([...rows.map((row) => this.refresh(row)), this.deviceAuthorities.refresh(devices)]);
+      await Promise.all([...rows.map((row) => this.refresh(row)), ...(authorization ? [this.deviceAuthorities.refresh(devices)] : [])]);
     });
   }
 }

@@ -72,7 +72,7 @@ export class AuthoritiesService {
       if (Object.keys(changes).length === 0) return before;
       const after = await this.authorities.update(tx, id, 'expires_at = $2, label = $3, updated_by = $4', [wanted.expires_at, wanted.label, updateStamp().updated_by]);
       await this.audit.record(tx.db, { action: 'authority.update', resource_type: 'authority', resource_id: id, changes });
-      await this.authorities.changed(tx, [after]);
+      await this.authorities.changed(tx, [after], 'expires_at' in changes);
       return after;
     });
     return respondWith(row);

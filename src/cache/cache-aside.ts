@@ -29,13 +29,21 @@ export class CacheAside<Id extends string | number = number> {
 
   /** Finishes a read whose cache lookup was made elsewhere (batched with other keys in one round trip). */
   async settle(id: Id, lookup: { readonly ok: boolean; readonly entry: CacheEntry | undefined }): Promise<CachedRead | undefined> {
-    if (lookup.entry !== undefined) return { entry: lookup.entry, cache: 'hit' };
+    if (lookup.entry !== undefined && !isTombstone(lookup.entry)) return { entry: lookup.entry, cache: 'hit' };
     const entry = await this.loadOnce(this.keyOf(id), id, lookup.ok);
     return entry === undefined ? undefined : { entry, cache: lookup.ok ? 'miss' : 'bypass' };
   }
 
   key(id: Id): string {
     return this.keyOf(id);
+  }
+
+  /**
+   * Marks the entry stale at `version` without rebuilding it (bulk writes): the next read loads
+   * it, and a fill from before the write (an older version) can no longer be stored.
+   */
+  async invalidate(versions: ReadonlyMap<Id, number>): Promise<void> {
+    await this.cache.putMany([...versions].map(([id, version]) => [this.keyOf(id), { version, deleted: false, json: '' }] as const));
   }
 
   /** Rebuilds the entry after a commit; an older concurrent fill can no longer overwrite it. */
@@ -47,6 +55,7 @@ export class CacheAside<Id extends string | number = number> {
     const running = this.inflight.get(key);
     if (running !== undefined) return running;
     const loading = (async () => {
+      this.cache.stats.loads += 1;
       const entry = await this.load(id);
       if (entry !== undefined && fill) await this.cache.put(key, entry, false);
       return entry;
@@ -54,6 +63,11 @@ export class CacheAside<Id extends string | number = number> {
     this.inflight.set(key, loading);
     return loading;
   }
+}
+
+/** An invalidation marker: it holds a version (to refuse older fills) but no data. */
+function isTombstone(entry: CacheEntry): boolean {
+  return entry.json === '';
 }
 
 /** Builds a cache entry from a row that has `version` and, if soft-deletable, `is_deleted`. */

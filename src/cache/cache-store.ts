@@ -23,6 +23,8 @@ export interface CacheStore {
   getMany(keys: readonly string[]): Promise<(CacheEntry | undefined)[]>;
   /** Stores the entry unless the current one has a higher version; returns whether it was stored. */
   setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean>;
+  /** `setIfNotOlder` for many entries in one round trip (bulk invalidations). */
+  setManyIfNotOlder(entries: readonly (readonly [string, CacheEntry])[], ttlMs: number): Promise<void>;
   /** Makes every existing entry unreachable at once (after an outage in which invalidations were lost). */
   flushAll(): Promise<void>;
   /** Counts `by` events in a fixed window that starts with the first one; returns the count so far and the time left. */

@@ -11,6 +11,8 @@ export interface CacheStats {
   failures: number;
   timeouts: number;
   short_circuited: number;
+  /** Database loads made to fill the cache (single-flight: concurrent misses of a key count once). */
+  loads: number;
 }
 
 const FAILURES_TO_OPEN = 3;
@@ -30,7 +32,7 @@ class CacheTimeout extends Error {
  * a stale entry be served after Redis returns.
  */
 export class CacheService {
-  readonly stats: CacheStats = { hits: 0, misses: 0, failures: 0, timeouts: 0, short_circuited: 0 };
+  readonly stats: CacheStats = { hits: 0, misses: 0, failures: 0, timeouts: 0, short_circuited: 0, loads: 0 };
   private consecutiveFailures = 0;
   private openUntil = 0;
   private dirty = false;
@@ -75,6 +77,12 @@ export class CacheService {
   async increment(key: string, windowMs: number, by = 1): Promise<WindowCount> {
     const result = await this.guard('incr', key, false, () => this.store.increment(key, windowMs, by));
     return result.ok ? result.value : this.localCounters.increment(key, windowMs, by);
+  }
+
+  /** Many post-commit sets in one round trip (bulk writes). */
+  async putMany(entries: readonly (readonly [string, CacheEntry])[]): Promise<boolean> {
+    const result = await this.guard('mset', `${entries.length} keys`, true, () => this.store.setManyIfNotOlder(entries, this.ttlMs));
+    return result.ok;
   }
 
   /** Fills after a read (`afterWrite: false`) or rebuilds after a commit (`afterWrite: true`). */

@@ -39,6 +39,10 @@ export class MemoryCacheStore implements CacheStore {
     return Promise.resolve({ count: counter.count, resetInMs: counter.resetAt - now });
   }
 
+  async setManyIfNotOlder(entries: readonly (readonly [string, CacheEntry])[], ttlMs: number): Promise<void> {
+    for (const [key, entry] of entries) await this.setIfNotOlder(key, entry, ttlMs);
+  }
+
   setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean> {
     const current = this.slots.get(key);
     if (current !== undefined && current.expiresAt > Date.now() && current.entry.version > entry.version) return Promise.resolve(false);

@@ -4,11 +4,11 @@ import { decodeEntry, encodeEntry, type CacheEntry, type CacheStore, type Window
 
 // Every key lives under the current generation; bumping the generation drops the whole cache at
 // once, which is how an instance that lost invalidations during an outage makes itself safe.
-const GET = `
+export const GET = `
 local gen = redis.call('GET', KEYS[1]) or '0'
 return redis.call('GET', ARGV[1] .. gen .. ':' .. ARGV[2])`;
 
-const GET_MANY = `
+export const GET_MANY = `
 local gen = redis.call('GET', KEYS[1]) or '0'
 local found = {}
 for i = 2, #ARGV do found[i - 1] = redis.call('GET', ARGV[1] .. gen .. ':' .. ARGV[i]) end
@@ -25,7 +25,7 @@ end
 return {n, ttl}`;
 
 // Compare-and-set: an entry built from an older row version never replaces a newer one.
-const SET_IF_NOT_OLDER = `
+export const SET_IF_NOT_OLDER = `
 local gen = redis.call('GET', KEYS[1]) or '0'
 local key = ARGV[1] .. gen .. ':' .. ARGV[2]
 local current = redis.call('GET', key)
@@ -34,6 +34,17 @@ if current then
   if version and version > tonumber(ARGV[3]) then return 0 end
 end
 redis.call('SET', key, ARGV[4], 'PX', ARGV[5])
+return 1`;
+
+// The same compare-and-set for many keys: ARGV = prefix, ttl, then (key, version, value) triples.
+const SET_MANY_IF_NOT_OLDER = `
+local gen = redis.call('GET', KEYS[1]) or '0'
+for i = 3, #ARGV, 3 do
+  local key = ARGV[1] .. gen .. ':' .. ARGV[i]
+  local current = redis.call('GET', key)
+  local version = current and tonumber(string.match(current, '^(%d+)|'))
+  if not (version and version > tonumber(ARGV[i + 1])) then redis.call('SET', key, ARGV[i + 2], 'PX', ARGV[2]) end
+end
 return 1`;
 
 /** Redis through the client of `@keyv/redis`, with Lua scripts for the versioned operations. */
@@ -93,6 +104,14 @@ export class RedisCacheStore implements CacheStore {
       arguments: [this.prefix, key, String(entry.version), encodeEntry(entry), String(ttlMs)],
     });
     return stored === 1;
+  }
+
+  async setManyIfNotOlder(entries: readonly (readonly [string, CacheEntry])[], ttlMs: number): Promise<void> {
+    if (entries.length === 0) return;
+    await this.client.eval(SET_MANY_IF_NOT_OLDER, {
+      keys: [this.generationKey],
+      arguments: [this.prefix, String(ttlMs), ...entries.flatMap(([key, entry]) => [key, String(entry.version), encodeEntry(entry)])],
+    });
   }
 
   async flushAll(): Promise<void> {

@@ -15,12 +15,14 @@ export async function bumpProjectionVersion(db: EntityManager, scope: Projection
   );
 }
 
-/** Bumps several at once (bulk writes touch many devices). */
-export async function bumpProjectionVersions(db: EntityManager, scope: ProjectionScope, ids: readonly number[]): Promise<void> {
-  if (ids.length === 0) return;
-  await db.query(
+/** Bumps several at once (bulk writes touch many devices); returns each one's new version. */
+export async function bumpProjectionVersions(db: EntityManager, scope: ProjectionScope, ids: readonly number[]): Promise<Map<number, number>> {
+  if (ids.length === 0) return new Map();
+  // Sorted, so concurrent writers lock the rows in one order and cannot deadlock.
+  const rows = await db.query<{ id: number; version: number }[]>(
     `INSERT INTO projection_versions (scope, id, version) SELECT $1, unnest($2::bigint[]), 2
-     ON CONFLICT (scope, id) DO UPDATE SET version = projection_versions.version + 1`,
+     ON CONFLICT (scope, id) DO UPDATE SET version = projection_versions.version + 1 RETURNING id, version`,
     [scope, [...new Set(ids)].sort((a, b) => a - b)],
   );
+  return new Map(rows.map((row) => [Number(row.id), Number(row.version)]));
 }

@@ -56,11 +56,17 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     return tx.db.query<AuthorityPermissionRow[]>(`SELECT ${COLUMNS} FROM ${AUTHORITY_PERMISSION_FROM} WHERE ap.id = ANY($1::bigint[])`, [[...ids]]);
   }
 
-  async changed(tx: Tx, rows: readonly AuthorityPermissionRow[]): Promise<void> {
+  /**
+   * One change rebuilds its device's set at once (the next check is a hit); a bulk change marks
+   * the sets stale at their new versions instead, so a thousand items cost no rebuild queries.
+   * New rows (version 1) were never cached, so only revocations refresh a detail entry.
+   */
+  async changed(tx: Tx, rows: readonly AuthorityPermissionRow[], mode: 'rebuild' | 'invalidate' = 'rebuild'): Promise<void> {
     const devices = rows.map((row) => row.device_id);
-    await bumpProjectionVersions(tx.db, 'device', devices);
+    const versions = await bumpProjectionVersions(tx.db, 'device', devices);
+    const revoked = rows.filter((row) => row.version > 1);
     tx.afterCommit(async () => {
-      await Promise.all([...rows.map((row) => this.refresh(row)), this.deviceAuthorities.refresh(devices)]);
+      await Promise.all([...revoked.map((row) => this.refresh(row)), mode === 'rebuild' ? this.deviceAuthorities.refresh(devices) : this.deviceAuthorities.invalidate(versions)]);
     });
   }
 }

@@ -20,7 +20,8 @@ interface Resolved {
   readonly active_id: number | null;
 }
 
-const RESOLVE = `
+/** Exported for the benchmark's raw-pg baseline, which must run the very same statement. */
+export const RESOLVE = `
   SELECT i.ord::int AS ord, a.device_id, a.is_deleted AS authority_deleted, p.code, p.device_scoped,
          (SELECT ap.id FROM authority_permissions ap WHERE ap.authority_id = i.authority_id AND ap.permission_id = i.permission_id AND ap.revoked_at IS NULL) AS active_id
   FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS i(authority_id, permission_id, ord)
@@ -132,6 +133,6 @@ export class BulkAuthorityPermissionsService {
         changes: action.endsWith('.grant') ? { authority_id: [null, row.authority_id], permission_code: [null, row.permission_code] } : { revoked_at: [null, row.revoked_at] },
       })),
     );
-    await this.rows.changed(tx, rows);
+    await this.rows.changed(tx, rows, 'invalidate');
   }
 }

@@ -11,6 +11,7 @@ export class CacheStatsDto {
   @ApiProperty() failures!: number;
   @ApiProperty() timeouts!: number;
   @ApiProperty() short_circuited!: number;
+  @ApiProperty({ description: 'Database loads that filled the cache (concurrent misses of one key load once)' }) loads!: number;
 }
 
 export class ReadinessDto {

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../auth/authorize.decorator.js';
-import { DetailQueryDto } from '../common/detail-query.dto.js';
+import { ApiIncludeDeleted, IncludeDeleted } from '../common/include-deleted.js';
 import { IfMatchHeader, type IfMatch } from '../common/etag.js';
 import { IdParam } from '../common/id.pipe.js';
 import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
@@ -30,9 +30,10 @@ export class InboxController {
 
   @Get(':id')
   @Authorize({ permission: 'inbox.read', summary: 'Get a message (cached)' })
+  @ApiIncludeDeleted()
   @ApiEnvelope(InboxMessageDto, { errors: [400, 404] })
-  get(@IdParam() id: number, @Query() query: DetailQueryDto): Promise<ResourceResponse<InboxMessageDto>> {
-    return this.messages.get(id, query.include_deleted === 'true');
+  get(@IdParam() id: number, @IncludeDeleted() includeDeleted: boolean): Promise<ResourceResponse<InboxMessageDto>> {
+    return this.messages.get(id, includeDeleted);
   }
 
   @Post()

@@ -3,7 +3,7 @@ import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../auth/actor.decorator.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Authorize } from '../auth/authorize.decorator.js';
-import { DetailQueryDto } from '../common/detail-query.dto.js';
+import { ApiIncludeDeleted, IncludeDeleted } from '../common/include-deleted.js';
 import { IfMatchHeader, type IfMatch } from '../common/etag.js';
 import { IdParam } from '../common/id.pipe.js';
 import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
@@ -32,9 +32,10 @@ export class UsersController {
 
   @Get(':id')
   @Authorize({ permission: 'users.read', summary: 'Get a user (cached)' })
+  @ApiIncludeDeleted()
   @ApiEnvelope(UserDto, { errors: [400, 404] })
-  get(@IdParam() id: number, @Query() query: DetailQueryDto): Promise<ResourceResponse<UserDto>> {
-    return this.users.get(id, query.include_deleted === 'true');
+  get(@IdParam() id: number, @IncludeDeleted() includeDeleted: boolean): Promise<ResourceResponse<UserDto>> {
+    return this.users.get(id, includeDeleted);
   }
 
   @Post()

@@ -131,6 +131,18 @@ describe('permission grants, authority permissions, bulk and /authz/check (parts
       expect(revoke.body.data.results.map((result: { status: string }) => result.status)).toEqual(['revoked', 'not_granted', 'failed', 'not_granted']);
     });
 
+    it('a bulk grant and a bulk revoke take effect on the very next request', async () => {
+      const holder = await actor('operator');
+      const device = await createDevice();
+      const authority = await createAuthority(device.id, holder.user.id);
+      // The device's authority set is cached now, without the permission.
+      await caller(t, holder).get(`/v1/admin/devices/${device.id}`).expect(403);
+      await caller(t, root).post('/v1/admin/authority-permissions/bulk-grant', { items: [{ authority_id: authority, permission_id: idOf('devices.read') }] }).expect(200);
+      await caller(t, holder).get(`/v1/admin/devices/${device.id}`).expect(200);
+      await caller(t, root).post('/v1/admin/authority-permissions/bulk-revoke', { items: [{ authority_id: authority, permission_id: idOf('devices.read') }] }).expect(200);
+      await caller(t, holder).get(`/v1/admin/devices/${device.id}`).expect(403);
+    });
+
     it('dry_run writes nothing; 0 or 1001 items are a 400', async () => {
       const device = await createDevice();
       const authority = await createAuthority(device.id, (await createUser()).id);

@@ -1,4 +1,4 @@
-// Baseline for GET /v1/admin/users/{id} (cache hit): a bare node:http server doing the same
+// Baseline for GET /v1/admin/{users|authorities}/{id} (cache hit): a bare node:http server doing the same
 // work as the service: verify the same JWT (HS256, KeyObject, issuer, audience), read the
 // session and the user's auth entry from the same Redis in one round trip and check them,
 // read the cached user, send the same envelope bytes and headers. No framework, no guard, no
@@ -7,17 +7,11 @@ import { createClient } from '@keyv/redis';
 import jwt from 'jsonwebtoken';
 import { createSecretKey, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
+import { GET, GET_MANY } from '../../dist/src/cache/redis-cache-store.js';
 
+// The service's own Lua scripts and key layout: the baseline does exactly the same Redis work.
 const PREFIX = 'admin-api:';
 const GENERATION = `${PREFIX}generation`;
-const GET = `
-local gen = redis.call('GET', KEYS[1]) or '0'
-return redis.call('GET', ARGV[1] .. gen .. ':' .. ARGV[2])`;
-const GET_MANY = `
-local gen = redis.call('GET', KEYS[1]) or '0'
-local found = {}
-for i = 2, #ARGV do found[i - 1] = redis.call('GET', ARGV[1] .. gen .. ':' .. ARGV[i]) end
-return found`;
 
 const key = createSecretKey(Buffer.from(process.env.JWT_SECRET, 'utf8'));
 const redis = createClient({ url: process.env.REDIS_URL });
@@ -36,7 +30,7 @@ function send(response, status, body, extra = {}) {
 const server = createServer(async (request, response) => {
   const requestId = randomUUID();
   if (request.url === '/health/ready') return send(response, 200, '{}');
-  const match = /^\/v1\/admin\/users\/(\d+)$/.exec(request.url ?? '');
+  const match = /^\/v1\/admin\/(users|authorities)\/(\d+)$/.exec(request.url ?? '');
   const token = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
   if (match === null || token === undefined) return send(response, 401, '{}');
   let claims;
@@ -49,7 +43,8 @@ const server = createServer(async (request, response) => {
   const session = JSON.parse(decode(sessionRaw).json);
   const account = JSON.parse(decode(userRaw).json);
   if (session.revoked || session.user_id !== Number(claims.sub) || Date.parse(session.expires_at) <= Date.now() || account.status_id !== 2) return send(response, 401, '{}');
-  const entry = decode(await redis.eval(GET, { keys: [GENERATION], arguments: [PREFIX, `res:user:${match[1]}`] }));
+  const type = match[1] === 'users' ? 'user' : 'authority';
+  const entry = decode(await redis.eval(GET, { keys: [GENERATION], arguments: [PREFIX, `res:${type}:${match[2]}`] }));
   send(response, 200, `{"success":true,"data":${entry.json},"meta":${JSON.stringify({ request_id: requestId, cache: 'hit' })}}`, { etag: `"${entry.version}"`, 'x-request-id': requestId });
 });
 server.listen(Number(process.env.PORT), '127.0.0.1');

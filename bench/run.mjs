@@ -1,0 +1,60 @@
+// `npm run bench`: seeds a million authorities into a throw-away database, starts the service
+// against it and Redis, runs every scenario against its baseline in this same run, prints the
+// table and writes it as JSON under bench/results/. BENCH_DURATION_SECONDS sets the long runs.
+import { signAccessToken } from '../dist/src/auth/token-signer.js';
+import { loadSettings } from '../dist/src/config/settings.js';
+import { freePort } from './ports.mjs';
+import { bulkGrant } from './scenarios/bulk.mjs';
+import { detailAndMemory } from './scenarios/detail.mjs';
+import { lists } from './scenarios/list.mjs';
+import { stampede } from './scenarios/stampede.mjs';
+import { writeThenRead } from './scenarios/write-read.mjs';
+import { seedMillion } from './lib/seed.mjs';
+import { createBenchDatabase, flushBenchRedis, JWT_SECRET, printTable, REDIS_URL, saveResults, startChild, withClient } from './support.mjs';
+
+const log = (line) => process.stderr.write(`[bench] ${line}\n`);
+const duration = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
+
+const database = await createBenchDatabase();
+let service;
+try {
+  await flushBenchRedis();
+  log('seeding 1 000 000 authorities…');
+  const seeded = await withClient(database.url, async (client) => {
+    const seed = await seedMillion(client, (line) => log(`  ${line}`));
+    const admin = (await client.query("INSERT INTO users (email, display_name, role_id, status_id) VALUES ('bench-admin@example.com', 'Bench Admin', 1, 2) RETURNING id")).rows[0];
+    const session = (await client.query("INSERT INTO auth_sessions (user_id, expires_at) VALUES ($1, now() + interval '2 hours') RETURNING id, user_id, expires_at", [admin.id])).rows[0];
+    const pick = async (userId, count) => (await client.query('SELECT id FROM authorities WHERE user_id = $1 ORDER BY id LIMIT $2', [userId, count])).rows.map((row) => Number(row.id));
+    return { ...seed, session, authorityId: (await pick(seed.users[0], 1))[0], hotId: (await pick(seed.users[1], 1))[0], writeIds: await pick(seed.users[3], 50) };
+  });
+  log(`seeded in ${seeded.seconds} s`);
+  const env = { DATABASE_URL: database.url, REDIS_URL, JWT_SECRET, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '1000000', JOB_WORKERS: 'false', DB_POOL_SIZE: '20' };
+  const port = await freePort();
+  service = await startChild(new URL('../dist/src/main.js', import.meta.url).pathname, { ...env, PORT: String(port) }, `http://127.0.0.1:${port}/health/ready`);
+  const settings = loadSettings({ DATABASE_URL: database.url, JWT_SECRET });
+  const ctx = {
+    env,
+    duration,
+    shortDuration: Math.max(3, Math.round(duration / 2)),
+    databaseUrl: database.url,
+    serviceUrl: `http://127.0.0.1:${port}`,
+    servicePid: service.pid,
+    token: signAccessToken(settings, { id: seeded.session.id, user_id: Number(seeded.session.user_id), expires_at: seeded.session.expires_at }),
+    authorityId: seeded.authorityId,
+    hotId: seeded.hotId,
+    holderId: seeded.users[0],
+    bulkHolderId: seeded.users[2],
+    writeIds: seeded.writeIds,
+    ports: { detail: await freePort(), list: await freePort(), writeRead: await freePort() },
+  };
+  const rows = [{ scenario: 'seed', metric: 's for 1 000 000 authorities', service: seeded.seconds, baseline: '', ratio: '', goal: '< 60', met: seeded.seconds < 60, notes: 'set-based SQL, VACUUM ANALYZE included' }];
+  for (const [name, scenario] of [['1+6 detail and memory', detailAndMemory], ['2 lists', lists], ['3 bulk-grant', bulkGrant], ['4 write then read', writeThenRead], ['5 stampede', stampede]]) {
+    log(`scenario ${name}…`);
+    rows.push(...(await scenario(ctx)));
+  }
+  printTable(rows.map((row) => ({ ...row, met: row.met ? 'yes' : 'NO' })));
+  log(`results: ${saveResults('latest', { duration_seconds: duration, rows })}`);
+} finally {
+  await service?.stop();
+  await database.drop();
+}

@@ -1,0 +1,41 @@
+// 4. Write then read: each of 50 connections PATCHes its own authority's label and reads it
+// back at once; a read that does not show the label just written is counted as stale.
+import { ratio, startChild } from '../support.mjs';
+
+async function pairs(base, ids, headers, seconds) {
+  const deadline = Date.now() + seconds * 1000;
+  let done = 0;
+  let stale = 0;
+  let errors = 0;
+  await Promise.all(
+    ids.map(async (id, worker) => {
+      for (let n = 0; Date.now() < deadline; n += 1) {
+        const label = `w${worker}-${n}`;
+        const write = await fetch(`${base}/v1/admin/authorities/${id}`, { method: 'PATCH', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ label }) });
+        await write.arrayBuffer();
+        const readBack = await fetch(`${base}/v1/admin/authorities/${id}`, { headers });
+        const body = await readBack.json();
+        if (write.status !== 200 || readBack.status !== 200) errors += 1;
+        else if (body.data.label !== label) stale += 1;
+        done += 1;
+      }
+    }),
+  );
+  return { pairsPerSecond: Math.round(done / seconds), stale, errors };
+}
+
+export async function writeThenRead(ctx) {
+  const headers = { authorization: `Bearer ${ctx.token}` };
+  const service = await pairs(ctx.serviceUrl, ctx.writeIds, headers, ctx.shortDuration);
+  const baseline = await startChild(new URL('../baselines/write-read-server.mjs', import.meta.url).pathname, { ...ctx.env, PORT: String(ctx.ports.writeRead) }, `http://127.0.0.1:${ctx.ports.writeRead}/health/ready`);
+  let base;
+  try {
+    base = await pairs(`http://127.0.0.1:${ctx.ports.writeRead}`, ctx.writeIds, {}, ctx.shortDuration);
+  } finally {
+    await baseline.stop();
+  }
+  const r = ratio(service.pairsPerSecond, base.pairsPerSecond);
+  return [
+    { scenario: '4 PATCH then GET (50 conn)', metric: 'pairs/s', service: service.pairsPerSecond, baseline: base.pairsPerSecond, ratio: r, goal: '>= 0.60, 0 stale', met: r >= 0.6 && service.stale === 0 && service.errors === 0, notes: `stale reads: service ${service.stale}, baseline ${base.stale}; errors ${service.errors}` },
+  ];
+}
