@@ -1,0 +1,53 @@
+import { load } from 'js-yaml';
+import { readFileSync } from 'node:fs';
+
+/*
+ * No Docker engine runs on the development machines, so the container files are validated as
+ * far as they can be here: the compose file parses and wires what it should, and the image
+ * starts the service with exactly what `npm run start:prod` runs.
+ */
+const read = (path: string): string => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
+
+interface ComposeService {
+  image?: string;
+  build?: { context: string; dockerfile: string };
+  environment?: Record<string, string>;
+  depends_on?: Record<string, { condition: string }>;
+  ports?: string[];
+  healthcheck?: { test: string[] };
+}
+
+describe('docker/', () => {
+  const dockerfile = read('docker/Dockerfile');
+  const compose = load(read('docker/compose.yaml')) as { services: Record<string, ComposeService> };
+  const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
+
+  it('the image runs what npm run start:prod runs', () => {
+    const cmd = /^CMD (\[.*\])$/m.exec(dockerfile)?.[1];
+    expect(cmd).toBeDefined();
+    expect((JSON.parse(cmd ?? '[]') as string[]).join(' ')).toBe(pkg.scripts['start:prod']);
+  });
+
+  it('is multi-stage on Node 24 LTS, production dependencies only, non-root, with a readiness healthcheck', () => {
+    expect(dockerfile.match(/^FROM node:24[-\w.]* AS build$/m)).not.toBeNull();
+    expect(dockerfile.match(/^FROM node:24/gm)).toHaveLength(2);
+    expect(dockerfile).toContain('npm prune --omit=dev');
+    expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toMatch(/^HEALTHCHECK .*\/health\/ready/m);
+  });
+
+  it('the compose file parses and runs two app instances on one PostgreSQL and one Redis', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['app', 'app2', 'postgres', 'redis']);
+    for (const name of ['app', 'app2']) {
+      const app = compose.services[name];
+      expect(app?.build).toEqual({ context: '..', dockerfile: 'docker/Dockerfile' });
+      expect(app?.environment).toMatchObject({ DATABASE_URL: expect.stringContaining('@postgres:5432/'), REDIS_URL: expect.stringContaining('redis://redis:6379'), JWT_SECRET: expect.any(String) });
+      expect(app?.depends_on).toEqual({ postgres: { condition: 'service_healthy' }, redis: { condition: 'service_started' } });
+    }
+    expect(compose.services.postgres?.healthcheck?.test).toContain('pg_isready');
+  });
+
+  it('keeps local state and build output out of the build context', () => {
+    expect(read('.dockerignore').split('\n')).toEqual(expect.arrayContaining(['node_modules', 'dist', '.data']));
+  });
+});
