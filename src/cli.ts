@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { CliError, say, type Command } from './cli/command.js';
+import { SEED_DEMO } from './cli/seed-demo.js';
 import { TOKEN_COMMANDS } from './cli/token-commands.js';
 import { loadSettings, SettingsError } from './config/settings.js';
 import { resolveDatabase } from './database/database-url.js';
@@ -16,6 +17,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     },
   },
   ...TOKEN_COMMANDS,
+  'seed-demo': SEED_DEMO,
 };
 
 const USAGE = `usage: npm run cli -- <command> [options]

@@ -66,6 +66,17 @@ describe('CLI token commands (part 11)', () => {
     expect(await sql('SELECT user_id, revoked_at FROM auth_sessions WHERE id = $1', [run.stdout.trim()])).toEqual([{ user_id: user.id, revoked_at: null }]);
   });
 
+  it('seed-demo is idempotent: a second run adds nothing', async () => {
+    const count = async () => sql("SELECT (SELECT count(*) FROM users WHERE email LIKE 'demo-user-%')::int AS users, (SELECT count(*) FROM inbox_messages m JOIN users u ON u.id = m.user_id WHERE u.email LIKE 'demo-user-%')::int AS messages, (SELECT count(*) FROM devices WHERE serial_number LIKE 'DEMO-%')::int AS devices");
+    const first = await runCli(['seed-demo', '--users', '30'], env);
+    expect({ code: first.code, stdout: first.stdout }).toEqual({ code: 0, stdout: '' });
+    const after = await count();
+    expect(after).toEqual([{ users: 30, messages: 90, devices: 15 }]);
+    await runCli(['seed-demo', '--users', '30'], env);
+    expect(await count()).toEqual(after);
+    expect((await runCli(['seed-demo', '--users', 'lots'], env)).code).toBe(2);
+  }, 60_000);
+
   it('fails with one clear line and nothing on stdout for bad input', async () => {
     const suspended = await createUser({ status: 'suspended' });
     const cases: [string[], Record<string, string>, number, string][] = [

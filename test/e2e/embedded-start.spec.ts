@@ -41,9 +41,24 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
     expect(first.output()).toContain('stopping embedded PostgreSQL');
     expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
 
+    // Demo data on the embedded default, with its progress bar; every list then pages through it.
+    const seeded = await runCli(['seed-demo', '--users', '10000'], env);
+    expect(seeded.code).toBe(0);
+    expect(seeded.stderr).toContain('] 100% 10000/10000 users');
+    expect(seeded.stderr).toMatch(/done in [\d.]+ s: 10000 users, 5000 devices/);
+
     const second = startServer(env);
     expect((await waitReady(port, second)).status).toBe(200);
     expect(second.output()).not.toContain('initialising embedded PostgreSQL');
+
+    const auth = { authorization: `Bearer ${bootstrap.stdout.trim()}` };
+    for (const list of ['users', 'devices', 'authorities', 'permissions', 'roles', 'permission-grants', 'authority-permissions', 'inbox', 'message-read-state', 'mobile-devices']) {
+      const page = await fetch(`http://127.0.0.1:${port}/v1/admin/${list}?page=2&page_size=2`, { headers: auth });
+      const body = (await page.json()) as { data: unknown[] };
+      expect({ list, status: page.status, rows: body.data.length }).toEqual({ list, status: 200, rows: 2 });
+    }
+    const history = (await (await fetch(`http://127.0.0.1:${port}/v1/admin/devices/1/ownership-transfers`, { headers: auth })).json()) as { data: { from_user_id: number | null }[] };
+    expect(history.data).toEqual([expect.objectContaining({ from_user_id: null })]);
 
     // The CLI shares the running server's embedded PostgreSQL (and leaves it running).
     const again = await runCli(['bootstrap-admin', '--email', 'a@example.com'], env);

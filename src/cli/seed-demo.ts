@@ -1,0 +1,150 @@
+import { parseArgs } from 'node:util';
+import type { EntityManager } from 'typeorm';
+import type { Settings } from '../config/settings.js';
+import { createDataSource } from '../database/data-source.js';
+import { migrate } from '../database/migrate.js';
+import { CliError, say, type Command } from './command.js';
+
+const CHUNK = 1000;
+
+function usersOption(args: readonly string[]): number {
+  let values: { users?: string };
+  try {
+    values = parseArgs({ args: [...args], options: { users: { type: 'string' } }, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    throw new CliError(error instanceof Error ? error.message : String(error), 2);
+  }
+  const raw = values.users ?? '200';
+  if (!/^\d+$/.test(raw) || Number(raw) < 10 || Number(raw) > 1_000_000) throw new CliError('--users must be an integer between 10 and 1000000', 2);
+  return Number(raw);
+}
+
+/** A progress bar on stderr when it is a terminal; one line per 10% otherwise. */
+function progress(total: number): (done: number) => void {
+  let lastTenth = -1;
+  return (done) => {
+    const share = done / total;
+    if (process.stderr.isTTY) {
+      const filled = Math.round(share * 30);
+      process.stderr.write(`\r  [${'#'.repeat(filled)}${'.'.repeat(30 - filled)}] ${Math.round(share * 100)}% ${done}/${total} users${done === total ? '\n' : ''}`);
+    } else if (Math.floor(share * 10) > lastTenth) {
+      lastTenth = Math.floor(share * 10);
+      say(`  [${'#'.repeat(lastTenth * 3)}${'.'.repeat(30 - lastTenth * 3)}] ${lastTenth * 10}% ${done}/${total} users`);
+    }
+  };
+}
+
+/*
+ * One chunk of demo users [from, to] and everything around them, in set-based statements keyed
+ * on stable names (demo-user-<n>, DEMO-<n>, demo-token-<n>, data.demo_key), so a re-run adds
+ * nothing twice. Roles: 1 in 50 super_admin, then admin, operators, viewers and members; statuses:
+ * 1 in 7 pending, 1 in 11 suspended. Every second user owns a device that the next two share.
+ */
+async function seedChunk(db: EntityManager, from: number, to: number): Promise<void> {
+  const range = [from, to];
+  await db.query(
+    `INSERT INTO users (email, display_name, phone, role_id, status_id)
+     SELECT 'demo-user-' || g || '@demo.example.com', 'Demo User ' || g, '+3519' || lpad(g::text, 8, '0'),
+            CASE WHEN g % 50 = 0 THEN 1 WHEN g % 10 = 1 THEN 2 WHEN g % 10 IN (2, 3) THEN 3 WHEN g % 10 IN (4, 5) THEN 4 ELSE 5 END,
+            CASE WHEN g % 7 = 0 THEN 1 WHEN g % 11 = 0 THEN 3 ELSE 2 END
+     FROM generate_series($1::int, $2::int) g
+     ON CONFLICT ((lower(email))) DO NOTHING`,
+    range,
+  );
+  // Temporary map of this chunk's demo numbers to user ids.
+  await db.query(
+    `CREATE TEMP TABLE IF NOT EXISTS demo_chunk (n int PRIMARY KEY, user_id bigint NOT NULL) ON COMMIT DELETE ROWS`,
+  );
+  await db.query(
+    `INSERT INTO demo_chunk (n, user_id)
+     SELECT substring(email from 'demo-user-(\\d+)@')::int, id FROM users
+     WHERE lower(email) = ANY(ARRAY(SELECT 'demo-user-' || g || '@demo.example.com' FROM generate_series($1::int, $2::int) g))`,
+    range,
+  );
+  await db.query(
+    `WITH owners AS (SELECT n, user_id FROM demo_chunk WHERE n % 2 = 0)
+     INSERT INTO devices (serial_number, name, model, owner_user_id)
+     SELECT 'DEMO-' || n, 'Demo door ' || n, (ARRAY['X100', 'X200', 'Gate 3'])[1 + n % 3], user_id FROM owners
+     ON CONFLICT (serial_number) DO NOTHING`,
+  );
+  await db.query(
+    `INSERT INTO authorities (device_id, user_id, owner, label)
+     SELECT d.id, c.user_id, true, 'owner' FROM demo_chunk c JOIN devices d ON d.serial_number = 'DEMO-' || c.n WHERE c.n % 2 = 0
+     ON CONFLICT DO NOTHING`,
+  );
+  await db.query(
+    `INSERT INTO ownership_transfers (device_id, from_user_id, to_user_id, reason)
+     SELECT d.id, NULL, d.owner_user_id, 'demo data' FROM devices d JOIN demo_chunk c ON d.serial_number = 'DEMO-' || c.n
+     WHERE NOT EXISTS (SELECT 1 FROM ownership_transfers t WHERE t.device_id = d.id)`,
+  );
+  // The two users after each owner share the device, one of them with a device permission.
+  await db.query(
+    `INSERT INTO authorities (device_id, user_id, label, expires_at)
+     SELECT d.id, c.user_id, 'shared', CASE WHEN c.n % 4 = 3 THEN now() + interval '90 days' END
+     FROM demo_chunk c JOIN devices d ON d.serial_number = 'DEMO-' || (c.n - 1 - (c.n - 1) % 2)
+     WHERE c.n % 2 = 1
+     ON CONFLICT DO NOTHING`,
+  );
+  await db.query(
+    `INSERT INTO authority_permissions (authority_id, permission_id)
+     SELECT a.id, p.id FROM authorities a JOIN demo_chunk c ON c.user_id = a.user_id JOIN permissions p ON p.code = 'devices.read'
+     WHERE NOT a.owner
+     ON CONFLICT DO NOTHING`,
+  );
+  await db.query(
+    `INSERT INTO permission_grants (user_id, permission_id, reason, expires_at)
+     SELECT c.user_id, p.id, 'demo data', now() + interval '30 days' FROM demo_chunk c JOIN permissions p ON p.code = 'audit.read'
+     WHERE c.n % 10 = 2 AND NOT EXISTS (SELECT 1 FROM permission_grants g WHERE g.user_id = c.user_id AND g.permission_id = p.id AND g.revoked_at IS NULL)`,
+  );
+  await db.query(
+    `INSERT INTO inbox_messages (user_id, conversation_id, type, title, body, data)
+     SELECT c.user_id, 'demo-conv-' || (c.n % 5), (ARRAY['notice', 'alert', 'shift_change'])[1 + k % 3],
+            'Demo message ' || k || ' for user ' || c.n, 'This is demo message ' || k || '.', jsonb_build_object('demo_key', c.n || '-' || k)
+     FROM demo_chunk c CROSS JOIN generate_series(1, 3) k
+     WHERE NOT EXISTS (SELECT 1 FROM inbox_messages m WHERE m.user_id = c.user_id AND m.data->>'demo_key' = c.n || '-' || k)`,
+  );
+  await db.query(
+    `INSERT INTO message_read_state (message_id, user_id, conversation_id, is_read, read_at)
+     SELECT m.id, m.user_id, m.conversation_id, m.id % 2 = 0, CASE WHEN m.id % 2 = 0 THEN now() END
+     FROM inbox_messages m JOIN demo_chunk c ON c.user_id = m.user_id
+     ON CONFLICT (message_id, user_id) DO NOTHING`,
+  );
+  await db.query(
+    `INSERT INTO mobile_devices (user_id, platform, push_token, app_version, device_model)
+     SELECT c.user_id, (ARRAY['ios', 'android', 'web'])[1 + c.n % 3], 'demo-token-' || c.n || '-' || md5(c.n::text), '3.' || (c.n % 9) || '.0', 'Demo phone'
+     FROM demo_chunk c WHERE c.n % 3 <> 0
+     ON CONFLICT (push_token) DO NOTHING`,
+  );
+}
+
+export const SEED_DEMO: Command = {
+  summary: 'fill demo data across every resource (idempotent: a re-run adds nothing twice)',
+  usage: '[--users N]  (default 200)',
+  validate: usersOption,
+  async run(settings: Settings, databaseUrl: string, args: readonly string[]) {
+    const users = usersOption(args);
+    await migrate(settings, databaseUrl);
+    const dataSource = createDataSource(settings, databaseUrl, 'admin-api-cli');
+    await dataSource.initialize();
+    const started = Date.now();
+    try {
+      say(`seeding demo data for ${users} users…`);
+      const report = progress(users);
+      for (let from = 1; from <= users; from += CHUNK) {
+        const to = Math.min(users, from + CHUNK - 1);
+        await dataSource.transaction((db) => seedChunk(db, from, to));
+        report(to);
+      }
+      const [counts] = await dataSource.query<Record<string, number>[]>(
+        `SELECT (SELECT count(*) FROM users WHERE email LIKE 'demo-user-%')::int AS users, (SELECT count(*) FROM devices WHERE serial_number LIKE 'DEMO-%')::int AS devices,
+                (SELECT count(*) FROM authorities)::int AS authorities, (SELECT count(*) FROM permission_grants)::int AS grants,
+                (SELECT count(*) FROM inbox_messages)::int AS messages, (SELECT count(*) FROM mobile_devices)::int AS mobile_devices`,
+      );
+      say(`done in ${((Date.now() - started) / 1000).toFixed(1)} s: ${Object.entries(counts ?? {}).map(([name, count]) => `${count} ${name}`).join(', ')}`);
+      say('sign in as a demo super admin: npm run cli -- issue-token --user-id <id of demo-user-50@demo.example.com>');
+      return 0;
+    } finally {
+      await dataSource.destroy();
+    }
+  },
+};
