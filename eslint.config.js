@@ -27,6 +27,17 @@ export default tseslint.config(
     },
   },
   {
+    // The Nest CLI schematic is CommonJS, loaded by the Angular devkit with require().
+    files: ['schematics/**/*.cjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      sourceType: 'commonjs',
+      parserOptions: { projectService: false, project: false },
+      globals: { require: 'readonly', module: 'writable' },
+    },
+    rules: { ...tseslint.configs.disableTypeChecked.rules, '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     // Specs read untyped JSON bodies from supertest; asserting on them is the point.
     files: ['test/**/*.ts'],
     rules: {
