@@ -32,8 +32,6 @@ export const AUTHORITY_LIST: ListSpec = {
   deletedColumn: 'is_deleted',
 };
 
-export { authorityNotFound };
-
 /** The lifecycle state named in 409s: revoked is terminal (except through transfer-owner). */
 export function authorityState(row: Pick<AuthorityRow, 'revoked_at' | 'is_active'>): 'revoked' | 'active' | 'inactive' {
   if (row.revoked_at !== null) return 'revoked';

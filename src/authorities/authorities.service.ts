@@ -10,10 +10,10 @@ import { futureTimestamp } from '../common/timestamps.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';
 import { runList } from '../common/list/list-runner.js';
-import { RawJson, ResourceResponse, type ListResponse } from '../common/responses.js';
+import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
-import { AUTHORITY_COLUMNS, AUTHORITY_LIST, authorityNotFound, AuthoritiesRepository, type AuthorityRow } from './authorities.repository.js';
+import { AUTHORITY_COLUMNS, AUTHORITY_LIST, AuthoritiesRepository, type AuthorityRow } from './authorities.repository.js';
 import { deviceNotFound } from './devices.repository.js';
 import type { AuthorityDto, CreateAuthorityDto, UpdateAuthorityDto } from './dto/authority.dto.js';
 
@@ -34,10 +34,8 @@ export class AuthoritiesService {
     return runList<AuthorityDto>(this.uow.reader, AUTHORITY_LIST, parsed, await deviceRowScope(this.authorization, actor, 'authorities.read', 'device_id'));
   }
 
-  async get(id: number, includeDeleted: boolean): Promise<ResourceResponse<AuthorityDto>> {
-    const read = await this.authorities.read(id);
-    if (read === undefined || (read.entry.deleted && !includeDeleted)) throw authorityNotFound(id);
-    return new ResourceResponse<AuthorityDto>(new RawJson(read.entry.json), { cache: read.cache, version: read.entry.version });
+  get(id: number, includeDeleted: boolean): Promise<ResourceResponse<AuthorityDto>> {
+    return this.authorities.detail(id, includeDeleted);
   }
 
   /** 201, `owner: false`, `is_active: true`; an existing pair (deleted or not) is 409 with its id. */

@@ -1,6 +1,7 @@
 import type { DeviceLocator } from '../auth/authorize.decorator.js';
 import { pathId } from '../common/id.pipe.js';
-import { AuthoritiesRepository, authorityNotFound } from './authorities.repository.js';
+import { authorityNotFound } from '../common/not-found.js';
+import { AuthoritiesRepository } from './authorities.repository.js';
 import { deviceNotFound, DevicesRepository } from './devices.repository.js';
 
 /** The device named by a path parameter; 404 `DEVICE_NOT_FOUND` before any device check. */

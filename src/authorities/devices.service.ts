@@ -9,10 +9,10 @@ import { isUniqueViolation } from '../common/error-mapping.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';
 import { runList } from '../common/list/list-runner.js';
-import { RawJson, ResourceResponse, type ListResponse } from '../common/responses.js';
+import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
-import { DEVICE_COLUMNS, DEVICE_LIST, deviceNotFound, DevicesRepository, type DeviceRow } from './devices.repository.js';
+import { DEVICE_COLUMNS, DEVICE_LIST, DevicesRepository, type DeviceRow } from './devices.repository.js';
 import type { CreateDeviceDto, DeviceDto, UpdateDeviceDto } from './dto/device.dto.js';
 
 const AUDITED_FIELDS = ['serial_number', 'name', 'model'] as const satisfies readonly (keyof DeviceRow)[];
@@ -36,10 +36,8 @@ export class DevicesService {
     return runList<DeviceDto>(this.uow.reader, DEVICE_LIST, parsed, await deviceRowScope(this.authorization, actor, 'devices.read', 'id'));
   }
 
-  async get(id: number): Promise<ResourceResponse<DeviceDto>> {
-    const read = await this.devices.read(id);
-    if (read === undefined) throw deviceNotFound(id);
-    return new ResourceResponse<DeviceDto>(new RawJson(read.entry.json), { cache: read.cache, version: read.entry.version });
+  get(id: number): Promise<ResourceResponse<DeviceDto>> {
+    return this.devices.detail(id);
   }
 
   async create(dto: CreateDeviceDto): Promise<ResourceResponse<DeviceDto>> {

@@ -4,7 +4,7 @@ import { cacheKeys } from '../cache/cache-keys.js';
 import type { CacheEntry } from '../cache/cache-store.js';
 import type { CacheService } from '../cache/cache.service.js';
 import type { ApiError } from '../common/api-error.js';
-import { ResourceResponse } from '../common/responses.js';
+import { RawJson, ResourceResponse } from '../common/responses.js';
 import type { Tx, UnitOfWork } from './unit-of-work.js';
 
 /** A row as read: the resource's fields plus its version (the ETag, kept out of the JSON). */
@@ -54,6 +54,16 @@ export class ResourceTable<Row extends VersionedRow> {
   /** The cached detail; undefined when the record does not exist at all. */
   read(id: number): Promise<CachedRead | undefined> {
     return this.cached.get(id);
+  }
+
+  /**
+   * A detail GET: the cached entry sent as it is stored, 404 when the record does not exist (or
+   * is deleted, unless `includeDeleted`).
+   */
+  async detail(id: number, includeDeleted = false): Promise<ResourceResponse<Omit<Row, 'version'>>> {
+    const read = await this.cached.get(id);
+    if (read === undefined || (read.entry.deleted && !includeDeleted)) throw this.options.notFound(id);
+    return new ResourceResponse<Omit<Row, 'version'>>(new RawJson(read.entry.json), { cache: read.cache, version: read.entry.version });
   }
 
   async find(db: EntityManager, id: number): Promise<Row | undefined> {

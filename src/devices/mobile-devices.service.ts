@@ -9,7 +9,7 @@ import { parseListQuery } from '../common/list/list-query.parser.js';
 import { runList } from '../common/list/list-runner.js';
 import type { ListSpec } from '../common/list/list-spec.js';
 import { userNotFound } from '../common/not-found.js';
-import { RawJson, ResourceResponse, type ListResponse } from '../common/responses.js';
+import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { ResourceTable, respondWith } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import type { MobileDeviceDto, RegisterMobileDeviceDto } from './mobile-device.dto.js';
@@ -65,10 +65,8 @@ export class MobileDevicesService {
     return runList<MobileDeviceDto>(this.uow.reader, MOBILE_DEVICE_LIST, parseListQuery(MOBILE_DEVICE_LIST, query));
   }
 
-  async get(id: number): Promise<ResourceResponse<MobileDeviceDto>> {
-    const read = await this.devices.read(id);
-    if (read === undefined) throw notFound(id);
-    return new ResourceResponse<MobileDeviceDto>(new RawJson(read.entry.json), { cache: read.cache, version: read.entry.version });
+  get(id: number): Promise<ResourceResponse<MobileDeviceDto>> {
+    return this.devices.detail(id);
   }
 
   async register(dto: RegisterMobileDeviceDto): Promise<ResourceResponse<MobileDeviceDto>> {

@@ -8,7 +8,7 @@ import { parseListQuery } from '../common/list/list-query.parser.js';
 import { runList } from '../common/list/list-runner.js';
 import { authorityNotFound, permissionNotFound } from '../common/not-found.js';
 import { currentActorId } from '../common/request-context.js';
-import { NoContent, RawJson, ResourceResponse, type ListResponse } from '../common/responses.js';
+import { NoContent, ResourceResponse, type ListResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { AUTHORITY_PERMISSION_LIST, authorityPermissionNotFound, AuthorityPermissionsRepository } from './authority-permissions.repository.js';
@@ -33,10 +33,8 @@ export class AuthorityPermissionsService {
     return runList<AuthorityPermissionDto>(this.uow.reader, AUTHORITY_PERMISSION_LIST, parsed, await deviceRowScope(this.authorization, actor, 'authority_permissions.read', 'a.device_id'));
   }
 
-  async get(id: number): Promise<ResourceResponse<AuthorityPermissionDto>> {
-    const read = await this.rows.read(id);
-    if (read === undefined) throw authorityPermissionNotFound(id);
-    return new ResourceResponse<AuthorityPermissionDto>(new RawJson(read.entry.json), { cache: read.cache, version: read.entry.version });
+  get(id: number): Promise<ResourceResponse<AuthorityPermissionDto>> {
+    return this.rows.detail(id);
   }
 
   async create(actor: AuthContext, dto: CreateAuthorityPermissionDto): Promise<ResourceResponse<AuthorityPermissionDto>> {

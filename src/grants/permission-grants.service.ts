@@ -11,7 +11,7 @@ import type { ListSpec } from '../common/list/list-spec.js';
 import { permissionNotFound, userNotFound } from '../common/not-found.js';
 import { currentActorId } from '../common/request-context.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
-import { ResourceTable, withoutVersion } from '../database/resource-table.js';
+import { ResourceTable, respondWith } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import { CacheService } from '../cache/cache.service.js';
 import type { GrantPermissionDto, PermissionGrantDto, RevokePermissionDto } from './dto/permission-grant.dto.js';
@@ -103,7 +103,7 @@ export class PermissionGrantsService {
       await this.changed(tx, created);
       return created;
     });
-    return new ResourceResponse(withoutVersion(row), { status: 201, location: `/v1/admin/permission-grants/${row.id}`, version: row.version });
+    return respondWith(row, { status: 201, location: `/v1/admin/permission-grants/${row.id}` });
   }
 
   /** Stamps the revocation of the active grant of the pair; none active is 404. */
@@ -122,7 +122,7 @@ export class PermissionGrantsService {
       await this.changed(tx, revoked);
       return revoked;
     });
-    return new ResourceResponse(withoutVersion(row), { version: row.version });
+    return respondWith(row);
   }
 
   private async assertReferences(tx: Tx, userId: number, permissionId: number): Promise<void> {

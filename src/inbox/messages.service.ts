@@ -5,7 +5,7 @@ import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';
 import { runList } from '../common/list/list-runner.js';
 import { userNotFound } from '../common/not-found.js';
-import { AcceptedResponse, NoContent, RawJson, ResourceResponse, type ListResponse } from '../common/responses.js';
+import { AcceptedResponse, NoContent, ResourceResponse, type ListResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import { JobQueue } from '../jobs/job-queue.js';
@@ -33,10 +33,8 @@ export class MessagesService {
     return runList<InboxMessageDto>(this.uow.reader, MESSAGE_LIST, parseListQuery(MESSAGE_LIST, query));
   }
 
-  async get(id: number, includeDeleted: boolean): Promise<ResourceResponse<InboxMessageDto>> {
-    const read = await this.messages.read(id);
-    if (read === undefined || (read.entry.deleted && !includeDeleted)) throw messageNotFound(id);
-    return new ResourceResponse<InboxMessageDto>(new RawJson(read.entry.json), { cache: read.cache, version: read.entry.version });
+  get(id: number, includeDeleted: boolean): Promise<ResourceResponse<InboxMessageDto>> {
+    return this.messages.detail(id, includeDeleted);
   }
 
   /** 201; the recipient's read-state row is created in the same transaction. */

@@ -10,7 +10,7 @@ import type { PinResetDto, UserDto } from './dto/user.dto.js';
 import { hashPin, newPin } from './pin.js';
 import { assertTransition, TARGET_STATUS } from './user-lifecycle.js';
 import { assertMayManage, assertNotSelf } from './user-rules.js';
-import { withoutVersion } from '../database/resource-table.js';
+import { respondWith } from '../database/resource-table.js';
 import { UsersRepository, type UserRow } from './users.repository.js';
 
 /** Soft delete, restore and the lifecycle actions of part 6.1, each one transaction with its audit event. */
@@ -36,7 +36,7 @@ export class UserActionsService {
       await this.audit.record(tx.db, { action: 'user.delete', resource_type: 'user', resource_id: id, changes: { is_deleted: [false, true] } });
       const revoked = await this.sessions.revokeAllOf(tx, id, 'user deleted');
       this.users.rebuildAfterCommit(tx, after, revoked);
-      return this.respond(after);
+      return respondWith(after);
     });
   }
 
@@ -50,7 +50,7 @@ export class UserActionsService {
       const after = await this.users.update(tx, id, 'is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $2', [restorationStamp().updated_by]);
       await this.audit.record(tx.db, { action: 'user.restore', resource_type: 'user', resource_id: id, changes: { is_deleted: [true, false] } });
       this.users.rebuildAfterCommit(tx, after);
-      return this.respond(after);
+      return respondWith(after);
     });
   }
 
@@ -60,7 +60,7 @@ export class UserActionsService {
       const before = await this.prepare(tx, actor, id, ifMatch, 'activate');
       const after = await this.setStatus(tx, before, TARGET_STATUS.activate, 'user.activate', null);
       this.users.rebuildAfterCommit(tx, after);
-      return this.respond(after);
+      return respondWith(after);
     });
   }
 
@@ -73,7 +73,7 @@ export class UserActionsService {
       const after = await this.setStatus(tx, before, TARGET_STATUS.suspend, 'user.suspend', reason ?? null);
       const revoked = await this.sessions.revokeAllOf(tx, id, reason ?? 'user suspended');
       this.users.rebuildAfterCommit(tx, after, revoked);
-      return this.respond(after);
+      return respondWith(after);
     });
   }
 
@@ -112,9 +112,5 @@ export class UserActionsService {
     const after = await this.users.update(tx, before.id, 'status_id = $2, updated_by = $3', [statusId, updateStamp().updated_by]);
     await this.audit.record(tx.db, { action, resource_type: 'user', resource_id: before.id, reason, changes: { status_id: [before.status_id, statusId] } });
     return after;
-  }
-
-  private respond(row: UserRow): ResourceResponse<UserDto> {
-    return new ResourceResponse(withoutVersion(row), { version: row.version });
   }
 }

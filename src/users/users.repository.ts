@@ -29,8 +29,6 @@ export const USER_LIST: ListSpec = {
   deletedColumn: 'is_deleted',
 };
 
-export { userNotFound };
-
 /** Row access for users, plus the auth-context rebuilds every user write needs. */
 @Injectable()
 export class UsersRepository extends ResourceTable<UserRow> {

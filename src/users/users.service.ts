@@ -7,13 +7,13 @@ import { isUniqueViolation } from '../common/error-mapping.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';
 import { runList } from '../common/list/list-runner.js';
-import { ListResponse, RawJson, ResourceResponse } from '../common/responses.js';
+import { ListResponse, ResourceResponse } from '../common/responses.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import type { CreateUserDto, UpdateUserDto } from './dto/user-input.dto.js';
 import type { UserDto } from './dto/user.dto.js';
 import { assertMayAssignRole, assertMayManage } from './user-rules.js';
-import { withoutVersion } from '../database/resource-table.js';
-import { USER_COLUMNS, USER_LIST, userNotFound, UsersRepository, type UserRow } from './users.repository.js';
+import { respondWith } from '../database/resource-table.js';
+import { USER_COLUMNS, USER_LIST, UsersRepository, type UserRow } from './users.repository.js';
 
 /** Fields whose changes audit events record (never the PIN hash). */
 export const AUDITED_FIELDS = ['email', 'display_name', 'phone', 'role_id', 'status_id'] as const satisfies readonly (keyof UserRow)[];
@@ -35,10 +35,8 @@ export class UsersService {
     return runList<UserDto>(this.uow.reader, USER_LIST, parseListQuery(USER_LIST, query));
   }
 
-  async get(id: number, includeDeleted: boolean): Promise<ResourceResponse<UserDto>> {
-    const read = await this.users.read(id);
-    if (read === undefined || (read.entry.deleted && !includeDeleted)) throw userNotFound(id);
-    return new ResourceResponse<UserDto>(new RawJson(read.entry.json), { cache: read.cache, version: read.entry.version });
+  get(id: number, includeDeleted: boolean): Promise<ResourceResponse<UserDto>> {
+    return this.users.detail(id, includeDeleted);
   }
 
   async create(actor: AuthContext, dto: CreateUserDto): Promise<ResourceResponse<UserDto>> {
@@ -58,7 +56,7 @@ export class UsersService {
       .catch((error: unknown) => {
         throw isUniqueViolation(error, 'users_email_key') ? emailTaken(dto.email) : error;
       });
-    return new ResourceResponse(withoutVersion(row), { status: 201, location: `/v1/admin/users/${row.id}`, version: row.version });
+    return respondWith(row, { status: 201, location: `/v1/admin/users/${row.id}` });
   }
 
   async update(actor: AuthContext, id: number, dto: UpdateUserDto, ifMatch: IfMatch): Promise<ResourceResponse<UserDto>> {
@@ -86,7 +84,7 @@ export class UsersService {
       .catch((error: unknown) => {
         throw isUniqueViolation(error, 'users_email_key') && dto.email !== undefined ? emailTaken(dto.email) : error;
       });
-    return new ResourceResponse(withoutVersion(row), { version: row.version });
+    return respondWith(row);
   }
 }
 
