@@ -1,12 +1,13 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Length, Matches, MaxLength } from 'class-validator';
 import { IsId } from '../common/id.validators.js';
+import { AuditedDto } from '../common/openapi/audit-fields.dto.js';
 
 export const PLATFORMS = ['ios', 'android', 'web'] as const;
 const TOKEN = /^[\x21-\x7e]+$/;
 
 /** A phone or browser registered for push (part 6.9); the token itself is never returned. */
-export class MobileDeviceDto {
+export class MobileDeviceDto extends AuditedDto {
   @ApiProperty() id!: number;
   @ApiProperty() user_id!: number;
   @ApiProperty({ enum: PLATFORMS }) platform!: string;
@@ -18,10 +19,6 @@ export class MobileDeviceDto {
   @ApiProperty({ type: Number, nullable: true }) deactivated_by!: number | null;
   @ApiProperty({ type: String, nullable: true, description: '`unregistered` when the push provider rejected the token' }) deactivation_reason!: string | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) token_refreshed_at!: string | null;
-  @ApiProperty({ type: String, format: 'date-time' }) created_at!: string;
-  @ApiProperty({ type: String, format: 'date-time' }) updated_at!: string;
-  @ApiProperty({ type: Number, nullable: true }) created_by!: number | null;
-  @ApiProperty({ type: Number, nullable: true }) updated_by!: number | null;
 }
 
 export class RegisterMobileDeviceDto {

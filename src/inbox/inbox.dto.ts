@@ -3,12 +3,13 @@ import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsObject, IsOptional, IsString, Length, Matches, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
 import { IsId } from '../common/id.validators.js';
 import { MaxJsonSize } from '../common/max-json-size.validator.js';
+import { SoftDeletableDto } from '../common/openapi/audit-fields.dto.js';
 
 const TYPE = /^[a-z][a-z0-9_]{0,31}$/;
 const NOT_BLANK = /\S/;
 
 /** An in-app inbox message (part 6.7). */
-export class InboxMessageDto {
+export class InboxMessageDto extends SoftDeletableDto {
   @ApiProperty() id!: number;
   @ApiProperty({ description: 'The recipient' }) user_id!: number;
   @ApiProperty({ type: String, nullable: true, maxLength: 64 }) conversation_id!: string | null;
@@ -17,13 +18,6 @@ export class InboxMessageDto {
   @ApiProperty({ maxLength: 10000 }) body!: string;
   @ApiProperty({ type: 'object', nullable: true, additionalProperties: true, description: 'At most 16 KiB as JSON' }) data!: Record<string, unknown> | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) last_pushed_at!: string | null;
-  @ApiProperty({ type: String, format: 'date-time' }) created_at!: string;
-  @ApiProperty({ type: String, format: 'date-time' }) updated_at!: string;
-  @ApiProperty({ type: Number, nullable: true }) created_by!: number | null;
-  @ApiProperty({ type: Number, nullable: true }) updated_by!: number | null;
-  @ApiProperty() is_deleted!: boolean;
-  @ApiProperty({ type: String, format: 'date-time', nullable: true }) deleted_at!: string | null;
-  @ApiProperty({ type: Number, nullable: true }) deleted_by!: number | null;
 }
 
 export class CreateMessageDto {

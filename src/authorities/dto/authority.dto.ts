@@ -1,9 +1,10 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsDateString, IsOptional, IsString, MaxLength } from 'class-validator';
 import { IsId } from '../../common/id.validators.js';
+import { SoftDeletableDto } from '../../common/openapi/audit-fields.dto.js';
 
 /** A user's relationship to a device (part 6.3). */
-export class AuthorityDto {
+export class AuthorityDto extends SoftDeletableDto {
   @ApiProperty({ example: 42 }) id!: number;
   @ApiProperty() device_id!: number;
   @ApiProperty() user_id!: number;
@@ -14,13 +15,6 @@ export class AuthorityDto {
   @ApiProperty({ type: String, nullable: true }) revoke_reason!: string | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) expires_at!: string | null;
   @ApiProperty({ type: String, nullable: true, maxLength: 100 }) label!: string | null;
-  @ApiProperty({ type: String, format: 'date-time' }) created_at!: string;
-  @ApiProperty({ type: String, format: 'date-time' }) updated_at!: string;
-  @ApiProperty({ type: Number, nullable: true }) created_by!: number | null;
-  @ApiProperty({ type: Number, nullable: true }) updated_by!: number | null;
-  @ApiProperty() is_deleted!: boolean;
-  @ApiProperty({ type: String, format: 'date-time', nullable: true }) deleted_at!: string | null;
-  @ApiProperty({ type: Number, nullable: true }) deleted_by!: number | null;
 }
 
 export class CreateAuthorityDto {

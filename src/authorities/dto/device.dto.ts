@@ -2,20 +2,17 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsOptional, IsString, Length, Matches, MaxLength, ValidateIf } from 'class-validator';
 import { IsId } from '../../common/id.validators.js';
 import { AuthorityDto } from './authority.dto.js';
+import { AuditedDto } from '../../common/openapi/audit-fields.dto.js';
 
 const NOT_BLANK = /\S/;
 
 /** A controlled device (part 6.2). */
-export class DeviceDto {
+export class DeviceDto extends AuditedDto {
   @ApiProperty({ example: 7 }) id!: number;
   @ApiProperty({ example: 'SN-0001-AX', minLength: 1, maxLength: 64 }) serial_number!: string;
   @ApiProperty({ example: 'Front door lock', minLength: 1, maxLength: 100 }) name!: string;
   @ApiProperty({ type: String, nullable: true, example: 'X200' }) model!: string | null;
   @ApiProperty({ type: Number, nullable: true, description: 'The current owner; set only by transfer-owner' }) owner_user_id!: number | null;
-  @ApiProperty({ type: String, format: 'date-time' }) created_at!: string;
-  @ApiProperty({ type: String, format: 'date-time' }) updated_at!: string;
-  @ApiProperty({ type: Number, nullable: true }) created_by!: number | null;
-  @ApiProperty({ type: Number, nullable: true }) updated_by!: number | null;
 }
 
 export class CreateDeviceDto {

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
 import { IsDateString, IsOptional, IsString, MaxLength } from 'class-validator';
 import { IsCatalogueId, IsId } from '../../common/id.validators.js';
 
@@ -34,13 +34,5 @@ export class GrantPermissionDto {
   expires_at?: string;
 }
 
-export class RevokePermissionDto {
-  @ApiProperty({ minimum: 1 }) @IsId() user_id!: number;
-  @ApiProperty({ minimum: 1 }) @IsCatalogueId() permission_id!: number;
-
-  @ApiPropertyOptional({ maxLength: 500 })
-  @IsOptional()
-  @IsString()
-  @MaxLength(500)
-  reason?: string;
-}
+/** The same pair and reason as a grant; no expiry. */
+export class RevokePermissionDto extends PickType(GrantPermissionDto, ['user_id', 'permission_id', 'reason'] as const) {}

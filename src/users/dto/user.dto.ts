@@ -1,7 +1,8 @@
 import { ApiProperty } from '@nestjs/swagger';
+import { SoftDeletableDto } from '../../common/openapi/audit-fields.dto.js';
 
 /** A user as every users route returns it (part 6.1). */
-export class UserDto {
+export class UserDto extends SoftDeletableDto {
   @ApiProperty({ example: 42 }) id!: number;
   @ApiProperty({ example: 'ana@example.com', maxLength: 254 }) email!: string;
   @ApiProperty({ example: 'Ana Silva', minLength: 1, maxLength: 100 }) display_name!: string;
@@ -10,13 +11,6 @@ export class UserDto {
   @ApiProperty({ example: 2, description: '1 pending, 2 active, 3 suspended' }) status_id!: number;
   @ApiProperty({ description: 'Whether a PIN hash is stored (the PIN itself is never returned)' }) pin_set!: boolean;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) pin_reset_at!: string | null;
-  @ApiProperty({ type: String, format: 'date-time' }) created_at!: string;
-  @ApiProperty({ type: String, format: 'date-time' }) updated_at!: string;
-  @ApiProperty({ type: Number, nullable: true }) created_by!: number | null;
-  @ApiProperty({ type: Number, nullable: true }) updated_by!: number | null;
-  @ApiProperty() is_deleted!: boolean;
-  @ApiProperty({ type: String, format: 'date-time', nullable: true }) deleted_at!: string | null;
-  @ApiProperty({ type: Number, nullable: true }) deleted_by!: number | null;
 }
 
 export class PinResetDto {
