@@ -1,3 +1,7 @@
+import { parseArgs } from 'node:util';
+import type { DataSource } from 'typeorm';
+import { createDataSource } from '../database/data-source.js';
+import { migrate } from '../database/migrate.js';
 import type { Settings } from '../config/settings.js';
 
 /** Messages go to stderr so that stdout carries only the command's result (a token, an id). */
@@ -23,4 +27,27 @@ export interface Command {
   /** Checks the options before the database is resolved (and an embedded one started); throws `CliError`. */
   validate?(args: readonly string[]): void;
   run(settings: Settings, databaseUrl: string, args: readonly string[]): Promise<number>;
+}
+
+/** Applies pending migrations first, as `npm start` does: on a fresh clone the CLI may run before the server ever did. */
+export async function withDatabase<T>(settings: Settings, databaseUrl: string, work: (dataSource: DataSource) => Promise<T>): Promise<T> {
+  const applied = await migrate(settings, databaseUrl);
+  if (applied.length > 0) say(`applied ${applied.length} migration(s)`);
+  const dataSource = createDataSource(settings, databaseUrl, 'admin-api-cli');
+  await dataSource.initialize();
+  try {
+    return await work(dataSource);
+  } finally {
+    await dataSource.destroy();
+  }
+}
+
+
+/** The command's `--name value` options, strictly: an unknown option is a usage error (exit 2). */
+export function options<T extends Record<string, { type: 'string' }>>(args: readonly string[], spec: T): Partial<Record<keyof T, string>> {
+  try {
+    return parseArgs({ args: [...args], options: spec, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    throw new CliError(error instanceof Error ? error.message : String(error), 2);
+  }
 }

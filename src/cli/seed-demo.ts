@@ -1,20 +1,12 @@
-import { parseArgs } from 'node:util';
 import type { EntityManager } from 'typeorm';
 import type { Settings } from '../config/settings.js';
-import { createDataSource } from '../database/data-source.js';
-import { migrate } from '../database/migrate.js';
-import { CliError, say, type Command } from './command.js';
+
+import { CliError, options, say, withDatabase, type Command } from './command.js';
 
 const CHUNK = 1000;
 
 function usersOption(args: readonly string[]): number {
-  let values: { users?: string };
-  try {
-    values = parseArgs({ args: [...args], options: { users: { type: 'string' } }, strict: true, allowPositionals: false }).values;
-  } catch (error) {
-    throw new CliError(error instanceof Error ? error.message : String(error), 2);
-  }
-  const raw = values.users ?? '200';
+  const raw = options(args, { users: { type: 'string' } }).users ?? '200';
   if (!/^\d+$/.test(raw) || Number(raw) < 10 || Number(raw) > 1_000_000) throw new CliError('--users must be an integer between 10 and 1000000', 2);
   return Number(raw);
 }
@@ -123,11 +115,8 @@ export const SEED_DEMO: Command = {
   validate: usersOption,
   async run(settings: Settings, databaseUrl: string, args: readonly string[]) {
     const users = usersOption(args);
-    await migrate(settings, databaseUrl);
-    const dataSource = createDataSource(settings, databaseUrl, 'admin-api-cli');
-    await dataSource.initialize();
-    const started = Date.now();
-    try {
+    return withDatabase(settings, databaseUrl, async (dataSource) => {
+      const started = Date.now();
       say(`seeding demo data for ${users} users…`);
       const report = progress(users);
       for (let from = 1; from <= users; from += CHUNK) {
@@ -143,8 +132,6 @@ export const SEED_DEMO: Command = {
       say(`done in ${((Date.now() - started) / 1000).toFixed(1)} s: ${Object.entries(counts ?? {}).map(([name, count]) => `${count} ${name}`).join(', ')}`);
       say('sign in as a demo super admin: npm run cli -- issue-token --user-id <id of demo-user-50@demo.example.com>');
       return 0;
-    } finally {
-      await dataSource.destroy();
-    }
+    });
   },
 };

@@ -1,6 +1,5 @@
 import { isEmail } from 'class-validator';
-import { parseArgs } from 'node:util';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service.js';
 import { withJwtSecret } from '../auth/jwt-secret.js';
 import { ROLE, USER_STATUS } from '../auth/roles.js';
@@ -8,37 +7,15 @@ import { DEFAULT_SESSION_TTL_SECONDS, insertSession, type SessionRow } from '../
 import { signAccessToken } from '../auth/token-signer.js';
 import { createCacheService } from '../cache/cache.module.js';
 import type { Settings } from '../config/settings.js';
-import { createDataSource } from '../database/data-source.js';
-import { migrate } from '../database/migrate.js';
-import { CliError, say, type Command } from './command.js';
+
+import { CliError, options, say, withDatabase, type Command } from './command.js';
 
 const audit = new AuditService();
-
-function options<T extends Record<string, { type: 'string' }>>(args: readonly string[], spec: T): Partial<Record<keyof T, string>> {
-  try {
-    return parseArgs({ args: [...args], options: spec, strict: true, allowPositionals: false }).values;
-  } catch (error) {
-    throw new CliError(error instanceof Error ? error.message : String(error), 2);
-  }
-}
 
 function positiveInt(value: string | undefined, name: string, fallback: number, max: number): number {
   if (value === undefined) return fallback;
   if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > max) throw new CliError(`--${name} must be an integer between 1 and ${max}`, 2);
   return Number(value);
-}
-
-/** Applies pending migrations first, as `npm start` does: on a fresh clone the CLI may run before the server ever did. */
-async function withDatabase<T>(settings: Settings, databaseUrl: string, work: (dataSource: DataSource) => Promise<T>): Promise<T> {
-  const applied = await migrate(settings, databaseUrl);
-  if (applied.length > 0) say(`applied ${applied.length} migration(s)`);
-  const dataSource = createDataSource(settings, databaseUrl, 'admin-api-cli');
-  await dataSource.initialize();
-  try {
-    return await work(dataSource);
-  } finally {
-    await dataSource.destroy();
-  }
 }
 
 /** Running servers may hold the user's old role or status in a shared cache: drop it. */
@@ -124,6 +101,18 @@ function bootstrapOptions(args: readonly string[]): { email: string; displayName
   return { email, displayName };
 }
 
+/** A new session for the active user named by `--user-id`, one transaction with its audit event. */
+async function sessionOfActiveUser(settings: Settings, databaseUrl: string, args: readonly string[], via: string): Promise<{ userId: number; session: SessionRow }> {
+  const { userId, ttl } = sessionOptions(args);
+  const session = await withDatabase(settings, databaseUrl, (dataSource) =>
+    dataSource.transaction(async (db) => {
+      await activeUser(db, userId);
+      return openSession(db, userId, ttl, via);
+    }),
+  );
+  return { userId, session };
+}
+
 export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
   'bootstrap-admin': {
     summary: 'create (or reuse) an active super_admin and print a token for a new 12-hour session',
@@ -150,15 +139,9 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
     usage: '--user-id N [--ttl-seconds S]',
     validate: sessionOptions,
     async run(loaded, databaseUrl, args) {
-      const { userId, ttl } = sessionOptions(args);
       const settings = await withJwtSecret(loaded);
       requireSecretMode(settings, 'issue-token');
-      const session = await withDatabase(settings, databaseUrl, (dataSource) =>
-        dataSource.transaction(async (db) => {
-          await activeUser(db, userId);
-          return openSession(db, userId, ttl, 'cli issue-token');
-        }),
-      );
+      const { userId, session } = await sessionOfActiveUser(settings, databaseUrl, args, 'cli issue-token');
       say(`session ${session.id} for user ${userId} valid until ${session.expires_at.toISOString()}`);
       process.stdout.write(`${signAccessToken(settings, session)}\n`);
       return 0;
@@ -169,13 +152,7 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
     usage: '--user-id N [--ttl-seconds S]',
     validate: sessionOptions,
     async run(settings, databaseUrl, args) {
-      const { userId, ttl } = sessionOptions(args);
-      const session = await withDatabase(settings, databaseUrl, (dataSource) =>
-        dataSource.transaction(async (db) => {
-          await activeUser(db, userId);
-          return openSession(db, userId, ttl, 'cli create-session');
-        }),
-      );
+      const { userId, session } = await sessionOfActiveUser(settings, databaseUrl, args, 'cli create-session');
       say(`session for user ${userId} valid until ${session.expires_at.toISOString()}; put it in the token's sid claim with sub "${userId}"`);
       process.stdout.write(`${session.id}\n`);
       return 0;
