@@ -1,6 +1,7 @@
 import { actor, createUser, type TestUser } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
+import { caller } from '../support/requests.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 
 describe('devices, authorities and ownership (parts 6.2, 6.3)', () => {
@@ -12,15 +13,7 @@ describe('devices, authorities and ownership (parts 6.2, 6.3)', () => {
   });
   afterAll(() => t.close());
 
-  const as = (who: { auth: string }) => ({
-    get: (path: string) => t.http().get(path).set('Authorization', who.auth),
-    post: (path: string, body?: object) => {
-      const request = t.http().post(path).set('Authorization', who.auth);
-      return body === undefined ? request : request.send(body);
-    },
-    patch: (path: string, body: object) => t.http().patch(path).set('Authorization', who.auth).send(body),
-    delete: (path: string) => t.http().delete(path).set('Authorization', who.auth),
-  });
+  const as = (who: { auth: string }) => caller(t, who);
   const auditActions = async (type: string, id: number): Promise<string[]> =>
     (await sql<{ action: string }>('SELECT action FROM audit_events WHERE resource_type = $1 AND resource_id = $2 ORDER BY id', [type, String(id)])).map((row) => row.action);
 

@@ -1,12 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { PERMISSIONS } from '../../src/auth/permissions.js';
-import { actor, createUser, type TestUser } from '../support/auth.js';
+import { actor, createUser, permissionId, type TestUser } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { caller } from '../support/requests.js';
 
-const idOf = (code: string): number => PERMISSIONS.find((permission) => permission.code === code)?.id ?? 0;
 
 type Variant = 'nothing' | 'authority_on_a' | 'owner_of_b' | 'user_grant';
 type DeviceName = 'A' | 'B' | 'C';
@@ -36,7 +34,7 @@ describe('the three authorization layers: operators on devices A, B and C (part 
     operators = { nothing: await actor('operator'), authority_on_a: await actor('operator'), owner_of_b: await actor('operator'), user_grant: await actor('operator') };
     devices = { A: (await createDevice()).id, B: (await createDevice({ ownerId: operators.owner_of_b.user.id })).id, C: (await createDevice()).id };
     await createAuthority(devices.A, operators.authority_on_a.user.id, { permissions: ['authorities.revoke'] });
-    await caller(t, root).post('/v1/admin/permission-grants/grant', { user_id: operators.user_grant.user.id, permission_id: idOf('authorities.revoke') }).expect(201);
+    await caller(t, root).post('/v1/admin/permission-grants/grant', { user_id: operators.user_grant.user.id, permission_id: permissionId('authorities.revoke') }).expect(201);
     suspended = await createUser({ status: 'suspended' });
   });
   afterAll(() => t.close());
@@ -63,7 +61,7 @@ describe('the three authorization layers: operators on devices A, B and C (part 
     'authorities.deactivate': async (who, device) => caller(t, who).post(`/v1/admin/authorities/${(await target(device)).authority}/deactivate`),
     'authorities.revoke': async (who, device) => caller(t, who).post(`/v1/admin/authorities/${(await target(device)).authority}/revoke`),
     'authority_permissions.read': async (who, device) => caller(t, who).get(`/v1/admin/authority-permissions/${(await target(device)).authorityPermission}`),
-    'authority_permissions.grant': async (who, device) => caller(t, who).post('/v1/admin/authority-permissions', { authority_id: (await target(device)).authority, permission_id: idOf('authorities.read') }),
+    'authority_permissions.grant': async (who, device) => caller(t, who).post('/v1/admin/authority-permissions', { authority_id: (await target(device)).authority, permission_id: permissionId('authorities.read') }),
     'authority_permissions.revoke': async (who, device) => caller(t, who).delete(`/v1/admin/authority-permissions/${(await target(device)).authorityPermission}`),
   };
 

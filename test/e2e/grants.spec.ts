@@ -1,12 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PERMISSIONS } from '../../src/auth/permissions.js';
-import { actor, createUser, type TestUser } from '../support/auth.js';
+import { actor, createUser, permissionId, type TestUser } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { caller } from '../support/requests.js';
 
-const idOf = (code: string): number => PERMISSIONS.find((permission) => permission.code === code)?.id ?? 0;
 
 describe('permission grants, authority permissions, bulk and /authz/check (parts 5, 6.5, 6.6)', () => {
   let t: TestApp;
@@ -22,18 +21,18 @@ describe('permission grants, authority permissions, bulk and /authz/check (parts
       const operator = await actor('operator');
       const body = { email: `g-${Date.now()}@example.com`, display_name: 'G', role_id: 4 };
       await caller(t, operator).post('/v1/admin/users', body).expect(403);
-      const granted = await caller(t, root).post('/v1/admin/permission-grants/grant', { user_id: operator.user.id, permission_id: idOf('users.create'), reason: 'onboarding week' }).expect(201);
+      const granted = await caller(t, root).post('/v1/admin/permission-grants/grant', { user_id: operator.user.id, permission_id: permissionId('users.create'), reason: 'onboarding week' }).expect(201);
       expect(granted.body.data).toMatchObject({ user_id: operator.user.id, permission_code: 'users.create', reason: 'onboarding week', granted_by: root.user.id, revoked_at: null, is_active: true });
       expect(granted.headers.location).toBe(`/v1/admin/permission-grants/${granted.body.data.id}`);
       await caller(t, operator).post('/v1/admin/users', body).expect(201);
-      const again = await caller(t, root).post('/v1/admin/permission-grants/grant', { user_id: operator.user.id, permission_id: idOf('users.create') }).expect(409);
+      const again = await caller(t, root).post('/v1/admin/permission-grants/grant', { user_id: operator.user.id, permission_id: permissionId('users.create') }).expect(409);
       expect(again.body.error).toMatchObject({ code: 'PERMISSION_ALREADY_GRANTED', details: { grant_id: granted.body.data.id } });
-      const revoked = await caller(t, root).post('/v1/admin/permission-grants/revoke', { user_id: operator.user.id, permission_id: idOf('users.create'), reason: 'done' }).expect(200);
+      const revoked = await caller(t, root).post('/v1/admin/permission-grants/revoke', { user_id: operator.user.id, permission_id: permissionId('users.create'), reason: 'done' }).expect(200);
       expect(revoked.body.data).toMatchObject({ id: granted.body.data.id, revoked_by: root.user.id, revoke_reason: 'done', is_active: false });
       expect(revoked.headers.etag).toBe('"2"');
       await caller(t, operator).post('/v1/admin/users', { ...body, email: `g2-${Date.now()}@example.com` }).expect(403);
-      expect((await caller(t, root).post('/v1/admin/permission-grants/revoke', { user_id: operator.user.id, permission_id: idOf('users.create') }).expect(404)).body.error.code).toBe('PERMISSION_GRANT_NOT_FOUND');
-      await caller(t, root).post('/v1/admin/permission-grants/grant', { user_id: operator.user.id, permission_id: idOf('users.create') }).expect(201);
+      expect((await caller(t, root).post('/v1/admin/permission-grants/revoke', { user_id: operator.user.id, permission_id: permissionId('users.create') }).expect(404)).body.error.code).toBe('PERMISSION_GRANT_NOT_FOUND');
+      await caller(t, root).post('/v1/admin/permission-grants/grant', { user_id: operator.user.id, permission_id: permissionId('users.create') }).expect(201);
       const rows = await caller(t, root).get(`/v1/admin/permission-grants?user_id=${operator.user.id}&sort=id:asc`).expect(200);
       expect(rows.body.data.map((row: { is_active: boolean }) => row.is_active)).toEqual([false, true]);
       expect((await caller(t, root).get(`/v1/admin/permission-grants?user_id=${operator.user.id}&is_active=true`).expect(200)).body.meta.total).toBe(1);
@@ -43,7 +42,7 @@ describe('permission grants, authority permissions, bulk and /authz/check (parts
 
     it('an expired grant stops counting at once, with no job', async () => {
       const operator = await actor('operator');
-      await caller(t, root).post('/v1/admin/permission-grants/grant', { user_id: operator.user.id, permission_id: idOf('audit.read'), expires_at: new Date(Date.now() + 1500).toISOString() }).expect(201);
+      await caller(t, root).post('/v1/admin/permission-grants/grant', { user_id: operator.user.id, permission_id: permissionId('audit.read'), expires_at: new Date(Date.now() + 1500).toISOString() }).expect(201);
       const check = `/v1/admin/authz/check?user_id=${operator.user.id}&permission=audit.read`;
       expect((await caller(t, root).get(check).expect(200)).body.data).toMatchObject({ allowed: true, decided_by: 'permission_grant' });
       await sleep(1700);
@@ -75,19 +74,19 @@ describe('permission grants, authority permissions, bulk and /authz/check (parts
     it('attaches (201), refuses a second active one (409) and non-device-scoped permissions (422), revokes (200 then 204)', async () => {
       const device = await createDevice();
       const authority = await createAuthority(device.id, (await createUser()).id);
-      const created = await caller(t, root).post('/v1/admin/authority-permissions', { authority_id: authority, permission_id: idOf('authorities.revoke') }).expect(201);
+      const created = await caller(t, root).post('/v1/admin/authority-permissions', { authority_id: authority, permission_id: permissionId('authorities.revoke') }).expect(201);
       expect(created.body.data).toMatchObject({ authority_id: authority, device_id: device.id, permission_code: 'authorities.revoke', is_active: true, granted_by: root.user.id });
-      const again = await caller(t, root).post('/v1/admin/authority-permissions', { authority_id: authority, permission_id: idOf('authorities.revoke') }).expect(409);
+      const again = await caller(t, root).post('/v1/admin/authority-permissions', { authority_id: authority, permission_id: permissionId('authorities.revoke') }).expect(409);
       expect(again.body.error).toMatchObject({ code: 'AUTHORITY_PERMISSION_EXISTS', details: { authority_permission_id: created.body.data.id } });
-      expect((await caller(t, root).post('/v1/admin/authority-permissions', { authority_id: authority, permission_id: idOf('users.read') }).expect(422)).body.error.code).toBe('PERMISSION_NOT_DEVICE_SCOPED');
-      expect((await caller(t, root).post('/v1/admin/authority-permissions', { authority_id: 987654321, permission_id: idOf('authorities.read') }).expect(404)).body.error.code).toBe('AUTHORITY_NOT_FOUND');
+      expect((await caller(t, root).post('/v1/admin/authority-permissions', { authority_id: authority, permission_id: permissionId('users.read') }).expect(422)).body.error.code).toBe('PERMISSION_NOT_DEVICE_SCOPED');
+      expect((await caller(t, root).post('/v1/admin/authority-permissions', { authority_id: 987654321, permission_id: permissionId('authorities.read') }).expect(404)).body.error.code).toBe('AUTHORITY_NOT_FOUND');
       expect((await caller(t, root).get(`/v1/admin/authority-permissions?device_id=${device.id}`).expect(200)).body.data.map((row: { id: number }) => row.id)).toEqual([created.body.data.id]);
       const revoked = await caller(t, root).delete(`/v1/admin/authority-permissions/${created.body.data.id}`).expect(200);
       expect(revoked.body.data).toMatchObject({ is_active: false, revoked_by: root.user.id });
       await caller(t, root).delete(`/v1/admin/authority-permissions/${created.body.data.id}`).expect(204);
       expect((await caller(t, root).get('/v1/admin/authority-permissions/987654321').expect(404)).body.error.code).toBe('AUTHORITY_PERMISSION_NOT_FOUND');
       // Re-attaching after a revocation makes a new row.
-      await caller(t, root).post('/v1/admin/authority-permissions', { authority_id: authority, permission_id: idOf('authorities.revoke') }).expect(201);
+      await caller(t, root).post('/v1/admin/authority-permissions', { authority_id: authority, permission_id: permissionId('authorities.revoke') }).expect(201);
     });
   });
 
@@ -99,13 +98,13 @@ describe('permission grants, authority permissions, bulk and /authz/check (parts
       const onMine = await createAuthority(mine.id, (await createUser()).id, { permissions: ['authorities.read'] });
       const onTheirs = await createAuthority(theirs.id, (await createUser()).id);
       const items = [
-        { authority_id: onMine, permission_id: idOf('authorities.revoke') },
-        { authority_id: onMine, permission_id: idOf('authorities.read') },
-        { authority_id: onMine, permission_id: idOf('authorities.revoke') },
-        { authority_id: 987654321, permission_id: idOf('authorities.read') },
-        { authority_id: onMine, permission_id: idOf('users.read') },
+        { authority_id: onMine, permission_id: permissionId('authorities.revoke') },
+        { authority_id: onMine, permission_id: permissionId('authorities.read') },
+        { authority_id: onMine, permission_id: permissionId('authorities.revoke') },
+        { authority_id: 987654321, permission_id: permissionId('authorities.read') },
+        { authority_id: onMine, permission_id: permissionId('users.read') },
         { authority_id: onMine, permission_id: 999 },
-        { authority_id: onTheirs, permission_id: idOf('authorities.read') },
+        { authority_id: onTheirs, permission_id: permissionId('authorities.read') },
       ];
       const dry = await caller(t, operator).post('/v1/admin/authority-permissions/bulk-grant', { items, dry_run: true }).expect(200);
       const response = await caller(t, operator).post('/v1/admin/authority-permissions/bulk-grant', { items, reason: 'rota' }).expect(200);
@@ -127,7 +126,7 @@ describe('permission grants, authority permissions, bulk and /authz/check (parts
       expect(await sql("SELECT reason FROM audit_events WHERE action = 'authority_permission.grant' AND resource_id = $1", [String(response.body.data.results[0].authority_permission_id)])).toEqual([{ reason: 'rota' }]);
       expect(await sql('SELECT count(*)::int AS n FROM authority_permissions WHERE authority_id = $1', [onTheirs])).toEqual([{ n: 0 }]);
 
-      const revoke = await caller(t, operator).post('/v1/admin/authority-permissions/bulk-revoke', { items: [items[0], items[0], { authority_id: onTheirs, permission_id: idOf('authorities.read') }, { authority_id: onMine, permission_id: idOf('devices.update') }] }).expect(200);
+      const revoke = await caller(t, operator).post('/v1/admin/authority-permissions/bulk-revoke', { items: [items[0], items[0], { authority_id: onTheirs, permission_id: permissionId('authorities.read') }, { authority_id: onMine, permission_id: permissionId('devices.update') }] }).expect(200);
       expect(revoke.body.data.results.map((result: { status: string }) => result.status)).toEqual(['revoked', 'not_granted', 'failed', 'not_granted']);
     });
 
@@ -137,19 +136,19 @@ describe('permission grants, authority permissions, bulk and /authz/check (parts
       const authority = await createAuthority(device.id, holder.user.id);
       // The device's authority set is cached now, without the permission.
       await caller(t, holder).get(`/v1/admin/devices/${device.id}`).expect(403);
-      await caller(t, root).post('/v1/admin/authority-permissions/bulk-grant', { items: [{ authority_id: authority, permission_id: idOf('devices.read') }] }).expect(200);
+      await caller(t, root).post('/v1/admin/authority-permissions/bulk-grant', { items: [{ authority_id: authority, permission_id: permissionId('devices.read') }] }).expect(200);
       await caller(t, holder).get(`/v1/admin/devices/${device.id}`).expect(200);
-      await caller(t, root).post('/v1/admin/authority-permissions/bulk-revoke', { items: [{ authority_id: authority, permission_id: idOf('devices.read') }] }).expect(200);
+      await caller(t, root).post('/v1/admin/authority-permissions/bulk-revoke', { items: [{ authority_id: authority, permission_id: permissionId('devices.read') }] }).expect(200);
       await caller(t, holder).get(`/v1/admin/devices/${device.id}`).expect(403);
     });
 
     it('dry_run writes nothing; 0 or 1001 items are a 400', async () => {
       const device = await createDevice();
       const authority = await createAuthority(device.id, (await createUser()).id);
-      await caller(t, root).post('/v1/admin/authority-permissions/bulk-grant', { items: [{ authority_id: authority, permission_id: idOf('devices.read') }], dry_run: true }).expect(200);
+      await caller(t, root).post('/v1/admin/authority-permissions/bulk-grant', { items: [{ authority_id: authority, permission_id: permissionId('devices.read') }], dry_run: true }).expect(200);
       expect(await sql('SELECT count(*)::int AS n FROM authority_permissions WHERE authority_id = $1', [authority])).toEqual([{ n: 0 }]);
       expect((await caller(t, root).post('/v1/admin/authority-permissions/bulk-grant', { items: [] }).expect(400)).body.error.details.fields[0].field).toBe('items');
-      const many = Array.from({ length: 1001 }, () => ({ authority_id: authority, permission_id: idOf('devices.read') }));
+      const many = Array.from({ length: 1001 }, () => ({ authority_id: authority, permission_id: permissionId('devices.read') }));
       await caller(t, root).post('/v1/admin/authority-permissions/bulk-grant', { items: many }).expect(400);
       await caller(t, root).post('/v1/admin/authority-permissions/bulk-grant', { items: [{ authority_id: authority, permission_id: 'x' }] }).expect(400);
     });

@@ -3,6 +3,7 @@ import { verifyPin } from '../../src/users/pin.js';
 import { actor, createUser, tokenFor, type TestUser } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
+import { caller } from '../support/requests.js';
 
 const email = (tag = 'u'): string => `${tag}-${randomUUID().slice(0, 12)}@Example.com`;
 
@@ -17,15 +18,7 @@ describe('users (part 6.1)', () => {
   });
   afterAll(() => t.close());
 
-  const as = (who: { auth: string }) => ({
-    get: (path: string) => t.http().get(path).set('Authorization', who.auth),
-    post: (path: string, body?: object) => {
-      const request = t.http().post(path).set('Authorization', who.auth);
-      return body === undefined ? request : request.send(body);
-    },
-    patch: (path: string, body: object) => t.http().patch(path).set('Authorization', who.auth).send(body),
-    delete: (path: string) => t.http().delete(path).set('Authorization', who.auth),
-  });
+  const as = (who: { auth: string }) => caller(t, who);
 
   async function create(body: Record<string, unknown> = {}): Promise<Record<string, unknown> & { id: number }> {
     const response = await as(root).post('/v1/admin/users', { email: email(), display_name: 'Ana Silva', role_id: 4, ...body }).expect(201);

@@ -1,5 +1,6 @@
 import jwt from 'jsonwebtoken';
 import { createSecretKey, randomUUID } from 'node:crypto';
+import { PERMISSIONS } from '../../src/auth/permissions.js';
 import { ROLE, USER_STATUS, type RoleCode, type UserStatusCode } from '../../src/auth/roles.js';
 import { sql } from './db.js';
 import { TEST_JWT_SECRET } from './test-env.js';
@@ -51,3 +52,6 @@ export async function actor(role: RoleCode = 'super_admin'): Promise<{ user: Tes
   const token = await tokenFor(user);
   return { user, token, auth: `Bearer ${token}` };
 }
+
+/** The catalogue id of a permission code. */
+export const permissionId = (code: string): number => PERMISSIONS.find((permission) => permission.code === code)?.id ?? 0;
