@@ -1,6 +1,7 @@
 import { Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { map, type Observable } from 'rxjs';
+import { markSecretFields } from './secret-fields.js';
 import { overrideStatus } from './status-override.js';
 import { AcceptedResponse, ListResponse, NoContent, RawJson, ResourceResponse } from './responses.js';
 
@@ -42,6 +43,7 @@ export class EnvelopeInterceptor implements NestInterceptor {
       const version = options.version ?? (data instanceof RawJson ? undefined : (data as { version?: unknown }).version);
       if (typeof version === 'number') void reply.header('etag', `"${version}"`);
       if (options.location !== undefined) void reply.header('location', options.location);
+      if (options.secretFields !== undefined) markSecretFields(request, options.secretFields);
       const meta: Record<string, unknown> = { request_id: requestId };
       if (options.cache !== undefined) meta.cache = options.cache;
       if (data instanceof RawJson) {

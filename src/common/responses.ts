@@ -13,6 +13,8 @@ interface ResourceOptions {
   readonly status?: 200 | 201;
   /** Path of the new resource, sent as `Location` on 201. */
   readonly location?: string;
+  /** Fields of `data` shown in this response only: never stored, so an idempotent replay has them null. */
+  readonly secretFields?: readonly string[];
 }
 
 /** A response whose `data` is one resource: gets an `ETag` from its version. */

@@ -3,15 +3,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, type Observable } from 'rxjs';
 import { authContextOf } from '../auth/auth-context.js';
 import { ApiError } from '../common/api-error.js';
+import { withoutSecrets } from '../common/secret-fields.js';
 import { overrideStatus } from '../common/status-override.js';
 import { isValidIdempotencyKey, requestFingerprint } from './fingerprint.js';
 import { IdempotencyStore, type KeyScope, type StoredResponse } from './idempotency.store.js';
-
-/**
- * Fields that are shown once and never stored: a replay of `reset-pin` answers with
- * `temporary_pin: null` (the PIN is not kept at rest, and a retry must not mint a second one).
- */
-const SECRET_FIELDS = /"temporary_pin":"[^"]*"/g;
 
 /** Response headers that belong to the stored response and are sent again on a replay. */
 const KEPT_HEADERS = ['content-type', 'etag', 'location', 'retry-after'];
@@ -83,7 +78,8 @@ export function completeIdempotentResponse(store: IdempotencyStore, logger: Logg
           return value === undefined ? [] : [[name, String(value)]];
         }));
         const body = typeof payload === 'string' ? payload : payload === null || payload === undefined ? null : JSON.stringify(payload);
-        await store.complete(scope, { status, headers, body: body === null ? null : body.replace(SECRET_FIELDS, '"temporary_pin":null') });
+        // Secret fields (reset-pin's temporary PIN) are never kept: a replay has them null.
+        await store.complete(scope, { status, headers, body: body === null ? null : withoutSecrets(request, body) });
       }
     } catch (error) {
       // The response still goes out; the key stays claimed until it counts as abandoned.

@@ -92,7 +92,7 @@ export class UserActionsService {
       });
       this.users.rebuildAfterCommit(tx, after);
       const result: PinResetDto = { user_id: id, temporary_pin: pin, pin_reset_at: after.pin_reset_at ?? new Date().toISOString() };
-      return new ResourceResponse(result, { version: after.version });
+      return new ResourceResponse(result, { version: after.version, secretFields: ['temporary_pin'] });
     });
   }
 
