@@ -157,9 +157,13 @@ export class ReadStateService {
     return new ResourceResponse(present(withoutVersion(row)), { version: row.version });
   }
 
+  /** One statement: the update, and the row as read (joined with its message) from RETURNING. */
   private async update(tx: Tx, id: number, assignments: string, params: readonly unknown[]): Promise<ReadStateRow> {
-    await tx.db.query(`UPDATE message_read_state SET ${assignments} WHERE id = $1`, [id, ...params]);
-    const row = await this.states.find(tx.db, id);
+    const [rows] = await tx.db.query<[ReadStateRow[], number]>(
+      `UPDATE message_read_state rs SET ${assignments} FROM inbox_messages m WHERE rs.id = $1 AND m.id = rs.message_id RETURNING ${COLUMNS}`,
+      [id, ...params],
+    );
+    const row = rows[0];
     if (row === undefined) throw notFound(id);
     return row;
   }
