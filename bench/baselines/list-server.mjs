@@ -6,7 +6,7 @@ import pg from 'pg';
 
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
-const COLUMNS = `id, device_id, user_id, owner, is_active, revoked_at, revoked_by, revoke_reason, expires_at, label,
+const COLUMNS = `id, device_id, user_id, owner, is_active, revoked_at, revoked_by, revoke_reason, expires_at, label, assigned_by, assigned_at,
   created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by`;
 
 const server = createServer(async (request, response) => {

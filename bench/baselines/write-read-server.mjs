@@ -12,7 +12,7 @@ const redis = createClient({ url: process.env.REDIS_URL });
 await redis.connect();
 const PREFIX = 'admin-api:';
 const GENERATION = `${PREFIX}generation`;
-const COLUMNS = `version, id, device_id, user_id, owner, is_active, revoked_at, revoked_by, revoke_reason, expires_at, label,
+const COLUMNS = `version, id, device_id, user_id, owner, is_active, revoked_at, revoked_by, revoke_reason, expires_at, label, assigned_by, assigned_at,
   created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by`;
 
 function send(response, status, json, version) {

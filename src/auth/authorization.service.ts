@@ -4,7 +4,7 @@ import { UnitOfWork } from '../database/unit-of-work.js';
 import type { Subject } from './auth-context.js';
 import { AUTHORITY_FACTS_SELECT, authorityDecision, type AuthorityFacts } from './authority-facts.js';
 import { DeviceAuthoritiesService } from './device-authorities.service.js';
-import { isDeviceScoped, type PermissionCode } from './permissions.js';
+import { isDeviceScoped, isPermissionCode, type PermissionCode } from './permissions.js';
 
 export type DecidedBy = 'role' | 'permission_grant' | 'device_owner' | 'authority_permission';
 
@@ -18,6 +18,21 @@ export interface Decision {
 
 export const DENIED: Decision = { allowed: false, decided_by: null, authority_id: null, grant_id: null };
 const BY_ROLE: Decision = { allowed: true, decided_by: 'role', authority_id: null, grant_id: null };
+
+/** 403 for handing on a right the actor does not itself hold (part 5, delegation). */
+export function delegationForbidden(permission: string, deviceId?: number): ApiError {
+  const where = deviceId === undefined ? '' : ` on device ${deviceId}`;
+  return new ApiError('DELEGATION_FORBIDDEN', `You cannot hand on ${permission}${where}: you do not hold it yourself`, {
+    permission,
+    ...(deviceId === undefined ? {} : { device_id: deviceId }),
+  });
+}
+
+/** One question for `decideMany`: may the subject do `permission` on `device_id`? */
+export interface DeviceQuestion {
+  readonly permission: string;
+  readonly device_id: number;
+}
 
 export function permissionDenied(permission: string, deviceId?: number): ApiError {
   return new ApiError('PERMISSION_DENIED', `Missing the permission ${permission}`, { permission, ...(deviceId === undefined ? {} : { device_id: deviceId }) });
@@ -61,20 +76,51 @@ export class AuthorizationService {
   }
 
   /**
+   * Delegation (part 5): handing on `permission` (on `deviceId`, when device-scoped) needs the
+   * actor itself to be allowed it by any of the three layers; 403 `DELEGATION_FORBIDDEN` otherwise.
+   */
+  async assertMayDelegate(subject: Subject, permission: string, deviceId?: number): Promise<void> {
+    const allowed = isPermissionCode(permission) && (await this.decide(subject, permission, isDeviceScoped(permission) ? deviceId : undefined)).allowed;
+    if (!allowed) throw delegationForbidden(permission, isDeviceScoped(permission) ? deviceId : undefined);
+  }
+
+  /**
+   * Many (permission, device) questions at once, for bulk per-item checks: layers 3a/3b in
+   * memory, layer 3c from one query over the subject's authorities on the devices asked about.
+   */
+  async decideMany(subject: Subject, questions: readonly DeviceQuestion[]): Promise<boolean[]> {
+    const now = Date.now();
+    const global = (permission: string): boolean => isPermissionCode(permission) && this.decideGlobally(subject, permission, now).allowed;
+    const open = questions.filter((question) => !global(question.permission) && isDeviceScoped(question.permission));
+    const facts = open.length === 0 || !subject.role.admin_access ? new Map<number, AuthorityFacts>() : await this.authoritiesOf(subject, open.map((question) => question.device_id));
+    return questions.map((question) => {
+      if (global(question.permission)) return true;
+      const authority = isDeviceScoped(question.permission) ? facts.get(question.device_id) : undefined;
+      return authority !== undefined && authorityDecision(authority, question.permission, now) !== undefined;
+    });
+  }
+
+  /**
    * The devices on which the subject holds the permission: `all` through layers 3a/3b,
    * otherwise those where layer 3c allows it (optionally only among `among`). Serves list row
-   * filtering and bulk per-item checks with one query.
+   * filtering with one query.
    */
   async devicesAllowed(subject: Subject, permission: PermissionCode, among?: readonly number[]): Promise<'all' | Set<number>> {
     const now = Date.now();
     if (this.decideGlobally(subject, permission, now).allowed) return 'all';
     if (!subject.role.admin_access || !isDeviceScoped(permission)) return new Set();
+    const facts = await this.authoritiesOf(subject, among);
+    return new Set([...facts.values()].filter((row) => authorityDecision(row, permission, now) !== undefined).map((row) => row.device_id));
+  }
+
+  /** The subject's live authorities (one per device), optionally only on the devices `among`: one query. */
+  private async authoritiesOf(subject: Subject, among?: readonly number[]): Promise<Map<number, AuthorityFacts>> {
     const filter = among === undefined ? '' : 'AND a.device_id = ANY($2::bigint[])';
     const rows = await this.uow.reader.query<AuthorityFacts[]>(
       `SELECT ${AUTHORITY_FACTS_SELECT} FROM authorities a
        WHERE a.user_id = $1 AND NOT a.is_deleted AND a.revoked_at IS NULL AND a.is_active ${filter}`,
-      among === undefined ? [subject.user_id] : [subject.user_id, [...among]],
+      among === undefined ? [subject.user_id] : [subject.user_id, [...new Set(among)]],
     );
-    return new Set(rows.filter((row) => authorityDecision(row, permission, now) !== undefined).map((row) => row.device_id));
+    return new Map(rows.map((row) => [Number(row.device_id), row]));
   }
 }

@@ -43,6 +43,7 @@ export const PERMISSIONS = [
   { id: 38, code: 'mobile_devices.refresh_token' },
   { id: 39, code: 'audit.read' },
   { id: 40, code: 'jobs.read' },
+  { id: 41, code: 'users.revoke_sessions' },
 ] as const;
 
 export type PermissionCode = (typeof PERMISSIONS)[number]['code'];

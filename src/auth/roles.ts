@@ -48,11 +48,6 @@ export function roleById(id: number): RoleDefinition | undefined {
   return BY_ID.get(id);
 }
 
-/** Roles whose giving or taking is reserved to `super_admin` (part 5). */
-export function isPrivilegedRole(roleId: number): boolean {
-  return roleId === ROLE.super_admin || roleId === ROLE.admin;
-}
-
 export function statusCode(statusId: number): UserStatusCode | undefined {
   return (Object.keys(USER_STATUS) as UserStatusCode[]).find((code) => USER_STATUS[code] === statusId);
 }

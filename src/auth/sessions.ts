@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import type { ListSpec } from '../common/list/list-spec.js';
 
 /** The columns of `auth_sessions` the session check needs. */
 export interface SessionRow {
@@ -43,3 +44,14 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function isSessionId(value: string): boolean {
   return UUID.test(value);
 }
+
+/** `GET /users/{id}/sessions` (part 6.1): never a token, newest first. */
+export const SESSION_LIST: ListSpec = {
+  from: 'auth_sessions',
+  select: `id, user_id, created_at, expires_at, revoked_at, revoked_by, revoke_reason, (revoked_at IS NULL AND expires_at > now()) AS is_active`,
+  idColumn: 'id',
+  sort: { created_at: 'created_at', expires_at: 'expires_at' },
+  defaultSort: 'created_at:desc',
+  filters: {},
+  search: [],
+};

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { bumpProjectionVersions } from '../database/projection-versions.js';
 import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js';
 import { CacheService } from '../cache/cache.service.js';
+import { ApiError } from '../common/api-error.js';
 import { authorityNotFound } from '../common/not-found.js';
 import type { ListSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
@@ -12,7 +13,7 @@ export interface AuthorityRow extends AuthorityDto {
   readonly version: number;
 }
 
-const RESOURCE_COLUMNS = `id, device_id, user_id, owner, is_active, revoked_at, revoked_by, revoke_reason, expires_at, label,
+const RESOURCE_COLUMNS = `id, device_id, user_id, owner, is_active, revoked_at, revoked_by, revoke_reason, expires_at, label, assigned_by, assigned_at,
   created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by`;
 export const AUTHORITY_COLUMNS = `version, ${RESOURCE_COLUMNS}`;
 
@@ -31,6 +32,16 @@ export const AUTHORITY_LIST: ListSpec = {
   search: ['label'],
   deletedColumn: 'is_deleted',
 };
+
+/** 422 for an action that would strip the owner of its rights; ownership moves only by transfer. */
+export function ownerProtected(row: Pick<AuthorityRow, 'id' | 'device_id'>, action: string): ApiError {
+  const done = action === 'delete' ? 'deleted' : action === 'expire' ? 'given an expiry' : `${action}d`;
+  return new ApiError('OWNER_AUTHORITY_PROTECTED', `The owner's authority cannot be ${done}; transfer the ownership first`, {
+    authority_id: row.id,
+    device_id: row.device_id,
+    action,
+  });
+}
 
 /** The lifecycle state named in 409s: revoked is terminal (except through transfer-owner). */
 export function authorityState(row: Pick<AuthorityRow, 'revoked_at' | 'is_active'>): 'revoked' | 'active' | 'inactive' {

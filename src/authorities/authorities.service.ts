@@ -13,7 +13,7 @@ import { runList } from '../common/list/list-runner.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
-import { AUTHORITY_COLUMNS, AUTHORITY_LIST, AuthoritiesRepository, type AuthorityRow } from './authorities.repository.js';
+import { AUTHORITY_COLUMNS, AUTHORITY_LIST, AuthoritiesRepository, ownerProtected, type AuthorityRow } from './authorities.repository.js';
 import { deviceNotFound } from './devices.repository.js';
 import type { AuthorityDto, CreateAuthorityDto, UpdateAuthorityDto } from './dto/authority.dto.js';
 
@@ -43,12 +43,13 @@ export class AuthoritiesService {
     const expiresAt = dto.expires_at === undefined ? null : futureTimestamp(dto.expires_at, 'expires_at');
     await this.assertReferences(dto.device_id, dto.user_id);
     await this.authorization.assertAllowed(actor, 'authorities.create', dto.device_id);
+    if (dto.user_id === actor.user_id) throw new ApiError('SELF_ACTION_FORBIDDEN', 'You cannot create an authority for yourself', { action: 'create_authority', user_id: dto.user_id });
     const stamp = creationStamp();
     const row = await this.uow.run(async (tx) => {
       // ON CONFLICT DO NOTHING: a concurrent creator of the same pair waits for the winner and
       // then sees its committed row, so exactly one request gets the 201.
       const [created] = await tx.db.query<AuthorityRow[]>(
-        `INSERT INTO authorities (device_id, user_id, expires_at, label, created_by, updated_by) VALUES ($1, $2, $3, $4, $5, $6)
+        `INSERT INTO authorities (device_id, user_id, expires_at, label, created_by, updated_by, assigned_by) VALUES ($1, $2, $3, $4, $5, $6, $5)
          ON CONFLICT (device_id, user_id) DO NOTHING RETURNING ${AUTHORITY_COLUMNS}`,
         [dto.device_id, dto.user_id, expiresAt, dto.label ?? null, stamp.created_by, stamp.updated_by],
       );
@@ -64,6 +65,8 @@ export class AuthoritiesService {
     const expiresAt = dto.expires_at === undefined || dto.expires_at === null ? dto.expires_at : futureTimestamp(dto.expires_at, 'expires_at');
     const row = await this.uow.run(async (tx) => {
       const before = await this.authorities.lockLive(tx, id);
+      // An expiry on the owner's authority would strip the owner of every right on the device.
+      if (before.owner && expiresAt !== undefined && expiresAt !== null) throw ownerProtected(before, 'expire');
       assertIfMatch(ifMatch, before.version);
       const wanted = { ...before, ...(expiresAt === undefined ? {} : { expires_at: expiresAt?.toISOString() ?? null }), ...(dto.label === undefined ? {} : { label: dto.label }) };
       const changes = diffChanges(before, wanted, ['expires_at', 'label']);

@@ -6,7 +6,7 @@ import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { NoContent, type ResourceResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
-import { AuthoritiesRepository, authorityState, type AuthorityRow } from './authorities.repository.js';
+import { AuthoritiesRepository, authorityState, ownerProtected, type AuthorityRow } from './authorities.repository.js';
 import type { AuthorityDto } from './dto/authority.dto.js';
 
 type AuthorityAction = 'activate' | 'deactivate' | 'revoke';
@@ -17,14 +17,6 @@ const ALLOWED_FROM: Readonly<Record<AuthorityAction, readonly ReturnType<typeof 
   deactivate: ['active'],
   revoke: ['active', 'inactive'],
 };
-
-function ownerProtected(row: AuthorityRow, action: string): ApiError {
-  return new ApiError('OWNER_AUTHORITY_PROTECTED', `The owner's authority cannot be ${action === 'delete' ? 'deleted' : `${action}d`}; transfer the ownership first`, {
-    authority_id: row.id,
-    device_id: row.device_id,
-    action,
-  });
-}
 
 /** Soft delete, restore and the lifecycle actions of authorities, each one transaction with its audit event. */
 @Injectable()
@@ -75,10 +67,11 @@ export class AuthorityActionsService {
 
   revoke(id: number, reason: string | undefined, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
     return this.uow.run(async (tx) => {
-      await this.prepare(tx, id, ifMatch, 'revoke');
+      const before = await this.prepare(tx, id, ifMatch, 'revoke');
       const actor = updateStamp().updated_by;
-      const after = await this.authorities.update(tx, id, 'revoked_at = now(), revoked_by = $2, revoke_reason = $3, updated_by = $2', [actor, reason ?? null]);
-      return this.finish(tx, after, 'authority.revoke', { revoked_at: [null, after.revoked_at] }, reason ?? null);
+      const after = await this.authorities.update(tx, id, 'is_active = false, revoked_at = now(), revoked_by = $2, revoke_reason = $3, updated_by = $2', [actor, reason ?? null]);
+      const changes: Record<string, readonly [unknown, unknown]> = { revoked_at: [null, after.revoked_at], ...(before.is_active ? { is_active: [true, false] } : {}) };
+      return this.finish(tx, after, 'authority.revoke', changes, reason ?? null);
     });
   }
 

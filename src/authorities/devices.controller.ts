@@ -52,8 +52,8 @@ export class DevicesController {
   @Post(':device_id/transfer-owner')
   @Authorize({ permission: 'devices.transfer_owner', device: deviceFromParam('device_id'), summary: 'Make another user the owner of the device', description: 'The only way `owner` becomes true; one transaction, one owner at all times, one history row.' })
   @ApiEnvelope(TransferResultDto, { errors: [400, 404, 412, 422] })
-  transferOwner(@IdParam('device_id') deviceId: number, @Body() dto: TransferOwnerDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<TransferResultDto>> {
-    return this.ownership.transfer(deviceId, dto, ifMatch);
+  transferOwner(@Actor() actor: AuthContext, @IdParam('device_id') deviceId: number, @Body() dto: TransferOwnerDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<TransferResultDto>> {
+    return this.ownership.transfer(actor, deviceId, dto, ifMatch);
   }
 
   @Get(':device_id/ownership-transfers')

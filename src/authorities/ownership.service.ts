@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AuditService } from '../audit/audit.service.js';
+import type { AuthContext } from '../auth/auth-context.js';
+import { AuthorizationService } from '../auth/authorization.service.js';
 import { USER_STATUS } from '../auth/roles.js';
 import { ApiError } from '../common/api-error.js';
 import { userNotFound } from '../common/not-found.js';
@@ -25,6 +27,9 @@ const TRANSFER_LIST: ListSpec = {
   search: [],
 };
 
+// The transfer revives an authority that was deleted, revoked, inactive or expired: it is assigned anew.
+const NOT_EFFECTIVE = '(authorities.is_deleted OR authorities.revoked_at IS NOT NULL OR NOT authorities.is_active OR authorities.expires_at <= now())';
+
 function targetInvalid(userId: number, reason: string, message: string): ApiError {
   return new ApiError('TRANSFER_TARGET_INVALID', message, { new_owner_user_id: userId, reason });
 }
@@ -41,13 +46,18 @@ export class OwnershipService {
     private readonly devices: DevicesRepository,
     private readonly authorities: AuthoritiesRepository,
     private readonly audit: AuditService,
+    private readonly authorization: AuthorizationService,
   ) {}
 
   history(deviceId: number, query: Record<string, unknown>): Promise<ListResponse<OwnershipTransferDto>> {
     return runList<OwnershipTransferDto>(this.uow.reader, TRANSFER_LIST, parseListQuery(TRANSFER_LIST, query), { where: 'device_id = $1', params: [deviceId] });
   }
 
-  transfer(deviceId: number, dto: TransferOwnerDto, ifMatch: IfMatch): Promise<ResourceResponse<TransferResultDto>> {
+  transfer(actor: AuthContext, deviceId: number, dto: TransferOwnerDto, ifMatch: IfMatch): Promise<ResourceResponse<TransferResultDto>> {
+    // A device-scoped right never lets its holder make itself owner: only the role or a grant.
+    if (dto.new_owner_user_id === actor.user_id && !this.authorization.decideGlobally(actor, 'devices.transfer_owner').allowed) {
+      throw new ApiError('SELF_ACTION_FORBIDDEN', 'You cannot transfer a device to yourself through a right on that device', { action: 'transfer_owner', user_id: actor.user_id, device_id: deviceId });
+    }
     return this.uow.run(async (tx) => {
       const device = await this.devices.lock(tx, deviceId);
       assertIfMatch(ifMatch, device.version);
@@ -57,9 +67,11 @@ export class OwnershipService {
       // Demote first: the unique index allows one owner per device at every statement.
       const demoted = previous === undefined ? undefined : await this.demote(tx, previous, dto, actor);
       const [promoted] = await tx.db.query<AuthorityRow[]>(
-        `INSERT INTO authorities (device_id, user_id, owner, created_by, updated_by) VALUES ($1, $2, true, $3, $3)
+        `INSERT INTO authorities (device_id, user_id, owner, created_by, updated_by, assigned_by) VALUES ($1, $2, true, $3, $3, $3)
          ON CONFLICT (device_id, user_id) DO UPDATE SET owner = true, is_active = true, revoked_at = NULL, revoked_by = NULL,
-           revoke_reason = NULL, expires_at = NULL, is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $3
+           revoke_reason = NULL, expires_at = NULL, is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $3,
+           assigned_by = CASE WHEN ${NOT_EFFECTIVE} THEN $3 ELSE authorities.assigned_by END,
+           assigned_at = CASE WHEN ${NOT_EFFECTIVE} THEN now() ELSE authorities.assigned_at END
          RETURNING ${AUTHORITY_COLUMNS}`,
         [deviceId, dto.new_owner_user_id, actor],
       );
@@ -97,7 +109,7 @@ export class OwnershipService {
 
   private async demote(tx: Tx, previous: AuthorityRow, dto: TransferOwnerDto, actor: number | null): Promise<AuthorityRow> {
     const revoke = dto.keep_previous_owner_access === false;
-    const assignments = revoke ? 'owner = false, revoked_at = now(), revoked_by = $2, revoke_reason = $3, updated_by = $2' : 'owner = false, updated_by = $2';
+    const assignments = revoke ? 'owner = false, is_active = false, revoked_at = now(), revoked_by = $2, revoke_reason = $3, updated_by = $2' : 'owner = false, updated_by = $2';
     return this.authorities.update(tx, previous.id, assignments, revoke ? [actor, dto.reason ?? 'ownership transferred'] : [actor]);
   }
 }

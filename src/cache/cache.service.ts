@@ -13,6 +13,8 @@ export interface CacheStats {
   short_circuited: number;
   /** Database loads made to fill the cache (single-flight: concurrent misses of a key count once). */
   loads: number;
+  /** Writes whose work after the commit failed (each dropped the cache). */
+  after_commit_failures: number;
 }
 
 const FAILURES_TO_OPEN = 3;
@@ -32,7 +34,7 @@ class CacheTimeout extends Error {
  * a stale entry be served after Redis returns.
  */
 export class CacheService {
-  readonly stats: CacheStats = { hits: 0, misses: 0, failures: 0, timeouts: 0, short_circuited: 0, loads: 0 };
+  readonly stats: CacheStats = { hits: 0, misses: 0, failures: 0, timeouts: 0, short_circuited: 0, loads: 0, after_commit_failures: 0 };
   private consecutiveFailures = 0;
   private openUntil = 0;
   private dirty = false;

@@ -4,6 +4,7 @@ import type { AuthContext } from '../auth/auth-context.js';
 import { AuthorizationService } from '../auth/authorization.service.js';
 import { deviceRowScope } from '../auth/row-scope.js';
 import { ApiError } from '../common/api-error.js';
+import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';
 import { runList } from '../common/list/list-runner.js';
 import { authorityNotFound, permissionNotFound } from '../common/not-found.js';
@@ -38,15 +39,19 @@ export class AuthorityPermissionsService {
   }
 
   async create(actor: AuthContext, dto: CreateAuthorityPermissionDto): Promise<ResourceResponse<AuthorityPermissionDto>> {
-    const [target] = await this.uow.reader.query<{ device_id: number | null; deleted: boolean | null; code: string | null; device_scoped: boolean | null }[]>(
-      `SELECT (SELECT device_id FROM authorities WHERE id = $1) AS device_id, (SELECT is_deleted FROM authorities WHERE id = $1) AS deleted,
-              (SELECT code FROM permissions WHERE id = $2) AS code, (SELECT device_scoped FROM permissions WHERE id = $2) AS device_scoped`,
+    const [target] = await this.uow.reader.query<{ device_id: number | null; holder: number | null; deleted: boolean | null; code: string | null; device_scoped: boolean | null }[]>(
+      `SELECT a.device_id, a.user_id AS holder, a.is_deleted AS deleted, p.code, p.device_scoped
+       FROM (SELECT 1) one LEFT JOIN authorities a ON a.id = $1 LEFT JOIN permissions p ON p.id = $2`,
       [dto.authority_id, dto.permission_id],
     );
     if (target?.device_id == null || target.deleted === true) throw authorityNotFound(dto.authority_id);
     if (target.code === null) throw permissionNotFound(dto.permission_id);
     if (target.device_scoped !== true) throw notDeviceScoped(dto.permission_id, target.code);
     await this.authorization.assertAllowed(actor, 'authority_permissions.grant', target.device_id);
+    if (target.holder === actor.user_id) {
+      throw new ApiError('SELF_ACTION_FORBIDDEN', 'You cannot grant an authority permission to an authority of your own', { action: 'grant', authority_id: dto.authority_id, user_id: actor.user_id });
+    }
+    await this.authorization.assertMayDelegate(actor, target.code, target.device_id);
     const row = await this.uow.run(async (tx) => {
       const [inserted] = await tx.db.query<{ id: number }[]>(
         `INSERT INTO authority_permissions (authority_id, permission_id, granted_by) VALUES ($1, $2, $3)
@@ -66,12 +71,13 @@ export class AuthorityPermissionsService {
     return respondWith(row, { status: 201, location: `/v1/admin/authority-permissions/${row.id}` });
   }
 
-  /** Revokes (200 with the row); 204 when it already was. */
-  revoke(id: number): Promise<ResourceResponse<AuthorityPermissionDto> | NoContent> {
+  /** Revokes (200 with the row); 204 when it already was. A live row is version 1 for `If-Match`. */
+  revoke(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityPermissionDto> | NoContent> {
     return this.uow.run(async (tx) => {
       const [locked] = await tx.db.query<{ revoked_at: Date | null }[]>('SELECT revoked_at FROM authority_permissions WHERE id = $1 FOR UPDATE', [id]);
       if (locked === undefined) throw authorityPermissionNotFound(id);
       if (locked.revoked_at !== null) return NoContent.instance;
+      assertIfMatch(ifMatch, 1);
       await tx.db.query('UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = $1', [id, currentActorId()]);
       const [revoked] = await this.rows.findMany(tx, [id]);
       if (revoked === undefined) throw authorityPermissionNotFound(id);

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AuditService, type AuditRecord } from '../audit/audit.service.js';
 import type { AuthContext } from '../auth/auth-context.js';
-import { AuthorizationService } from '../auth/authorization.service.js';
+import { AuthorizationService, type DeviceQuestion } from '../auth/authorization.service.js';
 import type { PermissionCode } from '../auth/permissions.js';
 import { currentActorId } from '../common/request-context.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
@@ -14,6 +14,7 @@ type Mode = 'grant' | 'revoke';
 interface Resolved {
   readonly ord: number;
   readonly device_id: number | null;
+  readonly authority_user_id: number | null;
   readonly authority_deleted: boolean | null;
   readonly code: string | null;
   readonly device_scoped: boolean | null;
@@ -22,7 +23,7 @@ interface Resolved {
 
 /** Exported for the benchmark's raw-pg baseline, which must run the very same statement. */
 export const RESOLVE = `
-  SELECT i.ord::int AS ord, a.device_id, a.is_deleted AS authority_deleted, p.code, p.device_scoped,
+  SELECT i.ord::int AS ord, a.device_id, a.user_id AS authority_user_id, a.is_deleted AS authority_deleted, p.code, p.device_scoped,
          (SELECT ap.id FROM authority_permissions ap WHERE ap.authority_id = i.authority_id AND ap.permission_id = i.permission_id AND ap.revoked_at IS NULL) AS active_id
   FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS i(authority_id, permission_id, ord)
   LEFT JOIN authorities a ON a.id = i.authority_id
@@ -51,16 +52,20 @@ export class BulkAuthorityPermissionsService {
     const work = async (tx: Tx): Promise<BulkResponseDto> => {
       const resolved = await tx.db.query<Resolved[]>(RESOLVE, [dto.items.map((item) => item.authority_id), dto.items.map((item) => item.permission_id)]);
       const permission: PermissionCode = mode === 'grant' ? 'authority_permissions.grant' : 'authority_permissions.revoke';
-      const devices = resolved.flatMap((row) => (row.device_id === null ? [] : [row.device_id]));
-      const allowed = await this.authorization.devicesAllowed(actor, permission, devices);
+      const allowed = await this.allowedPerItem(actor, mode, permission, resolved);
       const results = dto.items.map((item, index): BulkResultDto => {
         const row = resolved[index];
         const base = { index, authority_id: item.authority_id, permission_id: item.permission_id, authority_permission_id: null, error: null };
         if (row === undefined || row.device_id === null || row.authority_deleted === true) return { ...base, status: 'failed', error: failure('AUTHORITY_NOT_FOUND', `Authority ${item.authority_id} does not exist`) };
         if (row.code === null) return { ...base, status: 'failed', error: failure('PERMISSION_NOT_FOUND', `Permission ${item.permission_id} does not exist`) };
         if (row.device_scoped !== true) return { ...base, status: 'failed', error: failure('PERMISSION_NOT_DEVICE_SCOPED', `${row.code} is not a device-scoped permission`) };
-        if (allowed !== 'all' && !allowed.has(row.device_id)) return { ...base, status: 'failed', error: failure('PERMISSION_DENIED', `Missing the permission ${permission} on device ${row.device_id}`) };
-        if (mode === 'grant') return { ...base, status: row.active_id === null ? 'granted' : 'already_granted', authority_permission_id: row.active_id };
+        const verdict = allowed[index];
+        if (verdict?.route !== true) return { ...base, status: 'failed', error: failure('PERMISSION_DENIED', `Missing the permission ${permission} on device ${row.device_id}`) };
+        if (mode === 'grant') {
+          if (row.authority_user_id === actor.user_id) return { ...base, status: 'failed', error: failure('SELF_ACTION_FORBIDDEN', 'You cannot grant an authority permission to an authority of your own') };
+          if (verdict.delegation !== true) return { ...base, status: 'failed', error: failure('DELEGATION_FORBIDDEN', `You cannot hand on ${row.code} on device ${row.device_id}: you do not hold it yourself`) };
+          return { ...base, status: row.active_id === null ? 'granted' : 'already_granted', authority_permission_id: row.active_id };
+        }
         return { ...base, status: row.active_id === null ? 'not_granted' : 'revoked', authority_permission_id: row.active_id };
       });
       if (dto.dry_run !== true) await (mode === 'grant' ? this.grant(tx, results, dto.reason) : this.revoke(tx, results, dto.reason));
@@ -68,6 +73,24 @@ export class BulkAuthorityPermissionsService {
       return { accepted: results.length, processed: results.length - failed, failed, results };
     };
     return this.uow.run(work);
+  }
+
+  /**
+   * Per item: may the actor use the route on the item's device, and (grant only) does it hold
+   * the permission it hands on there (delegation)? Both from one evaluator call, one query.
+   */
+  private async allowedPerItem(actor: AuthContext, mode: Mode, permission: PermissionCode, resolved: readonly Resolved[]): Promise<{ route: boolean; delegation: boolean }[]> {
+    const questions: DeviceQuestion[] = resolved.flatMap((row) =>
+      row.device_id === null ? [] : [{ permission, device_id: row.device_id }, ...(mode === 'grant' && row.code !== null ? [{ permission: row.code, device_id: row.device_id }] : [])],
+    );
+    const answers = await this.authorization.decideMany(actor, questions);
+    let next = 0;
+    return resolved.map((row) => {
+      if (row.device_id === null) return { route: false, delegation: false };
+      const route = answers[next++] === true;
+      const delegation = mode === 'grant' && row.code !== null ? answers[next++] === true : false;
+      return { route, delegation };
+    });
   }
 
   /** One INSERT for every item to grant; a pair repeated in the batch is granted once. */

@@ -3,6 +3,7 @@ import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../auth/actor.decorator.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Authorize } from '../auth/authorize.decorator.js';
+import { IfMatchHeader, type IfMatch } from '../common/etag.js';
 import { IdParam } from '../common/id.pipe.js';
 import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import type { ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
@@ -45,8 +46,8 @@ export class PermissionGrantsController {
   @Post('revoke')
   @Authorize({ permission: 'permission_grants.revoke', summary: 'Revoke the active grant of a user and permission' })
   @ApiEnvelope(PermissionGrantDto, { errors: [400, 404] })
-  revoke(@Body() dto: RevokePermissionDto): Promise<ResourceResponse<PermissionGrantDto>> {
-    return this.grants.revoke(dto);
+  revoke(@Actor() actor: AuthContext, @Body() dto: RevokePermissionDto): Promise<ResourceResponse<PermissionGrantDto>> {
+    return this.grants.revoke(actor, dto);
   }
 }
 
@@ -82,9 +83,9 @@ export class AuthorityPermissionsController {
 
   @Delete(':id')
   @Authorize({ permission: 'authority_permissions.revoke', device: deviceOfAuthorityPermission('id'), summary: 'Revoke an authority permission (204 if already revoked)' })
-  @ApiEnvelope(AuthorityPermissionDto, { noContent: 'Already deleted (or revoked): nothing changed', errors: [400, 404] })
-  revoke(@IdParam() id: number): Promise<ResourceResponse<AuthorityPermissionDto> | NoContent> {
-    return this.permissions.revoke(id);
+  @ApiEnvelope(AuthorityPermissionDto, { noContent: 'Already deleted (or revoked): nothing changed', errors: [400, 404, 412] })
+  revoke(@IdParam() id: number, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityPermissionDto> | NoContent> {
+    return this.permissions.revoke(id, ifMatch);
   }
 
   @Post('bulk-grant')

@@ -2,6 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { AuditService } from '../audit/audit.service.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { AuthContextService } from '../auth/auth-context.service.js';
+import { AuthorizationService } from '../auth/authorization.service.js';
+import { assertMayWriteUser, assertNotSelf } from '../auth/user-rules.js';
 import { bumpProjectionVersion } from '../database/projection-versions.js';
 import { futureTimestamp } from '../common/timestamps.js';
 import { ApiError } from '../common/api-error.js';
@@ -58,6 +60,7 @@ export class PermissionGrantsService {
     private readonly uow: UnitOfWork,
     private readonly audit: AuditService,
     private readonly authContexts: AuthContextService,
+    private readonly authorization: AuthorizationService,
     cache: CacheService,
   ) {
     this.grants = new ResourceTable<GrantRow>(
@@ -79,9 +82,10 @@ export class PermissionGrantsService {
 
   async grant(actor: AuthContext, dto: GrantPermissionDto): Promise<ResourceResponse<PermissionGrantDto>> {
     const expiresAt = dto.expires_at === undefined ? null : futureTimestamp(dto.expires_at, 'expires_at');
-    if (dto.user_id === actor.user_id) throw new ApiError('SELF_ACTION_FORBIDDEN', 'You cannot grant a permission to yourself', { action: 'grant', user_id: dto.user_id });
+    assertNotSelf(actor, dto.user_id, 'grant');
     const row = await this.uow.run(async (tx) => {
-      await this.assertReferences(tx, dto.user_id, dto.permission_id);
+      const code = await this.assertTarget(tx, actor, dto.user_id, dto.permission_id);
+      await this.authorization.assertMayDelegate(actor, code);
       await this.lockPair(tx, dto.user_id, dto.permission_id);
       const active = await this.activeGrant(tx, dto.user_id, dto.permission_id);
       if (active !== undefined) {
@@ -107,9 +111,9 @@ export class PermissionGrantsService {
   }
 
   /** Stamps the revocation of the active grant of the pair; none active is 404. */
-  async revoke(dto: RevokePermissionDto): Promise<ResourceResponse<PermissionGrantDto>> {
+  async revoke(actor: AuthContext, dto: RevokePermissionDto): Promise<ResourceResponse<PermissionGrantDto>> {
     const row = await this.uow.run(async (tx) => {
-      await this.assertReferences(tx, dto.user_id, dto.permission_id);
+      await this.assertTarget(tx, actor, dto.user_id, dto.permission_id);
       await this.lockPair(tx, dto.user_id, dto.permission_id);
       const active = await this.activeGrant(tx, dto.user_id, dto.permission_id);
       if (active === undefined) {
@@ -125,13 +129,19 @@ export class PermissionGrantsService {
     return respondWith(row);
   }
 
-  private async assertReferences(tx: Tx, userId: number, permissionId: number): Promise<void> {
-    const [found] = await tx.db.query<{ user: boolean; permission: boolean }[]>(
-      'SELECT EXISTS (SELECT 1 FROM users WHERE id = $1 AND NOT is_deleted) AS user, EXISTS (SELECT 1 FROM permissions WHERE id = $2) AS permission',
+  /**
+   * 404s for the user and permission, then role rank: a grant or revoke for a user is a write on
+   * that user (part 5). Returns the permission's code.
+   */
+  private async assertTarget(tx: Tx, actor: AuthContext, userId: number, permissionId: number): Promise<string> {
+    const [found] = await tx.db.query<{ role_id: number | null; code: string | null }[]>(
+      'SELECT (SELECT role_id FROM users WHERE id = $1 AND NOT is_deleted) AS role_id, (SELECT code FROM permissions WHERE id = $2) AS code',
       [userId, permissionId],
     );
-    if (found?.user !== true) throw userNotFound(userId);
-    if (found.permission !== true) throw permissionNotFound(permissionId);
+    if (found?.role_id == null) throw userNotFound(userId);
+    if (found.code === null) throw permissionNotFound(permissionId);
+    assertMayWriteUser(actor, { id: userId, role_id: found.role_id });
+    return found.code;
   }
 
   /** Grants and revocations of one (user, permission) pair run one at a time. */

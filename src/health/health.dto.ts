@@ -12,6 +12,7 @@ export class CacheStatsDto {
   @ApiProperty() timeouts!: number;
   @ApiProperty() short_circuited!: number;
   @ApiProperty({ description: 'Database loads that filled the cache (concurrent misses of one key load once)' }) loads!: number;
+  @ApiProperty({ description: 'Writes whose work after the commit failed; each dropped the whole cache' }) after_commit_failures!: number;
 }
 
 export class ReadinessDto {

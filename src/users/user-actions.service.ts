@@ -9,7 +9,7 @@ import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import type { PinResetDto, UserDto } from './dto/user.dto.js';
 import { hashPin, newPin } from './pin.js';
 import { assertTransition, TARGET_STATUS } from './user-lifecycle.js';
-import { assertMayManage, assertNotSelf } from './user-rules.js';
+import { assertMayWriteUser, assertNotSelf } from '../auth/user-rules.js';
 import { respondWith } from '../database/resource-table.js';
 import { UsersRepository, type UserRow } from './users.repository.js';
 
@@ -29,7 +29,7 @@ export class UserActionsService {
       const before = await this.users.lock(tx, id);
       if (before.is_deleted) return NoContent.instance;
       assertNotSelf(actor, id, 'delete');
-      assertMayManage(actor, before.role_id);
+      assertMayWriteUser(actor, before);
       assertIfMatch(ifMatch, before.version);
       const stamp = deletionStamp();
       const after = await this.users.update(tx, id, 'is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $4', [stamp.deleted_at, stamp.deleted_by, stamp.updated_by]);
@@ -45,7 +45,7 @@ export class UserActionsService {
     return this.uow.run(async (tx) => {
       const before = await this.users.lock(tx, id);
       if (!before.is_deleted) return NoContent.instance;
-      assertMayManage(actor, before.role_id);
+      assertMayWriteUser(actor, before);
       assertIfMatch(ifMatch, before.version);
       const after = await this.users.update(tx, id, 'is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $2', [restorationStamp().updated_by]);
       await this.audit.record(tx.db, { action: 'user.restore', resource_type: 'user', resource_id: id, changes: { is_deleted: [true, false] } });
@@ -103,7 +103,7 @@ export class UserActionsService {
   }
 
   private checkAction(before: UserRow, actor: AuthContext, ifMatch: IfMatch, action: 'activate' | 'suspend' | 'reset_pin'): void {
-    assertMayManage(actor, before.role_id);
+    assertMayWriteUser(actor, before);
     assertIfMatch(ifMatch, before.version);
     assertTransition(before.status_id, action);
   }

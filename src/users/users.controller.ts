@@ -10,8 +10,10 @@ import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import type { ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
 import { NoOptionsDto } from '../common/validation.js';
 import { CreateUserDto, SuspendUserDto, UpdateUserDto } from './dto/user-input.dto.js';
+import { RevokeSessionsDto, SessionDto, SessionsRevokedDto } from './dto/session.dto.js';
 import { PinResetDto, UserDto } from './dto/user.dto.js';
 import { UserActionsService } from './user-actions.service.js';
+import { UserSessionsService } from './user-sessions.service.js';
 import { UsersService } from './users.service.js';
 
 /** `/v1/admin/users` (part 6.1). */
@@ -21,6 +23,7 @@ export class UsersController {
   constructor(
     private readonly users: UsersService,
     private readonly actions: UserActionsService,
+    private readonly sessions: UserSessionsService,
   ) {}
 
   @Get()
@@ -85,5 +88,19 @@ export class UsersController {
   @ApiEnvelope(PinResetDto, { errors: [400, 404, 409, 412] })
   resetPin(@Actor() actor: AuthContext, @IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<PinResetDto>> {
     return this.actions.resetPin(actor, id, ifMatch);
+  }
+
+  @Get(':id/sessions')
+  @Authorize({ permission: 'users.read', summary: 'List a user’s sessions, newest first (never a token)', description: 'Sort `created_at`, `expires_at`; default `created_at:desc`. A deleted user’s sessions stay readable.' })
+  @ApiEnvelope(SessionDto, { list: true, errors: [400, 404] })
+  listSessions(@IdParam() id: number, @Query() query: Record<string, unknown>): Promise<ListResponse<SessionDto>> {
+    return this.sessions.list(id, query);
+  }
+
+  @Post(':id/revoke-sessions')
+  @Authorize({ permission: 'users.revoke_sessions', summary: 'Revoke every live session of a user', description: 'Every instance refuses those sessions on the next request. `If-Match` is checked against the user’s version.' })
+  @ApiEnvelope(SessionsRevokedDto, { errors: [400, 404, 412, 422] })
+  revokeSessions(@Actor() actor: AuthContext, @IdParam() id: number, @Body() dto: RevokeSessionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<SessionsRevokedDto>> {
+    return this.sessions.revokeAll(actor, id, dto.reason, ifMatch);
   }
 }

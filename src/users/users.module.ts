@@ -1,8 +1,9 @@
 import { Module } from '@nestjs/common';
 import { UserActionsService } from './user-actions.service.js';
+import { UserSessionsService } from './user-sessions.service.js';
 import { UsersController } from './users.controller.js';
 import { UsersRepository } from './users.repository.js';
 import { UsersService } from './users.service.js';
 
-@Module({ controllers: [UsersController], providers: [UsersRepository, UsersService, UserActionsService], exports: [UsersService] })
+@Module({ controllers: [UsersController], providers: [UsersRepository, UsersService, UserActionsService, UserSessionsService], exports: [UsersService] })
 export class UsersModule {}

@@ -11,7 +11,7 @@ import { ListResponse, ResourceResponse } from '../common/responses.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import type { CreateUserDto, UpdateUserDto } from './dto/user-input.dto.js';
 import type { UserDto } from './dto/user.dto.js';
-import { assertMayAssignRole, assertMayManage } from './user-rules.js';
+import { assertMayAssignRole, assertMayWriteUser, assertNotSelf } from '../auth/user-rules.js';
 import { respondWith } from '../database/resource-table.js';
 import { USER_COLUMNS, USER_LIST, UsersRepository, type UserRow } from './users.repository.js';
 
@@ -63,8 +63,11 @@ export class UsersService {
     const row = await this.uow
       .run(async (tx) => {
         const before = await this.users.lockLive(tx, id);
-        assertMayManage(actor, before.role_id);
-        if (dto.role_id !== undefined) assertMayAssignRole(actor, before.role_id, dto.role_id);
+        assertMayWriteUser(actor, before);
+        if (dto.role_id !== undefined && dto.role_id !== before.role_id) {
+          assertNotSelf(actor, id, 'change_role');
+          assertMayAssignRole(actor, before.role_id, dto.role_id);
+        }
         assertIfMatch(ifMatch, before.version);
         const wanted = { ...before, ...definedFields(dto) };
         const changes = diffChanges(before, wanted, AUDITED_FIELDS);

@@ -53,6 +53,8 @@ const EXPECTED = [
   'DELETE /v1/admin/users/:id → users.delete',
   'GET /health/live → public',
   'GET /health/ready → public',
+  'GET /v1/admin/audit-events → audit.read',
+  'GET /v1/admin/audit-events/:id → audit.read',
   'GET /v1/admin/authorities → authorities.read (per device, in the service)',
   'GET /v1/admin/authorities/:id → authorities.read (or on its device)',
   'GET /v1/admin/authority-permissions → authority_permissions.read (per device, in the service)',
@@ -75,6 +77,7 @@ const EXPECTED = [
   'GET /v1/admin/roles → permission_grants.read',
   'GET /v1/admin/users → users.read',
   'GET /v1/admin/users/:id → users.read',
+  'GET /v1/admin/users/:id/sessions → users.read',
   'PATCH /v1/admin/authorities/:id → authorities.update (or on its device)',
   'PATCH /v1/admin/devices/:id → devices.update (or on its device)',
   'PATCH /v1/admin/inbox/:id → inbox.update',
@@ -106,6 +109,7 @@ const EXPECTED = [
   'POST /v1/admin/users/:id/activate → users.activate',
   'POST /v1/admin/users/:id/reset-pin → users.reset_pin',
   'POST /v1/admin/users/:id/restore → users.restore',
+  'POST /v1/admin/users/:id/revoke-sessions → users.revoke_sessions',
   'POST /v1/admin/users/:id/suspend → users.suspend',
 ];
 

@@ -87,7 +87,7 @@ describe('users (part 6.1)', () => {
     it('403 ROLE_ESCALATION_FORBIDDEN when an admin creates an admin or super_admin', async () => {
       for (const role_id of [1, 2]) {
         const response = await as(admin).post('/v1/admin/users', { email: email(), display_name: 'X', role_id }).expect(403);
-        expect(response.body.error).toMatchObject({ code: 'ROLE_ESCALATION_FORBIDDEN', details: { role_id } });
+        expect(response.body.error).toMatchObject({ code: 'ROLE_ESCALATION_FORBIDDEN', details: { target_role_id: role_id } });
       }
       await as(admin).post('/v1/admin/users', { email: email(), display_name: 'X', role_id: 3 }).expect(201);
       await as(root).post('/v1/admin/users', { email: email(), display_name: 'X', role_id: 2 }).expect(201);
@@ -190,15 +190,15 @@ describe('users (part 6.1)', () => {
       expect((await as(root).patch(`/v1/admin/users/${other.id}`, { display_name: 'Z' }).expect(404)).body.error.code).toBe('USER_NOT_FOUND');
     });
 
-    it('role changes: only a super_admin gives or takes admin and super_admin', async () => {
+    it('role changes: the actor must outrank the old and the new role; a super_admin gives any', async () => {
       const operator = await create({ role_id: 3 });
       const promoted = await as(admin).patch(`/v1/admin/users/${operator.id}`, { role_id: 2 }).expect(403);
-      expect(promoted.body.error).toMatchObject({ code: 'ROLE_ESCALATION_FORBIDDEN', details: { role_id: 2, from_role_id: 3 } });
+      expect(promoted.body.error).toMatchObject({ code: 'ROLE_ESCALATION_FORBIDDEN', details: { target_role_id: 2 } });
       await as(admin).patch(`/v1/admin/users/${operator.id}`, { role_id: 4 }).expect(200);
       const otherAdmin = await create({ role_id: 2 });
-      expect((await as(admin).patch(`/v1/admin/users/${otherAdmin.id}`, { role_id: 4 }).expect(403)).body.error.code).toBe('ROLE_ESCALATION_FORBIDDEN');
-      // An admin may still edit another admin's other fields.
-      await as(admin).patch(`/v1/admin/users/${otherAdmin.id}`, { display_name: 'Renamed' }).expect(200);
+      expect((await as(admin).patch(`/v1/admin/users/${otherAdmin.id}`, { role_id: 4 }).expect(403)).body.error).toMatchObject({ code: 'ROLE_ESCALATION_FORBIDDEN', details: { target_role_id: 2 } });
+      // An admin does not outrank another admin: not even its display name (part 5, role rank).
+      await as(admin).patch(`/v1/admin/users/${otherAdmin.id}`, { display_name: 'Renamed' }).expect(403);
       expect((await as(admin).patch(`/v1/admin/users/${root.user.id}`, { display_name: 'Hacked' }).expect(403)).body.error.code).toBe('ROLE_ESCALATION_FORBIDDEN');
       await as(root).patch(`/v1/admin/users/${otherAdmin.id}`, { role_id: 4 }).expect(200);
       expect((await as(root).patch(`/v1/admin/users/${operator.id}`, { role_id: 42 }).expect(404)).body.error.code).toBe('ROLE_NOT_FOUND');

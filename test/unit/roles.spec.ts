@@ -5,9 +5,10 @@ import { assertTransition } from '../../src/users/user-lifecycle.js';
 describe('role → permission table (part 5)', () => {
   const permissionsOf = (id: number): string[] => [...(roleById(id)?.permissions ?? [])].sort();
 
-  it('has the 40 permissions of the contract with ids 1..40', () => {
-    expect(PERMISSIONS.map((permission) => permission.id)).toEqual(Array.from({ length: 40 }, (_, index) => index + 1));
-    expect(new Set(PERMISSION_CODES).size).toBe(40);
+  it('has the 41 permissions of the contract with ids 1..41 (users.revoke_sessions is 41)', () => {
+    expect(PERMISSIONS.map((permission) => permission.id)).toEqual(Array.from({ length: 41 }, (_, index) => index + 1));
+    expect(new Set(PERMISSION_CODES).size).toBe(41);
+    expect(PERMISSIONS.find((permission) => permission.id === 41)?.code).toBe('users.revoke_sessions');
   });
 
   it('gives super_admin everything and admin everything but granting and revoking permission grants', () => {

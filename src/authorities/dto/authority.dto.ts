@@ -9,12 +9,14 @@ export class AuthorityDto extends SoftDeletableDto {
   @ApiProperty() device_id!: number;
   @ApiProperty() user_id!: number;
   @ApiProperty({ description: 'Read-only; set only by transfer-owner' }) owner!: boolean;
-  @ApiProperty() is_active!: boolean;
+  @ApiProperty({ description: 'False whenever the authority is revoked' }) is_active!: boolean;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) revoked_at!: string | null;
   @ApiProperty({ type: Number, nullable: true }) revoked_by!: number | null;
   @ApiProperty({ type: String, nullable: true }) revoke_reason!: string | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) expires_at!: string | null;
   @ApiProperty({ type: String, nullable: true, maxLength: 100 }) label!: string | null;
+  @ApiProperty({ type: Number, nullable: true, description: 'Who made the relationship: the creator, or the actor of the transfer that made or revived it' }) assigned_by!: number | null;
+  @ApiProperty({ type: String, format: 'date-time', description: 'When it was made, or revived by a transfer' }) assigned_at!: string;
 }
 
 export class CreateAuthorityDto {

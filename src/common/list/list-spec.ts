@@ -2,9 +2,11 @@
 export type FilterType = 'int' | 'bool' | 'string' | 'timestamp' | { readonly enum: readonly string[] };
 
 export interface FilterSpec {
-  /** SQL expression compared for equality (trusted: comes from code, never from the request). */
+  /** SQL expression compared with the value (trusted: comes from code, never from the request). */
   readonly column: string;
   readonly type: FilterType;
+  /** How the column is compared with the value: equality unless a range bound (`occurred_after`). */
+  readonly operator?: '=' | '>' | '<';
 }
 
 /** Everything the list machinery needs to know about one resource (part 2 of the contract). */

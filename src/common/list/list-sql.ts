@@ -29,7 +29,7 @@ export function buildWhere(spec: ListSpec, query: ListQuery, scope?: Scope): Sql
     const filter = spec.filters[name];
     if (filter === undefined) continue;
     params.push(value);
-    conditions.push(`${filter.column} = $${params.length}`);
+    conditions.push(`${filter.column} ${filter.operator ?? '='} $${params.length}`);
   }
   if (query.q !== undefined && spec.search.length > 0) {
     params.push(`%${escapeLike(query.q)}%`);

@@ -5,7 +5,7 @@ import { ErrorEnvelopeDto, ListMetaDto, MetaDto } from './envelope.dto.js';
 const ERROR_DESCRIPTIONS: Readonly<Record<number, string>> = {
   400: 'VALIDATION_FAILED or MALFORMED_JSON',
   401: 'Missing, invalid or expired token, or invalid session',
-  403: 'ROLE_FORBIDDEN, PERMISSION_DENIED or ROLE_ESCALATION_FORBIDDEN',
+  403: 'ROLE_FORBIDDEN, PERMISSION_DENIED, ROLE_ESCALATION_FORBIDDEN or DELEGATION_FORBIDDEN',
   404: 'The record (or one the body refers to) does not exist',
   409: 'Conflict with the current state',
   412: 'If-Match does not match the current version',

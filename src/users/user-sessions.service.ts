@@ -1,0 +1,49 @@
+import { Injectable } from '@nestjs/common';
+import type { AuthContext } from '../auth/auth-context.js';
+import { AuthContextService } from '../auth/auth-context.service.js';
+import { SESSION_LIST } from '../auth/sessions.js';
+import { SessionsService } from '../auth/sessions.service.js';
+import { assertIfMatch, type IfMatch } from '../common/etag.js';
+import { parseListQuery } from '../common/list/list-query.parser.js';
+import { runList } from '../common/list/list-runner.js';
+import { userNotFound } from '../common/not-found.js';
+import { ResourceResponse, type ListResponse } from '../common/responses.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import type { SessionDto, SessionsRevokedDto } from './dto/session.dto.js';
+import { assertMayWriteUser, assertNotSelf } from '../auth/user-rules.js';
+import { UsersRepository } from './users.repository.js';
+
+/** A user's sign-in sessions: the list, and revoking them all (part 6.1). */
+@Injectable()
+export class UserSessionsService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly users: UsersRepository,
+    private readonly sessions: SessionsService,
+    private readonly authContexts: AuthContextService,
+  ) {}
+
+  /** Newest first. A deleted user's sessions stay readable (an auditor's question); an unknown user is 404. */
+  async list(userId: number, query: Record<string, unknown>): Promise<ListResponse<SessionDto>> {
+    const parsed = parseListQuery(SESSION_LIST, query);
+    if ((await this.users.read(userId)) === undefined) throw userNotFound(userId);
+    return runList<SessionDto>(this.uow.reader, SESSION_LIST, parsed, { where: 'user_id = $1', params: [userId] });
+  }
+
+  /**
+   * Revokes every live session, one `session.revoke` audit event each; the session entries of the
+   * auth context are rebuilt after commit, so every instance refuses them on the next request.
+   * `If-Match` is checked against the user's version (the sessions have none of their own here).
+   */
+  revokeAll(actor: AuthContext, userId: number, reason: string | undefined, ifMatch: IfMatch): Promise<ResourceResponse<SessionsRevokedDto>> {
+    return this.uow.run(async (tx) => {
+      const user = await this.users.lockLive(tx, userId);
+      assertNotSelf(actor, userId, 'revoke_sessions');
+      assertMayWriteUser(actor, user);
+      assertIfMatch(ifMatch, user.version);
+      const revoked = await this.sessions.revokeAllOf(tx, userId, reason ?? 'sessions revoked');
+      tx.afterCommit(() => this.authContexts.refreshSessions(revoked));
+      return new ResourceResponse({ user_id: userId, revoked: revoked.length });
+    });
+  }
+}
