@@ -34,6 +34,7 @@ export const AUDIT_EVENT_LIST: ListSpec = {
     occurred_before: { column: 'occurred_at', type: 'timestamp', operator: '<' },
   },
   search: [],
+  appendOnly: true,
 };
 
 export function auditEventNotFound(id: number): ApiError {

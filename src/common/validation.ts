@@ -25,11 +25,14 @@ export function flattenValidationErrors(errors: readonly ValidationError[], pref
 }
 
 /**
- * An absent body is an empty object: actions whose options are all optional accept no body,
+ * Path parameters are left to their own pipes. An absent body is an empty object: actions whose options are all optional accept no body,
  * and a create without a body reports each missing field instead of one opaque error.
  */
 class ApiValidationPipe extends ValidationPipe {
   override transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    // Path parameters are parsed by their own pipes (`ParseIdPipe`) from the raw text: a global
+    // number conversion first would turn `01`, `0x1` or `1.0` into 1 before the id check sees it.
+    if (metadata.type === 'param') return Promise.resolve(value);
     const body = metadata.type === 'body' && value === undefined ? {} : value;
     if (metadata.metatype === NoOptionsDto) return Promise.resolve(checkNoOptions(body));
     return super.transform(body, metadata);

@@ -6,7 +6,7 @@ import { createAuthority, createDevice } from '../support/devices.js';
 import { caller } from '../support/requests.js';
 
 
-type Variant = 'nothing' | 'authority_on_a' | 'owner_of_b' | 'user_grant';
+type Variant = 'nothing' | 'authority_on_a' | 'owner_of_b' | 'user_grant' | 'delegate_on_a';
 type DeviceName = 'A' | 'B' | 'C';
 interface Who {
   readonly user: TestUser;
@@ -18,6 +18,9 @@ function expected(variant: Variant, device: DeviceName, permission: string): str
   if (variant === 'user_grant' && permission === 'authorities.revoke') return 'permission_grant';
   if (variant === 'owner_of_b' && device === 'B') return 'device_owner';
   if (variant === 'authority_on_a' && device === 'A' && permission === 'authorities.revoke') return 'authority_permission';
+  // A delegate: on A it may grant authority permissions and read the device; a grant lets it read authorities everywhere.
+  if (variant === 'delegate_on_a' && permission === 'authorities.read') return 'permission_grant';
+  if (variant === 'delegate_on_a' && device === 'A' && (permission === 'authority_permissions.grant' || permission === 'devices.read')) return 'authority_permission';
   return null;
 }
 
@@ -31,10 +34,12 @@ describe('the three authorization layers: operators on devices A, B and C (part 
   beforeAll(async () => {
     t = await startApp({ widgets: false });
     root = await actor('super_admin');
-    operators = { nothing: await actor('operator'), authority_on_a: await actor('operator'), owner_of_b: await actor('operator'), user_grant: await actor('operator') };
+    operators = { nothing: await actor('operator'), authority_on_a: await actor('operator'), owner_of_b: await actor('operator'), user_grant: await actor('operator'), delegate_on_a: await actor('operator') };
     devices = { A: (await createDevice()).id, B: (await createDevice({ ownerId: operators.owner_of_b.user.id })).id, C: (await createDevice()).id };
     await createAuthority(devices.A, operators.authority_on_a.user.id, { permissions: ['authorities.revoke'] });
     await caller(t, root).post('/v1/admin/permission-grants/grant', { user_id: operators.user_grant.user.id, permission_id: permissionId('authorities.revoke') }).expect(201);
+    await createAuthority(devices.A, operators.delegate_on_a.user.id, { permissions: ['authority_permissions.grant', 'devices.read'] });
+    await caller(t, root).post('/v1/admin/permission-grants/grant', { user_id: operators.delegate_on_a.user.id, permission_id: permissionId('authorities.read') }).expect(201);
     suspended = await createUser({ status: 'suspended' });
   });
   afterAll(() => t.close());
@@ -65,7 +70,7 @@ describe('the three authorization layers: operators on devices A, B and C (part 
     'authority_permissions.revoke': async (who, device) => caller(t, who).delete(`/v1/admin/authority-permissions/${(await target(device)).authorityPermission}`),
   };
 
-  const VARIANTS: Variant[] = ['nothing', 'authority_on_a', 'owner_of_b', 'user_grant'];
+  const VARIANTS: Variant[] = ['nothing', 'authority_on_a', 'owner_of_b', 'user_grant', 'delegate_on_a'];
   const DEVICES: DeviceName[] = ['A', 'B', 'C'];
 
   it.each(VARIANTS)('operator with %s: every device-scoped action on A, B and C, and /authz/check agrees', async (variant) => {
@@ -89,6 +94,31 @@ describe('the three authorization layers: operators on devices A, B and C (part 
         return `${device} ${permission}: guard ${decidedBy === null ? 'denied' : 'allowed'}, check ${decidedBy === null ? 'denied' : 'allowed'} by ${decidedBy}`;
       }),
     );
+    expect(cells).toEqual(wanted);
+  }, 120_000);
+
+  // The delegation column (part 5): each operator tries to hand on every device-scoped right, on
+  // A, B and C, to another user's authority. The route needs authority_permissions.grant on the
+  // device; handing on P needs holding P there (any layer); else DELEGATION_FORBIDDEN.
+  it.each(VARIANTS)('delegation: operator with %s hands on each device-scoped right it has and has not', async (variant) => {
+    const who = operators[variant];
+    const cells: string[] = [];
+    const wanted: string[] = [];
+    for (const device of DEVICES) {
+      const bystander = await createAuthority(devices[device], (await createUser()).id);
+      for (const permission of Object.keys(ACTIONS)) {
+        const response = await caller(t, who).post('/v1/admin/authority-permissions', { authority_id: bystander, permission_id: permissionId(permission) });
+        expect(response.status).toBeLessThan(500);
+        const code = response.status === 201 ? 'granted' : (response.body.error?.code ?? String(response.status));
+        cells.push(`${device} ${permission}: ${code}`);
+        if (code === 'PERMISSION_DENIED') expect(response.body.error?.details).toEqual({ permission: 'authority_permissions.grant', device_id: devices[device] });
+        if (code === 'DELEGATION_FORBIDDEN') expect(response.body.error?.details).toEqual({ permission, device_id: devices[device] });
+        const route = expected(variant, device, 'authority_permissions.grant') !== null;
+        wanted.push(`${device} ${permission}: ${!route ? 'PERMISSION_DENIED' : expected(variant, device, permission) === null ? 'DELEGATION_FORBIDDEN' : 'granted'}`);
+      }
+      const rows = await sql<{ code: string }>('SELECT p.code FROM authority_permissions ap JOIN permissions p ON p.id = ap.permission_id WHERE ap.authority_id = $1 ORDER BY p.code', [bystander]);
+      expect(rows.map((row) => row.code)).toEqual(Object.keys(ACTIONS).filter((permission) => cells.includes(`${device} ${permission}: granted`)).sort());
+    }
     expect(cells).toEqual(wanted);
   }, 120_000);
 

@@ -96,7 +96,8 @@ describe('cache-aside against real Redis', () => {
     await sql('UPDATE test_widgets SET weight = 77 WHERE id = $1', [id]); // behind the cache's back: version 2
     await dropEntry(TEST_REDIS_URL, id);
 
-    widgets.fillDelayMs = 50;
+    // Long enough that all 100 requests arrive while the one load runs, even on a busy machine.
+    widgets.fillDelayMs = 300;
     const loadsBefore = widgets.loads;
     const responses = await Promise.all(Array.from({ length: 100 }, () => t.http().get(`/v1/test/widgets/${id}`)));
     widgets.fillDelayMs = 0;

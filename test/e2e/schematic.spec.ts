@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PERMISSIONS } from '../../src/auth/permissions.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const SKIP = ['node_modules', 'dist', '.data', '.git', 'bench', 'coverage'];
@@ -25,7 +26,8 @@ describe('nest g action (the schematic, in a temporary copy of the project)', ()
     const generated = run(copy, ['node_modules/@nestjs/cli/bin/nest.js', 'g', 'action', 'authorities', 'suspend']);
     expect(generated.code).toBe(0);
     for (const file of ['src/authorities/authorities-suspend.action.ts', 'src/authorities/suspend.dto.ts', 'test/e2e/authorities-suspend.spec.ts']) expect(generated.output).toContain(file);
-    expect(readFileSync(join(copy, 'src/auth/permissions.ts'), 'utf8')).toContain("{ id: 41, code: 'authorities.suspend' }");
+    // The next free id after the catalogue as it stands.
+    expect(readFileSync(join(copy, 'src/auth/permissions.ts'), 'utf8')).toContain(`{ id: ${PERMISSIONS.length + 1}, code: 'authorities.suspend' }`);
     expect(readFileSync(join(copy, 'src/authorities/authorities.controller.ts'), 'utf8')).toContain("@Authorize({ permission: 'authorities.suspend'");
 
     expect(run(copy, ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'])).toEqual({ code: 0, output: '' });

@@ -18,17 +18,28 @@ export async function runList<T>(db: EntityManager, spec: ListSpec, query: ListQ
   return new ListResponse(rows, query.page, query.page_size, total.value, total.exact);
 }
 
+/** Filters of append-only lists (the database refuses UPDATE, DELETE and TRUNCATE) known to match more than the exact-count limit; bounded. */
+const OVER_LIMIT = new Set<string>();
+const OVER_LIMIT_MAX = 10_000;
+
 async function countMatches(db: EntityManager, spec: ListSpec, query: ListQuery, where: string, params: readonly unknown[]): Promise<{ value: number; exact: boolean }> {
   if (query.count === 'exact') {
     const [row] = await db.query<{ n: number }[]>(`SELECT count(*) AS n FROM ${spec.from} ${where}`, [...params]);
     return { value: Number(row?.n ?? 0), exact: true };
   }
-  const [capped] = await db.query<{ n: number }[]>(
-    `SELECT count(*) AS n FROM (SELECT 1 FROM ${spec.from} ${where} LIMIT ${EXACT_COUNT_LIMIT + 1}) capped`,
-    [...params],
-  );
-  const n = Number(capped?.n ?? 0);
-  if (n <= EXACT_COUNT_LIMIT) return { value: n, exact: true };
+  const known = spec.appendOnly === true ? `${spec.from}|${where}|${JSON.stringify(params)}` : undefined;
+  if (known === undefined || !OVER_LIMIT.has(known)) {
+    const [capped] = await db.query<{ n: number }[]>(
+      `SELECT count(*) AS n FROM (SELECT 1 FROM ${spec.from} ${where} LIMIT ${EXACT_COUNT_LIMIT + 1}) capped`,
+      [...params],
+    );
+    const n = Number(capped?.n ?? 0);
+    if (n <= EXACT_COUNT_LIMIT) return { value: n, exact: true };
+    if (known !== undefined) {
+      if (OVER_LIMIT.size >= OVER_LIMIT_MAX) OVER_LIMIT.clear();
+      OVER_LIMIT.add(known);
+    }
+  }
   const [plan] = await db.query<PlanRow[]>(`EXPLAIN (FORMAT JSON) SELECT 1 FROM ${spec.from} ${where}`, [...params]);
   const estimate = Math.round(plan?.['QUERY PLAN'][0].Plan['Plan Rows'] ?? 0);
   // We know more than the limit match, whatever the planner thinks.

@@ -25,6 +25,11 @@ export interface ListSpec {
   readonly search: readonly string[];
   /** The soft-delete flag column, for resources that have one. */
   readonly deletedColumn?: string;
+  /**
+   * Rows are never deleted or changed (the audit trail): a filter that once matched more than
+   * 10 000 rows always will, so its capped count need not be run again.
+   */
+  readonly appendOnly?: boolean;
 }
 
 export type SortDirection = 'asc' | 'desc';

@@ -1,4 +1,4 @@
-import type { ListQuery, ListSpec } from './list-spec.js';
+import type { FilterSpec, ListQuery, ListSpec } from './list-spec.js';
 
 /** A parameterised SQL fragment. */
 export interface Sql {
@@ -20,6 +20,15 @@ function escapeLike(value: string): string {
   return value.replace(/[\\%_]/g, (char) => `\\${char}`);
 }
 
+/**
+ * Timestamps are shown to the millisecond while stored to the microsecond: "after X" means after
+ * X's millisecond, so an event shown as X is never listed as after X.
+ */
+function comparison(filter: FilterSpec, n: number): string {
+  if (filter.operator === '>' && filter.type === 'timestamp') return `>= $${n}::timestamptz + interval '1 millisecond'`;
+  return `${filter.operator ?? '='} $${n}`;
+}
+
 /** The WHERE clause shared by the page query and the count. */
 export function buildWhere(spec: ListSpec, query: ListQuery, scope?: Scope): Sql {
   const conditions: string[] = [];
@@ -29,7 +38,7 @@ export function buildWhere(spec: ListSpec, query: ListQuery, scope?: Scope): Sql
     const filter = spec.filters[name];
     if (filter === undefined) continue;
     params.push(value);
-    conditions.push(`${filter.column} ${filter.operator ?? '='} $${params.length}`);
+    conditions.push(`${filter.column} ${comparison(filter, params.length)}`);
   }
   if (query.q !== undefined && spec.search.length > 0) {
     params.push(`%${escapeLike(query.q)}%`);

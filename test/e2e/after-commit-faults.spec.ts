@@ -1,0 +1,99 @@
+import pg from 'pg';
+import { actor, createUser, type TestUser } from '../support/auth.js';
+import { startApp, type TestApp } from '../support/app.js';
+import { sql } from '../support/db.js';
+import { createAuthority, createDevice } from '../support/devices.js';
+import { caller } from '../support/requests.js';
+import { testDatabaseUrl } from '../support/test-env.js';
+
+interface Who {
+  readonly user: TestUser;
+  readonly auth: string;
+}
+
+// A Redis database of this spec's own: the failure drops the whole cache (a generation bump),
+// which must not disturb the other specs sharing the test database 15.
+const REDIS_URL = (process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15').replace(/\/\d+$/, '/11');
+
+/**
+ * Makes every re-read behind a rebuild fail after its write committed: the auth-context and
+ * device-authority projections join `permissions`, which the writes below never touch. An
+ * ACCESS EXCLUSIVE lock on it makes those reads wait until the statement timeout cancels them.
+ */
+async function withPermissionsLocked<T>(work: () => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: testDatabaseUrl() });
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('LOCK TABLE permissions IN ACCESS EXCLUSIVE MODE');
+    return await work();
+  } finally {
+    await client.query('ROLLBACK').catch(() => undefined);
+    await client.end();
+  }
+}
+
+describe('work after a commit that fails (part 7): the write answers its success and no old projection is served', () => {
+  let a: TestApp;
+  let b: TestApp;
+  let root: Who;
+  beforeAll(async () => {
+    const env = { DB_STATEMENT_TIMEOUT_MS: '400' };
+    a = await startApp({ widgets: false, redisUrl: REDIS_URL, env });
+    b = await startApp({ widgets: false, redisUrl: REDIS_URL, env });
+    root = await actor('super_admin');
+  });
+  afterAll(async () => {
+    await a.close();
+    await b.close();
+  });
+
+  const failures = async (app: TestApp): Promise<number> => (await app.http().get('/health/ready').expect(200)).body.data.cache_stats.after_commit_failures;
+
+  it('the attack: a role change whose auth-context rebuild fails answers 200, and the old role is never honoured again, on either instance', async () => {
+    const target = await actor('admin');
+    // Warm both instances: the caller's and the target's auth contexts are cache hits now.
+    await caller(a, root).get('/v1/admin/users?page_size=1').expect(200);
+    await caller(b, target).post('/v1/admin/users', { email: `before-${target.user.id}@example.com`, display_name: 'Made as admin', role_id: 4 }).expect(201);
+    const before = await failures(a);
+
+    const demoted = await withPermissionsLocked(() => caller(a, root).patch(`/v1/admin/users/${target.user.id}`, { role_id: 4 }));
+    expect(demoted.status).toBe(200);
+    expect(demoted.body.data).toMatchObject({ id: target.user.id, role_id: 4 });
+    expect(await sql('SELECT role_id FROM users WHERE id = $1', [target.user.id])).toEqual([{ role_id: 4 }]);
+    expect(await sql("SELECT count(*)::int AS n FROM audit_events WHERE action = 'user.update' AND resource_id = $1", [String(target.user.id)])).toEqual([{ n: 1 }]);
+    expect(await failures(a)).toBe(before + 1);
+
+    for (const app of [b, a]) {
+      const refused = await caller(app, target).post('/v1/admin/users', { email: `after-${target.user.id}-${app === a ? 'a' : 'b'}@example.com`, display_name: 'Made as viewer', role_id: 4 }).expect(403);
+      expect(refused.body.error).toMatchObject({ code: 'PERMISSION_DENIED', details: { permission: 'users.create' } });
+    }
+  });
+
+  it('a revoked authority whose device-set rebuild fails answers 200, and the device is refused on the next request', async () => {
+    const holder = await actor('operator');
+    const device = (await createDevice()).id;
+    const authority = await createAuthority(device, holder.user.id, { permissions: ['devices.read'] });
+    await caller(a, root).get('/v1/admin/users?page_size=1').expect(200);
+    await caller(b, holder).get(`/v1/admin/devices/${device}`).expect(200);
+
+    const revoked = await withPermissionsLocked(() => caller(a, root).post(`/v1/admin/authorities/${authority}/revoke`));
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.data).toMatchObject({ id: authority, is_active: false });
+
+    for (const app of [b, a]) {
+      const refused = await caller(app, holder).get(`/v1/admin/devices/${device}`).expect(403);
+      expect(refused.body.error).toMatchObject({ code: 'PERMISSION_DENIED', details: { permission: 'devices.read', device_id: device } });
+    }
+  });
+
+  it('with every rebuild working the cache is kept (nothing is dropped needlessly)', async () => {
+    const user = await createUser();
+    await caller(a, root).get(`/v1/admin/users/${user.id}`).expect(200);
+    const before = await failures(a);
+    await caller(a, root).patch(`/v1/admin/users/${user.id}`, { display_name: 'Fine' }).expect(200);
+    const read = await caller(b, root).get(`/v1/admin/users/${user.id}`).expect(200);
+    expect(read.body).toMatchObject({ data: { display_name: 'Fine' }, meta: { cache: 'hit' } });
+    expect(await failures(a)).toBe(before);
+  });
+});
