@@ -42,16 +42,16 @@ export class AuthoritiesController {
 
   @Post()
   @Authorize({ permission: 'authorities.create', check: 'service', summary: 'Give a user an authority on a device', description: 'Checked on the body’s device after validation. An existing pair, deleted or not, is 409 with its id.' })
-  @ApiEnvelope(AuthorityDto, { status: 201, errors: [400, 404, 409] })
+  @ApiEnvelope(AuthorityDto, { status: 201, errors: [400, 404, 409, 422] })
   create(@Actor() actor: AuthContext, @Body() dto: CreateAuthorityDto): Promise<ResourceResponse<AuthorityDto>> {
     return this.authorities.create(actor, dto);
   }
 
   @Patch(':id')
   @Authorize({ permission: 'authorities.update', device: ON_ITS_DEVICE, summary: 'Change an authority’s expiry or label' })
-  @ApiEnvelope(AuthorityDto, { errors: [400, 404, 412] })
-  update(@IdParam() id: number, @Body() dto: UpdateAuthorityDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
-    return this.authorities.update(id, dto, ifMatch);
+  @ApiEnvelope(AuthorityDto, { errors: [400, 404, 412, 422] })
+  update(@Actor() actor: AuthContext, @IdParam() id: number, @Body() dto: UpdateAuthorityDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
+    return this.authorities.update(actor, id, dto, ifMatch);
   }
 
   @Delete(':id')

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { bumpProjectionVersions } from '../database/projection-versions.js';
 import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js';
 import { CacheService } from '../cache/cache.service.js';
+import type { Subject } from '../auth/auth-context.js';
 import { ApiError } from '../common/api-error.js';
 import { authorityNotFound } from '../common/not-found.js';
 import type { ListSpec } from '../common/list/list-spec.js';
@@ -40,6 +41,22 @@ export function ownerProtected(row: Pick<AuthorityRow, 'id' | 'device_id'>, acti
     authority_id: row.id,
     device_id: row.device_id,
     action,
+  });
+}
+
+/**
+ * A right held only through an authority never widens that same authority (part 5's spirit: a
+ * device-scoped right never lets its holder raise itself): extending one's own expiry needs the
+ * role or a permission grant. Narrowing it is always allowed. (Activating or restoring one's own
+ * authority cannot come from layer 3c at all: an inactive or deleted authority gives no rights.)
+ */
+export function assertNotExtendingOwn(actor: Subject, row: Pick<AuthorityRow, 'id' | 'user_id' | 'device_id'>, allowedGlobally: boolean): void {
+  if (row.user_id !== actor.user_id || allowedGlobally) return;
+  throw new ApiError('SELF_ACTION_FORBIDDEN', 'You cannot extend your own authority through a right on that device', {
+    action: 'extend_authority',
+    authority_id: row.id,
+    device_id: row.device_id,
+    user_id: actor.user_id,
   });
 }
 

@@ -13,7 +13,7 @@ import { runList } from '../common/list/list-runner.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
-import { AUTHORITY_COLUMNS, AUTHORITY_LIST, AuthoritiesRepository, ownerProtected, type AuthorityRow } from './authorities.repository.js';
+import { assertNotExtendingOwn, AUTHORITY_COLUMNS, AUTHORITY_LIST, AuthoritiesRepository, ownerProtected, type AuthorityRow } from './authorities.repository.js';
 import { deviceNotFound } from './devices.repository.js';
 import type { AuthorityDto, CreateAuthorityDto, UpdateAuthorityDto } from './dto/authority.dto.js';
 
@@ -61,12 +61,15 @@ export class AuthoritiesService {
     return respondWith(row, { status: 201, location: `/v1/admin/authorities/${row.id}` });
   }
 
-  async update(id: number, dto: UpdateAuthorityDto, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
+  async update(actor: AuthContext, id: number, dto: UpdateAuthorityDto, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
     const expiresAt = dto.expires_at === undefined || dto.expires_at === null ? dto.expires_at : futureTimestamp(dto.expires_at, 'expires_at');
     const row = await this.uow.run(async (tx) => {
       const before = await this.authorities.lockLive(tx, id);
       // An expiry on the owner's authority would strip the owner of every right on the device.
       if (before.owner && expiresAt !== undefined && expiresAt !== null) throw ownerProtected(before, 'expire');
+      if (expiresAt !== undefined && extends_(before.expires_at, expiresAt)) {
+        assertNotExtendingOwn(actor, before, this.authorization.decideGlobally(actor, 'authorities.update').allowed);
+      }
       assertIfMatch(ifMatch, before.version);
       const wanted = { ...before, ...(expiresAt === undefined ? {} : { expires_at: expiresAt?.toISOString() ?? null }), ...(dto.label === undefined ? {} : { label: dto.label }) };
       const changes = diffChanges(before, wanted, ['expires_at', 'label']);
@@ -97,4 +100,10 @@ export class AuthoritiesService {
       is_deleted: existing?.is_deleted ?? false,
     });
   }
+}
+
+/** Whether a new `expires_at` lasts longer than the current one (null is for ever). */
+function extends_(current: string | null, next: Date | null): boolean {
+  if (current === null) return false;
+  return next === null || next.getTime() > Date.parse(current);
 }

@@ -15,6 +15,8 @@ export interface CacheStats {
   loads: number;
   /** Writes whose work after the commit failed (each dropped the cache). */
   after_commit_failures: number;
+  /** Cache writes after a commit that did not reach the store (timeouts, errors, an open circuit). */
+  lost_writes: number;
 }
 
 const FAILURES_TO_OPEN = 3;
@@ -34,7 +36,7 @@ class CacheTimeout extends Error {
  * a stale entry be served after Redis returns.
  */
 export class CacheService {
-  readonly stats: CacheStats = { hits: 0, misses: 0, failures: 0, timeouts: 0, short_circuited: 0, loads: 0, after_commit_failures: 0 };
+  readonly stats: CacheStats = { hits: 0, misses: 0, failures: 0, timeouts: 0, short_circuited: 0, loads: 0, after_commit_failures: 0, lost_writes: 0 };
   private consecutiveFailures = 0;
   private openUntil = 0;
   private dirty = false;
@@ -117,7 +119,7 @@ export class CacheService {
     if (this.store.kind === 'memory') return { ok: true, value: await call() };
     if (Date.now() < this.openUntil) {
       this.stats.short_circuited += 1;
-      if (afterWrite) this.dirty = true;
+      if (afterWrite) this.loseWrite();
       return { ok: false };
     }
     try {
@@ -135,8 +137,14 @@ export class CacheService {
     }
   }
 
+  /** A write-path call that did not land: this instance flushes before trusting the store again. */
+  private loseWrite(): void {
+    this.dirty = true;
+    this.stats.lost_writes += 1;
+  }
+
   private recordFailure(operation: string, key: string, afterWrite: boolean, error: unknown): void {
-    if (afterWrite) this.dirty = true;
+    if (afterWrite) this.loseWrite();
     this.stats.failures += 1;
     if (error instanceof CacheTimeout) this.stats.timeouts += 1;
     this.consecutiveFailures += 1;

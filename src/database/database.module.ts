@@ -1,6 +1,7 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import type { Settings } from '../config/settings.js';
+import { CacheEpoch } from './cache-epoch.js';
 import { dataSourceOptions } from './data-source.js';
 import { DATABASE_URL } from './database.tokens.js';
 import { UnitOfWork } from './unit-of-work.js';
@@ -16,7 +17,7 @@ export class DatabaseModule {
           useFactory: () => ({ ...dataSourceOptions(settings, databaseUrl), retryAttempts: 2, retryDelay: 1000 }),
         }),
       ],
-      providers: [UnitOfWork, { provide: DATABASE_URL, useValue: databaseUrl }],
+      providers: [UnitOfWork, CacheEpoch, { provide: DATABASE_URL, useValue: databaseUrl }],
       exports: [UnitOfWork, DATABASE_URL],
     };
   }

@@ -2,8 +2,11 @@ import pg from 'pg';
 import { actor, createUser, type TestUser } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createAuthority, createDevice } from '../support/devices.js';
+import { freePort, OwnRedis } from '../support/redis-server.js';
 import { caller } from '../support/requests.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 import { testDatabaseUrl } from '../support/test-env.js';
 
 interface Who {
@@ -95,5 +98,54 @@ describe('work after a commit that fails (part 7): the write answers its success
     const read = await caller(b, root).get(`/v1/admin/users/${user.id}`).expect(200);
     expect(read.body).toMatchObject({ data: { display_name: 'Fine' }, meta: { cache: 'hit' } });
     expect(await failures(a)).toBe(before);
+  });
+});
+
+describe('a partial partition: the writing instance cannot reach Redis, another instance can (part 7, 12)', () => {
+  let redis: OwnRedis;
+  let proxy: TcpProxy;
+  let a: TestApp;
+  let b: TestApp;
+  let root: Who;
+  beforeAll(async () => {
+    redis = await OwnRedis.start();
+    const port = Number(new URL(redis.url).port);
+    proxy = new TcpProxy('127.0.0.1', port, await freePort());
+    await proxy.open();
+    const env = { CACHE_EPOCH_POLL_MS: '100' };
+    // A reaches Redis only through the proxy this test cuts; B reaches it directly.
+    a = await startApp({ widgets: false, redisUrl: `redis://127.0.0.1:${proxy.port}`, env });
+    b = await startApp({ widgets: false, redisUrl: redis.url, env });
+    root = await actor('super_admin');
+  });
+  afterAll(async () => {
+    await proxy.open().catch(() => undefined);
+    await a.close();
+    await b.close();
+    await proxy.cut();
+    await redis.stop();
+  });
+
+  it('a demotion written on A while A cannot reach Redis is honoured by B within one epoch poll, not after CACHE_TTL_SECONDS', async () => {
+    const target = await actor('admin');
+    await caller(a, root).get('/v1/admin/users?page_size=1').expect(200);
+    await caller(b, target).post('/v1/admin/users', { email: `partition-before-${target.user.id}@example.com`, display_name: 'As admin', role_id: 4 }).expect(201);
+    const [before] = await sql<{ epoch: string }>('SELECT epoch::text AS epoch FROM cache_epoch');
+
+    await proxy.cut();
+    const demoted = await caller(a, root).patch(`/v1/admin/users/${target.user.id}`, { role_id: 4 }).expect(200);
+    expect(demoted.body.data.role_id).toBe(4);
+    const stats = (await a.http().get('/health/ready').expect(200)).body.data.cache_stats;
+    expect(stats.after_commit_failures).toBeGreaterThanOrEqual(1);
+    expect(stats.lost_writes).toBeGreaterThanOrEqual(1);
+    const [after] = await sql<{ epoch: string }>('SELECT epoch::text AS epoch FROM cache_epoch');
+    expect(BigInt(after?.epoch ?? '0')).toBeGreaterThan(BigInt(before?.epoch ?? '0'));
+
+    // B polls the epoch every 100 ms here; give it a few polls.
+    await sleep(600);
+    const refused = await caller(b, target).post('/v1/admin/users', { email: `partition-after-${target.user.id}@example.com`, display_name: 'As viewer', role_id: 4 }).expect(403);
+    expect(refused.body.error).toMatchObject({ code: 'PERMISSION_DENIED', details: { permission: 'users.create' } });
+    // A, without Redis, reads the database and refuses too.
+    await caller(a, target).post('/v1/admin/users', { email: `partition-a-${target.user.id}@example.com`, display_name: 'As viewer', role_id: 4 }).expect(403);
   });
 });

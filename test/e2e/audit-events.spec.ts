@@ -101,6 +101,25 @@ describe('the audit trail over the API: GET /audit-events (part 6.10)', () => {
     const response = await caller(t, root).get('/v1/admin/audit-events?actor_id=abc&occurred_after=yesterday&sort=action:asc&verb=x').expect(400);
     expect(response.body.error.details.fields.map((field: { field: string }) => field.field).sort()).toEqual(['actor_id', 'occurred_after', 'sort', 'verb']);
     expect((await caller(t, root).get('/v1/admin/audit-events?include_deleted=true').expect(400)).body.error.details.fields[0].field).toBe('include_deleted');
+    // Timestamps the database would refuse (or read differently) never reach it; NUL never does either.
+    for (const [name, value] of [
+      ['occurred_after', '2026-02-30T00:00:00Z'],
+      ['occurred_after', '1'],
+      ['occurred_before', '2026'],
+      ['occurred_before', 'March 7'],
+      ['occurred_before', '+275760-09-13T00:00:00.000Z'],
+      ['occurred_after', '12/31/2026'],
+      ['occurred_after', '2026-01-01T00:00:00'],
+      ['occurred_after', '2026-01-01T24:00:00Z'],
+      ['action', 'user.create\u0000'],
+      ['request_id', 'a\u0000b'],
+    ]) {
+      const refused = await caller(t, root).get(`/v1/admin/audit-events?${name}=${encodeURIComponent(value ?? '')}`).expect(400);
+      expect(refused.body.error).toMatchObject({ code: 'VALIDATION_FAILED', details: { fields: [{ field: name }] } });
+    }
+    for (const value of ['2026-01-01T00:00:00Z', '2026-01-01T00:00:00.123456+01:00', '2026-01-01T00:00+0530']) {
+      await caller(t, root).get(`/v1/admin/audit-events?occurred_after=${encodeURIComponent(value)}&page_size=1`).expect(200);
+    }
     expect(await sql('SELECT 1 FROM audit_events LIMIT 1')).toHaveLength(1);
   });
 });

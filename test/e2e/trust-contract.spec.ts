@@ -106,7 +106,7 @@ describe('contract fixes of part 6.3, 6.6 and part 1 (issue 12)', () => {
 });
 
 describe('the trust migration fixes rows written before it', () => {
-  it('revoked authorities become inactive; assigned_by/assigned_at come from the creator; users.revoke_sessions is seeded as 41', async () => {
+  it('revoked authorities become inactive; owners lose any expiry; assigned_by/assigned_at come from the creator; users.revoke_sessions is seeded as 41', async () => {
     const own = await createOwnDatabase('trust_migration', { migrateUpTo: 'ListIndexes1764115200000' });
     const client = new pg.Client({ connectionString: own.url });
     await client.connect();
@@ -114,9 +114,16 @@ describe('the trust migration fixes rows written before it', () => {
       const user = (await client.query<{ id: string }>("INSERT INTO users (email, display_name, role_id, status_id) VALUES ('m@example.com', 'M', 4, 2) RETURNING id")).rows[0]?.id;
       const device = (await client.query<{ id: string }>("INSERT INTO devices (serial_number, name) VALUES ('SN-MIGRATE', 'D') RETURNING id")).rows[0]?.id;
       await client.query("INSERT INTO authorities (device_id, user_id, is_active, revoked_at, created_by, created_at) VALUES ($1, $2, true, now(), $2, '2026-01-02T03:04:05.678Z')", [device, user]);
+      const owner = (await client.query<{ id: string }>("INSERT INTO users (email, display_name, role_id, status_id) VALUES ('o@example.com', 'O', 3, 2) RETURNING id")).rows[0]?.id;
+      await client.query("INSERT INTO authorities (device_id, user_id, owner, expires_at) VALUES ($1, $2, true, now() + interval '3 seconds')", [device, owner]);
       await migrate(loadSettings({ DATABASE_URL: own.url }), own.url);
-      const { rows } = await client.query('SELECT is_active, assigned_by::int, assigned_at = created_at AS same_time, version FROM authorities');
-      expect(rows).toEqual([{ is_active: false, assigned_by: Number(user), same_time: true, version: 1 }]);
+      const { rows } = await client.query('SELECT owner, is_active, expires_at, assigned_by::int, assigned_at = created_at AS same_time, version FROM authorities ORDER BY id');
+      expect(rows).toEqual([
+        { owner: false, is_active: false, expires_at: null, assigned_by: Number(user), same_time: true, version: 1 },
+        // The issue's attack, already in the data: the owner's expiry is cleared, and the database refuses it from now on.
+        { owner: true, is_active: true, expires_at: null, assigned_by: null, same_time: true, version: 1 },
+      ]);
+      await expect(client.query("UPDATE authorities SET expires_at = now() + interval '1 day' WHERE owner")).rejects.toThrow(/authorities_owner_never_expires/);
       expect((await client.query("SELECT id FROM permissions WHERE code = 'users.revoke_sessions'")).rows).toEqual([{ id: 41 }]);
     } finally {
       await client.end();

@@ -143,4 +143,24 @@ describe('self and delegation rules (part 5)', () => {
     const member = await createUser({ role: 'member' });
     await caller(t, viewer).post('/v1/admin/permission-grants/grant', { user_id: member.id, permission_id: permissionId('users.read') }).expect(201);
   });
+
+  it("a right held only through an authority never extends that same authority; narrowing it, or a global right, is fine", async () => {
+    const operator = await actor('operator');
+    const device = (await createDevice()).id;
+    const soon = new Date(Date.now() + 3_600_000);
+    const own = await createAuthority(device, operator.user.id, { permissions: ['authorities.update', 'devices.read'], expiresAt: soon });
+    for (const expires_at of [null, new Date(Date.now() + 7_200_000).toISOString()]) {
+      const extended = await caller(t, operator).patch(`/v1/admin/authorities/${own}`, { expires_at }).expect(422);
+      expect(extended.body.error).toMatchObject({ code: 'SELF_ACTION_FORBIDDEN', details: { action: 'extend_authority', authority_id: own, device_id: device, user_id: operator.user.id } });
+    }
+    expect(await sql<{ expires_at: Date }>('SELECT expires_at FROM authorities WHERE id = $1', [own])).toEqual([{ expires_at: soon }]);
+    const shorter = new Date(Date.now() + 1_800_000).toISOString();
+    await caller(t, operator).patch(`/v1/admin/authorities/${own}`, { expires_at: shorter, label: 'mine' }).expect(200);
+    // Another user's authority on the same device: the right applies as usual.
+    const other = await createAuthority(device, (await createUser()).id, { expiresAt: soon });
+    await caller(t, operator).patch(`/v1/admin/authorities/${other}`, { expires_at: null }).expect(200);
+    // A global grant of authorities.update (layer b) may extend its own.
+    await caller(t, root).post('/v1/admin/permission-grants/grant', { user_id: operator.user.id, permission_id: permissionId('authorities.update') }).expect(201);
+    await caller(t, operator).patch(`/v1/admin/authorities/${own}`, { expires_at: null }).expect(200);
+  });
 });

@@ -1,5 +1,5 @@
 import { ApiError } from '../../src/common/api-error.js';
-import { parseListQuery } from '../../src/common/list/list-query.parser.js';
+import { isIsoTimestamp, parseListQuery } from '../../src/common/list/list-query.parser.js';
 import { buildOrderBy, buildPageSql, buildWhere } from '../../src/common/list/list-sql.js';
 import type { ListSpec } from '../../src/common/list/list-spec.js';
 
@@ -88,4 +88,17 @@ describe('list SQL', () => {
   it('does not repeat the id when the sort already uses it', () => {
     expect(buildOrderBy(SPEC, parseListQuery(SPEC, { sort: 'id:desc' }))).toBe('ORDER BY t.id DESC');
   });
+});
+
+describe('timestamp filters (part 1: ISO-8601 with an offset)', () => {
+  it.each(['2026-11-21T09:30:00.000Z', '2026-11-21T09:30:00Z', '2026-11-21T09:30Z', '2024-02-29T00:00:00+01:00', '2026-11-21T09:30:00.123456-0530', '0001-01-01T00:00:00Z'])('accepts %s', (value) => {
+    expect(isIsoTimestamp(value)).toBe(true);
+  });
+
+  it.each(['2026-02-29T00:00:00Z', '2026-02-30T00:00:00Z', '2026-13-01T00:00:00Z', '2026-11-21T24:00:00Z', '2026-11-21T09:60:00Z', '2026-11-21T09:30:00', '2026-11-21', '1', '2026', 'March 7', '12/31/2026', '+275760-09-13T00:00:00.000Z', '0000-01-01T00:00:00Z', '2026-11-21T09:30:00+15:00', ' 2026-11-21T09:30:00Z'])(
+    'refuses %s',
+    (value) => {
+      expect(isIsoTimestamp(value)).toBe(false);
+    },
+  );
 });

@@ -2,6 +2,21 @@ import { ApiError, type FieldProblem } from '../api-error.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_Q_LENGTH, type FilterType, type ListQuery, type ListSpec, type SortDirection } from './list-spec.js';
 
 const INTEGER = /^(0|[1-9]\d{0,15})$/;
+const ISO_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,6})?)?(?:Z|[+-](\d{2}):?(\d{2}))$/;
+
+/**
+ * ISO-8601 date and time with an offset (part 1), a real calendar date, year 0001-9999: what
+ * PostgreSQL accepts too, so a filter never reaches the database as an error.
+ */
+export function isIsoTimestamp(value: string): boolean {
+  const match = ISO_TIMESTAMP.exec(value);
+  if (match === null) return false;
+  const [year, month, day, hour, minute, second = 0, offsetHours = 0, offsetMinutes = 0] = match.slice(1).map((part) => Number(part ?? 0));
+  if (year === undefined || month === undefined || day === undefined || year < 1) return false;
+  const date = new Date(Date.UTC(year, month - 1, day));
+  if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return false;
+  return (hour ?? 0) <= 23 && (minute ?? 0) <= 59 && second <= 59 && offsetHours <= 14 && offsetMinutes <= 59;
+}
 
 class Problems {
   readonly list: FieldProblem[] = [];
@@ -49,8 +64,8 @@ function filterValue(value: string, name: string, type: FilterType, problems: Pr
   }
   if (type === 'bool') return bool(value, name, problems);
   if (type === 'timestamp') {
-    if (Number.isNaN(Date.parse(value))) {
-      problems.add(name, 'dateString', `${name} must be an ISO-8601 timestamp`);
+    if (!isIsoTimestamp(value)) {
+      problems.add(name, 'dateString', `${name} must be an ISO-8601 timestamp with an offset, such as 2026-11-21T09:30:00.000Z`);
       return undefined;
     }
     return value;
@@ -58,6 +73,10 @@ function filterValue(value: string, name: string, type: FilterType, problems: Pr
   if (type === 'string') {
     if (value.length < 1 || value.length > 256) {
       problems.add(name, 'length', `${name} must be 1-256 characters`);
+      return undefined;
+    }
+    if (value.includes('\u0000')) {
+      problems.add(name, 'characters', `${name} must not contain a NUL character`);
       return undefined;
     }
     return value;
@@ -107,6 +126,8 @@ export function parseListQuery(spec: ListSpec, raw: Record<string, unknown>): Li
   const q = single(raw, 'q', problems);
   if (q !== undefined && (q.length < 1 || q.length > MAX_Q_LENGTH)) {
     problems.add('q', 'length', `q must be 1-${MAX_Q_LENGTH} characters`);
+  } else if (q?.includes('\u0000') === true) {
+    problems.add('q', 'characters', 'q must not contain a NUL character');
   }
   const includeDeletedText = single(raw, 'include_deleted', problems);
   const includeDeleted = includeDeletedText === undefined ? false : (bool(includeDeletedText, 'include_deleted', problems) ?? false);
