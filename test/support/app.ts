@@ -6,6 +6,7 @@ import supertest from 'supertest';
 import { createApp } from '../../src/app.factory.js';
 import { loadSettings, type Settings } from '../../src/config/settings.js';
 import { TEST_JWT_SECRET, TEST_REDIS_URL, testDatabaseUrl } from './test-env.js';
+import { actor, type Caller } from './auth.js';
 import { WidgetsModule } from './widgets/widgets.module.js';
 
 export interface TestApp {
@@ -49,4 +50,18 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
     http: () => supertest.agent(server),
     close: () => app.close(),
   };
+}
+
+/**
+ * The usual spec setup: one app and a super_admin caller for the enclosing describe block, closed
+ * after it. Read `app.t` and `app.root` inside the tests (they are set in `beforeAll`).
+ */
+export function useApp(options: StartOptions = {}): { readonly t: TestApp; readonly root: Caller } {
+  const context = {} as { t: TestApp; root: Caller };
+  beforeAll(async () => {
+    context.t = await startApp(options);
+    context.root = await actor('super_admin');
+  });
+  afterAll(() => context.t.close());
+  return context;
 }

@@ -46,8 +46,15 @@ export async function tokenFor(user: { id: number }): Promise<string> {
   return signToken({ sub: String(user.id), sid: await createSession(user.id) });
 }
 
+/** Someone calling the API: a user and its bearer token. */
+export interface Caller {
+  readonly user: TestUser;
+  readonly token: string;
+  readonly auth: string;
+}
+
 /** A user of the role with a working token. */
-export async function actor(role: RoleCode = 'super_admin'): Promise<{ user: TestUser; token: string; auth: string }> {
+export async function actor(role: RoleCode = 'super_admin'): Promise<Caller> {
   const user = await createUser({ role });
   const token = await tokenFor(user);
   return { user, token, auth: `Bearer ${token}` };
