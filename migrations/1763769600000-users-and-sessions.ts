@@ -1,5 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { BASE_RECORD_COLUMNS, SOFT_DELETE_COLUMNS } from '../src/database/base.entity.js';
+import { BASE_RECORD_COLUMNS_V1 as BASE_RECORD_COLUMNS, SOFT_DELETE_COLUMNS_V1 as SOFT_DELETE_COLUMNS } from './record-columns-v1.js';
 
 // Frozen copies of the catalogue at the time of this migration (src/auth/permissions.ts and
 // roles.ts are the live definitions; a test checks that the seeded rows match them).

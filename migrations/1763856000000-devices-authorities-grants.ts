@@ -1,5 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { BASE_RECORD_COLUMNS, SOFT_DELETE_COLUMNS } from '../src/database/base.entity.js';
+import { BASE_RECORD_COLUMNS_V1 as BASE_RECORD_COLUMNS, SOFT_DELETE_COLUMNS_V1 as SOFT_DELETE_COLUMNS } from './record-columns-v1.js';
 
 /** Devices, authorities, ownership history, permission grants, authority permissions (parts 6.2-6.6). */
 export class DevicesAuthoritiesGrants1763856000000 implements MigrationInterface {

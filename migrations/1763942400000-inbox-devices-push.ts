@@ -1,5 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { BASE_RECORD_COLUMNS, SOFT_DELETE_COLUMNS } from '../src/database/base.entity.js';
+import { BASE_RECORD_COLUMNS_V1 as BASE_RECORD_COLUMNS, SOFT_DELETE_COLUMNS_V1 as SOFT_DELETE_COLUMNS } from './record-columns-v1.js';
 
 /** Inbox messages, their read state, mobile devices and push delivery attempts (parts 6.7-6.10). */
 export class InboxDevicesPush1763942400000 implements MigrationInterface {

@@ -6,7 +6,7 @@ import { CacheModule } from './cache/cache.module.js';
 import { ConfigModule } from './config/config.module.js';
 import type { Settings } from './config/settings.js';
 import { DatabaseModule } from './database/database.module.js';
-import { DevicesModule } from './devices/devices.module.js';
+import { MobileDevicesModule } from './mobile-devices/mobile-devices.module.js';
 import { GrantsModule } from './grants/grants.module.js';
 import { InboxModule } from './inbox/inbox.module.js';
 import { JobsModule } from './jobs/jobs.module.js';
@@ -41,7 +41,7 @@ export class AppModule {
         IdempotencyModule,
         InboxModule,
         ReadStateModule,
-        DevicesModule,
+        MobileDevicesModule,
         ...(options.imports ?? []),
       ],
     };

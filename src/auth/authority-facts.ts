@@ -1,4 +1,4 @@
-import type { Decision } from './authorization.service.js';
+import type { Decision } from './decision.js';
 
 
 /** What layer 3c needs to know about one authority (a user's relationship to a device). */

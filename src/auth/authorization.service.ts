@@ -3,20 +3,10 @@ import { ApiError } from '../common/api-error.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import type { Subject } from './auth-context.js';
 import { AUTHORITY_FACTS_SELECT, authorityDecision, type AuthorityFacts } from './authority-facts.js';
+import { DENIED, type Decision } from './decision.js';
 import { DeviceAuthoritiesService } from './device-authorities.service.js';
 import { isDeviceScoped, isPermissionCode, type PermissionCode } from './permissions.js';
 
-export type DecidedBy = 'role' | 'permission_grant' | 'device_owner' | 'authority_permission';
-
-/** The answer of the evaluator; `/authz/check` returns it as is. */
-export interface Decision {
-  readonly allowed: boolean;
-  readonly decided_by: DecidedBy | null;
-  readonly authority_id: number | null;
-  readonly grant_id: number | null;
-}
-
-export const DENIED: Decision = { allowed: false, decided_by: null, authority_id: null, grant_id: null };
 const BY_ROLE: Decision = { allowed: true, decided_by: 'role', authority_id: null, grant_id: null };
 
 /** 403 for handing on a right the actor does not itself hold (part 5, delegation). */

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { DevicesModule } from '../devices/devices.module.js';
+import { MobileDevicesModule } from '../mobile-devices/mobile-devices.module.js';
 import { ReadStateModule } from '../read-state/read-state.module.js';
 import { BulkDeleteService } from './bulk-delete.service.js';
 import { InboxController } from './inbox.controller.js';
@@ -9,7 +9,7 @@ import { SendPushWorker } from './send-push.worker.js';
 
 /** Inbox messages and their push delivery (parts 6.7 and 6.10). */
 @Module({
-  imports: [ReadStateModule, DevicesModule],
+  imports: [ReadStateModule, MobileDevicesModule],
   controllers: [InboxController],
   providers: [MessagesRepository, MessagesService, BulkDeleteService, SendPushWorker],
 })

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { Job } from 'pg-boss';
-import { MobileDevicesService, type PushTarget } from '../devices/mobile-devices.service.js';
+import { MobileDevicesService, type PushTarget } from '../mobile-devices/mobile-devices.service.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import { PUSH_PROVIDER, type PushOutcome, type PushProvider } from '../jobs/push/push-provider.js';

@@ -1,8 +1,8 @@
 import { Module } from '@nestjs/common';
 import { ReadCountsService } from './read-counts.service.js';
-import { ReadStateController } from './read-state.controller.js';
+import { MessageReadStateController } from './message-read-state.controller.js';
 import { ReadStateService } from './read-state.service.js';
 
 /** Message read state and its cached counts (part 6.8). */
-@Module({ controllers: [ReadStateController], providers: [ReadStateService, ReadCountsService], exports: [ReadStateService] })
+@Module({ controllers: [MessageReadStateController], providers: [ReadStateService, ReadCountsService], exports: [ReadStateService] })
 export class ReadStateModule {}

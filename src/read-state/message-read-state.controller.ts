@@ -12,7 +12,7 @@ import { ReadStateService } from './read-state.service.js';
 /** `/v1/admin/message-read-state` (part 6.8). */
 @ApiTags('message read state')
 @Controller('v1/admin/message-read-state')
-export class ReadStateController {
+export class MessageReadStateController {
   constructor(
     private readonly states: ReadStateService,
     private readonly counts: ReadCountsService,

@@ -8,48 +8,9 @@ import { IdParam } from '../common/id.pipe.js';
 import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import type { ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
 import { AuthorityPermissionsService } from './authority-permissions.service.js';
-import { AuthzCheckService } from './authz-check.service.js';
 import { BulkAuthorityPermissionsService } from './bulk-authority-permissions.service.js';
 import { deviceOfAuthorityPermission } from './device-locators.js';
 import { AuthorityPermissionDto, BulkAuthorityPermissionsDto, BulkResponseDto, CreateAuthorityPermissionDto } from './dto/authority-permission.dto.js';
-import { AuthzCheckQueryDto, AuthzDecisionDto } from './dto/authz-check.dto.js';
-import { GrantPermissionDto, PermissionGrantDto, RevokePermissionDto } from './dto/permission-grant.dto.js';
-import { PermissionGrantsService } from './permission-grants.service.js';
-
-/** `/v1/admin/permission-grants` (part 6.5). */
-@ApiTags('permission grants')
-@Controller('v1/admin/permission-grants')
-export class PermissionGrantsController {
-  constructor(private readonly grants: PermissionGrantsService) {}
-
-  @Get()
-  @Authorize({ permission: 'permission_grants.read', summary: 'List permission grants', description: 'Filters `user_id`, `permission_id`, `is_active`; sort `id`, `granted_at`.' })
-  @ApiEnvelope(PermissionGrantDto, { list: true, errors: [400] })
-  list(@Query() query: Record<string, unknown>): Promise<ListResponse<PermissionGrantDto>> {
-    return this.grants.list(query);
-  }
-
-  @Get(':id')
-  @Authorize({ permission: 'permission_grants.read', summary: 'Get a permission grant (cached)' })
-  @ApiEnvelope(PermissionGrantDto, { errors: [400, 404] })
-  get(@IdParam() id: number): Promise<ResourceResponse<PermissionGrantDto>> {
-    return this.grants.get(id);
-  }
-
-  @Post('grant')
-  @Authorize({ permission: 'permission_grants.grant', summary: 'Grant a user one permission (a new row)' })
-  @ApiEnvelope(PermissionGrantDto, { status: 201, errors: [400, 404, 409, 422] })
-  grant(@Actor() actor: AuthContext, @Body() dto: GrantPermissionDto): Promise<ResourceResponse<PermissionGrantDto>> {
-    return this.grants.grant(actor, dto);
-  }
-
-  @Post('revoke')
-  @Authorize({ permission: 'permission_grants.revoke', summary: 'Revoke the active grant of a user and permission' })
-  @ApiEnvelope(PermissionGrantDto, { errors: [400, 404] })
-  revoke(@Actor() actor: AuthContext, @Body() dto: RevokePermissionDto): Promise<ResourceResponse<PermissionGrantDto>> {
-    return this.grants.revoke(actor, dto);
-  }
-}
 
 /** `/v1/admin/authority-permissions` (part 6.6). */
 @ApiTags('authority permissions')
@@ -100,19 +61,5 @@ export class AuthorityPermissionsController {
   @ApiEnvelope(BulkResponseDto, { errors: [400] })
   bulkRevoke(@Actor() actor: AuthContext, @Body() dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
     return this.bulk.run(actor, 'revoke', dto);
-  }
-}
-
-/** `GET /v1/admin/authz/check` (part 5). */
-@ApiTags('permission grants')
-@Controller('v1/admin/authz')
-export class AuthzCheckController {
-  constructor(private readonly authz: AuthzCheckService) {}
-
-  @Get('check')
-  @Authorize({ permission: 'permission_grants.read', summary: 'Would this user be allowed this permission (on this device)?', description: 'Answers with the same evaluator the guards use, and says which layer decided.' })
-  @ApiEnvelope(AuthzDecisionDto, { errors: [400, 404] })
-  check(@Query() query: AuthzCheckQueryDto): Promise<AuthzDecisionDto> {
-    return this.authz.check(query);
   }
 }

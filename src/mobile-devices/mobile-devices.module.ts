@@ -4,4 +4,4 @@ import { MobileDevicesService } from './mobile-devices.service.js';
 
 /** Mobile devices that receive push (part 6.9). */
 @Module({ controllers: [MobileDevicesController], providers: [MobileDevicesService], exports: [MobileDevicesService] })
-export class DevicesModule {}
+export class MobileDevicesModule {}

@@ -1,0 +1,28 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+
+function filesUnder(dir: string, suffix: string): string[] {
+  return readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith(suffix))
+    .map((file) => join(dir, file));
+}
+
+describe('the house rules that are cheap to keep by machine (ARCHITECTURE.md)', () => {
+  it('migrations import nothing from src/: editing src/ never changes history', () => {
+    const offenders = filesUnder('migrations', '.ts').filter((file) => /from '\.\.\/src\//.test(readFileSync(join(ROOT, file), 'utf8')));
+    expect(offenders).toEqual([]);
+  });
+
+  it('folder = resource = URL: one controller per file, named after the last segment of its path', () => {
+    const controllers = filesUnder('src', '.controller.ts');
+    expect(controllers.length).toBeGreaterThan(10);
+    const wrong = controllers.flatMap((file) => {
+      const paths = [...readFileSync(join(ROOT, file), 'utf8').matchAll(/@Controller\('([^']+)'\)/g)].map((match) => match[1] ?? '');
+      const name = relative('src', file).split('/').pop()?.replace('.controller.ts', '');
+      return paths.length === 1 && paths[0]?.split('/').pop() === name ? [] : [`${file}: ${paths.join(', ') || 'no @Controller'}`];
+    });
+    expect(wrong).toEqual([]);
+  });
+});
