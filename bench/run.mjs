@@ -10,7 +10,16 @@ import { lists } from './scenarios/list.mjs';
 import { stampede } from './scenarios/stampede.mjs';
 import { writeThenRead } from './scenarios/write-read.mjs';
 import { seedMillion } from './lib/seed.mjs';
-import { createBenchDatabase, flushBenchRedis, JWT_SECRET, printTable, REDIS_URL, saveResults, startChild, withClient } from './support.mjs';
+import {
+  createBenchDatabase,
+  flushBenchRedis,
+  JWT_SECRET,
+  printTable,
+  REDIS_URL,
+  saveResults,
+  startChild,
+  withClient,
+} from './support.mjs';
 
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
 const duration = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
@@ -22,15 +31,45 @@ try {
   log('seeding 1 000 000 authorities…');
   const seeded = await withClient(database.url, async (client) => {
     const seed = await seedMillion(client, (line) => log(`  ${line}`));
-    const admin = (await client.query("INSERT INTO users (email, display_name, role_id, status_id) VALUES ('bench-admin@example.com', 'Bench Admin', 1, 2) RETURNING id")).rows[0];
-    const session = (await client.query("INSERT INTO auth_sessions (user_id, expires_at) VALUES ($1, now() + interval '2 hours') RETURNING id, user_id, expires_at", [admin.id])).rows[0];
-    const pick = async (userId, count) => (await client.query('SELECT id FROM authorities WHERE user_id = $1 ORDER BY id LIMIT $2', [userId, count])).rows.map((row) => Number(row.id));
-    return { ...seed, session, authorityId: (await pick(seed.users[0], 1))[0], hotId: (await pick(seed.users[1], 1))[0], writeIds: await pick(seed.users[3], 50) };
+    const admin = (
+      await client.query(
+        "INSERT INTO users (email, display_name, role_id, status_id) VALUES ('bench-admin@example.com', 'Bench Admin', 1, 2) RETURNING id",
+      )
+    ).rows[0];
+    const session = (
+      await client.query(
+        "INSERT INTO auth_sessions (user_id, expires_at) VALUES ($1, now() + interval '2 hours') RETURNING id, user_id, expires_at",
+        [admin.id],
+      )
+    ).rows[0];
+    const pick = async (userId, count) =>
+      (
+        await client.query('SELECT id FROM authorities WHERE user_id = $1 ORDER BY id LIMIT $2', [userId, count])
+      ).rows.map((row) => Number(row.id));
+    return {
+      ...seed,
+      session,
+      authorityId: (await pick(seed.users[0], 1))[0],
+      hotId: (await pick(seed.users[1], 1))[0],
+      writeIds: await pick(seed.users[3], 50),
+    };
   });
   log(`seeded in ${seeded.seconds} s`);
-  const env = { DATABASE_URL: database.url, REDIS_URL, JWT_SECRET, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '1000000', JOB_WORKERS: 'false', DB_POOL_SIZE: '20' };
+  const env = {
+    DATABASE_URL: database.url,
+    REDIS_URL,
+    JWT_SECRET,
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    JOB_WORKERS: 'false',
+    DB_POOL_SIZE: '20',
+  };
   const port = await freePort();
-  service = await startChild(new URL('../dist/src/main.js', import.meta.url).pathname, { ...env, PORT: String(port) }, `http://127.0.0.1:${port}/health/ready`);
+  service = await startChild(
+    new URL('../dist/src/main.js', import.meta.url).pathname,
+    { ...env, PORT: String(port) },
+    `http://127.0.0.1:${port}/health/ready`,
+  );
   const settings = loadSettings({ DATABASE_URL: database.url, JWT_SECRET });
   const ctx = {
     env,
@@ -39,7 +78,11 @@ try {
     databaseUrl: database.url,
     serviceUrl: `http://127.0.0.1:${port}`,
     servicePid: service.pid,
-    token: signAccessToken(settings, { id: seeded.session.id, user_id: Number(seeded.session.user_id), expires_at: seeded.session.expires_at }),
+    token: signAccessToken(settings, {
+      id: seeded.session.id,
+      user_id: Number(seeded.session.user_id),
+      expires_at: seeded.session.expires_at,
+    }),
     authorityId: seeded.authorityId,
     hotId: seeded.hotId,
     holderId: seeded.users[0],
@@ -47,8 +90,25 @@ try {
     writeIds: seeded.writeIds,
     ports: { detail: await freePort(), list: await freePort(), writeRead: await freePort() },
   };
-  const rows = [{ scenario: 'seed', metric: 's for 1 000 000 authorities', service: seeded.seconds, baseline: '', ratio: '', goal: '< 60', met: seeded.seconds < 60, notes: 'set-based SQL, VACUUM ANALYZE included' }];
-  for (const [name, scenario] of [['1+6 detail and memory', detailAndMemory], ['2 lists', lists], ['3 bulk-grant', bulkGrant], ['4 write then read', writeThenRead], ['5 stampede', stampede]]) {
+  const rows = [
+    {
+      scenario: 'seed',
+      metric: 's for 1 000 000 authorities',
+      service: seeded.seconds,
+      baseline: '',
+      ratio: '',
+      goal: '< 60',
+      met: seeded.seconds < 60,
+      notes: 'set-based SQL, VACUUM ANALYZE included',
+    },
+  ];
+  for (const [name, scenario] of [
+    ['1+6 detail and memory', detailAndMemory],
+    ['2 lists', lists],
+    ['3 bulk-grant', bulkGrant],
+    ['4 write then read', writeThenRead],
+    ['5 stampede', stampede],
+  ]) {
     log(`scenario ${name}…`);
     rows.push(...(await scenario(ctx)));
   }

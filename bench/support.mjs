@@ -9,7 +9,8 @@ import pg from 'pg';
 import { loadSettings } from '../dist/src/config/settings.js';
 import { migrate } from '../dist/src/database/migrate.js';
 
-export const SERVER_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+export const SERVER_URL =
+  process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 // Redis database 14 belongs to the benchmarks: it is flushed at the start of every run.
 export const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/14';
 export const JWT_SECRET = 'bench-secret-0123456789abcdef0123456789abcdef';
@@ -44,7 +45,10 @@ export async function flushBenchRedis() {
 
 /** Starts `node <script>` with env and waits until `readyUrl` answers 200. */
 export async function startChild(script, env, readyUrl) {
-  const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let errors = '';
   child.stderr.on('data', (chunk) => (errors += chunk.toString()));
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -71,7 +75,14 @@ export function load(url, { headers = {}, connections = 50, duration = 10 } = {}
   return new Promise((resolve, reject) => {
     autocannon({ url, headers, connections, duration }, (error, result) => {
       if (error) reject(error);
-      else resolve({ rps: Math.round(result.requests.average), p50_ms: result.latency.p50, p99_ms: result.latency.p99, non2xx: result.non2xx, errors: result.errors });
+      else
+        resolve({
+          rps: Math.round(result.requests.average),
+          p50_ms: result.latency.p50,
+          p99_ms: result.latency.p99,
+          non2xx: result.non2xx,
+          errors: result.errors,
+        });
     });
   });
 }
@@ -85,7 +96,10 @@ export function saveResults(name, results) {
   const dir = new URL('./results/', import.meta.url);
   mkdirSync(dir, { recursive: true });
   const file = new URL(`${name}.json`, dir);
-  writeFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), node: process.version, ...results }, null, 2)}\n`);
+  writeFileSync(
+    file,
+    `${JSON.stringify({ at: new Date().toISOString(), node: process.version, ...results }, null, 2)}\n`,
+  );
   return file.pathname;
 }
 

@@ -28,7 +28,9 @@ export class Platform1763683200000 implements MigrationInterface {
     await db.query('CREATE INDEX audit_events_occurred_at_idx ON audit_events (occurred_at DESC, id)');
     await db.query('CREATE INDEX audit_events_actor_idx ON audit_events (actor_id, occurred_at DESC)');
     await db.query('CREATE INDEX audit_events_action_idx ON audit_events (action, occurred_at DESC)');
-    await db.query('CREATE INDEX audit_events_resource_idx ON audit_events (resource_type, resource_id, occurred_at DESC)');
+    await db.query(
+      'CREATE INDEX audit_events_resource_idx ON audit_events (resource_type, resource_id, occurred_at DESC)',
+    );
     await db.query(`
       CREATE FUNCTION refuse_audit_change() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN

@@ -1,5 +1,8 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { BASE_RECORD_COLUMNS_V1 as BASE_RECORD_COLUMNS, SOFT_DELETE_COLUMNS_V1 as SOFT_DELETE_COLUMNS } from './record-columns-v1.js';
+import {
+  BASE_RECORD_COLUMNS_V1 as BASE_RECORD_COLUMNS,
+  SOFT_DELETE_COLUMNS_V1 as SOFT_DELETE_COLUMNS,
+} from './record-columns-v1.js';
 
 // Frozen copies of the catalogue at the time of this migration (src/auth/permissions.ts and
 // roles.ts are the live definitions; a test checks that the seeded rows match them).
@@ -16,15 +19,46 @@ const STATUSES: readonly (readonly [number, string])[] = [
   [3, 'suspended'],
 ];
 const PERMISSIONS = [
-  'users.read', 'users.create', 'users.update', 'users.delete', 'users.restore', 'users.activate', 'users.suspend', 'users.reset_pin',
-  'devices.read', 'devices.create', 'devices.update', 'devices.transfer_owner',
-  'authorities.read', 'authorities.create', 'authorities.update', 'authorities.delete', 'authorities.restore', 'authorities.activate', 'authorities.deactivate', 'authorities.revoke',
-  'authority_permissions.read', 'authority_permissions.grant', 'authority_permissions.revoke',
-  'permission_grants.read', 'permission_grants.grant', 'permission_grants.revoke',
-  'inbox.read', 'inbox.create', 'inbox.update', 'inbox.delete', 'inbox.restore', 'inbox.send_push',
-  'read_state.read', 'read_state.update',
-  'mobile_devices.read', 'mobile_devices.create', 'mobile_devices.deactivate', 'mobile_devices.refresh_token',
-  'audit.read', 'jobs.read',
+  'users.read',
+  'users.create',
+  'users.update',
+  'users.delete',
+  'users.restore',
+  'users.activate',
+  'users.suspend',
+  'users.reset_pin',
+  'devices.read',
+  'devices.create',
+  'devices.update',
+  'devices.transfer_owner',
+  'authorities.read',
+  'authorities.create',
+  'authorities.update',
+  'authorities.delete',
+  'authorities.restore',
+  'authorities.activate',
+  'authorities.deactivate',
+  'authorities.revoke',
+  'authority_permissions.read',
+  'authority_permissions.grant',
+  'authority_permissions.revoke',
+  'permission_grants.read',
+  'permission_grants.grant',
+  'permission_grants.revoke',
+  'inbox.read',
+  'inbox.create',
+  'inbox.update',
+  'inbox.delete',
+  'inbox.restore',
+  'inbox.send_push',
+  'read_state.read',
+  'read_state.update',
+  'mobile_devices.read',
+  'mobile_devices.create',
+  'mobile_devices.deactivate',
+  'mobile_devices.refresh_token',
+  'audit.read',
+  'jobs.read',
 ];
 
 /** Roles, statuses, the permission catalogue, users and their sessions (parts 4, 5 and 6.1). */
@@ -34,10 +68,14 @@ export class UsersAndSessions1763769600000 implements MigrationInterface {
   async up(db: QueryRunner): Promise<void> {
     // Trigram indexes serve `q` (case-insensitive substring search) on large tables.
     await db.query('CREATE EXTENSION IF NOT EXISTS pg_trgm');
-    await db.query('CREATE TABLE roles (id integer PRIMARY KEY, code text NOT NULL UNIQUE, admin_access boolean NOT NULL)');
-    for (const [id, code, admin] of ROLES) await db.query('INSERT INTO roles (id, code, admin_access) VALUES ($1, $2, $3)', [id, code, admin]);
+    await db.query(
+      'CREATE TABLE roles (id integer PRIMARY KEY, code text NOT NULL UNIQUE, admin_access boolean NOT NULL)',
+    );
+    for (const [id, code, admin] of ROLES)
+      await db.query('INSERT INTO roles (id, code, admin_access) VALUES ($1, $2, $3)', [id, code, admin]);
     await db.query('CREATE TABLE user_statuses (id integer PRIMARY KEY, code text NOT NULL UNIQUE)');
-    for (const [id, code] of STATUSES) await db.query('INSERT INTO user_statuses (id, code) VALUES ($1, $2)', [id, code]);
+    for (const [id, code] of STATUSES)
+      await db.query('INSERT INTO user_statuses (id, code) VALUES ($1, $2)', [id, code]);
     await db.query(`
       CREATE TABLE permissions (
         id integer PRIMARY KEY,
@@ -71,7 +109,9 @@ export class UsersAndSessions1763769600000 implements MigrationInterface {
     await db.query('CREATE INDEX users_created_at_idx ON users (created_at, id)');
     await db.query('CREATE INDEX users_updated_at_idx ON users (updated_at, id)');
     await db.query('CREATE INDEX users_search_idx ON users USING gin (email gin_trgm_ops, display_name gin_trgm_ops)');
-    await db.query('CREATE TRIGGER users_version BEFORE UPDATE ON users FOR EACH ROW EXECUTE FUNCTION bump_row_version()');
+    await db.query(
+      'CREATE TRIGGER users_version BEFORE UPDATE ON users FOR EACH ROW EXECUTE FUNCTION bump_row_version()',
+    );
 
     await db.query(`
       CREATE TABLE auth_sessions (
@@ -88,7 +128,9 @@ export class UsersAndSessions1763769600000 implements MigrationInterface {
         revoke_reason text NULL
       )`);
     await db.query('CREATE INDEX auth_sessions_live_idx ON auth_sessions (user_id) WHERE revoked_at IS NULL');
-    await db.query('CREATE TRIGGER auth_sessions_version BEFORE UPDATE ON auth_sessions FOR EACH ROW EXECUTE FUNCTION bump_row_version()');
+    await db.query(
+      'CREATE TRIGGER auth_sessions_version BEFORE UPDATE ON auth_sessions FOR EACH ROW EXECUTE FUNCTION bump_row_version()',
+    );
   }
 
   async down(db: QueryRunner): Promise<void> {

@@ -1,5 +1,8 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { BASE_RECORD_COLUMNS_V1 as BASE_RECORD_COLUMNS, SOFT_DELETE_COLUMNS_V1 as SOFT_DELETE_COLUMNS } from './record-columns-v1.js';
+import {
+  BASE_RECORD_COLUMNS_V1 as BASE_RECORD_COLUMNS,
+  SOFT_DELETE_COLUMNS_V1 as SOFT_DELETE_COLUMNS,
+} from './record-columns-v1.js';
 
 /** Devices, authorities, ownership history, permission grants, authority permissions (parts 6.2-6.6). */
 export class DevicesAuthoritiesGrants1763856000000 implements MigrationInterface {
@@ -25,8 +28,12 @@ export class DevicesAuthoritiesGrants1763856000000 implements MigrationInterface
     await db.query('CREATE INDEX devices_owner_idx ON devices (owner_user_id, id)');
     await db.query('CREATE INDEX devices_name_idx ON devices (name, id)');
     await db.query('CREATE INDEX devices_created_at_idx ON devices (created_at, id)');
-    await db.query('CREATE INDEX devices_search_idx ON devices USING gin (serial_number gin_trgm_ops, name gin_trgm_ops)');
-    await db.query('CREATE TRIGGER devices_version BEFORE UPDATE ON devices FOR EACH ROW EXECUTE FUNCTION bump_row_version()');
+    await db.query(
+      'CREATE INDEX devices_search_idx ON devices USING gin (serial_number gin_trgm_ops, name gin_trgm_ops)',
+    );
+    await db.query(
+      'CREATE TRIGGER devices_version BEFORE UPDATE ON devices FOR EACH ROW EXECUTE FUNCTION bump_row_version()',
+    );
 
     await db.query(`
       CREATE TABLE authorities (${BASE_RECORD_COLUMNS}, ${SOFT_DELETE_COLUMNS},
@@ -49,7 +56,9 @@ export class DevicesAuthoritiesGrants1763856000000 implements MigrationInterface
     await db.query('CREATE INDEX authorities_created_idx ON authorities (created_at, id)');
     await db.query('CREATE INDEX authorities_updated_idx ON authorities (updated_at, id)');
     await db.query('CREATE INDEX authorities_search_idx ON authorities USING gin (label gin_trgm_ops)');
-    await db.query('CREATE TRIGGER authorities_version BEFORE UPDATE ON authorities FOR EACH ROW EXECUTE FUNCTION bump_row_version()');
+    await db.query(
+      'CREATE TRIGGER authorities_version BEFORE UPDATE ON authorities FOR EACH ROW EXECUTE FUNCTION bump_row_version()',
+    );
 
     await db.query(`
       CREATE TABLE ownership_transfers (
@@ -62,8 +71,12 @@ export class DevicesAuthoritiesGrants1763856000000 implements MigrationInterface
         transferred_at timestamptz NOT NULL DEFAULT clock_timestamp(),
         request_id text NULL
       )`);
-    await db.query('CREATE INDEX ownership_transfers_device_idx ON ownership_transfers (device_id, transferred_at, id)');
-    await db.query('CREATE TRIGGER ownership_transfers_append_only BEFORE UPDATE OR DELETE ON ownership_transfers FOR EACH ROW EXECUTE FUNCTION refuse_change()');
+    await db.query(
+      'CREATE INDEX ownership_transfers_device_idx ON ownership_transfers (device_id, transferred_at, id)',
+    );
+    await db.query(
+      'CREATE TRIGGER ownership_transfers_append_only BEFORE UPDATE OR DELETE ON ownership_transfers FOR EACH ROW EXECUTE FUNCTION refuse_change()',
+    );
 
     await db.query(`
       CREATE TABLE permission_grants (
@@ -78,7 +91,9 @@ export class DevicesAuthoritiesGrants1763856000000 implements MigrationInterface
         revoked_at timestamptz NULL,
         revoke_reason text NULL
       )`);
-    await db.query('CREATE INDEX permission_grants_live_idx ON permission_grants (user_id, permission_id) WHERE revoked_at IS NULL');
+    await db.query(
+      'CREATE INDEX permission_grants_live_idx ON permission_grants (user_id, permission_id) WHERE revoked_at IS NULL',
+    );
     await db.query('CREATE INDEX permission_grants_permission_idx ON permission_grants (permission_id, id)');
     await db.query('CREATE INDEX permission_grants_granted_at_idx ON permission_grants (granted_at, id)');
     // Append-only: the one change ever allowed is stamping the revocation of a live grant.
@@ -92,8 +107,12 @@ export class DevicesAuthoritiesGrants1763856000000 implements MigrationInterface
         END IF;
         RAISE EXCEPTION 'permission_grants is append-only: only a live grant may be revoked, once' USING ERRCODE = 'insufficient_privilege';
       END $$`);
-    await db.query('CREATE TRIGGER permission_grants_append_only BEFORE UPDATE ON permission_grants FOR EACH ROW EXECUTE FUNCTION permission_grants_only_revoke()');
-    await db.query('CREATE TRIGGER permission_grants_no_delete BEFORE DELETE ON permission_grants FOR EACH ROW EXECUTE FUNCTION refuse_change()');
+    await db.query(
+      'CREATE TRIGGER permission_grants_append_only BEFORE UPDATE ON permission_grants FOR EACH ROW EXECUTE FUNCTION permission_grants_only_revoke()',
+    );
+    await db.query(
+      'CREATE TRIGGER permission_grants_no_delete BEFORE DELETE ON permission_grants FOR EACH ROW EXECUTE FUNCTION refuse_change()',
+    );
 
     await db.query(`
       CREATE TABLE authority_permissions (
@@ -105,7 +124,9 @@ export class DevicesAuthoritiesGrants1763856000000 implements MigrationInterface
         revoked_by bigint NULL,
         revoked_at timestamptz NULL
       )`);
-    await db.query('CREATE UNIQUE INDEX authority_permissions_active_key ON authority_permissions (authority_id, permission_id) WHERE revoked_at IS NULL');
+    await db.query(
+      'CREATE UNIQUE INDEX authority_permissions_active_key ON authority_permissions (authority_id, permission_id) WHERE revoked_at IS NULL',
+    );
     await db.query('CREATE INDEX authority_permissions_authority_idx ON authority_permissions (authority_id, id)');
     await db.query('CREATE INDEX authority_permissions_permission_idx ON authority_permissions (permission_id, id)');
     await db.query('CREATE INDEX authority_permissions_granted_at_idx ON authority_permissions (granted_at, id)');
@@ -123,7 +144,14 @@ export class DevicesAuthoritiesGrants1763856000000 implements MigrationInterface
   }
 
   async down(db: QueryRunner): Promise<void> {
-    for (const table of ['projection_versions', 'authority_permissions', 'permission_grants', 'ownership_transfers', 'authorities', 'devices']) {
+    for (const table of [
+      'projection_versions',
+      'authority_permissions',
+      'permission_grants',
+      'ownership_transfers',
+      'authorities',
+      'devices',
+    ]) {
       await db.query(`DROP TABLE ${table}`);
     }
     await db.query('DROP FUNCTION permission_grants_only_revoke()');

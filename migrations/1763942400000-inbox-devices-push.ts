@@ -1,5 +1,8 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { BASE_RECORD_COLUMNS_V1 as BASE_RECORD_COLUMNS, SOFT_DELETE_COLUMNS_V1 as SOFT_DELETE_COLUMNS } from './record-columns-v1.js';
+import {
+  BASE_RECORD_COLUMNS_V1 as BASE_RECORD_COLUMNS,
+  SOFT_DELETE_COLUMNS_V1 as SOFT_DELETE_COLUMNS,
+} from './record-columns-v1.js';
 
 /** Inbox messages, their read state, mobile devices and push delivery attempts (parts 6.7-6.10). */
 export class InboxDevicesPush1763942400000 implements MigrationInterface {
@@ -17,12 +20,18 @@ export class InboxDevicesPush1763942400000 implements MigrationInterface {
         last_pushed_at timestamptz NULL
       )`);
     await db.query('CREATE INDEX inbox_messages_user_idx ON inbox_messages (user_id, created_at DESC, id)');
-    await db.query('CREATE INDEX inbox_messages_conversation_idx ON inbox_messages (conversation_id, created_at DESC, id)');
+    await db.query(
+      'CREATE INDEX inbox_messages_conversation_idx ON inbox_messages (conversation_id, created_at DESC, id)',
+    );
     await db.query('CREATE INDEX inbox_messages_type_idx ON inbox_messages (type, created_at DESC, id)');
     await db.query('CREATE INDEX inbox_messages_created_idx ON inbox_messages (created_at DESC, id)');
     await db.query('CREATE INDEX inbox_messages_updated_idx ON inbox_messages (updated_at, id)');
-    await db.query('CREATE INDEX inbox_messages_search_idx ON inbox_messages USING gin (title gin_trgm_ops, body gin_trgm_ops)');
-    await db.query('CREATE TRIGGER inbox_messages_version BEFORE UPDATE ON inbox_messages FOR EACH ROW EXECUTE FUNCTION bump_row_version()');
+    await db.query(
+      'CREATE INDEX inbox_messages_search_idx ON inbox_messages USING gin (title gin_trgm_ops, body gin_trgm_ops)',
+    );
+    await db.query(
+      'CREATE TRIGGER inbox_messages_version BEFORE UPDATE ON inbox_messages FOR EACH ROW EXECUTE FUNCTION bump_row_version()',
+    );
 
     await db.query(`
       CREATE TABLE message_read_state (${BASE_RECORD_COLUMNS},
@@ -37,11 +46,15 @@ export class InboxDevicesPush1763942400000 implements MigrationInterface {
         pinned_at timestamptz NULL,
         snoozed_until timestamptz NULL
       )`);
-    await db.query('CREATE UNIQUE INDEX message_read_state_message_user_key ON message_read_state (message_id, user_id)');
+    await db.query(
+      'CREATE UNIQUE INDEX message_read_state_message_user_key ON message_read_state (message_id, user_id)',
+    );
     await db.query('CREATE INDEX message_read_state_user_idx ON message_read_state (user_id, conversation_id, id)');
     await db.query('CREATE INDEX message_read_state_updated_idx ON message_read_state (updated_at, id)');
     await db.query('CREATE INDEX message_read_state_read_at_idx ON message_read_state (read_at, id)');
-    await db.query('CREATE TRIGGER message_read_state_version BEFORE UPDATE ON message_read_state FOR EACH ROW EXECUTE FUNCTION bump_row_version()');
+    await db.query(
+      'CREATE TRIGGER message_read_state_version BEFORE UPDATE ON message_read_state FOR EACH ROW EXECUTE FUNCTION bump_row_version()',
+    );
 
     await db.query(`
       CREATE TABLE mobile_devices (${BASE_RECORD_COLUMNS},
@@ -60,7 +73,9 @@ export class InboxDevicesPush1763942400000 implements MigrationInterface {
     await db.query('CREATE INDEX mobile_devices_user_idx ON mobile_devices (user_id, is_active, id)');
     await db.query('CREATE INDEX mobile_devices_created_idx ON mobile_devices (created_at, id)');
     await db.query('CREATE INDEX mobile_devices_updated_idx ON mobile_devices (updated_at, id)');
-    await db.query('CREATE TRIGGER mobile_devices_version BEFORE UPDATE ON mobile_devices FOR EACH ROW EXECUTE FUNCTION bump_row_version()');
+    await db.query(
+      'CREATE TRIGGER mobile_devices_version BEFORE UPDATE ON mobile_devices FOR EACH ROW EXECUTE FUNCTION bump_row_version()',
+    );
 
     // One row per delivery attempt of a send-push job to one device; retries skip devices
     // already delivered, so a retried job never pushes twice to the same device.
@@ -80,6 +95,7 @@ export class InboxDevicesPush1763942400000 implements MigrationInterface {
   }
 
   async down(db: QueryRunner): Promise<void> {
-    for (const table of ['push_deliveries', 'mobile_devices', 'message_read_state', 'inbox_messages']) await db.query(`DROP TABLE ${table}`);
+    for (const table of ['push_deliveries', 'mobile_devices', 'message_read_state', 'inbox_messages'])
+      await db.query(`DROP TABLE ${table}`);
   }
 }

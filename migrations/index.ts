@@ -7,4 +7,12 @@ import { ListIndexes1764115200000 } from './1764115200000-list-indexes.js';
 import { Trust1764201600000 } from './1764201600000-trust.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
-export const MIGRATIONS = [Platform1763683200000, UsersAndSessions1763769600000, DevicesAuthoritiesGrants1763856000000, InboxDevicesPush1763942400000, IdempotencyKeys1764028800000, ListIndexes1764115200000, Trust1764201600000];
+export const MIGRATIONS = [
+  Platform1763683200000,
+  UsersAndSessions1763769600000,
+  DevicesAuthoritiesGrants1763856000000,
+  InboxDevicesPush1763942400000,
+  IdempotencyKeys1764028800000,
+  ListIndexes1764115200000,
+  Trust1764201600000,
+];

@@ -19,17 +19,24 @@ export interface CreateAppOptions extends AppModuleOptions {
 /** Builds the fully wired application (server and e2e tests use exactly this); not yet listening. */
 export async function createApp(options: CreateAppOptions): Promise<NestFastifyApplication> {
   const log = options.log ?? createPino(options.settings.logLevel);
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(options), createHttpAdapter(options.settings.trustProxyHops), {
-    bodyParser: false,
-    abortOnError: false,
-    logger: new PinoNestLogger(log),
-  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    AppModule.forRoot(options),
+    createHttpAdapter(options.settings.trustProxyHops),
+    {
+      bodyParser: false,
+      abortOnError: false,
+      logger: new PinoNestLogger(log),
+    },
+  );
   configureHttp(app, log);
   app.useGlobalFilters(new ApiExceptionFilter());
   // Idempotency wraps the envelope: a replay is the stored envelope, sent as it was.
   app.useGlobalInterceptors(app.get(IdempotencyInterceptor), new EnvelopeInterceptor());
   // After configureHttp's status override, so the stored status is the one sent.
-  app.getHttpAdapter().getInstance().addHook('onSend', completeIdempotentResponse(app.get(IdempotencyStore), new Logger('Idempotency')));
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .addHook('onSend', completeIdempotentResponse(app.get(IdempotencyStore), new Logger('Idempotency')));
   app.useGlobalPipes(createValidationPipe());
   serveDocs(app, buildOpenApi(app));
   await app.init();

@@ -30,7 +30,10 @@ async function main(): Promise<void> {
   let app: Awaited<ReturnType<typeof createApp>>;
   try {
     const applied = await migrate(settings, database.url);
-    log.info({ applied }, applied.length === 0 ? 'database schema is up to date' : `applied ${applied.length} migration(s)`);
+    log.info(
+      { applied },
+      applied.length === 0 ? 'database schema is up to date' : `applied ${applied.length} migration(s)`,
+    );
     app = await createApp({ settings, databaseUrl: database.url, log });
     await app.listen({ port: settings.port, host: settings.host });
   } catch (error) {
@@ -38,7 +41,14 @@ async function main(): Promise<void> {
     await database.embedded?.stopIfUnused().catch(() => undefined);
     throw error;
   }
-  log.info({ url: await app.getUrl(), database: database.embedded === undefined ? 'external' : 'embedded', cache: settings.redisUrl === undefined ? 'memory' : 'redis' }, 'admin-api is listening');
+  log.info(
+    {
+      url: await app.getUrl(),
+      database: database.embedded === undefined ? 'external' : 'embedded',
+      cache: settings.redisUrl === undefined ? 'memory' : 'redis',
+    },
+    'admin-api is listening',
+  );
 
   let stopping = false;
   const stop = (signal: NodeJS.Signals): void => {

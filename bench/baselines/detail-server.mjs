@@ -19,11 +19,17 @@ await redis.connect();
 
 function decode(raw) {
   const match = /^(\d+)\|([01])\|/.exec(raw ?? '');
-  return match === null ? undefined : { version: Number(match[1]), deleted: match[2] === '1', json: raw.slice(match[0].length) };
+  return match === null
+    ? undefined
+    : { version: Number(match[1]), deleted: match[2] === '1', json: raw.slice(match[0].length) };
 }
 
 function send(response, status, body, extra = {}) {
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...extra });
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    ...extra,
+  });
   response.end(body);
 }
 
@@ -39,13 +45,27 @@ const server = createServer(async (request, response) => {
   } catch {
     return send(response, 401, '{}');
   }
-  const [sessionRaw, userRaw] = await redis.eval(GET_MANY, { keys: [GENERATION], arguments: [PREFIX, `auth:session:${claims.sid}`, `auth:user:${claims.sub}`] });
+  const [sessionRaw, userRaw] = await redis.eval(GET_MANY, {
+    keys: [GENERATION],
+    arguments: [PREFIX, `auth:session:${claims.sid}`, `auth:user:${claims.sub}`],
+  });
   const session = JSON.parse(decode(sessionRaw).json);
   const account = JSON.parse(decode(userRaw).json);
-  if (session.revoked || session.user_id !== Number(claims.sub) || Date.parse(session.expires_at) <= Date.now() || account.status_id !== 2) return send(response, 401, '{}');
+  if (
+    session.revoked ||
+    session.user_id !== Number(claims.sub) ||
+    Date.parse(session.expires_at) <= Date.now() ||
+    account.status_id !== 2
+  )
+    return send(response, 401, '{}');
   const type = match[1] === 'users' ? 'user' : 'authority';
   const entry = decode(await redis.eval(GET, { keys: [GENERATION], arguments: [PREFIX, `res:${type}:${match[2]}`] }));
-  send(response, 200, `{"success":true,"data":${entry.json},"meta":${JSON.stringify({ request_id: requestId, cache: 'hit' })}}`, { etag: `"${entry.version}"`, 'x-request-id': requestId });
+  send(
+    response,
+    200,
+    `{"success":true,"data":${entry.json},"meta":${JSON.stringify({ request_id: requestId, cache: 'hit' })}}`,
+    { etag: `"${entry.version}"`, 'x-request-id': requestId },
+  );
 });
 server.listen(Number(process.env.PORT), '127.0.0.1');
 process.on('SIGTERM', () => server.close(() => redis.close().then(() => process.exit(0))));

@@ -13,10 +13,16 @@ const server = createServer(async (request, response) => {
   const url = new URL(request.url ?? '/', 'http://x');
   if (url.pathname === '/health/ready') return response.end('{}');
   const page = Number(url.searchParams.get('page') ?? 1);
-  const filter = url.searchParams.has('user_id') ? ['user_id', Number(url.searchParams.get('user_id'))] : ['is_active', url.searchParams.get('is_active') === 'true'];
+  const filter = url.searchParams.has('user_id')
+    ? ['user_id', Number(url.searchParams.get('user_id'))]
+    : ['is_active', url.searchParams.get('is_active') === 'true'];
   const where = `WHERE is_deleted = false AND ${filter[0]} = $1`;
   const [rows, capped] = await Promise.all([
-    pool.query(`SELECT ${COLUMNS} FROM authorities ${where} ORDER BY created_at DESC, id ASC LIMIT $2 OFFSET $3`, [filter[1], 25, (page - 1) * 25]),
+    pool.query(`SELECT ${COLUMNS} FROM authorities ${where} ORDER BY created_at DESC, id ASC LIMIT $2 OFFSET $3`, [
+      filter[1],
+      25,
+      (page - 1) * 25,
+    ]),
     pool.query(`SELECT count(*) AS n FROM (SELECT 1 FROM authorities ${where} LIMIT 10001) capped`, [filter[1]]),
   ]);
   let total = Number(capped.rows[0].n);
@@ -27,8 +33,18 @@ const server = createServer(async (request, response) => {
     exact = false;
   }
   const requestId = randomUUID();
-  response.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-request-id': requestId });
-  response.end(JSON.stringify({ success: true, data: rows.rows, meta: { request_id: requestId, page, page_size: 25, total, total_exact: exact } }));
+  response.writeHead(200, {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-request-id': requestId,
+  });
+  response.end(
+    JSON.stringify({
+      success: true,
+      data: rows.rows,
+      meta: { request_id: requestId, page, page_size: 25, total, total_exact: exact },
+    }),
+  );
 });
 server.listen(Number(process.env.PORT), '127.0.0.1');
 process.on('SIGTERM', () => server.close(() => pool.end().then(() => process.exit(0))));

@@ -17,7 +17,12 @@ const COLUMNS = `version, id, device_id, user_id, owner, is_active, revoked_at, 
 
 function send(response, status, json, version) {
   const requestId = randomUUID();
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-request-id': requestId, ...(version === undefined ? {} : { etag: `"${version}"` }) });
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-request-id': requestId,
+    ...(version === undefined ? {} : { etag: `"${version}"` }),
+  });
   response.end(`{"success":true,"data":${json},"meta":${JSON.stringify({ request_id: requestId })}}`);
 }
 
@@ -32,7 +37,10 @@ function read(request) {
 async function store(row) {
   const { version, ...resource } = row;
   const json = JSON.stringify(resource);
-  await redis.eval(SET_IF_NOT_OLDER, { keys: [GENERATION], arguments: [PREFIX, `res:authority:${row.id}`, String(version), `${version}|0|${json}`, '300000'] });
+  await redis.eval(SET_IF_NOT_OLDER, {
+    keys: [GENERATION],
+    arguments: [PREFIX, `res:authority:${row.id}`, String(version), `${version}|0|${json}`, '300000'],
+  });
   return json;
 }
 
@@ -45,8 +53,16 @@ const server = createServer(async (request, response) => {
     let row;
     try {
       await client.query('BEGIN');
-      row = (await client.query(`UPDATE authorities SET label = $2, updated_by = NULL WHERE id = $1 RETURNING ${COLUMNS}`, [id, label])).rows[0];
-      await client.query("INSERT INTO audit_events (actor_id, action, resource_type, resource_id, reason, changes) VALUES (NULL, 'authority.update', 'authority', $1, NULL, $2)", [String(id), JSON.stringify({ label: [null, label] })]);
+      row = (
+        await client.query(`UPDATE authorities SET label = $2, updated_by = NULL WHERE id = $1 RETURNING ${COLUMNS}`, [
+          id,
+          label,
+        ])
+      ).rows[0];
+      await client.query(
+        "INSERT INTO audit_events (actor_id, action, resource_type, resource_id, reason, changes) VALUES (NULL, 'authority.update', 'authority', $1, NULL, $2)",
+        [String(id), JSON.stringify({ label: [null, label] })],
+      );
       await client.query('COMMIT');
     } finally {
       client.release();
@@ -60,4 +76,11 @@ const server = createServer(async (request, response) => {
   send(response, 200, await store(row), row.version);
 });
 server.listen(Number(process.env.PORT), '127.0.0.1');
-process.on('SIGTERM', () => server.close(() => pool.end().then(() => redis.close()).then(() => process.exit(0))));
+process.on('SIGTERM', () =>
+  server.close(() =>
+    pool
+      .end()
+      .then(() => redis.close())
+      .then(() => process.exit(0)),
+  ),
+);

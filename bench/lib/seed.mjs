@@ -5,12 +5,16 @@ export const USERS = 20;
 
 export async function seedMillion(client, log = () => undefined) {
   const started = Date.now();
-  const [{ rows: users }] = [await client.query(
-    `INSERT INTO users (email, display_name, role_id, status_id)
+  const [{ rows: users }] = [
+    await client.query(
+      `INSERT INTO users (email, display_name, role_id, status_id)
      SELECT 'holder-' || g || '@bench.example.com', 'Holder ' || g, 4, 2 FROM generate_series(1, ${USERS}) g RETURNING id`,
-  )];
+    ),
+  ];
   log(`users: ${users.length}`);
-  const { rows: [range] } = await client.query(
+  const {
+    rows: [range],
+  } = await client.query(
     `WITH inserted AS (INSERT INTO devices (serial_number, name) SELECT 'BENCH-' || g, 'Bench device ' || g FROM generate_series(1, ${DEVICES}) g RETURNING id)
      SELECT min(id)::bigint AS first, max(id)::bigint AS last FROM inserted`,
   );
@@ -27,5 +31,10 @@ export async function seedMillion(client, log = () => undefined) {
   await client.query('VACUUM ANALYZE authorities');
   await client.query('ANALYZE devices');
   await client.query('ANALYZE users');
-  return { seconds: (Date.now() - started) / 1000, firstUser, users: users.map((user) => Number(user.id)), firstDevice: Number(range.first) };
+  return {
+    seconds: (Date.now() - started) / 1000,
+    firstUser,
+    users: users.map((user) => Number(user.id)),
+    firstDevice: Number(range.first),
+  };
 }

@@ -15,12 +15,17 @@ export async function detailAndMemory(ctx) {
     runs.push(await load(url, { headers, connections: 50, duration: ctx.duration }));
     memory.push(rssMb(ctx.servicePid));
   }
-  const baseline = await startChild(new URL('../baselines/detail-server.mjs', import.meta.url).pathname, { ...ctx.env, PORT: String(ctx.ports.detail) }, `http://127.0.0.1:${ctx.ports.detail}/health/ready`);
+  const baseline = await startChild(
+    new URL('../baselines/detail-server.mjs', import.meta.url).pathname,
+    { ...ctx.env, PORT: String(ctx.ports.detail) },
+    `http://127.0.0.1:${ctx.ports.detail}/health/ready`,
+  );
   let base;
   try {
     const baseUrl = `http://127.0.0.1:${ctx.ports.detail}/v1/admin/authorities/${ctx.authorityId}`;
     const same = await (await fetch(baseUrl, { headers })).json();
-    if (JSON.stringify(same.data) !== JSON.stringify(sample.data)) throw new Error('the baseline does not send the same resource');
+    if (JSON.stringify(same.data) !== JSON.stringify(sample.data))
+      throw new Error('the baseline does not send the same resource');
     await load(baseUrl, { headers, connections: 50, duration: 2 });
     base = await load(baseUrl, { headers, connections: 50, duration: ctx.duration });
   } finally {
@@ -29,7 +34,25 @@ export async function detailAndMemory(ctx) {
   const best = runs.reduce((a, b) => (b.rps > a.rps ? b : a));
   const r = ratio(best.rps, base.rps);
   return [
-    { scenario: '1 cached detail read (50 conn)', metric: 'req/s', service: best.rps, baseline: base.rps, ratio: r, goal: '>= 0.70', met: r >= 0.7, notes: `p99 ${best.p99_ms} ms vs ${base.p99_ms} ms; errors ${best.non2xx + best.errors}` },
-    { scenario: '6 memory after scenario 1', metric: 'RSS MB (3 repeats)', service: memory.join(' / '), baseline: '', ratio: '', goal: '<= 250, flat', met: Math.max(...memory) <= 250 && (memory.at(-1) ?? 0) - (memory[0] ?? 0) <= 25, notes: 'flat: the last repeat at most 25 MB above the first' },
+    {
+      scenario: '1 cached detail read (50 conn)',
+      metric: 'req/s',
+      service: best.rps,
+      baseline: base.rps,
+      ratio: r,
+      goal: '>= 0.70',
+      met: r >= 0.7,
+      notes: `p99 ${best.p99_ms} ms vs ${base.p99_ms} ms; errors ${best.non2xx + best.errors}`,
+    },
+    {
+      scenario: '6 memory after scenario 1',
+      metric: 'RSS MB (3 repeats)',
+      service: memory.join(' / '),
+      baseline: '',
+      ratio: '',
+      goal: '<= 250, flat',
+      met: Math.max(...memory) <= 250 && (memory.at(-1) ?? 0) - (memory[0] ?? 0) <= 25,
+      notes: 'flat: the last repeat at most 25 MB above the first',
+    },
   ];
 }

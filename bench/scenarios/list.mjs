@@ -3,7 +3,11 @@
 import { load, ratio, startChild } from '../support.mjs';
 
 export async function lists(ctx) {
-  const baseline = await startChild(new URL('../baselines/list-server.mjs', import.meta.url).pathname, { ...ctx.env, PORT: String(ctx.ports.list) }, `http://127.0.0.1:${ctx.ports.list}/health/ready`);
+  const baseline = await startChild(
+    new URL('../baselines/list-server.mjs', import.meta.url).pathname,
+    { ...ctx.env, PORT: String(ctx.ports.list) },
+    `http://127.0.0.1:${ctx.ports.list}/health/ready`,
+  );
   const headers = { authorization: `Bearer ${ctx.token}` };
   const rows = [];
   try {
@@ -17,10 +21,22 @@ export async function lists(ctx) {
       const check = await (await fetch(serviceUrl, { headers })).json();
       if (check.data?.length !== 25) throw new Error(`list ${label} returned ${JSON.stringify(check).slice(0, 200)}`);
       const service = await load(serviceUrl, { headers, connections: 10, duration: ctx.shortDuration });
-      const base = await load(`http://127.0.0.1:${ctx.ports.list}/v1/admin/authorities?${query}`, { connections: 10, duration: ctx.shortDuration });
+      const base = await load(`http://127.0.0.1:${ctx.ports.list}/v1/admin/authorities?${query}`, {
+        connections: 10,
+        duration: ctx.shortDuration,
+      });
       const r = ratio(service.rps, base.rps);
       const p99Goal = label.endsWith('page 1') ? service.p99_ms < 50 : true;
-      rows.push({ scenario: `2 list ${label} (10 conn)`, metric: 'req/s', service: service.rps, baseline: base.rps, ratio: r, goal: label.endsWith('page 1') ? '>= 0.75, p99 < 50 ms' : '>= 0.75', met: r >= 0.75 && p99Goal, notes: `p99 ${service.p99_ms} ms vs ${base.p99_ms} ms; total ${check.meta.total} (exact: ${check.meta.total_exact})` });
+      rows.push({
+        scenario: `2 list ${label} (10 conn)`,
+        metric: 'req/s',
+        service: service.rps,
+        baseline: base.rps,
+        ratio: r,
+        goal: label.endsWith('page 1') ? '>= 0.75, p99 < 50 ms' : '>= 0.75',
+        met: r >= 0.75 && p99Goal,
+        notes: `p99 ${service.p99_ms} ms vs ${base.p99_ms} ms; total ${check.meta.total} (exact: ${check.meta.total_exact})`,
+      });
     }
   } finally {
     await baseline.stop();

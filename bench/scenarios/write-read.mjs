@@ -11,7 +11,11 @@ async function pairs(base, ids, headers, seconds) {
     ids.map(async (id, worker) => {
       for (let n = 0; Date.now() < deadline; n += 1) {
         const label = `w${worker}-${n}`;
-        const write = await fetch(`${base}/v1/admin/authorities/${id}`, { method: 'PATCH', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ label }) });
+        const write = await fetch(`${base}/v1/admin/authorities/${id}`, {
+          method: 'PATCH',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: JSON.stringify({ label }),
+        });
         await write.arrayBuffer();
         const readBack = await fetch(`${base}/v1/admin/authorities/${id}`, { headers });
         const body = await readBack.json();
@@ -27,7 +31,11 @@ async function pairs(base, ids, headers, seconds) {
 export async function writeThenRead(ctx) {
   const headers = { authorization: `Bearer ${ctx.token}` };
   const service = await pairs(ctx.serviceUrl, ctx.writeIds, headers, ctx.shortDuration);
-  const baseline = await startChild(new URL('../baselines/write-read-server.mjs', import.meta.url).pathname, { ...ctx.env, PORT: String(ctx.ports.writeRead) }, `http://127.0.0.1:${ctx.ports.writeRead}/health/ready`);
+  const baseline = await startChild(
+    new URL('../baselines/write-read-server.mjs', import.meta.url).pathname,
+    { ...ctx.env, PORT: String(ctx.ports.writeRead) },
+    `http://127.0.0.1:${ctx.ports.writeRead}/health/ready`,
+  );
   let base;
   try {
     base = await pairs(`http://127.0.0.1:${ctx.ports.writeRead}`, ctx.writeIds, {}, ctx.shortDuration);
@@ -36,6 +44,15 @@ export async function writeThenRead(ctx) {
   }
   const r = ratio(service.pairsPerSecond, base.pairsPerSecond);
   return [
-    { scenario: '4 PATCH then GET (50 conn)', metric: 'pairs/s', service: service.pairsPerSecond, baseline: base.pairsPerSecond, ratio: r, goal: '>= 0.60, 0 stale', met: r >= 0.6 && service.stale === 0 && service.errors === 0, notes: `stale reads: service ${service.stale}, baseline ${base.stale}; errors ${service.errors}` },
+    {
+      scenario: '4 PATCH then GET (50 conn)',
+      metric: 'pairs/s',
+      service: service.pairsPerSecond,
+      baseline: base.pairsPerSecond,
+      ratio: r,
+      goal: '>= 0.60, 0 stale',
+      met: r >= 0.6 && service.stale === 0 && service.errors === 0,
+      notes: `stale reads: service ${service.stale}, baseline ${base.stale}; errors ${service.errors}`,
+    },
   ];
 }

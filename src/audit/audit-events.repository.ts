@@ -45,6 +45,15 @@ export function auditEventNotFound(id: number): ApiError {
 @Injectable()
 export class AuditEventsRepository extends ResourceTable<AuditEventRow> {
   constructor(uow: UnitOfWork, cache: CacheService) {
-    super({ table: 'audit_events', columns: `1 AS version, ${RESOURCE_COLUMNS}`, type: 'audit_event', notFound: auditEventNotFound }, uow, cache);
+    super(
+      {
+        table: 'audit_events',
+        columns: `1 AS version, ${RESOURCE_COLUMNS}`,
+        type: 'audit_event',
+        notFound: auditEventNotFound,
+      },
+      uow,
+      cache,
+    );
   }
 }

@@ -5,5 +5,9 @@ import { AuditEventsService } from './audit-events.service.js';
 import { AuditService } from './audit.service.js';
 
 @Global()
-@Module({ controllers: [AuditEventsController], providers: [AuditService, AuditEventsRepository, AuditEventsService], exports: [AuditService] })
+@Module({
+  controllers: [AuditEventsController],
+  providers: [AuditService, AuditEventsRepository, AuditEventsService],
+  exports: [AuditService],
+})
 export class AuditModule {}

@@ -59,7 +59,11 @@ export class AuditService {
  * `[before, after]` for each listed field whose value changed. Secret fields are never passed
  * here; callers list only the fields that may be shown.
  */
-export function diffChanges<T extends object>(before: T | null, after: T, fields: readonly (keyof T & string)[]): Record<string, readonly [unknown, unknown]> {
+export function diffChanges<T extends object>(
+  before: T | null,
+  after: T,
+  fields: readonly (keyof T & string)[],
+): Record<string, readonly [unknown, unknown]> {
   const changes: Record<string, readonly [unknown, unknown]> = {};
   for (const field of fields) {
     const was = before === null ? null : normalise(before[field]);

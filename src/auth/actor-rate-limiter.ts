@@ -49,7 +49,12 @@ export class ActorRateLimiter implements OnModuleDestroy {
     }
     if (window.shared + window.pending >= this.limit) {
       const seconds = Math.max(1, Math.ceil((window.resetAt - now) / 1000));
-      return new ApiError('RATE_LIMITED', `More than ${this.limit} requests in a minute; retry later`, { scope: 'actor', limit_per_minute: this.limit, retry_after_seconds: seconds }, { 'Retry-After': String(seconds) });
+      return new ApiError(
+        'RATE_LIMITED',
+        `More than ${this.limit} requests in a minute; retry later`,
+        { scope: 'actor', limit_per_minute: this.limit, retry_after_seconds: seconds },
+        { 'Retry-After': String(seconds) },
+      );
     }
     window.pending += 1;
     return undefined;

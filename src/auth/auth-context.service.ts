@@ -42,7 +42,11 @@ interface CachedAuthUser {
 }
 
 function sessionEntry(row: SessionRow): { version: number; deleted: boolean; json: string } {
-  const projection: CachedSession = { user_id: row.user_id, expires_at: row.expires_at.toISOString(), revoked: row.revoked_at !== null };
+  const projection: CachedSession = {
+    user_id: row.user_id,
+    expires_at: row.expires_at.toISOString(),
+    revoked: row.revoked_at !== null,
+  };
   return { version: row.version, deleted: false, json: JSON.stringify(projection) };
 }
 
@@ -111,7 +115,12 @@ export class AuthContextService {
     await Promise.all(rows.map((row) => this.sessions.refresh(row.id, sessionEntry(row))));
   }
 
-  private check(userId: number, sessionId: string, session: CachedRead | undefined, user: CachedRead | undefined): AuthContext {
+  private check(
+    userId: number,
+    sessionId: string,
+    session: CachedRead | undefined,
+    user: CachedRead | undefined,
+  ): AuthContext {
     if (session === undefined) throw sessionInvalid('unknown_session');
     const state = JSON.parse(session.entry.json) as CachedSession;
     if (state.user_id !== userId) throw sessionInvalid('unknown_session');

@@ -9,7 +9,12 @@ const MAX_TRACKED = 10_000;
 
 function rateLimited(resetInMs: number): ApiError {
   const seconds = Math.max(1, Math.ceil(resetInMs / 1000));
-  return new ApiError('RATE_LIMITED', 'Too many failed authentications from this address; retry later', { scope: 'ip', retry_after_seconds: seconds }, { 'Retry-After': String(seconds) });
+  return new ApiError(
+    'RATE_LIMITED',
+    'Too many failed authentications from this address; retry later',
+    { scope: 'ip', retry_after_seconds: seconds },
+    { 'Retry-After': String(seconds) },
+  );
 }
 
 /**

@@ -16,7 +16,8 @@ function tokenError(info: unknown): ApiError {
   if (info instanceof ApiError) return info;
   const name = info instanceof Error ? info.name : undefined;
   const message = info instanceof Error ? info.message : String(info);
-  if (message === 'No auth token') return new ApiError('AUTH_TOKEN_MISSING', 'A bearer token is required in the Authorization header');
+  if (message === 'No auth token')
+    return new ApiError('AUTH_TOKEN_MISSING', 'A bearer token is required in the Authorization header');
   if (name === 'TokenExpiredError') return new ApiError('AUTH_TOKEN_EXPIRED', 'The token has expired; get a new one');
   return new ApiError('AUTH_TOKEN_INVALID', 'The token is not valid', { reason: message });
 }
@@ -52,10 +53,13 @@ export class AuthGuard implements CanActivate {
     if (requestContext !== undefined) requestContext.actor_id = auth.user_id;
 
     if (!this.authorization.hasAdminAccess(auth)) {
-      throw new ApiError('ROLE_FORBIDDEN', `The role ${auth.role.code} has no access to the admin API`, { role_id: auth.role.id });
+      throw new ApiError('ROLE_FORBIDDEN', `The role ${auth.role.code} has no access to the admin API`, {
+        role_id: auth.role.id,
+      });
     }
     const rule = this.reflector.get<AuthorizeOptions | undefined>(AUTHORIZE, context.getHandler());
-    if (rule === undefined) throw new ApiError('PERMISSION_DENIED', 'This route declares no permission and is closed', { permission: null });
+    if (rule === undefined)
+      throw new ApiError('PERMISSION_DENIED', 'This route declares no permission and is closed', { permission: null });
     if (rule.check === 'service' || this.authorization.decideGlobally(auth, rule.permission).allowed) return true;
     // Only now find the device (a cached read): callers allowed everywhere never pay for it.
     if (rule.device === undefined) throw permissionDenied(rule.permission);
@@ -68,19 +72,27 @@ export class AuthGuard implements CanActivate {
     try {
       return await this.authenticate(request, reply);
     } catch (error) {
-      if (error instanceof ApiError && error.status === 401) throw (await this.limiter.recordFailure(request.ip)) ?? error;
+      if (error instanceof ApiError && error.status === 401)
+        throw (await this.limiter.recordFailure(request.ip)) ?? error;
       throw error;
     }
   }
 
   private authenticate(request: FastifyRequest, reply: FastifyReply): Promise<AuthContext> {
     return new Promise((resolve, reject) => {
-      const middleware = this.passport.authenticate('jwt', { session: false }, (error: unknown, user: AuthContext | false, info: unknown) => {
-        if (error !== null && error !== undefined) reject(error instanceof Error ? error : new Error('authentication failed with a non-error value'));
-        else if (user === false) reject(tokenError(info));
-        else resolve(user);
-      }) as (req: unknown, res: unknown, next: (error?: unknown) => void) => void;
-      middleware(request, reply, (error?: unknown) => reject(error instanceof Error ? error : new Error('authentication ended without a decision')));
+      const middleware = this.passport.authenticate(
+        'jwt',
+        { session: false },
+        (error: unknown, user: AuthContext | false, info: unknown) => {
+          if (error !== null && error !== undefined)
+            reject(error instanceof Error ? error : new Error('authentication failed with a non-error value'));
+          else if (user === false) reject(tokenError(info));
+          else resolve(user);
+        },
+      ) as (req: unknown, res: unknown, next: (error?: unknown) => void) => void;
+      middleware(request, reply, (error?: unknown) =>
+        reject(error instanceof Error ? error : new Error('authentication ended without a decision')),
+      );
     });
   }
 }

@@ -15,7 +15,11 @@ import { createVerificationKeys, VERIFICATION_KEYS } from './verification-keys.j
 @Global()
 @Module({
   providers: [
-    { provide: VERIFICATION_KEYS, inject: [SETTINGS], useFactory: (settings: Settings) => createVerificationKeys(settings) },
+    {
+      provide: VERIFICATION_KEYS,
+      inject: [SETTINGS],
+      useFactory: (settings: Settings) => createVerificationKeys(settings),
+    },
     AuthContextService,
     AuthorizationService,
     DeviceAuthoritiesService,

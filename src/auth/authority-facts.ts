@@ -1,6 +1,5 @@
 import type { Decision } from './decision.js';
 
-
 /** What layer 3c needs to know about one authority (a user's relationship to a device). */
 export interface AuthorityFacts {
   readonly id: number;
@@ -26,7 +25,8 @@ export function authorityDecision(authority: AuthorityFacts, permission: string,
   if (!authority.is_active || authority.revoked || authority.deleted) return undefined;
   if (authority.expires_at !== null && Date.parse(authority.expires_at) <= now) return undefined;
   if (authority.owner) return { allowed: true, decided_by: 'device_owner', authority_id: authority.id, grant_id: null };
-  if (authority.permissions.includes(permission)) return { allowed: true, decided_by: 'authority_permission', authority_id: authority.id, grant_id: null };
+  if (authority.permissions.includes(permission))
+    return { allowed: true, decided_by: 'authority_permission', authority_id: authority.id, grant_id: null };
   return undefined;
 }
 

@@ -25,7 +25,10 @@ export interface DeviceQuestion {
 }
 
 export function permissionDenied(permission: string, deviceId?: number): ApiError {
-  return new ApiError('PERMISSION_DENIED', `Missing the permission ${permission}`, { permission, ...(deviceId === undefined ? {} : { device_id: deviceId }) });
+  return new ApiError('PERMISSION_DENIED', `Missing the permission ${permission}`, {
+    permission,
+    ...(deviceId === undefined ? {} : { device_id: deviceId }),
+  });
 }
 
 /**
@@ -49,15 +52,23 @@ export class AuthorizationService {
   decideGlobally(subject: Subject, permission: PermissionCode, now = Date.now()): Decision {
     if (!subject.role.admin_access) return DENIED;
     if (subject.role.permissions.has(permission)) return BY_ROLE;
-    const grant = subject.grants.find((candidate) => candidate.code === permission && (candidate.expires_at === null || Date.parse(candidate.expires_at) > now));
-    return grant === undefined ? DENIED : { allowed: true, decided_by: 'permission_grant', authority_id: null, grant_id: grant.id };
+    const grant = subject.grants.find(
+      (candidate) =>
+        candidate.code === permission && (candidate.expires_at === null || Date.parse(candidate.expires_at) > now),
+    );
+    return grant === undefined
+      ? DENIED
+      : { allowed: true, decided_by: 'permission_grant', authority_id: null, grant_id: grant.id };
   }
 
   async decide(subject: Subject, permission: PermissionCode, deviceId?: number): Promise<Decision> {
     const now = Date.now();
     const global = this.decideGlobally(subject, permission, now);
-    if (global.allowed || deviceId === undefined || !isDeviceScoped(permission) || !subject.role.admin_access) return global;
-    const authority = (await this.devices.forDevice(deviceId)).find((candidate) => candidate.user_id === subject.user_id);
+    if (global.allowed || deviceId === undefined || !isDeviceScoped(permission) || !subject.role.admin_access)
+      return global;
+    const authority = (await this.devices.forDevice(deviceId)).find(
+      (candidate) => candidate.user_id === subject.user_id,
+    );
     return (authority === undefined ? undefined : authorityDecision(authority, permission, now)) ?? DENIED;
   }
 
@@ -70,7 +81,9 @@ export class AuthorizationService {
    * actor itself to be allowed it by any of the three layers; 403 `DELEGATION_FORBIDDEN` otherwise.
    */
   async assertMayDelegate(subject: Subject, permission: string, deviceId?: number): Promise<void> {
-    const allowed = isPermissionCode(permission) && (await this.decide(subject, permission, isDeviceScoped(permission) ? deviceId : undefined)).allowed;
+    const allowed =
+      isPermissionCode(permission) &&
+      (await this.decide(subject, permission, isDeviceScoped(permission) ? deviceId : undefined)).allowed;
     if (!allowed) throw delegationForbidden(permission, isDeviceScoped(permission) ? deviceId : undefined);
   }
 
@@ -80,9 +93,16 @@ export class AuthorizationService {
    */
   async decideMany(subject: Subject, questions: readonly DeviceQuestion[]): Promise<boolean[]> {
     const now = Date.now();
-    const global = (permission: string): boolean => isPermissionCode(permission) && this.decideGlobally(subject, permission, now).allowed;
+    const global = (permission: string): boolean =>
+      isPermissionCode(permission) && this.decideGlobally(subject, permission, now).allowed;
     const open = questions.filter((question) => !global(question.permission) && isDeviceScoped(question.permission));
-    const facts = open.length === 0 || !subject.role.admin_access ? new Map<number, AuthorityFacts>() : await this.authoritiesOf(subject, open.map((question) => question.device_id));
+    const facts =
+      open.length === 0 || !subject.role.admin_access
+        ? new Map<number, AuthorityFacts>()
+        : await this.authoritiesOf(
+            subject,
+            open.map((question) => question.device_id),
+          );
     return questions.map((question) => {
       if (global(question.permission)) return true;
       const authority = isDeviceScoped(question.permission) ? facts.get(question.device_id) : undefined;
@@ -95,12 +115,20 @@ export class AuthorizationService {
    * otherwise those where layer 3c allows it (optionally only among `among`). Serves list row
    * filtering with one query.
    */
-  async devicesAllowed(subject: Subject, permission: PermissionCode, among?: readonly number[]): Promise<'all' | Set<number>> {
+  async devicesAllowed(
+    subject: Subject,
+    permission: PermissionCode,
+    among?: readonly number[],
+  ): Promise<'all' | Set<number>> {
     const now = Date.now();
     if (this.decideGlobally(subject, permission, now).allowed) return 'all';
     if (!subject.role.admin_access || !isDeviceScoped(permission)) return new Set();
     const facts = await this.authoritiesOf(subject, among);
-    return new Set([...facts.values()].filter((row) => authorityDecision(row, permission, now) !== undefined).map((row) => row.device_id));
+    return new Set(
+      [...facts.values()]
+        .filter((row) => authorityDecision(row, permission, now) !== undefined)
+        .map((row) => row.device_id),
+    );
   }
 
   /** The subject's live authorities (one per device), optionally only on the devices `among`: one query. */

@@ -34,8 +34,15 @@ export const AUTHORIZE = 'admin-api:authorize';
  * device-scoped, and its OpenAPI description, so the three cannot drift apart.
  */
 export function Authorize(options: AuthorizeOptions): MethodDecorator {
-  const where = options.check === 'service' ? ' (checked per device by the service)' : options.device === undefined ? '' : ' (or an authority on the device that holds it)';
-  const description = [options.description, `Requires the permission \`${options.permission}\`${where}.`].filter(Boolean).join('\n\n');
+  const where =
+    options.check === 'service'
+      ? ' (checked per device by the service)'
+      : options.device === undefined
+        ? ''
+        : ' (or an authority on the device that holds it)';
+  const description = [options.description, `Requires the permission \`${options.permission}\`${where}.`]
+    .filter(Boolean)
+    .join('\n\n');
   return applyDecorators(
     SetMetadata(AUTHORIZE, options),
     ApiBearerAuth(),

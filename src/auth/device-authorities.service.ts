@@ -50,7 +50,15 @@ export class DeviceAuthoritiesService {
        FROM unnest($1::bigint[]) AS d(id) LEFT JOIN projection_versions v ON v.scope = 'device' AND v.id = d.id`,
       [ids],
     );
-    await Promise.all(rows.map((row) => this.cached.refresh(row.device_id, { version: Number(row.version), deleted: false, json: JSON.stringify(row.authorities) })));
+    await Promise.all(
+      rows.map((row) =>
+        this.cached.refresh(row.device_id, {
+          version: Number(row.version),
+          deleted: false,
+          json: JSON.stringify(row.authorities),
+        }),
+      ),
+    );
   }
 
   // One statement, one snapshot: the version read can never be newer than the set it labels.

@@ -11,7 +11,10 @@ import { SettingsError, type Settings } from '../config/settings.js';
 export async function withJwtSecret(settings: Settings): Promise<Settings> {
   if (settings.jwtSecret !== undefined || settings.jwtJwksUrl !== undefined) return settings;
   if (settings.databaseUrl !== undefined) {
-    throw new SettingsError('JWT_SECRET', 'is required when DATABASE_URL is set (or set JWT_JWKS_URL to verify tokens of an identity provider)');
+    throw new SettingsError(
+      'JWT_SECRET',
+      'is required when DATABASE_URL is set (or set JWT_JWKS_URL to verify tokens of an identity provider)',
+    );
   }
   return Object.freeze({ ...settings, jwtSecret: await readOrCreateSecret(join(settings.dataDir, 'jwt-secret')) });
 }
@@ -25,6 +28,10 @@ async function readOrCreateSecret(file: string): Promise<string> {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }
   const secret = (await readFile(file, 'utf8')).trim();
-  if (secret.length < 32) throw new SettingsError('JWT_SECRET', `the generated secret in ${file} is shorter than 32 characters; delete the file to regenerate it`);
+  if (secret.length < 32)
+    throw new SettingsError(
+      'JWT_SECRET',
+      `the generated secret in ${file} is shorter than 32 characters; delete the file to regenerate it`,
+    );
   return secret;
 }

@@ -13,7 +13,10 @@ import { VERIFICATION_KEYS, type VerificationKeys } from './verification-keys.js
 const USER_ID = /^[1-9]\d{0,15}$/;
 
 function claimMissing(claim: string): ApiError {
-  return new ApiError('AUTH_TOKEN_INVALID', `The token lacks a valid "${claim}" claim`, { reason: 'missing_claim', claim });
+  return new ApiError('AUTH_TOKEN_INVALID', `The token lacks a valid "${claim}" claim`, {
+    reason: 'missing_claim',
+    claim,
+  });
 }
 
 /**
@@ -31,7 +34,11 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
     super({
       jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(),
       // jsonwebtoken accepts a KeyObject (fast); the typings only admit string | Buffer.
-      secretOrKeyProvider: (_request: unknown, token: string, done: (error: unknown, key?: string | Buffer) => void) => {
+      secretOrKeyProvider: (
+        _request: unknown,
+        token: string,
+        done: (error: unknown, key?: string | Buffer) => void,
+      ) => {
         keys.keyFor(token).then(
           (key) => done(null, key as unknown as Buffer),
           (error: unknown) => done(error),
@@ -46,7 +53,12 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
 
   async validate(payload: JwtPayload): Promise<AuthContext> {
     const sub: unknown = payload.sub;
-    const userId = typeof sub === 'string' && USER_ID.test(sub) ? Number(sub) : typeof sub === 'number' && Number.isSafeInteger(sub) && sub > 0 ? sub : undefined;
+    const userId =
+      typeof sub === 'string' && USER_ID.test(sub)
+        ? Number(sub)
+        : typeof sub === 'number' && Number.isSafeInteger(sub) && sub > 0
+          ? sub
+          : undefined;
     if (userId === undefined) throw claimMissing('sub');
     const sid: unknown = payload.sid;
     if (typeof sid !== 'string' || sid === '') throw claimMissing('sid');

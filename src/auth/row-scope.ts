@@ -8,7 +8,12 @@ import type { PermissionCode } from './permissions.js';
  * permission sees only the rows of devices where an authority gives it that permission.
  * `deviceColumn` is the SQL expression of the row's device id (trusted).
  */
-export async function deviceRowScope(authorization: AuthorizationService, subject: Subject, permission: PermissionCode, deviceColumn: string): Promise<Scope | undefined> {
+export async function deviceRowScope(
+  authorization: AuthorizationService,
+  subject: Subject,
+  permission: PermissionCode,
+  deviceColumn: string,
+): Promise<Scope | undefined> {
   const devices = await authorization.devicesAllowed(subject, permission);
   if (devices === 'all') return undefined;
   return { where: `${deviceColumn} = ANY($1::bigint[])`, params: [[...devices]] };

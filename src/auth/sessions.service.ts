@@ -16,7 +16,13 @@ export class SessionsService {
   async revokeAllOf(tx: Tx, userId: number, reason: string): Promise<SessionRow[]> {
     const revoked = await revokeSessionsOfUser(tx.db, userId, reason, currentActorId());
     for (const session of revoked) {
-      await this.audit.record(tx.db, { action: 'session.revoke', resource_type: 'session', resource_id: session.id, reason, changes: { revoked_at: [null, session.revoked_at?.toISOString() ?? null] } });
+      await this.audit.record(tx.db, {
+        action: 'session.revoke',
+        resource_type: 'session',
+        resource_id: session.id,
+        reason,
+        changes: { revoked_at: [null, session.revoked_at?.toISOString() ?? null] },
+      });
     }
     return revoked;
   }

@@ -19,7 +19,12 @@ export async function findSession(db: EntityManager, sessionId: string): Promise
   return row;
 }
 
-export async function insertSession(db: EntityManager, userId: number, ttlSeconds: number, actorId: number | null): Promise<SessionRow> {
+export async function insertSession(
+  db: EntityManager,
+  userId: number,
+  ttlSeconds: number,
+  actorId: number | null,
+): Promise<SessionRow> {
   const [row] = await db.query<SessionRow[]>(
     `INSERT INTO auth_sessions (user_id, expires_at, created_by, updated_by)
      VALUES ($1, now() + make_interval(secs => $2), $3, $3) RETURNING ${SESSION_COLUMNS}`,
@@ -30,7 +35,12 @@ export async function insertSession(db: EntityManager, userId: number, ttlSecond
 }
 
 /** Revokes every live session of a user (suspension, deletion); returns the rows it changed. */
-export async function revokeSessionsOfUser(db: EntityManager, userId: number, reason: string, actorId: number | null): Promise<SessionRow[]> {
+export async function revokeSessionsOfUser(
+  db: EntityManager,
+  userId: number,
+  reason: string,
+  actorId: number | null,
+): Promise<SessionRow[]> {
   const [rows] = await db.query<[SessionRow[], number]>(
     `UPDATE auth_sessions SET revoked_at = now(), revoked_by = $2, revoke_reason = $3, updated_by = $2
      WHERE user_id = $1 AND revoked_at IS NULL RETURNING ${SESSION_COLUMNS}`,

@@ -30,7 +30,14 @@ export function createVerificationKeys(settings: Settings): VerificationKeys {
 
 /** Public keys of the identity provider, fetched by `kid` and kept as `KeyObject`s. */
 function jwksKeys(url: string): VerificationKeys {
-  const client = new JwksClient({ jwksUri: url, cache: true, cacheMaxAge: 10 * 60_000, rateLimit: true, jwksRequestsPerMinute: 10, timeout: 3000 });
+  const client = new JwksClient({
+    jwksUri: url,
+    cache: true,
+    cacheMaxAge: 10 * 60_000,
+    rateLimit: true,
+    jwksRequestsPerMinute: 10,
+    timeout: 3000,
+  });
   const keys = new Map<string, KeyObject>();
   return {
     mode: 'jwks',
@@ -49,10 +56,17 @@ function jwksKeys(url: string): VerificationKeys {
         return key;
       } catch (error) {
         if (error instanceof Error && error.name === 'SigningKeyNotFoundError') {
-          throw new ApiError('AUTH_TOKEN_INVALID', 'No key of the identity provider matches the token', { reason: 'unknown kid' });
+          throw new ApiError('AUTH_TOKEN_INVALID', 'No key of the identity provider matches the token', {
+            reason: 'unknown kid',
+          });
         }
         // The provider is down, not the token bad: a 401 would make the portal sign the user out.
-        throw new ApiError('SERVICE_UNAVAILABLE', "The identity provider's signing keys could not be fetched; retry shortly", { dependency: 'jwks' }, { 'Retry-After': '5' });
+        throw new ApiError(
+          'SERVICE_UNAVAILABLE',
+          "The identity provider's signing keys could not be fetched; retry shortly",
+          { dependency: 'jwks' },
+          { 'Retry-After': '5' },
+        );
       }
     },
   };

@@ -26,7 +26,13 @@ export class AuthoritiesController {
   ) {}
 
   @Get()
-  @Authorize({ permission: 'authorities.read', check: 'service', summary: 'List authorities', description: 'Without the global `authorities.read`, only rows of devices where an authority gives it. Filters `device_id`, `user_id`, `is_active`, `owner`; `q` over label.' })
+  @Authorize({
+    permission: 'authorities.read',
+    check: 'service',
+    summary: 'List authorities',
+    description:
+      'Without the global `authorities.read`, only rows of devices where an authority gives it. Filters `device_id`, `user_id`, `is_active`, `owner`; `q` over label.',
+  })
   @ApiEnvelope(AuthorityDto, { list: true, errors: [400] })
   list(@Actor() actor: AuthContext, @Query() query: Record<string, unknown>): Promise<ListResponse<AuthorityDto>> {
     return this.authorities.list(actor, query);
@@ -41,51 +47,107 @@ export class AuthoritiesController {
   }
 
   @Post()
-  @Authorize({ permission: 'authorities.create', check: 'service', summary: 'Give a user an authority on a device', description: 'Checked on the body’s device after validation. An existing pair, deleted or not, is 409 with its id.' })
+  @Authorize({
+    permission: 'authorities.create',
+    check: 'service',
+    summary: 'Give a user an authority on a device',
+    description: 'Checked on the body’s device after validation. An existing pair, deleted or not, is 409 with its id.',
+  })
   @ApiEnvelope(AuthorityDto, { status: 201, errors: [400, 404, 409, 422] })
   create(@Actor() actor: AuthContext, @Body() dto: CreateAuthorityDto): Promise<ResourceResponse<AuthorityDto>> {
     return this.authorities.create(actor, dto);
   }
 
   @Patch(':id')
-  @Authorize({ permission: 'authorities.update', device: ON_ITS_DEVICE, summary: 'Change an authority’s expiry or label' })
+  @Authorize({
+    permission: 'authorities.update',
+    device: ON_ITS_DEVICE,
+    summary: 'Change an authority’s expiry or label',
+  })
   @ApiEnvelope(AuthorityDto, { errors: [400, 404, 412, 422] })
-  update(@Actor() actor: AuthContext, @IdParam() id: number, @Body() dto: UpdateAuthorityDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
+  update(
+    @Actor() actor: AuthContext,
+    @IdParam() id: number,
+    @Body() dto: UpdateAuthorityDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<AuthorityDto>> {
     return this.authorities.update(actor, id, dto, ifMatch);
   }
 
   @Delete(':id')
-  @Authorize({ permission: 'authorities.delete', device: ON_ITS_DEVICE, summary: 'Soft-delete an authority (not the owner’s; 204 if already deleted)' })
-  @ApiEnvelope(AuthorityDto, { noContent: 'Already deleted (or revoked): nothing changed', errors: [400, 404, 412, 422] })
-  remove(@IdParam() id: number, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto> | NoContent> {
+  @Authorize({
+    permission: 'authorities.delete',
+    device: ON_ITS_DEVICE,
+    summary: 'Soft-delete an authority (not the owner’s; 204 if already deleted)',
+  })
+  @ApiEnvelope(AuthorityDto, {
+    noContent: 'Already deleted (or revoked): nothing changed',
+    errors: [400, 404, 412, 422],
+  })
+  remove(
+    @IdParam() id: number,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<AuthorityDto> | NoContent> {
     return this.actions.remove(id, ifMatch);
   }
 
   @Post(':id/restore')
-  @Authorize({ permission: 'authorities.restore', device: ON_ITS_DEVICE, summary: 'Restore a deleted authority (204 if it is not deleted)' })
+  @Authorize({
+    permission: 'authorities.restore',
+    device: ON_ITS_DEVICE,
+    summary: 'Restore a deleted authority (204 if it is not deleted)',
+  })
   @ApiEnvelope(AuthorityDto, { noContent: 'Not deleted: nothing changed', errors: [400, 404, 412] })
-  restore(@IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto> | NoContent> {
+  restore(
+    @IdParam() id: number,
+    @Body() _options: NoOptionsDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<AuthorityDto> | NoContent> {
     return this.actions.restore(id, ifMatch);
   }
 
   @Post(':id/activate')
-  @Authorize({ permission: 'authorities.activate', device: ON_ITS_DEVICE, summary: 'Activate an inactive authority (a revoked one is 409)' })
+  @Authorize({
+    permission: 'authorities.activate',
+    device: ON_ITS_DEVICE,
+    summary: 'Activate an inactive authority (a revoked one is 409)',
+  })
   @ApiEnvelope(AuthorityDto, { errors: [400, 404, 409, 412] })
-  activate(@IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
+  activate(
+    @IdParam() id: number,
+    @Body() _options: NoOptionsDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<AuthorityDto>> {
     return this.actions.activate(id, ifMatch);
   }
 
   @Post(':id/deactivate')
-  @Authorize({ permission: 'authorities.deactivate', device: ON_ITS_DEVICE, summary: 'Deactivate an active authority (not the owner’s)' })
+  @Authorize({
+    permission: 'authorities.deactivate',
+    device: ON_ITS_DEVICE,
+    summary: 'Deactivate an active authority (not the owner’s)',
+  })
   @ApiEnvelope(AuthorityDto, { errors: [400, 404, 409, 412, 422] })
-  deactivate(@IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
+  deactivate(
+    @IdParam() id: number,
+    @Body() _options: NoOptionsDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<AuthorityDto>> {
     return this.actions.deactivate(id, ifMatch);
   }
 
   @Post(':id/revoke')
-  @Authorize({ permission: 'authorities.revoke', device: ON_ITS_DEVICE, summary: 'Revoke an authority for good (not the owner’s)' })
+  @Authorize({
+    permission: 'authorities.revoke',
+    device: ON_ITS_DEVICE,
+    summary: 'Revoke an authority for good (not the owner’s)',
+  })
   @ApiEnvelope(AuthorityDto, { errors: [400, 404, 409, 412, 422] })
-  revoke(@IdParam() id: number, @Body() dto: RevokeAuthorityDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
+  revoke(
+    @IdParam() id: number,
+    @Body() dto: RevokeAuthorityDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<AuthorityDto>> {
     return this.actions.revoke(id, dto.reason, ifMatch);
   }
 }

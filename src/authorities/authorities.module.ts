@@ -11,7 +11,14 @@ import { OwnershipService } from './ownership.service.js';
 /** Devices, authorities and ownership (parts 6.2 and 6.3). */
 @Module({
   controllers: [DevicesController, AuthoritiesController],
-  providers: [DevicesRepository, DevicesService, OwnershipService, AuthoritiesRepository, AuthoritiesService, AuthorityActionsService],
+  providers: [
+    DevicesRepository,
+    DevicesService,
+    OwnershipService,
+    AuthoritiesRepository,
+    AuthoritiesService,
+    AuthorityActionsService,
+  ],
   exports: [AuthoritiesRepository],
 })
 export class AuthoritiesModule {}

@@ -37,11 +37,15 @@ export const AUTHORITY_LIST: ListSpec = {
 /** 422 for an action that would strip the owner of its rights; ownership moves only by transfer. */
 export function ownerProtected(row: Pick<AuthorityRow, 'id' | 'device_id'>, action: string): ApiError {
   const done = action === 'delete' ? 'deleted' : action === 'expire' ? 'given an expiry' : `${action}d`;
-  return new ApiError('OWNER_AUTHORITY_PROTECTED', `The owner's authority cannot be ${done}; transfer the ownership first`, {
-    authority_id: row.id,
-    device_id: row.device_id,
-    action,
-  });
+  return new ApiError(
+    'OWNER_AUTHORITY_PROTECTED',
+    `The owner's authority cannot be ${done}; transfer the ownership first`,
+    {
+      authority_id: row.id,
+      device_id: row.device_id,
+      action,
+    },
+  );
 }
 
 /**
@@ -50,7 +54,11 @@ export function ownerProtected(row: Pick<AuthorityRow, 'id' | 'device_id'>, acti
  * role or a permission grant. Narrowing it is always allowed. (Activating or restoring one's own
  * authority cannot come from layer 3c at all: an inactive or deleted authority gives no rights.)
  */
-export function assertNotExtendingOwn(actor: Subject, row: Pick<AuthorityRow, 'id' | 'user_id' | 'device_id'>, allowedGlobally: boolean): void {
+export function assertNotExtendingOwn(
+  actor: Subject,
+  row: Pick<AuthorityRow, 'id' | 'user_id' | 'device_id'>,
+  allowedGlobally: boolean,
+): void {
   if (row.user_id !== actor.user_id || allowedGlobally) return;
   throw new ApiError('SELF_ACTION_FORBIDDEN', 'You cannot extend your own authority through a right on that device', {
     action: 'extend_authority',
@@ -78,7 +86,11 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow> {
     cache: CacheService,
     private readonly deviceAuthorities: DeviceAuthoritiesService,
   ) {
-    super({ table: 'authorities', columns: AUTHORITY_COLUMNS, type: 'authority', notFound: authorityNotFound }, uow, cache);
+    super(
+      { table: 'authorities', columns: AUTHORITY_COLUMNS, type: 'authority', notFound: authorityNotFound },
+      uow,
+      cache,
+    );
   }
 
   /**
@@ -89,7 +101,10 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow> {
     const devices = rows.map((row) => row.device_id);
     if (authorization) await bumpProjectionVersions(tx.db, 'device', devices);
     tx.afterCommit(async () => {
-      await Promise.all([...rows.map((row) => this.refresh(row)), ...(authorization ? [this.deviceAuthorities.refresh(devices)] : [])]);
+      await Promise.all([
+        ...rows.map((row) => this.refresh(row)),
+        ...(authorization ? [this.deviceAuthorities.refresh(devices)] : []),
+      ]);
     });
   }
 }

@@ -13,11 +13,25 @@ import { runList } from '../common/list/list-runner.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
-import { assertNotExtendingOwn, AUTHORITY_COLUMNS, AUTHORITY_LIST, AuthoritiesRepository, ownerProtected, type AuthorityRow } from './authorities.repository.js';
+import {
+  assertNotExtendingOwn,
+  AUTHORITY_COLUMNS,
+  AUTHORITY_LIST,
+  AuthoritiesRepository,
+  ownerProtected,
+  type AuthorityRow,
+} from './authorities.repository.js';
 import { deviceNotFound } from './devices.repository.js';
 import type { AuthorityDto, CreateAuthorityDto, UpdateAuthorityDto } from './dto/authority.dto.js';
 
-export const AUTHORITY_AUDITED_FIELDS = ['device_id', 'user_id', 'owner', 'is_active', 'expires_at', 'label'] as const satisfies readonly (keyof AuthorityRow)[];
+export const AUTHORITY_AUDITED_FIELDS = [
+  'device_id',
+  'user_id',
+  'owner',
+  'is_active',
+  'expires_at',
+  'label',
+] as const satisfies readonly (keyof AuthorityRow)[];
 
 /** Authorities: reads, creation and PATCH (part 6.3); lifecycle actions are in `AuthorityActionsService`. */
 @Injectable()
@@ -31,7 +45,12 @@ export class AuthoritiesService {
 
   async list(actor: AuthContext, query: Record<string, unknown>): Promise<ListResponse<AuthorityDto>> {
     const parsed = parseListQuery(AUTHORITY_LIST, query);
-    return runList<AuthorityDto>(this.uow.reader, AUTHORITY_LIST, parsed, await deviceRowScope(this.authorization, actor, 'authorities.read', 'device_id'));
+    return runList<AuthorityDto>(
+      this.uow.reader,
+      AUTHORITY_LIST,
+      parsed,
+      await deviceRowScope(this.authorization, actor, 'authorities.read', 'device_id'),
+    );
   }
 
   get(id: number, includeDeleted: boolean): Promise<ResourceResponse<AuthorityDto>> {
@@ -43,7 +62,11 @@ export class AuthoritiesService {
     const expiresAt = dto.expires_at === undefined ? null : futureTimestamp(dto.expires_at, 'expires_at');
     await this.assertReferences(dto.device_id, dto.user_id);
     await this.authorization.assertAllowed(actor, 'authorities.create', dto.device_id);
-    if (dto.user_id === actor.user_id) throw new ApiError('SELF_ACTION_FORBIDDEN', 'You cannot create an authority for yourself', { action: 'create_authority', user_id: dto.user_id });
+    if (dto.user_id === actor.user_id)
+      throw new ApiError('SELF_ACTION_FORBIDDEN', 'You cannot create an authority for yourself', {
+        action: 'create_authority',
+        user_id: dto.user_id,
+      });
     const stamp = creationStamp();
     const row = await this.uow.run(async (tx) => {
       // ON CONFLICT DO NOTHING: a concurrent creator of the same pair waits for the winner and
@@ -54,15 +77,28 @@ export class AuthoritiesService {
         [dto.device_id, dto.user_id, expiresAt, dto.label ?? null, stamp.created_by, stamp.updated_by],
       );
       if (created === undefined) throw await this.alreadyExists(tx, dto.device_id, dto.user_id);
-      await this.audit.record(tx.db, { action: 'authority.create', resource_type: 'authority', resource_id: created.id, changes: diffChanges(null, created, AUTHORITY_AUDITED_FIELDS) });
+      await this.audit.record(tx.db, {
+        action: 'authority.create',
+        resource_type: 'authority',
+        resource_id: created.id,
+        changes: diffChanges(null, created, AUTHORITY_AUDITED_FIELDS),
+      });
       await this.authorities.changed(tx, [created]);
       return created;
     });
     return respondWith(row, { status: 201, location: `/v1/admin/authorities/${row.id}` });
   }
 
-  async update(actor: AuthContext, id: number, dto: UpdateAuthorityDto, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
-    const expiresAt = dto.expires_at === undefined || dto.expires_at === null ? dto.expires_at : futureTimestamp(dto.expires_at, 'expires_at');
+  async update(
+    actor: AuthContext,
+    id: number,
+    dto: UpdateAuthorityDto,
+    ifMatch: IfMatch,
+  ): Promise<ResourceResponse<AuthorityDto>> {
+    const expiresAt =
+      dto.expires_at === undefined || dto.expires_at === null
+        ? dto.expires_at
+        : futureTimestamp(dto.expires_at, 'expires_at');
     const row = await this.uow.run(async (tx) => {
       const before = await this.authorities.lockLive(tx, id);
       // An expiry on the owner's authority would strip the owner of every right on the device.
@@ -71,11 +107,24 @@ export class AuthoritiesService {
         assertNotExtendingOwn(actor, before, this.authorization.decideGlobally(actor, 'authorities.update').allowed);
       }
       assertIfMatch(ifMatch, before.version);
-      const wanted = { ...before, ...(expiresAt === undefined ? {} : { expires_at: expiresAt?.toISOString() ?? null }), ...(dto.label === undefined ? {} : { label: dto.label }) };
+      const wanted = {
+        ...before,
+        ...(expiresAt === undefined ? {} : { expires_at: expiresAt?.toISOString() ?? null }),
+        ...(dto.label === undefined ? {} : { label: dto.label }),
+      };
       const changes = diffChanges(before, wanted, ['expires_at', 'label']);
       if (Object.keys(changes).length === 0) return before;
-      const after = await this.authorities.update(tx, id, 'expires_at = $2, label = $3, updated_by = $4', [wanted.expires_at, wanted.label, updateStamp().updated_by]);
-      await this.audit.record(tx.db, { action: 'authority.update', resource_type: 'authority', resource_id: id, changes });
+      const after = await this.authorities.update(tx, id, 'expires_at = $2, label = $3, updated_by = $4', [
+        wanted.expires_at,
+        wanted.label,
+        updateStamp().updated_by,
+      ]);
+      await this.audit.record(tx.db, {
+        action: 'authority.update',
+        resource_type: 'authority',
+        resource_id: id,
+        changes,
+      });
       await this.authorities.changed(tx, [after], 'expires_at' in changes);
       return after;
     });
@@ -92,13 +141,20 @@ export class AuthoritiesService {
   }
 
   private async alreadyExists(tx: Tx, deviceId: number, userId: number): Promise<ApiError> {
-    const [existing] = await tx.db.query<{ id: number; is_deleted: boolean }[]>('SELECT id, is_deleted FROM authorities WHERE device_id = $1 AND user_id = $2', [deviceId, userId]);
-    return new ApiError('AUTHORITY_ALREADY_EXISTS', `User ${userId} already has an authority on device ${deviceId}${existing?.is_deleted === true ? ' (deleted; restore it)' : ''}`, {
-      authority_id: existing?.id ?? null,
-      device_id: deviceId,
-      user_id: userId,
-      is_deleted: existing?.is_deleted ?? false,
-    });
+    const [existing] = await tx.db.query<{ id: number; is_deleted: boolean }[]>(
+      'SELECT id, is_deleted FROM authorities WHERE device_id = $1 AND user_id = $2',
+      [deviceId, userId],
+    );
+    return new ApiError(
+      'AUTHORITY_ALREADY_EXISTS',
+      `User ${userId} already has an authority on device ${deviceId}${existing?.is_deleted === true ? ' (deleted; restore it)' : ''}`,
+      {
+        authority_id: existing?.id ?? null,
+        device_id: deviceId,
+        user_id: userId,
+        is_deleted: existing?.is_deleted ?? false,
+      },
+    );
   }
 }
 

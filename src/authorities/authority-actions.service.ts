@@ -34,7 +34,12 @@ export class AuthorityActionsService {
       if (before.owner) throw ownerProtected(before, 'delete');
       assertIfMatch(ifMatch, before.version);
       const stamp = deletionStamp();
-      const after = await this.authorities.update(tx, id, 'is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $4', [stamp.deleted_at, stamp.deleted_by, stamp.updated_by]);
+      const after = await this.authorities.update(
+        tx,
+        id,
+        'is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $4',
+        [stamp.deleted_at, stamp.deleted_by, stamp.updated_by],
+      );
       return this.finish(tx, after, 'authority.delete', { is_deleted: [false, true] });
     });
   }
@@ -44,7 +49,12 @@ export class AuthorityActionsService {
       const before = await this.authorities.lock(tx, id);
       if (!before.is_deleted) return NoContent.instance;
       assertIfMatch(ifMatch, before.version);
-      const after = await this.authorities.update(tx, id, 'is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $2', [restorationStamp().updated_by]);
+      const after = await this.authorities.update(
+        tx,
+        id,
+        'is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $2',
+        [restorationStamp().updated_by],
+      );
       return this.finish(tx, after, 'authority.restore', { is_deleted: [true, false] });
     });
   }
@@ -52,7 +62,9 @@ export class AuthorityActionsService {
   activate(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
     return this.uow.run(async (tx) => {
       await this.prepare(tx, id, ifMatch, 'activate');
-      const after = await this.authorities.update(tx, id, 'is_active = true, updated_by = $2', [updateStamp().updated_by]);
+      const after = await this.authorities.update(tx, id, 'is_active = true, updated_by = $2', [
+        updateStamp().updated_by,
+      ]);
       return this.finish(tx, after, 'authority.activate', { is_active: [false, true] });
     });
   }
@@ -60,7 +72,9 @@ export class AuthorityActionsService {
   deactivate(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
     return this.uow.run(async (tx) => {
       const before = await this.prepare(tx, id, ifMatch, 'deactivate');
-      const after = await this.authorities.update(tx, id, 'is_active = false, updated_by = $2', [updateStamp().updated_by]);
+      const after = await this.authorities.update(tx, id, 'is_active = false, updated_by = $2', [
+        updateStamp().updated_by,
+      ]);
       return this.finish(tx, after, 'authority.deactivate', { is_active: [before.is_active, false] });
     });
   }
@@ -69,8 +83,16 @@ export class AuthorityActionsService {
     return this.uow.run(async (tx) => {
       const before = await this.prepare(tx, id, ifMatch, 'revoke');
       const actor = updateStamp().updated_by;
-      const after = await this.authorities.update(tx, id, 'is_active = false, revoked_at = now(), revoked_by = $2, revoke_reason = $3, updated_by = $2', [actor, reason ?? null]);
-      const changes: Record<string, readonly [unknown, unknown]> = { revoked_at: [null, after.revoked_at], ...(before.is_active ? { is_active: [true, false] } : {}) };
+      const after = await this.authorities.update(
+        tx,
+        id,
+        'is_active = false, revoked_at = now(), revoked_by = $2, revoke_reason = $3, updated_by = $2',
+        [actor, reason ?? null],
+      );
+      const changes: Record<string, readonly [unknown, unknown]> = {
+        revoked_at: [null, after.revoked_at],
+        ...(before.is_active ? { is_active: [true, false] } : {}),
+      };
       return this.finish(tx, after, 'authority.revoke', changes, reason ?? null);
     });
   }
@@ -87,7 +109,13 @@ export class AuthorityActionsService {
     return before;
   }
 
-  private async finish(tx: Tx, after: AuthorityRow, action: string, changes: Record<string, readonly [unknown, unknown]>, reason: string | null = null): Promise<ResourceResponse<AuthorityDto>> {
+  private async finish(
+    tx: Tx,
+    after: AuthorityRow,
+    action: string,
+    changes: Record<string, readonly [unknown, unknown]>,
+    reason: string | null = null,
+  ): Promise<ResourceResponse<AuthorityDto>> {
     await this.audit.record(tx.db, { action, resource_type: 'authority', resource_id: after.id, reason, changes });
     await this.authorities.changed(tx, [after]);
     return respondWith(after);

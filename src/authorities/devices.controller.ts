@@ -9,7 +9,14 @@ import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import type { ListResponse, ResourceResponse } from '../common/responses.js';
 import { deviceFromParam } from './device-locators.js';
 import { DevicesService } from './devices.service.js';
-import { CreateDeviceDto, DeviceDto, OwnershipTransferDto, TransferOwnerDto, TransferResultDto, UpdateDeviceDto } from './dto/device.dto.js';
+import {
+  CreateDeviceDto,
+  DeviceDto,
+  OwnershipTransferDto,
+  TransferOwnerDto,
+  TransferResultDto,
+  UpdateDeviceDto,
+} from './dto/device.dto.js';
 import { OwnershipService } from './ownership.service.js';
 
 /** `/v1/admin/devices` (part 6.2). */
@@ -22,7 +29,13 @@ export class DevicesController {
   ) {}
 
   @Get()
-  @Authorize({ permission: 'devices.read', check: 'service', summary: 'List devices', description: 'Without the global `devices.read`, only devices where an authority gives it. Filter `owner_user_id`; `q` over serial_number and name.' })
+  @Authorize({
+    permission: 'devices.read',
+    check: 'service',
+    summary: 'List devices',
+    description:
+      'Without the global `devices.read`, only devices where an authority gives it. Filter `owner_user_id`; `q` over serial_number and name.',
+  })
   @ApiEnvelope(DeviceDto, { list: true, errors: [400] })
   list(@Actor() actor: AuthContext, @Query() query: Record<string, unknown>): Promise<ListResponse<DeviceDto>> {
     return this.devices.list(actor, query);
@@ -43,23 +56,48 @@ export class DevicesController {
   }
 
   @Patch(':id')
-  @Authorize({ permission: 'devices.update', device: deviceFromParam('id'), summary: 'Rename a device or change its model' })
+  @Authorize({
+    permission: 'devices.update',
+    device: deviceFromParam('id'),
+    summary: 'Rename a device or change its model',
+  })
   @ApiEnvelope(DeviceDto, { errors: [400, 404, 412] })
-  update(@IdParam() id: number, @Body() dto: UpdateDeviceDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<DeviceDto>> {
+  update(
+    @IdParam() id: number,
+    @Body() dto: UpdateDeviceDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<DeviceDto>> {
     return this.devices.update(id, dto, ifMatch);
   }
 
   @Post(':device_id/transfer-owner')
-  @Authorize({ permission: 'devices.transfer_owner', device: deviceFromParam('device_id'), summary: 'Make another user the owner of the device', description: 'The only way `owner` becomes true; one transaction, one owner at all times, one history row.' })
+  @Authorize({
+    permission: 'devices.transfer_owner',
+    device: deviceFromParam('device_id'),
+    summary: 'Make another user the owner of the device',
+    description: 'The only way `owner` becomes true; one transaction, one owner at all times, one history row.',
+  })
   @ApiEnvelope(TransferResultDto, { errors: [400, 404, 412, 422] })
-  transferOwner(@Actor() actor: AuthContext, @IdParam('device_id') deviceId: number, @Body() dto: TransferOwnerDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<TransferResultDto>> {
+  transferOwner(
+    @Actor() actor: AuthContext,
+    @IdParam('device_id') deviceId: number,
+    @Body() dto: TransferOwnerDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<TransferResultDto>> {
     return this.ownership.transfer(actor, deviceId, dto, ifMatch);
   }
 
   @Get(':device_id/ownership-transfers')
-  @Authorize({ permission: 'devices.read', device: deviceFromParam('device_id'), summary: 'The ownership history of a device' })
+  @Authorize({
+    permission: 'devices.read',
+    device: deviceFromParam('device_id'),
+    summary: 'The ownership history of a device',
+  })
   @ApiEnvelope(OwnershipTransferDto, { list: true, errors: [400, 404] })
-  transfers(@IdParam('device_id') deviceId: number, @Query() query: Record<string, unknown>): Promise<ListResponse<OwnershipTransferDto>> {
+  transfers(
+    @IdParam('device_id') deviceId: number,
+    @Query() query: Record<string, unknown>,
+  ): Promise<ListResponse<OwnershipTransferDto>> {
     return this.ownership.history(deviceId, query);
   }
 }

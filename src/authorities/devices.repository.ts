@@ -10,7 +10,8 @@ export interface DeviceRow extends DeviceDto {
   readonly version: number;
 }
 
-const RESOURCE_COLUMNS = 'id, serial_number, name, model, owner_user_id, created_at, updated_at, created_by, updated_by';
+const RESOURCE_COLUMNS =
+  'id, serial_number, name, model, owner_user_id, created_at, updated_at, created_by, updated_by';
 export const DEVICE_COLUMNS = `version, ${RESOURCE_COLUMNS}`;
 
 export const DEVICE_LIST: ListSpec = {

@@ -18,7 +18,9 @@ import type { CreateDeviceDto, DeviceDto, UpdateDeviceDto } from './dto/device.d
 const AUDITED_FIELDS = ['serial_number', 'name', 'model'] as const satisfies readonly (keyof DeviceRow)[];
 
 function serialTaken(serial: string): ApiError {
-  return new ApiError('DEVICE_SERIAL_TAKEN', `A device with serial number ${serial} already exists`, { serial_number: serial });
+  return new ApiError('DEVICE_SERIAL_TAKEN', `A device with serial number ${serial} already exists`, {
+    serial_number: serial,
+  });
 }
 
 /** The device registry (part 6.2); ownership lives in `OwnershipService`. */
@@ -33,7 +35,12 @@ export class DevicesService {
 
   async list(actor: AuthContext, query: Record<string, unknown>): Promise<ListResponse<DeviceDto>> {
     const parsed = parseListQuery(DEVICE_LIST, query);
-    return runList<DeviceDto>(this.uow.reader, DEVICE_LIST, parsed, await deviceRowScope(this.authorization, actor, 'devices.read', 'id'));
+    return runList<DeviceDto>(
+      this.uow.reader,
+      DEVICE_LIST,
+      parsed,
+      await deviceRowScope(this.authorization, actor, 'devices.read', 'id'),
+    );
   }
 
   get(id: number): Promise<ResourceResponse<DeviceDto>> {
@@ -49,7 +56,12 @@ export class DevicesService {
           [dto.serial_number, dto.name, dto.model ?? null, stamp.created_by, stamp.updated_by],
         );
         if (created === undefined) throw new Error('device insert returned no row');
-        await this.audit.record(tx.db, { action: 'device.create', resource_type: 'device', resource_id: created.id, changes: diffChanges(null, created, AUDITED_FIELDS) });
+        await this.audit.record(tx.db, {
+          action: 'device.create',
+          resource_type: 'device',
+          resource_id: created.id,
+          changes: diffChanges(null, created, AUDITED_FIELDS),
+        });
         this.devices.rebuildAfterCommit(tx, created);
         return created;
       })
@@ -63,10 +75,18 @@ export class DevicesService {
     const row = await this.uow.run(async (tx) => {
       const before = await this.devices.lock(tx, id);
       assertIfMatch(ifMatch, before.version);
-      const wanted = { ...before, ...(dto.name === undefined ? {} : { name: dto.name }), ...(dto.model === undefined ? {} : { model: dto.model }) };
+      const wanted = {
+        ...before,
+        ...(dto.name === undefined ? {} : { name: dto.name }),
+        ...(dto.model === undefined ? {} : { model: dto.model }),
+      };
       const changes = diffChanges(before, wanted, AUDITED_FIELDS);
       if (Object.keys(changes).length === 0) return before;
-      const after = await this.devices.update(tx, id, 'name = $2, model = $3, updated_by = $4', [wanted.name, wanted.model, updateStamp().updated_by]);
+      const after = await this.devices.update(tx, id, 'name = $2, model = $3, updated_by = $4', [
+        wanted.name,
+        wanted.model,
+        updateStamp().updated_by,
+      ]);
       await this.audit.record(tx.db, { action: 'device.update', resource_type: 'device', resource_id: id, changes });
       this.devices.rebuildAfterCommit(tx, after);
       return after;

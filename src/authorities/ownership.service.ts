@@ -28,7 +28,8 @@ const TRANSFER_LIST: ListSpec = {
 };
 
 // The transfer revives an authority that was deleted, revoked, inactive or expired: it is assigned anew.
-const NOT_EFFECTIVE = '(authorities.is_deleted OR authorities.revoked_at IS NOT NULL OR NOT authorities.is_active OR authorities.expires_at <= now())';
+const NOT_EFFECTIVE =
+  '(authorities.is_deleted OR authorities.revoked_at IS NOT NULL OR NOT authorities.is_active OR authorities.expires_at <= now())';
 
 function targetInvalid(userId: number, reason: string, message: string): ApiError {
   return new ApiError('TRANSFER_TARGET_INVALID', message, { new_owner_user_id: userId, reason });
@@ -50,20 +51,38 @@ export class OwnershipService {
   ) {}
 
   history(deviceId: number, query: Record<string, unknown>): Promise<ListResponse<OwnershipTransferDto>> {
-    return runList<OwnershipTransferDto>(this.uow.reader, TRANSFER_LIST, parseListQuery(TRANSFER_LIST, query), { where: 'device_id = $1', params: [deviceId] });
+    return runList<OwnershipTransferDto>(this.uow.reader, TRANSFER_LIST, parseListQuery(TRANSFER_LIST, query), {
+      where: 'device_id = $1',
+      params: [deviceId],
+    });
   }
 
-  transfer(actor: AuthContext, deviceId: number, dto: TransferOwnerDto, ifMatch: IfMatch): Promise<ResourceResponse<TransferResultDto>> {
+  transfer(
+    actor: AuthContext,
+    deviceId: number,
+    dto: TransferOwnerDto,
+    ifMatch: IfMatch,
+  ): Promise<ResourceResponse<TransferResultDto>> {
     // A device-scoped right never lets its holder make itself owner: only the role or a grant.
-    if (dto.new_owner_user_id === actor.user_id && !this.authorization.decideGlobally(actor, 'devices.transfer_owner').allowed) {
-      throw new ApiError('SELF_ACTION_FORBIDDEN', 'You cannot transfer a device to yourself through a right on that device', { action: 'transfer_owner', user_id: actor.user_id, device_id: deviceId });
+    if (
+      dto.new_owner_user_id === actor.user_id &&
+      !this.authorization.decideGlobally(actor, 'devices.transfer_owner').allowed
+    ) {
+      throw new ApiError(
+        'SELF_ACTION_FORBIDDEN',
+        'You cannot transfer a device to yourself through a right on that device',
+        { action: 'transfer_owner', user_id: actor.user_id, device_id: deviceId },
+      );
     }
     return this.uow.run(async (tx) => {
       const device = await this.devices.lock(tx, deviceId);
       assertIfMatch(ifMatch, device.version);
       await this.assertTarget(tx, device, dto.new_owner_user_id);
       const actor = currentActorId();
-      const [previous] = await tx.db.query<AuthorityRow[]>(`SELECT ${AUTHORITY_COLUMNS} FROM authorities WHERE device_id = $1 AND owner FOR UPDATE`, [deviceId]);
+      const [previous] = await tx.db.query<AuthorityRow[]>(
+        `SELECT ${AUTHORITY_COLUMNS} FROM authorities WHERE device_id = $1 AND owner FOR UPDATE`,
+        [deviceId],
+      );
       // Demote first: the unique index allows one owner per device at every statement.
       const demoted = previous === undefined ? undefined : await this.demote(tx, previous, dto, actor);
       const [promoted] = await tx.db.query<AuthorityRow[]>(
@@ -76,41 +95,70 @@ export class OwnershipService {
         [deviceId, dto.new_owner_user_id, actor],
       );
       if (promoted === undefined) throw new Error('owner authority upsert returned no row');
-      const updatedDevice = await this.devices.update(tx, deviceId, 'owner_user_id = $2, updated_by = $3', [dto.new_owner_user_id, actor]);
-      await tx.db.query('INSERT INTO ownership_transfers (device_id, from_user_id, to_user_id, reason, transferred_by, request_id) VALUES ($1, $2, $3, $4, $5, $6)', [
-        deviceId,
-        device.owner_user_id,
+      const updatedDevice = await this.devices.update(tx, deviceId, 'owner_user_id = $2, updated_by = $3', [
         dto.new_owner_user_id,
-        dto.reason ?? null,
         actor,
-        currentRequest()?.request_id ?? null,
       ]);
+      await tx.db.query(
+        'INSERT INTO ownership_transfers (device_id, from_user_id, to_user_id, reason, transferred_by, request_id) VALUES ($1, $2, $3, $4, $5, $6)',
+        [
+          deviceId,
+          device.owner_user_id,
+          dto.new_owner_user_id,
+          dto.reason ?? null,
+          actor,
+          currentRequest()?.request_id ?? null,
+        ],
+      );
       await this.audit.record(tx.db, {
         action: 'device.transfer_owner',
         resource_type: 'device',
         resource_id: deviceId,
         reason: dto.reason ?? null,
-        changes: { owner_user_id: [device.owner_user_id, dto.new_owner_user_id], ...(demoted === undefined || demoted.revoked_at === null ? {} : { previous_owner_revoked: [false, true] }) },
+        changes: {
+          owner_user_id: [device.owner_user_id, dto.new_owner_user_id],
+          ...(demoted === undefined || demoted.revoked_at === null ? {} : { previous_owner_revoked: [false, true] }),
+        },
       });
       await this.authorities.changed(tx, demoted === undefined ? [promoted] : [demoted, promoted]);
       this.devices.rebuildAfterCommit(tx, updatedDevice);
-      const result: TransferResultDto = { device_id: deviceId, previous_owner: demoted === undefined ? null : withoutVersion(demoted), new_owner: withoutVersion(promoted) };
+      const result: TransferResultDto = {
+        device_id: deviceId,
+        previous_owner: demoted === undefined ? null : withoutVersion(demoted),
+        new_owner: withoutVersion(promoted),
+      };
       return new ResourceResponse(result, { version: updatedDevice.version });
     });
   }
 
   private async assertTarget(tx: Tx, device: DeviceRow, userId: number): Promise<void> {
-    const [user] = await tx.db.query<{ status_id: number; is_deleted: boolean }[]>('SELECT status_id, is_deleted FROM users WHERE id = $1', [userId]);
+    const [user] = await tx.db.query<{ status_id: number; is_deleted: boolean }[]>(
+      'SELECT status_id, is_deleted FROM users WHERE id = $1',
+      [userId],
+    );
     if (user === undefined) throw userNotFound(userId);
     if (user.is_deleted) throw targetInvalid(userId, 'user_deleted', `User ${userId} is deleted`);
-    if (user.status_id !== USER_STATUS.active) throw targetInvalid(userId, 'user_not_active', `User ${userId} is not active`);
-    if (device.owner_user_id === userId) throw targetInvalid(userId, 'already_owner', `User ${userId} already owns device ${device.id}`);
+    if (user.status_id !== USER_STATUS.active)
+      throw targetInvalid(userId, 'user_not_active', `User ${userId} is not active`);
+    if (device.owner_user_id === userId)
+      throw targetInvalid(userId, 'already_owner', `User ${userId} already owns device ${device.id}`);
   }
 
-  private async demote(tx: Tx, previous: AuthorityRow, dto: TransferOwnerDto, actor: number | null): Promise<AuthorityRow> {
+  private async demote(
+    tx: Tx,
+    previous: AuthorityRow,
+    dto: TransferOwnerDto,
+    actor: number | null,
+  ): Promise<AuthorityRow> {
     const revoke = dto.keep_previous_owner_access === false;
-    const assignments = revoke ? 'owner = false, is_active = false, revoked_at = now(), revoked_by = $2, revoke_reason = $3, updated_by = $2' : 'owner = false, updated_by = $2';
-    return this.authorities.update(tx, previous.id, assignments, revoke ? [actor, dto.reason ?? 'ownership transferred'] : [actor]);
+    const assignments = revoke
+      ? 'owner = false, is_active = false, revoked_at = now(), revoked_by = $2, revoke_reason = $3, updated_by = $2'
+      : 'owner = false, updated_by = $2';
+    return this.authorities.update(
+      tx,
+      previous.id,
+      assignments,
+      revoke ? [actor, dto.reason ?? 'ownership transferred'] : [actor],
+    );
   }
 }
-

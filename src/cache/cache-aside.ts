@@ -28,7 +28,10 @@ export class CacheAside<Id extends string | number = number> {
   }
 
   /** Finishes a read whose cache lookup was made elsewhere (batched with other keys in one round trip). */
-  async settle(id: Id, lookup: { readonly ok: boolean; readonly entry: CacheEntry | undefined }): Promise<CachedRead | undefined> {
+  async settle(
+    id: Id,
+    lookup: { readonly ok: boolean; readonly entry: CacheEntry | undefined },
+  ): Promise<CachedRead | undefined> {
     if (lookup.entry !== undefined && !isTombstone(lookup.entry)) return { entry: lookup.entry, cache: 'hit' };
     const entry = await this.loadOnce(this.keyOf(id), id, lookup.ok);
     return entry === undefined ? undefined : { entry, cache: lookup.ok ? 'miss' : 'bypass' };
@@ -43,7 +46,9 @@ export class CacheAside<Id extends string | number = number> {
    * it, and a fill from before the write (an older version) can no longer be stored.
    */
   async invalidate(versions: ReadonlyMap<Id, number>): Promise<void> {
-    await this.cache.putMany([...versions].map(([id, version]) => [this.keyOf(id), { version, deleted: false, json: '' }] as const));
+    await this.cache.putMany(
+      [...versions].map(([id, version]) => [this.keyOf(id), { version, deleted: false, json: '' }] as const),
+    );
   }
 
   /** Rebuilds the entry after a commit; an older concurrent fill can no longer overwrite it. */

@@ -10,7 +10,10 @@ export const CACHE_KEY_PREFIX = 'admin-api:';
 /** The cache the settings ask for (the CLI builds one too, to drop entries its writes made stale). */
 export function createCacheService(settings: Settings): CacheService {
   const logger = new Logger('Cache');
-  const store = settings.redisUrl === undefined ? new MemoryCacheStore() : new RedisCacheStore(settings.redisUrl, CACHE_KEY_PREFIX, logger);
+  const store =
+    settings.redisUrl === undefined
+      ? new MemoryCacheStore()
+      : new RedisCacheStore(settings.redisUrl, CACHE_KEY_PREFIX, logger);
   return new CacheService(store, settings.cacheTtlSeconds * 1000, settings.cacheTimeoutMs, logger);
 }
 

@@ -36,7 +36,16 @@ class CacheTimeout extends Error {
  * a stale entry be served after Redis returns.
  */
 export class CacheService {
-  readonly stats: CacheStats = { hits: 0, misses: 0, failures: 0, timeouts: 0, short_circuited: 0, loads: 0, after_commit_failures: 0, lost_writes: 0 };
+  readonly stats: CacheStats = {
+    hits: 0,
+    misses: 0,
+    failures: 0,
+    timeouts: 0,
+    short_circuited: 0,
+    loads: 0,
+    after_commit_failures: 0,
+    lost_writes: 0,
+  };
   private consecutiveFailures = 0;
   private openUntil = 0;
   private dirty = false;
@@ -85,7 +94,9 @@ export class CacheService {
 
   /** Many post-commit sets in one round trip (bulk writes). */
   async putMany(entries: readonly (readonly [string, CacheEntry])[]): Promise<boolean> {
-    const result = await this.guard('mset', `${entries.length} keys`, true, () => this.store.setManyIfNotOlder(entries, this.ttlMs));
+    const result = await this.guard('mset', `${entries.length} keys`, true, () =>
+      this.store.setManyIfNotOlder(entries, this.ttlMs),
+    );
     return result.ok;
   }
 
@@ -115,7 +126,12 @@ export class CacheService {
     await this.store.close().catch(() => undefined);
   }
 
-  private async guard<T>(operation: string, key: string, afterWrite: boolean, call: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false }> {
+  private async guard<T>(
+    operation: string,
+    key: string,
+    afterWrite: boolean,
+    call: () => Promise<T>,
+  ): Promise<{ ok: true; value: T } | { ok: false }> {
     if (this.store.kind === 'memory') return { ok: true, value: await call() };
     if (Date.now() < this.openUntil) {
       this.stats.short_circuited += 1;
@@ -151,7 +167,9 @@ export class CacheService {
     const opening = this.consecutiveFailures >= FAILURES_TO_OPEN;
     if (opening) this.openUntil = Date.now() + OPEN_FOR_MS;
     this.logger.warn({
-      msg: opening ? 'cache call failed; circuit open, serving from the database' : 'cache call failed; serving from the database',
+      msg: opening
+        ? 'cache call failed; circuit open, serving from the database'
+        : 'cache call failed; serving from the database',
       operation,
       key,
       err: error instanceof Error ? error.message : String(error),

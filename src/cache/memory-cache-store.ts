@@ -45,7 +45,8 @@ export class MemoryCacheStore implements CacheStore {
 
   setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean> {
     const current = this.slots.get(key);
-    if (current !== undefined && current.expiresAt > Date.now() && current.entry.version > entry.version) return Promise.resolve(false);
+    if (current !== undefined && current.expiresAt > Date.now() && current.entry.version > entry.version)
+      return Promise.resolve(false);
     this.slots.delete(key);
     if (this.slots.size >= this.maxEntries) {
       // Maps iterate in insertion order: drop the oldest entry.

@@ -74,7 +74,10 @@ export class RedisCacheStore implements CacheStore {
       }
     });
     this.client.connect().catch((error: unknown) => {
-      logger.warn({ msg: 'redis is not reachable yet; serving from the database', err: error instanceof Error ? error.message : String(error) });
+      logger.warn({
+        msg: 'redis is not reachable yet; serving from the database',
+        err: error instanceof Error ? error.message : String(error),
+      });
     });
   }
 
@@ -93,7 +96,10 @@ export class RedisCacheStore implements CacheStore {
   }
 
   async increment(key: string, windowMs: number, by = 1): Promise<WindowCount> {
-    const raw = await this.client.eval(INCREMENT, { keys: [`${this.prefix}count:${key}`], arguments: [String(windowMs), String(by)] });
+    const raw = await this.client.eval(INCREMENT, {
+      keys: [`${this.prefix}count:${key}`],
+      arguments: [String(windowMs), String(by)],
+    });
     const [count, ttl] = Array.isArray(raw) ? raw : [];
     return { count: Number(count), resetInMs: Number(ttl) };
   }
@@ -110,7 +116,11 @@ export class RedisCacheStore implements CacheStore {
     if (entries.length === 0) return;
     await this.client.eval(SET_MANY_IF_NOT_OLDER, {
       keys: [this.generationKey],
-      arguments: [this.prefix, String(ttlMs), ...entries.flatMap(([key, entry]) => [key, String(entry.version), encodeEntry(entry)])],
+      arguments: [
+        this.prefix,
+        String(ttlMs),
+        ...entries.flatMap(([key, entry]) => [key, String(entry.version), encodeEntry(entry)]),
+      ],
     });
   }
 
@@ -131,7 +141,9 @@ export class RedisCacheStore implements CacheStore {
     }
     let timer: NodeJS.Timeout | undefined;
     const gaveUp = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 500)));
-    const outcome = await Promise.race([this.client.close().then(() => 'closed' as const), gaveUp]).catch(() => 'failed' as const);
+    const outcome = await Promise.race([this.client.close().then(() => 'closed' as const), gaveUp]).catch(
+      () => 'failed' as const,
+    );
     clearTimeout(timer);
     if (outcome !== 'closed' && this.client.isOpen) this.client.destroy();
   }

@@ -30,7 +30,11 @@ export interface Command {
 }
 
 /** Applies pending migrations first, as `npm start` does: on a fresh clone the CLI may run before the server ever did. */
-export async function withDatabase<T>(settings: Settings, databaseUrl: string, work: (dataSource: DataSource) => Promise<T>): Promise<T> {
+export async function withDatabase<T>(
+  settings: Settings,
+  databaseUrl: string,
+  work: (dataSource: DataSource) => Promise<T>,
+): Promise<T> {
   const applied = await migrate(settings, databaseUrl);
   if (applied.length > 0) say(`applied ${applied.length} migration(s)`);
   const dataSource = createDataSource(settings, databaseUrl, 'admin-api-cli');
@@ -42,9 +46,11 @@ export async function withDatabase<T>(settings: Settings, databaseUrl: string, w
   }
 }
 
-
 /** The command's `--name value` options, strictly: an unknown option is a usage error (exit 2). */
-export function options<T extends Record<string, { type: 'string' }>>(args: readonly string[], spec: T): Partial<Record<keyof T, string>> {
+export function options<T extends Record<string, { type: 'string' }>>(
+  args: readonly string[],
+  spec: T,
+): Partial<Record<keyof T, string>> {
   try {
     return parseArgs({ args: [...args], options: spec, strict: true, allowPositionals: false }).values;
   } catch (error) {

@@ -7,7 +7,8 @@ const CHUNK = 1000;
 
 function usersOption(args: readonly string[]): number {
   const raw = options(args, { users: { type: 'string' } }).users ?? '200';
-  if (!/^\d+$/.test(raw) || Number(raw) < 10 || Number(raw) > 1_000_000) throw new CliError('--users must be an integer between 10 and 1000000', 2);
+  if (!/^\d+$/.test(raw) || Number(raw) < 10 || Number(raw) > 1_000_000)
+    throw new CliError('--users must be an integer between 10 and 1000000', 2);
   return Number(raw);
 }
 
@@ -18,10 +19,14 @@ function progress(total: number): (done: number) => void {
     const share = done / total;
     if (process.stderr.isTTY) {
       const filled = Math.round(share * 30);
-      process.stderr.write(`\r  [${'#'.repeat(filled)}${'.'.repeat(30 - filled)}] ${Math.round(share * 100)}% ${done}/${total} users${done === total ? '\n' : ''}`);
+      process.stderr.write(
+        `\r  [${'#'.repeat(filled)}${'.'.repeat(30 - filled)}] ${Math.round(share * 100)}% ${done}/${total} users${done === total ? '\n' : ''}`,
+      );
     } else if (Math.floor(share * 10) > lastTenth) {
       lastTenth = Math.floor(share * 10);
-      say(`  [${'#'.repeat(lastTenth * 3)}${'.'.repeat(30 - lastTenth * 3)}] ${lastTenth * 10}% ${done}/${total} users`);
+      say(
+        `  [${'#'.repeat(lastTenth * 3)}${'.'.repeat(30 - lastTenth * 3)}] ${lastTenth * 10}% ${done}/${total} users`,
+      );
     }
   };
 }
@@ -129,7 +134,11 @@ export const SEED_DEMO: Command = {
                 (SELECT count(*) FROM authorities)::int AS authorities, (SELECT count(*) FROM permission_grants)::int AS grants,
                 (SELECT count(*) FROM inbox_messages)::int AS messages, (SELECT count(*) FROM mobile_devices)::int AS mobile_devices`,
       );
-      say(`done in ${((Date.now() - started) / 1000).toFixed(1)} s: ${Object.entries(counts ?? {}).map(([name, count]) => `${count} ${name}`).join(', ')}`);
+      say(
+        `done in ${((Date.now() - started) / 1000).toFixed(1)} s: ${Object.entries(counts ?? {})
+          .map(([name, count]) => `${count} ${name}`)
+          .join(', ')}`,
+      );
       say('sign in as a demo super admin: npm run cli -- issue-token --user-id <id of demo-user-50@demo.example.com>');
       return 0;
     });

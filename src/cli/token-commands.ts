@@ -14,7 +14,8 @@ const audit = new AuditService();
 
 function positiveInt(value: string | undefined, name: string, fallback: number, max: number): number {
   if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > max) throw new CliError(`--${name} must be an integer between 1 and ${max}`, 2);
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > max)
+    throw new CliError(`--${name} must be an integer between 1 and ${max}`, 2);
   return Number(value);
 }
 
@@ -23,7 +24,10 @@ async function dropSharedCache(settings: Settings): Promise<void> {
   if (settings.redisUrl === undefined) return;
   const cache = createCacheService(settings);
   try {
-    if (!(await cache.invalidateAll())) say('warning: could not reach Redis to drop cached entries; running servers may take up to CACHE_TTL_SECONDS to see this change');
+    if (!(await cache.invalidateAll()))
+      say(
+        'warning: could not reach Redis to drop cached entries; running servers may take up to CACHE_TTL_SECONDS to see this change',
+      );
   } finally {
     await cache.close();
   }
@@ -39,25 +43,51 @@ interface UserState {
 
 async function openSession(db: EntityManager, userId: number, ttlSeconds: number, via: string): Promise<SessionRow> {
   const session = await insertSession(db, userId, ttlSeconds, null);
-  await audit.record(db, { action: 'session.create', resource_type: 'session', resource_id: session.id, reason: via, changes: { user_id: [null, userId], expires_at: [null, session.expires_at.toISOString()] } });
+  await audit.record(db, {
+    action: 'session.create',
+    resource_type: 'session',
+    resource_id: session.id,
+    reason: via,
+    changes: { user_id: [null, userId], expires_at: [null, session.expires_at.toISOString()] },
+  });
   return session;
 }
 
 /** Finds or creates the account and makes it an active super_admin; one transaction with its audit events. */
-async function ensureSuperAdmin(db: EntityManager, email: string, displayName: string | undefined): Promise<{ user: UserState; created: boolean }> {
-  const [existing] = await db.query<UserState[]>('SELECT id, email, role_id, status_id, is_deleted FROM users WHERE lower(email) = lower($1) FOR UPDATE', [email]);
+async function ensureSuperAdmin(
+  db: EntityManager,
+  email: string,
+  displayName: string | undefined,
+): Promise<{ user: UserState; created: boolean }> {
+  const [existing] = await db.query<UserState[]>(
+    'SELECT id, email, role_id, status_id, is_deleted FROM users WHERE lower(email) = lower($1) FOR UPDATE',
+    [email],
+  );
   if (existing === undefined) {
     const [user] = await db.query<UserState[]>(
       'INSERT INTO users (email, display_name, role_id, status_id) VALUES ($1, $2, $3, $4) RETURNING id, email, role_id, status_id, is_deleted',
       [email, displayName ?? email.split('@')[0] ?? email, ROLE.super_admin, USER_STATUS.active],
     );
     if (user === undefined) throw new Error('user insert returned no row');
-    await audit.record(db, { action: 'user.create', resource_type: 'user', resource_id: user.id, reason: 'cli bootstrap-admin', changes: { email: [null, email], role_id: [null, ROLE.super_admin], status_id: [null, USER_STATUS.active] } });
+    await audit.record(db, {
+      action: 'user.create',
+      resource_type: 'user',
+      resource_id: user.id,
+      reason: 'cli bootstrap-admin',
+      changes: { email: [null, email], role_id: [null, ROLE.super_admin], status_id: [null, USER_STATUS.active] },
+    });
     return { user, created: true };
   }
-  if (existing.is_deleted) throw new CliError(`user ${existing.id} (${existing.email}) is deleted; restore it through the API or choose another email`);
+  if (existing.is_deleted)
+    throw new CliError(
+      `user ${existing.id} (${existing.email}) is deleted; restore it through the API or choose another email`,
+    );
   if (existing.role_id !== ROLE.super_admin || existing.status_id !== USER_STATUS.active) {
-    await db.query('UPDATE users SET role_id = $2, status_id = $3, updated_by = NULL WHERE id = $1', [existing.id, ROLE.super_admin, USER_STATUS.active]);
+    await db.query('UPDATE users SET role_id = $2, status_id = $3, updated_by = NULL WHERE id = $1', [
+      existing.id,
+      ROLE.super_admin,
+      USER_STATUS.active,
+    ]);
     await audit.record(db, {
       action: 'user.update',
       resource_type: 'user',
@@ -71,15 +101,21 @@ async function ensureSuperAdmin(db: EntityManager, email: string, displayName: s
 
 /** The user a session is opened for must exist, not be deleted, and be active (else the session check refuses it). */
 async function activeUser(db: EntityManager, userId: number): Promise<UserState> {
-  const [user] = await db.query<UserState[]>('SELECT id, email, role_id, status_id, is_deleted FROM users WHERE id = $1', [userId]);
+  const [user] = await db.query<UserState[]>(
+    'SELECT id, email, role_id, status_id, is_deleted FROM users WHERE id = $1',
+    [userId],
+  );
   if (user === undefined || user.is_deleted) throw new CliError(`user ${userId} does not exist`);
-  if (user.status_id !== USER_STATUS.active) throw new CliError(`user ${userId} is not active (status ${user.status_id}); activate it first`);
+  if (user.status_id !== USER_STATUS.active)
+    throw new CliError(`user ${userId} is not active (status ${user.status_id}); activate it first`);
   return user;
 }
 
 function requireSecretMode(settings: Settings, command: string): void {
   if (settings.jwtSecret === undefined) {
-    throw new CliError(`${command} prints a token, which needs secret mode (JWT_SECRET); with JWT_JWKS_URL your identity provider signs tokens: use create-session for their sid`);
+    throw new CliError(
+      `${command} prints a token, which needs secret mode (JWT_SECRET); with JWT_JWKS_URL your identity provider signs tokens: use create-session for their sid`,
+    );
   }
 }
 
@@ -89,20 +125,30 @@ const SESSION_OPTIONS = { 'user-id': { type: 'string' }, 'ttl-seconds': { type: 
 function sessionOptions(args: readonly string[]): { userId: number; ttl: number } {
   const values = options(args, SESSION_OPTIONS);
   if (values['user-id'] === undefined) throw new CliError('--user-id is required', 2);
-  return { userId: positiveInt(values['user-id'], 'user-id', 0, Number.MAX_SAFE_INTEGER), ttl: positiveInt(values['ttl-seconds'], 'ttl-seconds', DEFAULT_SESSION_TTL_SECONDS, MAX_TTL_SECONDS) };
+  return {
+    userId: positiveInt(values['user-id'], 'user-id', 0, Number.MAX_SAFE_INTEGER),
+    ttl: positiveInt(values['ttl-seconds'], 'ttl-seconds', DEFAULT_SESSION_TTL_SECONDS, MAX_TTL_SECONDS),
+  };
 }
 
 function bootstrapOptions(args: readonly string[]): { email: string; displayName: string | undefined } {
   const values = options(args, { email: { type: 'string' }, 'display-name': { type: 'string' } });
   const email = values.email?.trim();
-  if (email === undefined || email.length > 254 || !isEmail(email, { require_tld: true })) throw new CliError('--email must be an email address, e.g. --email a@example.com', 2);
+  if (email === undefined || email.length > 254 || !isEmail(email, { require_tld: true }))
+    throw new CliError('--email must be an email address, e.g. --email a@example.com', 2);
   const displayName = values['display-name']?.trim();
-  if (displayName !== undefined && (displayName.length < 1 || displayName.length > 100)) throw new CliError('--display-name must be 1-100 characters', 2);
+  if (displayName !== undefined && (displayName.length < 1 || displayName.length > 100))
+    throw new CliError('--display-name must be 1-100 characters', 2);
   return { email, displayName };
 }
 
 /** A new session for the active user named by `--user-id`, one transaction with its audit event. */
-async function sessionOfActiveUser(settings: Settings, databaseUrl: string, args: readonly string[], via: string): Promise<{ userId: number; session: SessionRow }> {
+async function sessionOfActiveUser(
+  settings: Settings,
+  databaseUrl: string,
+  args: readonly string[],
+  via: string,
+): Promise<{ userId: number; session: SessionRow }> {
   const { userId, ttl } = sessionOptions(args);
   const session = await withDatabase(settings, databaseUrl, (dataSource) =>
     dataSource.transaction(async (db) => {
@@ -125,11 +171,16 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
       const { user, created, session } = await withDatabase(settings, databaseUrl, (dataSource) =>
         dataSource.transaction(async (db) => {
           const account = await ensureSuperAdmin(db, email, displayName);
-          return { ...account, session: await openSession(db, account.user.id, DEFAULT_SESSION_TTL_SECONDS, 'cli bootstrap-admin') };
+          return {
+            ...account,
+            session: await openSession(db, account.user.id, DEFAULT_SESSION_TTL_SECONDS, 'cli bootstrap-admin'),
+          };
         }),
       );
       if (!created) await dropSharedCache(settings);
-      say(`${created ? 'created' : 'reusing'} super_admin user ${user.id} (${user.email}); session ${session.id} valid until ${session.expires_at.toISOString()}`);
+      say(
+        `${created ? 'created' : 'reusing'} super_admin user ${user.id} (${user.email}); session ${session.id} valid until ${session.expires_at.toISOString()}`,
+      );
       process.stdout.write(`${signAccessToken(settings, session)}\n`);
       return 0;
     },
@@ -153,7 +204,9 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
     validate: sessionOptions,
     async run(settings, databaseUrl, args) {
       const { userId, session } = await sessionOfActiveUser(settings, databaseUrl, args, 'cli create-session');
-      say(`session for user ${userId} valid until ${session.expires_at.toISOString()}; put it in the token's sid claim with sub "${userId}"`);
+      say(
+        `session for user ${userId} valid until ${session.expires_at.toISOString()}; put it in the token's sid claim with sub "${userId}"`,
+      );
       process.stdout.write(`${session.id}\n`);
       return 0;
     },

@@ -29,7 +29,12 @@ export class ApiError extends Error {
 
   static validation(fields: readonly FieldProblem[]): ApiError {
     const first = fields[0];
-    const message = first === undefined ? 'The request is invalid' : fields.length === 1 ? first.message : `${first.message} (and ${fields.length - 1} more)`;
+    const message =
+      first === undefined
+        ? 'The request is invalid'
+        : fields.length === 1
+          ? first.message
+          : `${first.message} (and ${fields.length - 1} more)`;
     return new ApiError('VALIDATION_FAILED', message, { fields });
   }
 
@@ -38,7 +43,9 @@ export class ApiError extends Error {
   }
 
   static preconditionFailed(currentVersion: number): ApiError {
-    return new ApiError('PRECONDITION_FAILED', 'If-Match does not match the current version', { current_etag: `"${currentVersion}"` });
+    return new ApiError('PRECONDITION_FAILED', 'If-Match does not match the current version', {
+      current_etag: `"${currentVersion}"`,
+    });
   }
 
   static payloadTooLarge(this: void): ApiError {
@@ -46,7 +53,9 @@ export class ApiError extends Error {
   }
 
   static unsupportedMediaType(this: void): ApiError {
-    return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must be application/json', { expected: 'application/json' });
+    return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must be application/json', {
+      expected: 'application/json',
+    });
   }
 
   static malformedJson(this: void): ApiError {
@@ -54,6 +63,11 @@ export class ApiError extends Error {
   }
 
   static unavailable(): ApiError {
-    return new ApiError('SERVICE_UNAVAILABLE', 'The database is unreachable; retry shortly', {}, { 'Retry-After': '1' });
+    return new ApiError(
+      'SERVICE_UNAVAILABLE',
+      'The database is unreachable; retry shortly',
+      {},
+      { 'Retry-After': '1' },
+    );
   }
 }

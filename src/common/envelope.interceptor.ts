@@ -28,7 +28,12 @@ export class EnvelopeInterceptor implements NestInterceptor {
     if (result instanceof ListResponse) {
       const meta: Record<string, unknown> = { request_id: requestId };
       if (result.cache !== undefined) meta.cache = result.cache;
-      Object.assign(meta, { page: result.page, page_size: result.page_size, total: result.total, total_exact: result.total_exact });
+      Object.assign(meta, {
+        page: result.page,
+        page_size: result.page_size,
+        total: result.total,
+        total_exact: result.total_exact,
+      });
       return { success: true, data: result.items, meta };
     }
     if (result instanceof AcceptedResponse) {
@@ -40,7 +45,8 @@ export class EnvelopeInterceptor implements NestInterceptor {
     if (result instanceof ResourceResponse) {
       const { data, options } = result as ResourceResponse<object>;
       overrideStatus(request, options.status ?? 200);
-      const version = options.version ?? (data instanceof RawJson ? undefined : (data as { version?: unknown }).version);
+      const version =
+        options.version ?? (data instanceof RawJson ? undefined : (data as { version?: unknown }).version);
       if (typeof version === 'number') void reply.header('etag', `"${version}"`);
       if (options.location !== undefined) void reply.header('location', options.location);
       if (options.secretFields !== undefined) markSecretFields(request, options.secretFields);

@@ -2,9 +2,34 @@ import { HttpException } from '@nestjs/common';
 import { ApiError } from './api-error.js';
 
 // PostgreSQL SQLSTATEs and socket errors that mean "the database is not reachable right now".
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '08000', '08001', '08003', '08004', '08006']);
-const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
-const UNAVAILABLE_MESSAGES = [/Connection terminated/i, /timeout exceeded when trying to connect/i, /Client has encountered a connection error/i, /Connection is not established/i, /connection is closed/i];
+const UNAVAILABLE_SQLSTATES = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  '57014',
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+]);
+const UNAVAILABLE_SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+const UNAVAILABLE_MESSAGES = [
+  /Connection terminated/i,
+  /timeout exceeded when trying to connect/i,
+  /Client has encountered a connection error/i,
+  /Connection is not established/i,
+  /connection is closed/i,
+];
 
 function field(value: unknown, name: string): unknown {
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[name] : undefined;
@@ -16,7 +41,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   for (const candidate of [error, field(error, 'driverError'), field(error, 'cause')]) {
     const code = field(candidate, 'code');
     const message = field(candidate, 'message');
-    if (typeof code === 'string' && (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code))) return true;
+    if (typeof code === 'string' && (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code)))
+      return true;
     if (typeof message === 'string' && UNAVAILABLE_MESSAGES.some((pattern) => pattern.test(message))) return true;
   }
   return false;
@@ -57,7 +83,10 @@ function fromHttpException(exception: HttpException): ApiError {
     case 400:
       return ApiError.field('body', 'invalid', exception.message);
     case 404:
-      return new ApiError('ROUTE_NOT_FOUND', exception.message.startsWith('Cannot ') ? `No route ${exception.message.slice(7)}` : 'No such route');
+      return new ApiError(
+        'ROUTE_NOT_FOUND',
+        exception.message.startsWith('Cannot ') ? `No route ${exception.message.slice(7)}` : 'No such route',
+      );
     case 413:
       return ApiError.payloadTooLarge();
     case 415:
@@ -89,7 +118,10 @@ export function toApiError(error: unknown): { error: ApiError; internal: boolean
   // client's input slipping past a validator: still a 400, but logged as the bug it is.
   const sqlState = field(field(error, 'driverError') ?? error, 'code');
   if (typeof sqlState === 'string' && sqlState.startsWith('22')) {
-    return { error: ApiError.field('body', 'range', 'A value is out of range or not of the expected form'), internal: true };
+    return {
+      error: ApiError.field('body', 'range', 'A value is out of range or not of the expected form'),
+      internal: true,
+    };
   }
   const fromParser = fastifyError(error);
   if (fromParser !== undefined) return { error: fromParser, internal: false };
@@ -98,5 +130,9 @@ export function toApiError(error: unknown): { error: ApiError; internal: boolean
 
 /** The error envelope of part 1. */
 export function errorBody(error: ApiError, requestId: string): string {
-  return JSON.stringify({ success: false, error: { code: error.code, message: error.message, details: error.details }, meta: { request_id: requestId } });
+  return JSON.stringify({
+    success: false,
+    error: { code: error.code, message: error.message, details: error.details },
+    meta: { request_id: requestId },
+  });
 }

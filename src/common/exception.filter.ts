@@ -18,8 +18,16 @@ export function sendError(exception: unknown, request: FastifyRequest, reply: Fa
   if (internal) {
     logger.error({ msg: 'unhandled error', request_id: request.id, route: request.routeOptions.url, err: exception });
   } else if (error.code === 'SERVICE_UNAVAILABLE') {
-    logger.warn({ msg: 'database unavailable', request_id: request.id, err: exception instanceof Error ? exception.message : String(exception) });
+    logger.warn({
+      msg: 'database unavailable',
+      request_id: request.id,
+      err: exception instanceof Error ? exception.message : String(exception),
+    });
   }
   if (reply.sent) return;
-  void reply.code(error.status).headers(error.headers).header('content-type', 'application/json; charset=utf-8').send(errorBody(error, request.id));
+  void reply
+    .code(error.status)
+    .headers(error.headers)
+    .header('content-type', 'application/json; charset=utf-8')
+    .send(errorBody(error, request.id));
 }

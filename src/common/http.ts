@@ -32,20 +32,24 @@ export function configureHttp(app: NestFastifyApplication, log: Pino): void {
 
   fastify.removeAllContentTypeParsers();
   const parseJson = fastify.getDefaultJsonParser('error', 'error');
-  fastify.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: BODY_LIMIT_BYTES }, (request, body, done) => {
-    // An action called with Content-Type: application/json and no body means "no options".
-    if (typeof body === 'string' && body.trim() === '') {
-      done(null, undefined);
-      return;
-    }
-    void parseJson(request, typeof body === 'string' ? body : body.toString('utf8'), (error, value) => {
-      if (error === null && nestedDeeperThan(value, MAX_JSON_DEPTH)) {
-        done(ApiError.field('body', 'depth', `JSON nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+  fastify.addContentTypeParser(
+    'application/json',
+    { parseAs: 'string', bodyLimit: BODY_LIMIT_BYTES },
+    (request, body, done) => {
+      // An action called with Content-Type: application/json and no body means "no options".
+      if (typeof body === 'string' && body.trim() === '') {
+        done(null, undefined);
         return;
       }
-      done(error, value);
-    });
-  });
+      void parseJson(request, typeof body === 'string' ? body : body.toString('utf8'), (error, value) => {
+        if (error === null && nestedDeeperThan(value, MAX_JSON_DEPTH)) {
+          done(ApiError.field('body', 'depth', `JSON nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+          return;
+        }
+        done(error, value);
+      });
+    },
+  );
 
   fastify.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id).header('cache-control', 'no-store');
@@ -61,14 +65,17 @@ export function configureHttp(app: NestFastifyApplication, log: Pino): void {
     done(null, applyStatusOverride(request, reply, payload));
   });
   fastify.addHook('onResponse', (request, reply, done) => {
-    log.info({
-      request_id: request.id,
-      actor_id: contexts.get(request)?.actor_id ?? null,
-      method: request.method,
-      route: request.routeOptions.url ?? null,
-      status: reply.statusCode,
-      duration_ms: Math.round(reply.elapsedTime * 100) / 100,
-    }, 'request');
+    log.info(
+      {
+        request_id: request.id,
+        actor_id: contexts.get(request)?.actor_id ?? null,
+        method: request.method,
+        route: request.routeOptions.url ?? null,
+        status: reply.statusCode,
+        duration_ms: Math.round(reply.elapsedTime * 100) / 100,
+      },
+      'request',
+    );
     done();
   });
 }

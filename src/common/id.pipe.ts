@@ -23,5 +23,8 @@ const PATH_IDS = new ParseIdPipe();
 
 /** A path parameter parsed as the route's `@IdParam` would (400 naming it when it is not an id), for guards. */
 export function pathId(request: FastifyRequest, name: string): number {
-  return PATH_IDS.transform((request.params as Record<string, string | undefined>)[name] ?? '', { type: 'param', data: name });
+  return PATH_IDS.transform((request.params as Record<string, string | undefined>)[name] ?? '', {
+    type: 'param',
+    data: name,
+  });
 }

@@ -13,7 +13,8 @@ const parseIncludeDeleted = createParamDecorator((_: unknown, context: Execution
   let includeDeleted = false;
   for (const [name, value] of Object.entries(query)) {
     if (name !== 'include_deleted') throw ApiError.field(name, 'unknown', `${name} is not a parameter of this route`);
-    if (value !== 'true' && value !== 'false') throw ApiError.field(name, 'in', 'include_deleted must be true or false');
+    if (value !== 'true' && value !== 'false')
+      throw ApiError.field(name, 'in', 'include_deleted must be true or false');
     includeDeleted = value === 'true';
   }
   return includeDeleted;
@@ -24,4 +25,11 @@ export const IncludeDeleted = (): ParameterDecorator => parseIncludeDeleted();
 
 /** Documents the `include_deleted` query parameter of a detail GET. */
 export const ApiIncludeDeleted = (): MethodDecorator =>
-  applyDecorators(ApiQuery({ name: 'include_deleted', required: false, enum: ['true', 'false'], description: 'Return the record even if it is deleted (part 3)' }));
+  applyDecorators(
+    ApiQuery({
+      name: 'include_deleted',
+      required: false,
+      enum: ['true', 'false'],
+      description: 'Return the record even if it is deleted (part 3)',
+    }),
+  );

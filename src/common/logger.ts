@@ -16,7 +16,11 @@ export function createPino(level: LogLevel): Pino {
 export class PinoNestLogger implements LoggerService {
   constructor(private readonly pino: Pino) {}
 
-  private write(level: 'info' | 'error' | 'warn' | 'debug' | 'trace' | 'fatal', message: unknown, params: unknown[]): void {
+  private write(
+    level: 'info' | 'error' | 'warn' | 'debug' | 'trace' | 'fatal',
+    message: unknown,
+    params: unknown[],
+  ): void {
     const context = typeof params[params.length - 1] === 'string' ? (params[params.length - 1] as string) : undefined;
     if (typeof message === 'object' && message !== null) {
       this.pino[level]({ context, ...(message as Record<string, unknown>) });

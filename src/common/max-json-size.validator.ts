@@ -6,7 +6,8 @@ export function MaxJsonSize(bytes: number, options?: ValidationOptions): Propert
     {
       name: 'maxJsonSize',
       validator: {
-        validate: (value: unknown) => value === undefined || value === null || Buffer.byteLength(JSON.stringify(value), 'utf8') <= bytes,
+        validate: (value: unknown) =>
+          value === undefined || value === null || Buffer.byteLength(JSON.stringify(value), 'utf8') <= bytes,
         defaultMessage: (args) => `${args?.property ?? 'value'} must be at most ${bytes} bytes as JSON`,
       },
     },

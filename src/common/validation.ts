@@ -14,7 +14,10 @@ export function flattenValidationErrors(errors: readonly ValidationError[], pref
   for (const error of errors) {
     const field = prefix === '' ? error.property : `${prefix}.${error.property}`;
     for (const [constraint, message] of Object.entries(error.constraints ?? {})) {
-      const text = constraint === 'whitelistValidation' ? `${field} is not an accepted field` : message.replace(error.property, field);
+      const text =
+        constraint === 'whitelistValidation'
+          ? `${field} is not an accepted field`
+          : message.replace(error.property, field);
       problems.push({ field, rule: ruleName(constraint), message: text });
     }
     if (error.children !== undefined && error.children.length > 0) {
@@ -46,9 +49,13 @@ class ApiValidationPipe extends ValidationPipe {
 export class NoOptionsDto {}
 
 function checkNoOptions(body: unknown): NoOptionsDto {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw ApiError.field('body', 'object', 'The body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw ApiError.field('body', 'object', 'The body must be a JSON object');
   const extra = Object.keys(body);
-  if (extra.length > 0) throw ApiError.validation(extra.map((field) => ({ field, rule: 'unknown', message: `${field} is not an accepted field` })));
+  if (extra.length > 0)
+    throw ApiError.validation(
+      extra.map((field) => ({ field, rule: 'unknown', message: `${field} is not an accepted field` })),
+    );
   return new NoOptionsDto();
 }
 

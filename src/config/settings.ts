@@ -95,7 +95,8 @@ function url(env: Env, name: string, protocols: readonly string[]): string | und
 
 function identifier(env: Env, name: string, fallback: string): string {
   const raw = text(env, name) ?? fallback;
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(raw)) throw new SettingsError(name, `"${raw}" is not a lower-case SQL identifier`);
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(raw))
+    throw new SettingsError(name, `"${raw}" is not a lower-case SQL identifier`);
   return raw;
 }
 

@@ -28,7 +28,10 @@ export class CacheEpoch implements OnApplicationBootstrap, OnModuleDestroy {
     try {
       await this.dataSource.query('UPDATE cache_epoch SET epoch = epoch + 1');
     } catch (error) {
-      this.logger.error({ msg: 'could not bump the cache epoch; other instances may serve stale entries until CACHE_TTL_SECONDS', err: error instanceof Error ? error.message : String(error) });
+      this.logger.error({
+        msg: 'could not bump the cache epoch; other instances may serve stale entries until CACHE_TTL_SECONDS',
+        err: error instanceof Error ? error.message : String(error),
+      });
     }
   }
 
@@ -51,7 +54,10 @@ export class CacheEpoch implements OnApplicationBootstrap, OnModuleDestroy {
       const [row] = await this.dataSource.query<{ epoch: string }[]>('SELECT epoch::text AS epoch FROM cache_epoch');
       if (row === undefined) return;
       if (this.seen !== undefined && row.epoch !== this.seen) {
-        this.logger.warn({ msg: 'the cache epoch moved: an instance lost cache writes; dropping the cache', epoch: row.epoch });
+        this.logger.warn({
+          msg: 'the cache epoch moved: an instance lost cache writes; dropping the cache',
+          epoch: row.epoch,
+        });
         await this.cache.invalidateAll();
       }
       this.seen = row.epoch;

@@ -9,7 +9,11 @@ import { SnakeNamingStrategy } from './naming-strategy.js';
 pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
 
 /** The one data-source configuration used by the server, the CLI and the migration runner. */
-export function dataSourceOptions(settings: Settings, url: string, applicationName = settings.dbApplicationName): DataSourceOptions {
+export function dataSourceOptions(
+  settings: Settings,
+  url: string,
+  applicationName = settings.dbApplicationName,
+): DataSourceOptions {
   return {
     type: 'postgres',
     url,

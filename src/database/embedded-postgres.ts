@@ -39,9 +39,13 @@ export class EmbeddedPostgres {
   /** PostgreSQL refuses to run as root, so as root the server runs as the `postgres` OS user. */
   private static serverUser(): { uid: number; gid: number } | undefined {
     if (userInfo().uid !== 0) return undefined;
-    const passwd = readFileSync('/etc/passwd', 'utf8').split('\n').find((line) => line.startsWith('postgres:'));
+    const passwd = readFileSync('/etc/passwd', 'utf8')
+      .split('\n')
+      .find((line) => line.startsWith('postgres:'));
     if (passwd === undefined) {
-      throw new Error('running as root needs an OS user named "postgres" for the embedded PostgreSQL (or set DATABASE_URL)');
+      throw new Error(
+        'running as root needs an OS user named "postgres" for the embedded PostgreSQL (or set DATABASE_URL)',
+      );
     }
     const [, , uid, gid] = passwd.split(':');
     return { uid: Number(uid), gid: Number(gid) };
@@ -52,7 +56,9 @@ export class EmbeddedPostgres {
     try {
       return (await import(name)) as Binaries;
     } catch {
-      throw new Error(`embedded PostgreSQL binaries for ${platform()}-${arch()} (${name}) are not installed; set DATABASE_URL`);
+      throw new Error(
+        `embedded PostgreSQL binaries for ${platform()}-${arch()} (${name}) are not installed; set DATABASE_URL`,
+      );
     }
   }
 
@@ -99,14 +105,32 @@ export class EmbeddedPostgres {
         chownSync(pwFile, this.osUser.uid, this.osUser.gid);
       }
       try {
-        await this.exec(bin.initdb, [`--pgdata=${this.pgDir}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwFile}`, '--encoding=UTF8', '--locale=C']);
+        await this.exec(bin.initdb, [
+          `--pgdata=${this.pgDir}`,
+          '--auth=scram-sha-256',
+          '--username=postgres',
+          `--pwfile=${pwFile}`,
+          '--encoding=UTF8',
+          '--locale=C',
+        ]);
       } finally {
         writeFileSync(pwFile, '');
       }
     }
     if (this.runningPort() !== undefined) return false;
     this.log(`starting embedded PostgreSQL on 127.0.0.1:${this.port}`);
-    await this.exec(bin.pg_ctl, ['start', '-w', '-t', '60', '-D', this.pgDir, '-l', join(this.pgDir, 'server.log'), '-o', `-p ${this.port} -c listen_addresses=127.0.0.1`]);
+    await this.exec(bin.pg_ctl, [
+      'start',
+      '-w',
+      '-t',
+      '60',
+      '-D',
+      this.pgDir,
+      '-l',
+      join(this.pgDir, 'server.log'),
+      '-o',
+      `-p ${this.port} -c listen_addresses=127.0.0.1`,
+    ]);
     return true;
   }
 

@@ -16,7 +16,11 @@ export async function bumpProjectionVersion(db: EntityManager, scope: Projection
 }
 
 /** Bumps several at once (bulk writes touch many devices); returns each one's new version. */
-export async function bumpProjectionVersions(db: EntityManager, scope: ProjectionScope, ids: readonly number[]): Promise<Map<number, number>> {
+export async function bumpProjectionVersions(
+  db: EntityManager,
+  scope: ProjectionScope,
+  ids: readonly number[],
+): Promise<Map<number, number>> {
   if (ids.length === 0) return new Map();
   // Sorted, so concurrent writers lock the rows in one order and cannot deadlock.
   const rows = await db.query<{ id: number; version: number }[]>(

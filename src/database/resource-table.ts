@@ -45,10 +45,14 @@ export class ResourceTable<Row extends VersionedRow> {
     private readonly uow: UnitOfWork,
     cache: CacheService,
   ) {
-    this.cached = new CacheAside(cache, (id) => cacheKeys.resource(options.type, id), async (id) => {
-      const row = await this.find(this.uow.reader, id);
-      return row === undefined ? undefined : this.entryOf(row);
-    });
+    this.cached = new CacheAside(
+      cache,
+      (id) => cacheKeys.resource(options.type, id),
+      async (id) => {
+        const row = await this.find(this.uow.reader, id);
+        return row === undefined ? undefined : this.entryOf(row);
+      },
+    );
   }
 
   /** The cached detail; undefined when the record does not exist at all. */
@@ -63,7 +67,10 @@ export class ResourceTable<Row extends VersionedRow> {
   async detail(id: number, includeDeleted = false): Promise<ResourceResponse<Omit<Row, 'version'>>> {
     const read = await this.cached.get(id);
     if (read === undefined || (read.entry.deleted && !includeDeleted)) throw this.options.notFound(id);
-    return new ResourceResponse<Omit<Row, 'version'>>(new RawJson(read.entry.json), { cache: read.cache, version: read.entry.version });
+    return new ResourceResponse<Omit<Row, 'version'>>(new RawJson(read.entry.json), {
+      cache: read.cache,
+      version: read.entry.version,
+    });
   }
 
   async find(db: EntityManager, id: number): Promise<Row | undefined> {
@@ -74,7 +81,10 @@ export class ResourceTable<Row extends VersionedRow> {
 
   /** The row under `FOR UPDATE`, deleted or not; 404 when it does not exist. */
   async lock(tx: Tx, id: number): Promise<Row> {
-    const [row] = await tx.db.query<Row[]>(`SELECT ${this.options.columns} FROM ${this.options.table} WHERE id = $1 FOR UPDATE`, [id]);
+    const [row] = await tx.db.query<Row[]>(
+      `SELECT ${this.options.columns} FROM ${this.options.table} WHERE id = $1 FOR UPDATE`,
+      [id],
+    );
     if (row === undefined) throw this.options.notFound(id);
     return row;
   }
@@ -88,7 +98,10 @@ export class ResourceTable<Row extends VersionedRow> {
 
   /** Runs `UPDATE <table> SET <assignments> WHERE id = $1 RETURNING …`; `$1` is the id. */
   async update(tx: Tx, id: number, assignments: string, params: readonly unknown[]): Promise<Row> {
-    const [rows] = await tx.db.query<[Row[], number]>(`UPDATE ${this.options.table} SET ${assignments} WHERE id = $1 RETURNING ${this.options.columns}`, [id, ...params]);
+    const [rows] = await tx.db.query<[Row[], number]>(
+      `UPDATE ${this.options.table} SET ${assignments} WHERE id = $1 RETURNING ${this.options.columns}`,
+      [id, ...params],
+    );
     const row = rows[0];
     if (row === undefined) throw this.options.notFound(id);
     return row;
@@ -105,6 +118,9 @@ export class ResourceTable<Row extends VersionedRow> {
 }
 
 /** A single-resource response for a row: the resource without `version`, the version as ETag. */
-export function respondWith<Row extends VersionedRow>(row: Row, options: { status?: 200 | 201; location?: string } = {}): ResourceResponse<Omit<Row, 'version'>> {
+export function respondWith<Row extends VersionedRow>(
+  row: Row,
+  options: { status?: 200 | 201; location?: string } = {},
+): ResourceResponse<Omit<Row, 'version'>> {
   return new ResourceResponse(withoutVersion(row), { ...options, version: row.version });
 }

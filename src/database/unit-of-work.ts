@@ -49,7 +49,10 @@ export class UnitOfWork {
         await task();
       } catch (error) {
         failed = true;
-        this.logger.error({ msg: 'work after a commit failed; the write stands and the cache is dropped', err: error instanceof Error ? error.message : String(error) });
+        this.logger.error({
+          msg: 'work after a commit failed; the write stands and the cache is dropped',
+          err: error instanceof Error ? error.message : String(error),
+        });
       }
     }
     // A cache write that did not land is a failure too (the cache service itself never throws).

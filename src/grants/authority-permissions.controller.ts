@@ -10,7 +10,12 @@ import type { ListResponse, NoContent, ResourceResponse } from '../common/respon
 import { AuthorityPermissionsService } from './authority-permissions.service.js';
 import { BulkAuthorityPermissionsService } from './bulk-authority-permissions.service.js';
 import { deviceOfAuthorityPermission } from './device-locators.js';
-import { AuthorityPermissionDto, BulkAuthorityPermissionsDto, BulkResponseDto, CreateAuthorityPermissionDto } from './dto/authority-permission.dto.js';
+import {
+  AuthorityPermissionDto,
+  BulkAuthorityPermissionsDto,
+  BulkResponseDto,
+  CreateAuthorityPermissionDto,
+} from './dto/authority-permission.dto.js';
 
 /** `/v1/admin/authority-permissions` (part 6.6). */
 @ApiTags('authority permissions')
@@ -22,42 +27,84 @@ export class AuthorityPermissionsController {
   ) {}
 
   @Get()
-  @Authorize({ permission: 'authority_permissions.read', check: 'service', summary: 'List authority permissions', description: 'Without the global read, only rows of devices where an authority gives it. Filters `authority_id`, `permission_id`, `device_id`, `is_active`.' })
+  @Authorize({
+    permission: 'authority_permissions.read',
+    check: 'service',
+    summary: 'List authority permissions',
+    description:
+      'Without the global read, only rows of devices where an authority gives it. Filters `authority_id`, `permission_id`, `device_id`, `is_active`.',
+  })
   @ApiEnvelope(AuthorityPermissionDto, { list: true, errors: [400] })
-  list(@Actor() actor: AuthContext, @Query() query: Record<string, unknown>): Promise<ListResponse<AuthorityPermissionDto>> {
+  list(
+    @Actor() actor: AuthContext,
+    @Query() query: Record<string, unknown>,
+  ): Promise<ListResponse<AuthorityPermissionDto>> {
     return this.permissions.list(actor, query);
   }
 
   @Get(':id')
-  @Authorize({ permission: 'authority_permissions.read', device: deviceOfAuthorityPermission('id'), summary: 'Get an authority permission (cached)' })
+  @Authorize({
+    permission: 'authority_permissions.read',
+    device: deviceOfAuthorityPermission('id'),
+    summary: 'Get an authority permission (cached)',
+  })
   @ApiEnvelope(AuthorityPermissionDto, { errors: [400, 404] })
   get(@IdParam() id: number): Promise<ResourceResponse<AuthorityPermissionDto>> {
     return this.permissions.get(id);
   }
 
   @Post()
-  @Authorize({ permission: 'authority_permissions.grant', check: 'service', summary: 'Attach a device-scoped permission to an authority' })
+  @Authorize({
+    permission: 'authority_permissions.grant',
+    check: 'service',
+    summary: 'Attach a device-scoped permission to an authority',
+  })
   @ApiEnvelope(AuthorityPermissionDto, { status: 201, errors: [400, 404, 409, 422] })
-  create(@Actor() actor: AuthContext, @Body() dto: CreateAuthorityPermissionDto): Promise<ResourceResponse<AuthorityPermissionDto>> {
+  create(
+    @Actor() actor: AuthContext,
+    @Body() dto: CreateAuthorityPermissionDto,
+  ): Promise<ResourceResponse<AuthorityPermissionDto>> {
     return this.permissions.create(actor, dto);
   }
 
   @Delete(':id')
-  @Authorize({ permission: 'authority_permissions.revoke', device: deviceOfAuthorityPermission('id'), summary: 'Revoke an authority permission (204 if already revoked)' })
-  @ApiEnvelope(AuthorityPermissionDto, { noContent: 'Already deleted (or revoked): nothing changed', errors: [400, 404, 412] })
-  revoke(@IdParam() id: number, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<AuthorityPermissionDto> | NoContent> {
+  @Authorize({
+    permission: 'authority_permissions.revoke',
+    device: deviceOfAuthorityPermission('id'),
+    summary: 'Revoke an authority permission (204 if already revoked)',
+  })
+  @ApiEnvelope(AuthorityPermissionDto, {
+    noContent: 'Already deleted (or revoked): nothing changed',
+    errors: [400, 404, 412],
+  })
+  revoke(
+    @IdParam() id: number,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<AuthorityPermissionDto> | NoContent> {
     return this.permissions.revoke(id, ifMatch);
   }
 
   @Post('bulk-grant')
-  @Authorize({ permission: 'authority_permissions.grant', check: 'service', summary: 'Grant up to 1000 authority permissions; per-item results in order', description: 'Each item is checked on its own device; a forbidden or invalid item fails alone. `dry_run` writes nothing.' })
+  @Authorize({
+    permission: 'authority_permissions.grant',
+    check: 'service',
+    summary: 'Grant up to 1000 authority permissions; per-item results in order',
+    description:
+      'Each item is checked on its own device; a forbidden or invalid item fails alone. `dry_run` writes nothing.',
+  })
   @ApiEnvelope(BulkResponseDto, { errors: [400] })
   bulkGrant(@Actor() actor: AuthContext, @Body() dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
     return this.bulk.run(actor, 'grant', dto);
   }
 
   @Post('bulk-revoke')
-  @Authorize({ permission: 'authority_permissions.revoke', check: 'service', summary: 'Revoke up to 1000 authority permissions; per-item results in order', description: 'Each item is checked on its own device; a forbidden or invalid item fails alone. `dry_run` writes nothing.' })
+  @Authorize({
+    permission: 'authority_permissions.revoke',
+    check: 'service',
+    summary: 'Revoke up to 1000 authority permissions; per-item results in order',
+    description:
+      'Each item is checked on its own device; a forbidden or invalid item fails alone. `dry_run` writes nothing.',
+  })
   @ApiEnvelope(BulkResponseDto, { errors: [400] })
   bulkRevoke(@Actor() actor: AuthContext, @Body() dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
     return this.bulk.run(actor, 'revoke', dto);

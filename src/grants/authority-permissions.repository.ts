@@ -14,7 +14,8 @@ export interface AuthorityPermissionRow extends AuthorityPermissionDto {
 
 const RESOURCE_COLUMNS = `ap.id, ap.authority_id, a.device_id, ap.permission_id, p.code AS permission_code, ap.granted_by, ap.granted_at,
   ap.revoked_by, ap.revoked_at, ap.revoked_at IS NULL AS is_active`;
-export const AUTHORITY_PERMISSION_FROM = 'authority_permissions ap JOIN authorities a ON a.id = ap.authority_id JOIN permissions p ON p.id = ap.permission_id';
+export const AUTHORITY_PERMISSION_FROM =
+  'authority_permissions ap JOIN authorities a ON a.id = ap.authority_id JOIN permissions p ON p.id = ap.permission_id';
 // A row changes once, when revoked: that is its version 2.
 const COLUMNS = `CASE WHEN ap.revoked_at IS NULL THEN 1 ELSE 2 END AS version, ${RESOURCE_COLUMNS}`;
 
@@ -34,7 +35,9 @@ export const AUTHORITY_PERMISSION_LIST: ListSpec = {
 };
 
 export function authorityPermissionNotFound(id: number): ApiError {
-  return new ApiError('AUTHORITY_PERMISSION_NOT_FOUND', `Authority permission ${id} does not exist`, { authority_permission_id: id });
+  return new ApiError('AUTHORITY_PERMISSION_NOT_FOUND', `Authority permission ${id} does not exist`, {
+    authority_permission_id: id,
+  });
 }
 
 /**
@@ -48,12 +51,26 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     cache: CacheService,
     private readonly deviceAuthorities: DeviceAuthoritiesService,
   ) {
-    super({ table: 'authority_permissions', from: AUTHORITY_PERMISSION_FROM, idColumn: 'ap.id', columns: COLUMNS, type: 'authority_permission', notFound: authorityPermissionNotFound }, uow, cache);
+    super(
+      {
+        table: 'authority_permissions',
+        from: AUTHORITY_PERMISSION_FROM,
+        idColumn: 'ap.id',
+        columns: COLUMNS,
+        type: 'authority_permission',
+        notFound: authorityPermissionNotFound,
+      },
+      uow,
+      cache,
+    );
   }
 
   async findMany(tx: Tx, ids: readonly number[]): Promise<AuthorityPermissionRow[]> {
     if (ids.length === 0) return [];
-    return tx.db.query<AuthorityPermissionRow[]>(`SELECT ${COLUMNS} FROM ${AUTHORITY_PERMISSION_FROM} WHERE ap.id = ANY($1::bigint[])`, [[...ids]]);
+    return tx.db.query<AuthorityPermissionRow[]>(
+      `SELECT ${COLUMNS} FROM ${AUTHORITY_PERMISSION_FROM} WHERE ap.id = ANY($1::bigint[])`,
+      [[...ids]],
+    );
   }
 
   /**
@@ -61,12 +78,19 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
    * the sets stale at their new versions instead, so a thousand items cost no rebuild queries.
    * New rows (version 1) were never cached, so only revocations refresh a detail entry.
    */
-  async changed(tx: Tx, rows: readonly AuthorityPermissionRow[], mode: 'rebuild' | 'invalidate' = 'rebuild'): Promise<void> {
+  async changed(
+    tx: Tx,
+    rows: readonly AuthorityPermissionRow[],
+    mode: 'rebuild' | 'invalidate' = 'rebuild',
+  ): Promise<void> {
     const devices = rows.map((row) => row.device_id);
     const versions = await bumpProjectionVersions(tx.db, 'device', devices);
     const revoked = rows.filter((row) => row.version > 1);
     tx.afterCommit(async () => {
-      await Promise.all([...revoked.map((row) => this.refresh(row)), mode === 'rebuild' ? this.deviceAuthorities.refresh(devices) : this.deviceAuthorities.invalidate(versions)]);
+      await Promise.all([
+        ...revoked.map((row) => this.refresh(row)),
+        mode === 'rebuild' ? this.deviceAuthorities.refresh(devices) : this.deviceAuthorities.invalidate(versions),
+      ]);
     });
   }
 }

@@ -12,11 +12,19 @@ import { currentActorId } from '../common/request-context.js';
 import { NoContent, ResourceResponse, type ListResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
-import { AUTHORITY_PERMISSION_LIST, authorityPermissionNotFound, AuthorityPermissionsRepository } from './authority-permissions.repository.js';
+import {
+  AUTHORITY_PERMISSION_LIST,
+  authorityPermissionNotFound,
+  AuthorityPermissionsRepository,
+} from './authority-permissions.repository.js';
 import type { AuthorityPermissionDto, CreateAuthorityPermissionDto } from './dto/authority-permission.dto.js';
 
 export function notDeviceScoped(permissionId: number, code: string): ApiError {
-  return new ApiError('PERMISSION_NOT_DEVICE_SCOPED', `${code} is not a device-scoped permission; grant it to the user instead`, { permission_id: permissionId, permission_code: code });
+  return new ApiError(
+    'PERMISSION_NOT_DEVICE_SCOPED',
+    `${code} is not a device-scoped permission; grant it to the user instead`,
+    { permission_id: permissionId, permission_code: code },
+  );
 }
 
 /** Authority permissions, one at a time (part 6.6); the bulk routes are in `BulkAuthorityPermissionsService`. */
@@ -31,15 +39,31 @@ export class AuthorityPermissionsService {
 
   async list(actor: AuthContext, query: Record<string, unknown>): Promise<ListResponse<AuthorityPermissionDto>> {
     const parsed = parseListQuery(AUTHORITY_PERMISSION_LIST, query);
-    return runList<AuthorityPermissionDto>(this.uow.reader, AUTHORITY_PERMISSION_LIST, parsed, await deviceRowScope(this.authorization, actor, 'authority_permissions.read', 'a.device_id'));
+    return runList<AuthorityPermissionDto>(
+      this.uow.reader,
+      AUTHORITY_PERMISSION_LIST,
+      parsed,
+      await deviceRowScope(this.authorization, actor, 'authority_permissions.read', 'a.device_id'),
+    );
   }
 
   get(id: number): Promise<ResourceResponse<AuthorityPermissionDto>> {
     return this.rows.detail(id);
   }
 
-  async create(actor: AuthContext, dto: CreateAuthorityPermissionDto): Promise<ResourceResponse<AuthorityPermissionDto>> {
-    const [target] = await this.uow.reader.query<{ device_id: number | null; holder: number | null; deleted: boolean | null; code: string | null; device_scoped: boolean | null }[]>(
+  async create(
+    actor: AuthContext,
+    dto: CreateAuthorityPermissionDto,
+  ): Promise<ResourceResponse<AuthorityPermissionDto>> {
+    const [target] = await this.uow.reader.query<
+      {
+        device_id: number | null;
+        holder: number | null;
+        deleted: boolean | null;
+        code: string | null;
+        device_scoped: boolean | null;
+      }[]
+    >(
       `SELECT a.device_id, a.user_id AS holder, a.is_deleted AS deleted, p.code, p.device_scoped
        FROM (SELECT 1) one LEFT JOIN authorities a ON a.id = $1 LEFT JOIN permissions p ON p.id = $2`,
       [dto.authority_id, dto.permission_id],
@@ -49,7 +73,11 @@ export class AuthorityPermissionsService {
     if (target.device_scoped !== true) throw notDeviceScoped(dto.permission_id, target.code);
     await this.authorization.assertAllowed(actor, 'authority_permissions.grant', target.device_id);
     if (target.holder === actor.user_id) {
-      throw new ApiError('SELF_ACTION_FORBIDDEN', 'You cannot grant an authority permission to an authority of your own', { action: 'grant', authority_id: dto.authority_id, user_id: actor.user_id });
+      throw new ApiError(
+        'SELF_ACTION_FORBIDDEN',
+        'You cannot grant an authority permission to an authority of your own',
+        { action: 'grant', authority_id: dto.authority_id, user_id: actor.user_id },
+      );
     }
     await this.authorization.assertMayDelegate(actor, target.code, target.device_id);
     const row = await this.uow.run(async (tx) => {
@@ -59,12 +87,28 @@ export class AuthorityPermissionsService {
         [dto.authority_id, dto.permission_id, currentActorId()],
       );
       if (inserted === undefined) {
-        const [existing] = await tx.db.query<{ id: number }[]>('SELECT id FROM authority_permissions WHERE authority_id = $1 AND permission_id = $2 AND revoked_at IS NULL', [dto.authority_id, dto.permission_id]);
-        throw new ApiError('AUTHORITY_PERMISSION_EXISTS', `Authority ${dto.authority_id} already holds ${target.code}`, { authority_permission_id: existing?.id ?? null, authority_id: dto.authority_id, permission_id: dto.permission_id });
+        const [existing] = await tx.db.query<{ id: number }[]>(
+          'SELECT id FROM authority_permissions WHERE authority_id = $1 AND permission_id = $2 AND revoked_at IS NULL',
+          [dto.authority_id, dto.permission_id],
+        );
+        throw new ApiError(
+          'AUTHORITY_PERMISSION_EXISTS',
+          `Authority ${dto.authority_id} already holds ${target.code}`,
+          {
+            authority_permission_id: existing?.id ?? null,
+            authority_id: dto.authority_id,
+            permission_id: dto.permission_id,
+          },
+        );
       }
       const [created] = await this.rows.findMany(tx, [inserted.id]);
       if (created === undefined) throw new Error('authority permission insert returned no row');
-      await this.audit.record(tx.db, { action: 'authority_permission.grant', resource_type: 'authority_permission', resource_id: created.id, changes: { authority_id: [null, created.authority_id], permission_code: [null, created.permission_code] } });
+      await this.audit.record(tx.db, {
+        action: 'authority_permission.grant',
+        resource_type: 'authority_permission',
+        resource_id: created.id,
+        changes: { authority_id: [null, created.authority_id], permission_code: [null, created.permission_code] },
+      });
       await this.rows.changed(tx, [created]);
       return created;
     });
@@ -74,14 +118,25 @@ export class AuthorityPermissionsService {
   /** Revokes (200 with the row); 204 when it already was. A live row is version 1 for `If-Match`. */
   revoke(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityPermissionDto> | NoContent> {
     return this.uow.run(async (tx) => {
-      const [locked] = await tx.db.query<{ revoked_at: Date | null }[]>('SELECT revoked_at FROM authority_permissions WHERE id = $1 FOR UPDATE', [id]);
+      const [locked] = await tx.db.query<{ revoked_at: Date | null }[]>(
+        'SELECT revoked_at FROM authority_permissions WHERE id = $1 FOR UPDATE',
+        [id],
+      );
       if (locked === undefined) throw authorityPermissionNotFound(id);
       if (locked.revoked_at !== null) return NoContent.instance;
       assertIfMatch(ifMatch, 1);
-      await tx.db.query('UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = $1', [id, currentActorId()]);
+      await tx.db.query('UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = $1', [
+        id,
+        currentActorId(),
+      ]);
       const [revoked] = await this.rows.findMany(tx, [id]);
       if (revoked === undefined) throw authorityPermissionNotFound(id);
-      await this.audit.record(tx.db, { action: 'authority_permission.revoke', resource_type: 'authority_permission', resource_id: id, changes: { revoked_at: [null, revoked.revoked_at] } });
+      await this.audit.record(tx.db, {
+        action: 'authority_permission.revoke',
+        resource_type: 'authority_permission',
+        resource_id: id,
+        changes: { revoked_at: [null, revoked.revoked_at] },
+      });
       await this.rows.changed(tx, [revoked]);
       return respondWith(revoked);
     });

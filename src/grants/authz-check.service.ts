@@ -20,13 +20,19 @@ export class AuthzCheckService {
     const userId = Number(query.user_id);
     const deviceId = query.device_id === undefined ? undefined : Number(query.device_id);
     if (!isPermissionCode(query.permission)) {
-      throw new ApiError('PERMISSION_NOT_FOUND', `Permission ${query.permission} does not exist`, { permission: query.permission, known: PERMISSIONS.length });
+      throw new ApiError('PERMISSION_NOT_FOUND', `Permission ${query.permission} does not exist`, {
+        permission: query.permission,
+        known: PERMISSIONS.length,
+      });
     }
     const subject = await this.contexts.subjectOf(userId);
     if (subject === undefined) throw userNotFound(userId);
     if (deviceId !== undefined) {
-      const [device] = await this.uow.reader.query<{ id: number }[]>('SELECT id FROM devices WHERE id = $1', [deviceId]);
-      if (device === undefined) throw new ApiError('DEVICE_NOT_FOUND', `Device ${deviceId} does not exist`, { device_id: deviceId });
+      const [device] = await this.uow.reader.query<{ id: number }[]>('SELECT id FROM devices WHERE id = $1', [
+        deviceId,
+      ]);
+      if (device === undefined)
+        throw new ApiError('DEVICE_NOT_FOUND', `Device ${deviceId} does not exist`, { device_id: deviceId });
     }
     const decision = await this.authorization.decide(subject, query.permission, deviceId);
     return { user_id: userId, permission: query.permission, device_id: deviceId ?? null, ...decision };

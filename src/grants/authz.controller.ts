@@ -12,7 +12,11 @@ export class AuthzController {
   constructor(private readonly authz: AuthzCheckService) {}
 
   @Get('check')
-  @Authorize({ permission: 'permission_grants.read', summary: 'Would this user be allowed this permission (on this device)?', description: 'Answers with the same evaluator the guards use, and says which layer decided.' })
+  @Authorize({
+    permission: 'permission_grants.read',
+    summary: 'Would this user be allowed this permission (on this device)?',
+    description: 'Answers with the same evaluator the guards use, and says which layer decided.',
+  })
   @ApiEnvelope(AuthzDecisionDto, { errors: [400, 404] })
   check(@Query() query: AuthzCheckQueryDto): Promise<AuthzDecisionDto> {
     return this.authz.check(query);

@@ -50,25 +50,80 @@ export class BulkAuthorityPermissionsService {
 
   run(actor: AuthContext, mode: Mode, dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
     const work = async (tx: Tx): Promise<BulkResponseDto> => {
-      const resolved = await tx.db.query<Resolved[]>(RESOLVE, [dto.items.map((item) => item.authority_id), dto.items.map((item) => item.permission_id)]);
-      const permission: PermissionCode = mode === 'grant' ? 'authority_permissions.grant' : 'authority_permissions.revoke';
+      const resolved = await tx.db.query<Resolved[]>(RESOLVE, [
+        dto.items.map((item) => item.authority_id),
+        dto.items.map((item) => item.permission_id),
+      ]);
+      const permission: PermissionCode =
+        mode === 'grant' ? 'authority_permissions.grant' : 'authority_permissions.revoke';
       const allowed = await this.allowedPerItem(actor, mode, permission, resolved);
       const results = dto.items.map((item, index): BulkResultDto => {
         const row = resolved[index];
-        const base = { index, authority_id: item.authority_id, permission_id: item.permission_id, authority_permission_id: null, error: null };
-        if (row === undefined || row.device_id === null || row.authority_deleted === true) return { ...base, status: 'failed', error: failure('AUTHORITY_NOT_FOUND', `Authority ${item.authority_id} does not exist`) };
-        if (row.code === null) return { ...base, status: 'failed', error: failure('PERMISSION_NOT_FOUND', `Permission ${item.permission_id} does not exist`) };
-        if (row.device_scoped !== true) return { ...base, status: 'failed', error: failure('PERMISSION_NOT_DEVICE_SCOPED', `${row.code} is not a device-scoped permission`) };
+        const base = {
+          index,
+          authority_id: item.authority_id,
+          permission_id: item.permission_id,
+          authority_permission_id: null,
+          error: null,
+        };
+        if (row === undefined || row.device_id === null || row.authority_deleted === true)
+          return {
+            ...base,
+            status: 'failed',
+            error: failure('AUTHORITY_NOT_FOUND', `Authority ${item.authority_id} does not exist`),
+          };
+        if (row.code === null)
+          return {
+            ...base,
+            status: 'failed',
+            error: failure('PERMISSION_NOT_FOUND', `Permission ${item.permission_id} does not exist`),
+          };
+        if (row.device_scoped !== true)
+          return {
+            ...base,
+            status: 'failed',
+            error: failure('PERMISSION_NOT_DEVICE_SCOPED', `${row.code} is not a device-scoped permission`),
+          };
         const verdict = allowed[index];
-        if (verdict?.route !== true) return { ...base, status: 'failed', error: failure('PERMISSION_DENIED', `Missing the permission ${permission} on device ${row.device_id}`) };
+        if (verdict?.route !== true)
+          return {
+            ...base,
+            status: 'failed',
+            error: failure('PERMISSION_DENIED', `Missing the permission ${permission} on device ${row.device_id}`),
+          };
         if (mode === 'grant') {
-          if (row.authority_user_id === actor.user_id) return { ...base, status: 'failed', error: failure('SELF_ACTION_FORBIDDEN', 'You cannot grant an authority permission to an authority of your own') };
-          if (verdict.delegation !== true) return { ...base, status: 'failed', error: failure('DELEGATION_FORBIDDEN', `You cannot hand on ${row.code} on device ${row.device_id}: you do not hold it yourself`) };
-          return { ...base, status: row.active_id === null ? 'granted' : 'already_granted', authority_permission_id: row.active_id };
+          if (row.authority_user_id === actor.user_id)
+            return {
+              ...base,
+              status: 'failed',
+              error: failure(
+                'SELF_ACTION_FORBIDDEN',
+                'You cannot grant an authority permission to an authority of your own',
+              ),
+            };
+          if (verdict.delegation !== true)
+            return {
+              ...base,
+              status: 'failed',
+              error: failure(
+                'DELEGATION_FORBIDDEN',
+                `You cannot hand on ${row.code} on device ${row.device_id}: you do not hold it yourself`,
+              ),
+            };
+          return {
+            ...base,
+            status: row.active_id === null ? 'granted' : 'already_granted',
+            authority_permission_id: row.active_id,
+          };
         }
-        return { ...base, status: row.active_id === null ? 'not_granted' : 'revoked', authority_permission_id: row.active_id };
+        return {
+          ...base,
+          status: row.active_id === null ? 'not_granted' : 'revoked',
+          authority_permission_id: row.active_id,
+        };
       });
-      if (dto.dry_run !== true) await (mode === 'grant' ? this.grant(tx, results, dto.reason) : this.revoke(tx, results, dto.reason));
+      if (dto.dry_run !== true)
+        await (mode === 'grant' ? this.grant(tx, results, dto.reason) : this.revoke(tx, results, dto.reason));
       const failed = results.filter((result) => result.status === 'failed').length;
       return { accepted: results.length, processed: results.length - failed, failed, results };
     };
@@ -79,9 +134,19 @@ export class BulkAuthorityPermissionsService {
    * Per item: may the actor use the route on the item's device, and (grant only) does it hold
    * the permission it hands on there (delegation)? Both from one evaluator call, one query.
    */
-  private async allowedPerItem(actor: AuthContext, mode: Mode, permission: PermissionCode, resolved: readonly Resolved[]): Promise<{ route: boolean; delegation: boolean }[]> {
+  private async allowedPerItem(
+    actor: AuthContext,
+    mode: Mode,
+    permission: PermissionCode,
+    resolved: readonly Resolved[],
+  ): Promise<{ route: boolean; delegation: boolean }[]> {
     const questions: DeviceQuestion[] = resolved.flatMap((row) =>
-      row.device_id === null ? [] : [{ permission, device_id: row.device_id }, ...(mode === 'grant' && row.code !== null ? [{ permission: row.code, device_id: row.device_id }] : [])],
+      row.device_id === null
+        ? []
+        : [
+            { permission, device_id: row.device_id },
+            ...(mode === 'grant' && row.code !== null ? [{ permission: row.code, device_id: row.device_id }] : []),
+          ],
     );
     const answers = await this.authorization.decideMany(actor, questions);
     let next = 0;
@@ -140,11 +205,19 @@ export class BulkAuthorityPermissionsService {
   }
 
   private async activeId(tx: Tx, authorityId: number, permissionId: number): Promise<number | null> {
-    const [row] = await tx.db.query<{ id: number }[]>('SELECT id FROM authority_permissions WHERE authority_id = $1 AND permission_id = $2 AND revoked_at IS NULL', [authorityId, permissionId]);
+    const [row] = await tx.db.query<{ id: number }[]>(
+      'SELECT id FROM authority_permissions WHERE authority_id = $1 AND permission_id = $2 AND revoked_at IS NULL',
+      [authorityId, permissionId],
+    );
     return row?.id ?? null;
   }
 
-  private async recordChanged(tx: Tx, ids: readonly number[], action: string, reason: string | undefined): Promise<void> {
+  private async recordChanged(
+    tx: Tx,
+    ids: readonly number[],
+    action: string,
+    reason: string | undefined,
+  ): Promise<void> {
     const rows = await this.rows.findMany(tx, ids);
     await this.audit.recordMany(
       tx.db,
@@ -153,7 +226,9 @@ export class BulkAuthorityPermissionsService {
         resource_type: 'authority_permission',
         resource_id: row.id,
         reason: reason ?? null,
-        changes: action.endsWith('.grant') ? { authority_id: [null, row.authority_id], permission_code: [null, row.permission_code] } : { revoked_at: [null, row.revoked_at] },
+        changes: action.endsWith('.grant')
+          ? { authority_id: [null, row.authority_id], permission_code: [null, row.permission_code] }
+          : { revoked_at: [null, row.revoked_at] },
       })),
     );
     await this.rows.changed(tx, rows, 'invalidate');

@@ -37,7 +37,11 @@ export class CatalogueService {
   }
 
   async roles(query: Record<string, unknown>): Promise<ListResponse<RoleDto>> {
-    const page = await runList<Omit<RoleDto, 'permissions'>>(this.uow.reader, ROLE_LIST, parseListQuery(ROLE_LIST, query));
+    const page = await runList<Omit<RoleDto, 'permissions'>>(
+      this.uow.reader,
+      ROLE_LIST,
+      parseListQuery(ROLE_LIST, query),
+    );
     const items = page.items.map((role) => ({ ...role, permissions: [...(roleById(role.id)?.permissions ?? [])] }));
     return new ListResponse(items, page.page, page.page_size, page.total, page.total_exact);
   }

@@ -13,7 +13,20 @@ import { RolesController } from './roles.controller.js';
 
 /** The permission catalogue and roles, permission grants, authority permissions and `/authz/check`. */
 @Module({
-  controllers: [PermissionsController, RolesController, PermissionGrantsController, AuthorityPermissionsController, AuthzController],
-  providers: [CatalogueService, PermissionGrantsService, AuthorityPermissionsRepository, AuthorityPermissionsService, BulkAuthorityPermissionsService, AuthzCheckService],
+  controllers: [
+    PermissionsController,
+    RolesController,
+    PermissionGrantsController,
+    AuthorityPermissionsController,
+    AuthzController,
+  ],
+  providers: [
+    CatalogueService,
+    PermissionGrantsService,
+    AuthorityPermissionsRepository,
+    AuthorityPermissionsService,
+    BulkAuthorityPermissionsService,
+    AuthzCheckService,
+  ],
 })
 export class GrantsModule {}

@@ -16,7 +16,11 @@ export class PermissionGrantsController {
   constructor(private readonly grants: PermissionGrantsService) {}
 
   @Get()
-  @Authorize({ permission: 'permission_grants.read', summary: 'List permission grants', description: 'Filters `user_id`, `permission_id`, `is_active`; sort `id`, `granted_at`.' })
+  @Authorize({
+    permission: 'permission_grants.read',
+    summary: 'List permission grants',
+    description: 'Filters `user_id`, `permission_id`, `is_active`; sort `id`, `granted_at`.',
+  })
   @ApiEnvelope(PermissionGrantDto, { list: true, errors: [400] })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<PermissionGrantDto>> {
     return this.grants.list(query);

@@ -36,7 +36,11 @@ const GRANT_LIST: ListSpec = {
   idColumn: 'g.id',
   sort: { id: 'g.id', granted_at: 'g.granted_at' },
   defaultSort: 'id:asc',
-  filters: { user_id: { column: 'g.user_id', type: 'int' }, permission_id: { column: 'g.permission_id', type: 'int' }, is_active: { column: ACTIVE, type: 'bool' } },
+  filters: {
+    user_id: { column: 'g.user_id', type: 'int' },
+    permission_id: { column: 'g.permission_id', type: 'int' },
+    is_active: { column: ACTIVE, type: 'bool' },
+  },
   search: [],
 };
 
@@ -64,7 +68,14 @@ export class PermissionGrantsService {
     cache: CacheService,
   ) {
     this.grants = new ResourceTable<GrantRow>(
-      { table: 'permission_grants', from: FROM, idColumn: 'g.id', columns: GRANT_COLUMNS, type: 'permission_grant', notFound: (id) => grantNotFound({ grant_id: id }, `Permission grant ${id} does not exist`) },
+      {
+        table: 'permission_grants',
+        from: FROM,
+        idColumn: 'g.id',
+        columns: GRANT_COLUMNS,
+        type: 'permission_grant',
+        notFound: (id) => grantNotFound({ grant_id: id }, `Permission grant ${id} does not exist`),
+      },
       uow,
       cache,
     );
@@ -89,7 +100,11 @@ export class PermissionGrantsService {
       await this.lockPair(tx, dto.user_id, dto.permission_id);
       const active = await this.activeGrant(tx, dto.user_id, dto.permission_id);
       if (active !== undefined) {
-        throw new ApiError('PERMISSION_ALREADY_GRANTED', `User ${dto.user_id} already holds an active grant of permission ${dto.permission_id}`, { grant_id: active.id, user_id: dto.user_id, permission_id: dto.permission_id });
+        throw new ApiError(
+          'PERMISSION_ALREADY_GRANTED',
+          `User ${dto.user_id} already holds an active grant of permission ${dto.permission_id}`,
+          { grant_id: active.id, user_id: dto.user_id, permission_id: dto.permission_id },
+        );
       }
       const [inserted] = await tx.db.query<{ id: number }[]>(
         'INSERT INTO permission_grants (user_id, permission_id, reason, expires_at, granted_by) VALUES ($1, $2, $3, $4, $5) RETURNING id',
@@ -102,7 +117,11 @@ export class PermissionGrantsService {
         resource_type: 'permission_grant',
         resource_id: created.id,
         reason: dto.reason ?? null,
-        changes: { user_id: [null, created.user_id], permission_code: [null, created.permission_code], expires_at: [null, expiresAt?.toISOString() ?? null] },
+        changes: {
+          user_id: [null, created.user_id],
+          permission_code: [null, created.permission_code],
+          expires_at: [null, expiresAt?.toISOString() ?? null],
+        },
       });
       await this.changed(tx, created);
       return created;
@@ -117,12 +136,24 @@ export class PermissionGrantsService {
       await this.lockPair(tx, dto.user_id, dto.permission_id);
       const active = await this.activeGrant(tx, dto.user_id, dto.permission_id);
       if (active === undefined) {
-        throw grantNotFound({ user_id: dto.user_id, permission_id: dto.permission_id }, `User ${dto.user_id} holds no active grant of permission ${dto.permission_id}`);
+        throw grantNotFound(
+          { user_id: dto.user_id, permission_id: dto.permission_id },
+          `User ${dto.user_id} holds no active grant of permission ${dto.permission_id}`,
+        );
       }
-      await tx.db.query('UPDATE permission_grants SET revoked_at = now(), revoked_by = $2, revoke_reason = $3 WHERE id = $1', [active.id, currentActorId(), dto.reason ?? null]);
+      await tx.db.query(
+        'UPDATE permission_grants SET revoked_at = now(), revoked_by = $2, revoke_reason = $3 WHERE id = $1',
+        [active.id, currentActorId(), dto.reason ?? null],
+      );
       const revoked = await this.grants.find(tx.db, active.id);
       if (revoked === undefined) throw new Error('revoked grant vanished');
-      await this.audit.record(tx.db, { action: 'permission_grant.revoke', resource_type: 'permission_grant', resource_id: active.id, reason: dto.reason ?? null, changes: { revoked_at: [null, revoked.revoked_at] } });
+      await this.audit.record(tx.db, {
+        action: 'permission_grant.revoke',
+        resource_type: 'permission_grant',
+        resource_id: active.id,
+        reason: dto.reason ?? null,
+        changes: { revoked_at: [null, revoked.revoked_at] },
+      });
       await this.changed(tx, revoked);
       return revoked;
     });
@@ -146,11 +177,17 @@ export class PermissionGrantsService {
 
   /** Grants and revocations of one (user, permission) pair run one at a time. */
   private async lockPair(tx: Tx, userId: number, permissionId: number): Promise<void> {
-    await tx.db.query("SELECT pg_advisory_xact_lock(hashtextextended('permission_grant:' || $1 || ':' || $2, 0))", [userId, permissionId]);
+    await tx.db.query("SELECT pg_advisory_xact_lock(hashtextextended('permission_grant:' || $1 || ':' || $2, 0))", [
+      userId,
+      permissionId,
+    ]);
   }
 
   private async activeGrant(tx: Tx, userId: number, permissionId: number): Promise<{ id: number } | undefined> {
-    const [row] = await tx.db.query<{ id: number }[]>(`SELECT g.id FROM permission_grants g WHERE g.user_id = $1 AND g.permission_id = $2 AND ${ACTIVE} ORDER BY g.id DESC LIMIT 1`, [userId, permissionId]);
+    const [row] = await tx.db.query<{ id: number }[]>(
+      `SELECT g.id FROM permission_grants g WHERE g.user_id = $1 AND g.permission_id = $2 AND ${ACTIVE} ORDER BY g.id DESC LIMIT 1`,
+      [userId, permissionId],
+    );
     return row;
   }
 

@@ -26,12 +26,20 @@ export class HealthController {
   }
 
   @Get('ready')
-  @ApiOperation({ summary: 'The database answers (503 otherwise); reports the cache state', operationId: 'healthReady' })
+  @ApiOperation({
+    summary: 'The database answers (503 otherwise); reports the cache state',
+    operationId: 'healthReady',
+  })
   @ApiEnvelope(ReadinessDto, { errors: [503] })
   async ready(): Promise<ReadinessDto> {
     const [database, cache] = await Promise.all([this.probeDatabase(), this.cache.probe()]);
     if (!database) {
-      throw new ApiError('SERVICE_UNAVAILABLE', 'The database is unreachable', { database: 'down', cache }, { 'Retry-After': '1' });
+      throw new ApiError(
+        'SERVICE_UNAVAILABLE',
+        'The database is unreachable',
+        { database: 'down', cache },
+        { 'Retry-After': '1' },
+      );
     }
     return { status: 'ok', database: 'up', cache, cache_stats: { ...this.cache.stats } };
   }

@@ -11,8 +11,12 @@ export class CacheStatsDto {
   @ApiProperty() failures!: number;
   @ApiProperty() timeouts!: number;
   @ApiProperty() short_circuited!: number;
-  @ApiProperty({ description: 'Database loads that filled the cache (concurrent misses of one key load once)' }) loads!: number;
-  @ApiProperty({ description: 'Writes whose work after the commit failed or did not reach the cache; each dropped the whole cache' }) after_commit_failures!: number;
+  @ApiProperty({ description: 'Database loads that filled the cache (concurrent misses of one key load once)' })
+  loads!: number;
+  @ApiProperty({
+    description: 'Writes whose work after the commit failed or did not reach the cache; each dropped the whole cache',
+  })
+  after_commit_failures!: number;
   @ApiProperty({ description: 'Cache writes after a commit that did not reach the store' }) lost_writes!: number;
 }
 

@@ -31,18 +31,36 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const actor = authContextOf(request);
     if (request.method !== 'POST' || header === undefined || actor === undefined) return next.handle();
     const key = Array.isArray(header) ? header.join(',') : header;
-    if (!isValidIdempotencyKey(key)) throw ApiError.field('Idempotency-Key', 'format', 'Idempotency-Key must be 1-255 printable ASCII characters');
-    const scope: KeyScope = { actorId: actor.user_id, method: request.method, path: request.url.split('?')[0] ?? request.url, key };
+    if (!isValidIdempotencyKey(key))
+      throw ApiError.field('Idempotency-Key', 'format', 'Idempotency-Key must be 1-255 printable ASCII characters');
+    const scope: KeyScope = {
+      actorId: actor.user_id,
+      method: request.method,
+      path: request.url.split('?')[0] ?? request.url,
+      key,
+    };
     return from(this.run(scope, request, http.getResponse<FastifyReply>(), next));
   }
 
-  private async run(scope: KeyScope, request: FastifyRequest, reply: FastifyReply, next: CallHandler): Promise<unknown> {
+  private async run(
+    scope: KeyScope,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    next: CallHandler,
+  ): Promise<unknown> {
     const claim = await this.store.claim(scope, requestFingerprint(request.body));
     switch (claim.kind) {
       case 'reused':
-        throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different body', { idempotency_key: scope.key });
+        throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different body', {
+          idempotency_key: scope.key,
+        });
       case 'in_progress':
-        throw new ApiError('IDEMPOTENCY_KEY_IN_PROGRESS', 'A request with this Idempotency-Key is still running; retry shortly', { idempotency_key: scope.key }, { 'Retry-After': '1' });
+        throw new ApiError(
+          'IDEMPOTENCY_KEY_IN_PROGRESS',
+          'A request with this Idempotency-Key is still running; retry shortly',
+          { idempotency_key: scope.key },
+          { 'Retry-After': '1' },
+        );
       case 'replay':
         return replay(request, reply, claim.response);
       case 'claimed':
@@ -73,17 +91,28 @@ export function completeIdempotentResponse(store: IdempotencyStore, logger: Logg
       if (status === 400 || status >= 500) {
         await store.release(scope);
       } else {
-        const headers = Object.fromEntries(KEPT_HEADERS.flatMap((name) => {
-          const value = reply.getHeader(name);
-          return value === undefined ? [] : [[name, String(value)]];
-        }));
-        const body = typeof payload === 'string' ? payload : payload === null || payload === undefined ? null : JSON.stringify(payload);
+        const headers = Object.fromEntries(
+          KEPT_HEADERS.flatMap((name) => {
+            const value = reply.getHeader(name);
+            return value === undefined ? [] : [[name, String(value)]];
+          }),
+        );
+        const body =
+          typeof payload === 'string'
+            ? payload
+            : payload === null || payload === undefined
+              ? null
+              : JSON.stringify(payload);
         // Secret fields (reset-pin's temporary PIN) are never kept: a replay has them null.
         await store.complete(scope, { status, headers, body: body === null ? null : withoutSecrets(request, body) });
       }
     } catch (error) {
       // The response still goes out; the key stays claimed until it counts as abandoned.
-      logger.warn({ msg: 'could not store the idempotent response', key: scope.key, err: error instanceof Error ? error.message : String(error) });
+      logger.warn({
+        msg: 'could not store the idempotent response',
+        key: scope.key,
+        err: error instanceof Error ? error.message : String(error),
+      });
     }
     return payload;
   };

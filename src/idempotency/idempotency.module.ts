@@ -5,5 +5,8 @@ import { IdempotencyPurge } from './idempotency.purge.js';
 
 /** Idempotency keys (part 8): the interceptor, its store and the purge of expired keys. */
 @Global()
-@Module({ providers: [IdempotencyStore, IdempotencyInterceptor, IdempotencyPurge], exports: [IdempotencyStore, IdempotencyInterceptor] })
+@Module({
+  providers: [IdempotencyStore, IdempotencyInterceptor, IdempotencyPurge],
+  exports: [IdempotencyStore, IdempotencyInterceptor],
+})
 export class IdempotencyModule {}

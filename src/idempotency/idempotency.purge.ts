@@ -15,7 +15,8 @@ export class IdempotencyPurge implements OnModuleInit {
   onModuleInit(): void {
     this.queue.register('purge-idempotency-keys', async () => {
       let purged = 0;
-      for (let batch = await this.store.purgeExpired(); batch > 0; batch = await this.store.purgeExpired()) purged += batch;
+      for (let batch = await this.store.purgeExpired(); batch > 0; batch = await this.store.purgeExpired())
+        purged += batch;
       if (purged > 0) this.logger.log({ msg: 'purged expired idempotency keys', purged });
       return { purged };
     });

@@ -7,7 +7,11 @@ export interface StoredResponse {
   readonly body: string | null;
 }
 
-export type Claim = { readonly kind: 'claimed' } | { readonly kind: 'replay'; readonly response: StoredResponse } | { readonly kind: 'reused' } | { readonly kind: 'in_progress' };
+export type Claim =
+  | { readonly kind: 'claimed' }
+  | { readonly kind: 'replay'; readonly response: StoredResponse }
+  | { readonly kind: 'reused' }
+  | { readonly kind: 'in_progress' };
 
 export interface KeyScope {
   readonly actorId: number;
@@ -38,7 +42,15 @@ export class IdempotencyStore {
       params,
     );
     if (claimed.length > 0) return { kind: 'claimed' };
-    const [existing] = await db.query<{ fingerprint: string; completed_at: Date | null; status: number | null; headers: Record<string, string> | null; body: string | null }[]>(
+    const [existing] = await db.query<
+      {
+        fingerprint: string;
+        completed_at: Date | null;
+        status: number | null;
+        headers: Record<string, string> | null;
+        body: string | null;
+      }[]
+    >(
       'SELECT fingerprint, completed_at, status, headers, body FROM idempotency_keys WHERE actor_id = $1 AND method = $2 AND path = $3 AND key = $4',
       params.slice(0, 4),
     );
@@ -46,19 +58,33 @@ export class IdempotencyStore {
     if (existing === undefined) return this.claim(scope, fingerprint);
     if (existing.fingerprint !== fingerprint) return { kind: 'reused' };
     if (existing.completed_at === null || existing.status === null) return { kind: 'in_progress' };
-    return { kind: 'replay', response: { status: existing.status, headers: existing.headers ?? {}, body: existing.body } };
+    return {
+      kind: 'replay',
+      response: { status: existing.status, headers: existing.headers ?? {}, body: existing.body },
+    };
   }
 
   async complete(scope: KeyScope, response: StoredResponse): Promise<void> {
     await this.uow.reader.query(
       'UPDATE idempotency_keys SET completed_at = now(), status = $5, headers = $6, body = $7 WHERE actor_id = $1 AND method = $2 AND path = $3 AND key = $4',
-      [scope.actorId, scope.method, scope.path, scope.key, response.status, JSON.stringify(response.headers), response.body],
+      [
+        scope.actorId,
+        scope.method,
+        scope.path,
+        scope.key,
+        response.status,
+        JSON.stringify(response.headers),
+        response.body,
+      ],
     );
   }
 
   /** Frees the key (a 400 or a 5xx is not kept: the client may fix the request or retry). */
   async release(scope: KeyScope): Promise<void> {
-    await this.uow.reader.query('DELETE FROM idempotency_keys WHERE actor_id = $1 AND method = $2 AND path = $3 AND key = $4 AND completed_at IS NULL', [scope.actorId, scope.method, scope.path, scope.key]);
+    await this.uow.reader.query(
+      'DELETE FROM idempotency_keys WHERE actor_id = $1 AND method = $2 AND path = $3 AND key = $4 AND completed_at IS NULL',
+      [scope.actorId, scope.method, scope.path, scope.key],
+    );
   }
 
   /** Deletes expired keys, a batch at a time; returns how many went. */

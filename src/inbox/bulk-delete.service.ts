@@ -18,14 +18,22 @@ export class BulkDeleteService {
   run(dto: BulkDeleteDto): Promise<BulkDeleteResponseDto> {
     return this.uow.run(async (tx) => {
       const ids = dto.items.map((item) => item.id);
-      const found = await tx.db.query<{ id: number; is_deleted: boolean }[]>('SELECT id, is_deleted FROM inbox_messages WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE', [ids]);
+      const found = await tx.db.query<{ id: number; is_deleted: boolean }[]>(
+        'SELECT id, is_deleted FROM inbox_messages WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE',
+        [ids],
+      );
       const deleted = new Map(found.map((row) => [row.id, row.is_deleted]));
       const handled = new Set<number>();
       const results: BulkDeleteResultDto[] = [];
       for (const [index, { id }] of dto.items.entries()) {
         const isDeleted = deleted.get(id);
         if (isDeleted === undefined) {
-          results.push({ index, id, status: 'failed', error: { code: 'MESSAGE_NOT_FOUND', message: `Message ${id} does not exist` } });
+          results.push({
+            index,
+            id,
+            status: 'failed',
+            error: { code: 'MESSAGE_NOT_FOUND', message: `Message ${id} does not exist` },
+          });
         } else if (isDeleted || handled.has(id)) {
           results.push({ index, id, status: 'already_deleted', error: null });
         } else {

@@ -9,7 +9,14 @@ import type { AcceptedResponse, ListResponse, NoContent, ResourceResponse } from
 import { NoOptionsDto } from '../common/validation.js';
 import { AcceptedJobDto } from '../jobs/jobs.dto.js';
 import { BulkDeleteService } from './bulk-delete.service.js';
-import { BulkDeleteDto, BulkDeleteResponseDto, CreateMessageDto, InboxMessageDto, SendPushDto, UpdateMessageDto } from './inbox.dto.js';
+import {
+  BulkDeleteDto,
+  BulkDeleteResponseDto,
+  CreateMessageDto,
+  InboxMessageDto,
+  SendPushDto,
+  UpdateMessageDto,
+} from './inbox.dto.js';
 import { MessagesService } from './messages.service.js';
 
 /** `/v1/admin/inbox` (part 6.7). */
@@ -22,7 +29,12 @@ export class InboxController {
   ) {}
 
   @Get()
-  @Authorize({ permission: 'inbox.read', summary: 'List inbox messages (newest first)', description: 'Filters `user_id`, `conversation_id`, `type`; `q` over title and body; sort `id`, `created_at`, `updated_at`.' })
+  @Authorize({
+    permission: 'inbox.read',
+    summary: 'List inbox messages (newest first)',
+    description:
+      'Filters `user_id`, `conversation_id`, `type`; `q` over title and body; sort `id`, `created_at`, `updated_at`.',
+  })
   @ApiEnvelope(InboxMessageDto, { list: true, errors: [400] })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<InboxMessageDto>> {
     return this.messages.list(query);
@@ -53,28 +65,47 @@ export class InboxController {
   @Patch(':id')
   @Authorize({ permission: 'inbox.update', summary: 'Change a message’s title, body or data' })
   @ApiEnvelope(InboxMessageDto, { errors: [400, 404, 412] })
-  update(@IdParam() id: number, @Body() dto: UpdateMessageDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<InboxMessageDto>> {
+  update(
+    @IdParam() id: number,
+    @Body() dto: UpdateMessageDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<InboxMessageDto>> {
     return this.messages.update(id, dto, ifMatch);
   }
 
   @Delete(':id')
   @Authorize({ permission: 'inbox.delete', summary: 'Soft-delete a message (204 if already deleted)' })
   @ApiEnvelope(InboxMessageDto, { noContent: 'Already deleted (or revoked): nothing changed', errors: [400, 404, 412] })
-  remove(@IdParam() id: number, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<InboxMessageDto> | NoContent> {
+  remove(
+    @IdParam() id: number,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<InboxMessageDto> | NoContent> {
     return this.messages.remove(id, ifMatch);
   }
 
   @Post(':id/restore')
   @Authorize({ permission: 'inbox.restore', summary: 'Restore a deleted message (204 if it is not deleted)' })
   @ApiEnvelope(InboxMessageDto, { noContent: 'Not deleted: nothing changed', errors: [400, 404, 412] })
-  restore(@IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<InboxMessageDto> | NoContent> {
+  restore(
+    @IdParam() id: number,
+    @Body() _options: NoOptionsDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<InboxMessageDto> | NoContent> {
     return this.messages.restore(id, ifMatch);
   }
 
   @Post(':id/send-push')
-  @Authorize({ permission: 'inbox.send_push', summary: 'Push the message to the recipient’s active devices (202 with a job)', description: 'Poll `Location` (`/v1/admin/jobs/{job_id}`) for the result.' })
+  @Authorize({
+    permission: 'inbox.send_push',
+    summary: 'Push the message to the recipient’s active devices (202 with a job)',
+    description: 'Poll `Location` (`/v1/admin/jobs/{job_id}`) for the result.',
+  })
   @ApiEnvelope(AcceptedJobDto, { status: 202, errors: [400, 404, 412] })
-  sendPush(@IdParam() id: number, @Body() dto: SendPushDto, @IfMatchHeader() ifMatch: IfMatch): Promise<AcceptedResponse<AcceptedJobDto>> {
+  sendPush(
+    @IdParam() id: number,
+    @Body() dto: SendPushDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<AcceptedResponse<AcceptedJobDto>> {
     return this.messages.sendPush(id, dto, ifMatch);
   }
 }

@@ -1,6 +1,19 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsObject, IsOptional, IsString, Length, Matches, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsBoolean,
+  IsObject,
+  IsOptional,
+  IsString,
+  Length,
+  Matches,
+  MaxLength,
+  ValidateIf,
+  ValidateNested,
+} from 'class-validator';
 import { IsId } from '../common/id.validators.js';
 import { MaxJsonSize } from '../common/max-json-size.validator.js';
 import { SoftDeletableDto } from '../common/openapi/audit-fields.dto.js';
@@ -16,14 +29,22 @@ export class InboxMessageDto extends SoftDeletableDto {
   @ApiProperty({ example: 'shift_change', pattern: '^[a-z][a-z0-9_]{0,31}$' }) type!: string;
   @ApiProperty({ minLength: 1, maxLength: 200 }) title!: string;
   @ApiProperty({ maxLength: 10000 }) body!: string;
-  @ApiProperty({ type: 'object', nullable: true, additionalProperties: true, description: 'At most 16 KiB as JSON' }) data!: Record<string, unknown> | null;
+  @ApiProperty({ type: 'object', nullable: true, additionalProperties: true, description: 'At most 16 KiB as JSON' })
+  data!: Record<string, unknown> | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) last_pushed_at!: string | null;
 }
 
 export class CreateMessageDto {
   @ApiProperty({ minimum: 1 }) @IsId() user_id!: number;
-  @ApiProperty({ pattern: '^[a-z][a-z0-9_]{0,31}$' }) @IsString() @Matches(TYPE, { message: 'type must match ^[a-z][a-z0-9_]{0,31}$' }) type!: string;
-  @ApiProperty({ minLength: 1, maxLength: 200 }) @IsString() @Length(1, 200) @Matches(NOT_BLANK, { message: 'title must not be blank' }) title!: string;
+  @ApiProperty({ pattern: '^[a-z][a-z0-9_]{0,31}$' })
+  @IsString()
+  @Matches(TYPE, { message: 'type must match ^[a-z][a-z0-9_]{0,31}$' })
+  type!: string;
+  @ApiProperty({ minLength: 1, maxLength: 200 })
+  @IsString()
+  @Length(1, 200)
+  @Matches(NOT_BLANK, { message: 'title must not be blank' })
+  title!: string;
   @ApiProperty({ maxLength: 10000 }) @IsString() @MaxLength(10_000) body!: string;
   @ApiPropertyOptional({ maxLength: 64 }) @IsOptional() @IsString() @Length(1, 64) conversation_id?: string;
 
@@ -56,8 +77,16 @@ export class UpdateMessageDto {
 }
 
 export class SendPushDto {
-  @ApiPropertyOptional({ maxLength: 200, description: 'Defaults to the message title' }) @IsOptional() @IsString() @Length(1, 200) title?: string;
-  @ApiPropertyOptional({ maxLength: 1000, description: 'Defaults to the message body (shortened)' }) @IsOptional() @IsString() @MaxLength(1000) body?: string;
+  @ApiPropertyOptional({ maxLength: 200, description: 'Defaults to the message title' })
+  @IsOptional()
+  @IsString()
+  @Length(1, 200)
+  title?: string;
+  @ApiPropertyOptional({ maxLength: 1000, description: 'Defaults to the message body (shortened)' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(1000)
+  body?: string;
 }
 
 export class BulkDeleteItemDto {
@@ -81,7 +110,12 @@ export class BulkDeleteResultDto {
   @ApiProperty() index!: number;
   @ApiProperty() id!: number;
   @ApiProperty({ enum: ['deleted', 'already_deleted', 'failed'] }) status!: 'deleted' | 'already_deleted' | 'failed';
-  @ApiProperty({ type: 'object', nullable: true, properties: { code: { type: 'string' }, message: { type: 'string' } } }) error!: { code: string; message: string } | null;
+  @ApiProperty({
+    type: 'object',
+    nullable: true,
+    properties: { code: { type: 'string' }, message: { type: 'string' } },
+  })
+  error!: { code: string; message: string } | null;
 }
 
 export class BulkDeleteResponseDto {

@@ -20,7 +20,11 @@ export const MESSAGE_LIST: ListSpec = {
   idColumn: 'id',
   sort: { id: 'id', created_at: 'created_at', updated_at: 'updated_at' },
   defaultSort: 'created_at:desc',
-  filters: { user_id: { column: 'user_id', type: 'int' }, conversation_id: { column: 'conversation_id', type: 'string' }, type: { column: 'type', type: 'string' } },
+  filters: {
+    user_id: { column: 'user_id', type: 'int' },
+    conversation_id: { column: 'conversation_id', type: 'string' },
+    type: { column: 'type', type: 'string' },
+  },
   search: ['title', 'body'],
   deletedColumn: 'is_deleted',
 };
@@ -32,7 +36,11 @@ export function messageNotFound(id: number): ApiError {
 @Injectable()
 export class MessagesRepository extends ResourceTable<MessageRow> {
   constructor(uow: UnitOfWork, cache: CacheService) {
-    super({ table: 'inbox_messages', columns: MESSAGE_COLUMNS, type: 'inbox_message', notFound: messageNotFound }, uow, cache);
+    super(
+      { table: 'inbox_messages', columns: MESSAGE_COLUMNS, type: 'inbox_message', notFound: messageNotFound },
+      uow,
+      cache,
+    );
   }
 
   rebuildAfterCommit(tx: Tx, rows: readonly MessageRow[]): void {

@@ -12,9 +12,22 @@ import { JobQueue } from '../jobs/job-queue.js';
 import type { AcceptedJobDto } from '../jobs/jobs.dto.js';
 import { ReadStateService } from '../read-state/read-state.service.js';
 import type { CreateMessageDto, InboxMessageDto, SendPushDto, UpdateMessageDto } from './inbox.dto.js';
-import { MESSAGE_COLUMNS, MESSAGE_LIST, messageNotFound, MessagesRepository, type MessageRow } from './messages.repository.js';
+import {
+  MESSAGE_COLUMNS,
+  MESSAGE_LIST,
+  messageNotFound,
+  MessagesRepository,
+  type MessageRow,
+} from './messages.repository.js';
 
-const AUDITED_FIELDS = ['user_id', 'conversation_id', 'type', 'title', 'body', 'data'] as const satisfies readonly (keyof MessageRow)[];
+const AUDITED_FIELDS = [
+  'user_id',
+  'conversation_id',
+  'type',
+  'title',
+  'body',
+  'data',
+] as const satisfies readonly (keyof MessageRow)[];
 /** How long a client should wait before polling a new push job. */
 const POLL_AFTER_SECONDS = 1;
 
@@ -41,15 +54,31 @@ export class MessagesService {
   async create(dto: CreateMessageDto): Promise<ResourceResponse<InboxMessageDto>> {
     const stamp = creationStamp();
     const row = await this.uow.run(async (tx) => {
-      const [recipient] = await tx.db.query<{ id: number }[]>('SELECT id FROM users WHERE id = $1 AND NOT is_deleted', [dto.user_id]);
+      const [recipient] = await tx.db.query<{ id: number }[]>('SELECT id FROM users WHERE id = $1 AND NOT is_deleted', [
+        dto.user_id,
+      ]);
       if (recipient === undefined) throw userNotFound(dto.user_id);
       const [created] = await tx.db.query<MessageRow[]>(
         `INSERT INTO inbox_messages (user_id, conversation_id, type, title, body, data, created_by, updated_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${MESSAGE_COLUMNS}`,
-        [dto.user_id, dto.conversation_id ?? null, dto.type, dto.title, dto.body, dto.data === undefined ? null : JSON.stringify(dto.data), stamp.created_by, stamp.updated_by],
+        [
+          dto.user_id,
+          dto.conversation_id ?? null,
+          dto.type,
+          dto.title,
+          dto.body,
+          dto.data === undefined ? null : JSON.stringify(dto.data),
+          stamp.created_by,
+          stamp.updated_by,
+        ],
       );
       if (created === undefined) throw new Error('message insert returned no row');
       await this.readState.createFor(tx, created);
-      await this.audit.record(tx.db, { action: 'inbox_message.create', resource_type: 'inbox_message', resource_id: created.id, changes: diffChanges(null, created, AUDITED_FIELDS) });
+      await this.audit.record(tx.db, {
+        action: 'inbox_message.create',
+        resource_type: 'inbox_message',
+        resource_id: created.id,
+        changes: diffChanges(null, created, AUDITED_FIELDS),
+      });
       await this.countsChanged(tx, created);
       this.messages.rebuildAfterCommit(tx, [created]);
       return created;
@@ -61,11 +90,26 @@ export class MessagesService {
     const row = await this.uow.run(async (tx) => {
       const before = await this.messages.lockLive(tx, id);
       assertIfMatch(ifMatch, before.version);
-      const wanted = { ...before, ...(dto.title === undefined ? {} : { title: dto.title }), ...(dto.body === undefined ? {} : { body: dto.body }), ...(dto.data === undefined ? {} : { data: dto.data }) };
+      const wanted = {
+        ...before,
+        ...(dto.title === undefined ? {} : { title: dto.title }),
+        ...(dto.body === undefined ? {} : { body: dto.body }),
+        ...(dto.data === undefined ? {} : { data: dto.data }),
+      };
       const changes = diffChanges(before, wanted, ['title', 'body', 'data']);
       if (Object.keys(changes).length === 0) return before;
-      const after = await this.messages.update(tx, id, 'title = $2, body = $3, data = $4, updated_by = $5', [wanted.title, wanted.body, wanted.data === null ? null : JSON.stringify(wanted.data), updateStamp().updated_by]);
-      await this.audit.record(tx.db, { action: 'inbox_message.update', resource_type: 'inbox_message', resource_id: id, changes });
+      const after = await this.messages.update(tx, id, 'title = $2, body = $3, data = $4, updated_by = $5', [
+        wanted.title,
+        wanted.body,
+        wanted.data === null ? null : JSON.stringify(wanted.data),
+        updateStamp().updated_by,
+      ]);
+      await this.audit.record(tx.db, {
+        action: 'inbox_message.update',
+        resource_type: 'inbox_message',
+        resource_id: id,
+        changes,
+      });
       this.messages.rebuildAfterCommit(tx, [after]);
       return after;
     });
@@ -87,8 +131,18 @@ export class MessagesService {
       const before = await this.messages.lock(tx, id);
       if (!before.is_deleted) return NoContent.instance;
       assertIfMatch(ifMatch, before.version);
-      const after = await this.messages.update(tx, id, 'is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $2', [restorationStamp().updated_by]);
-      await this.audit.record(tx.db, { action: 'inbox_message.restore', resource_type: 'inbox_message', resource_id: id, changes: { is_deleted: [true, false] } });
+      const after = await this.messages.update(
+        tx,
+        id,
+        'is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $2',
+        [restorationStamp().updated_by],
+      );
+      await this.audit.record(tx.db, {
+        action: 'inbox_message.restore',
+        resource_type: 'inbox_message',
+        resource_id: id,
+        changes: { is_deleted: [true, false] },
+      });
       await this.readState.messagesChanged(tx, [id]);
       this.messages.rebuildAfterCommit(tx, [after]);
       return respondWith(after);
@@ -110,8 +164,20 @@ export class MessagesService {
       `UPDATE inbox_messages SET is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $3 WHERE id = ANY($1::bigint[]) AND NOT is_deleted RETURNING ${MESSAGE_COLUMNS}`,
       [[...ids], stamp.deleted_at, stamp.deleted_by],
     );
-    await this.audit.recordMany(tx.db, rows.map((row) => ({ action: 'inbox_message.delete', resource_type: 'inbox_message', resource_id: row.id, reason, changes: { is_deleted: [false, true] } })));
-    await this.readState.messagesChanged(tx, rows.map((row) => row.id));
+    await this.audit.recordMany(
+      tx.db,
+      rows.map((row) => ({
+        action: 'inbox_message.delete',
+        resource_type: 'inbox_message',
+        resource_id: row.id,
+        reason,
+        changes: { is_deleted: [false, true] },
+      })),
+    );
+    await this.readState.messagesChanged(
+      tx,
+      rows.map((row) => row.id),
+    );
     this.messages.rebuildAfterCommit(tx, rows);
     return rows;
   }
@@ -121,11 +187,24 @@ export class MessagesService {
     const jobId = await this.uow.run(async (tx) => {
       const message = await this.messages.lockLive(tx, id);
       assertIfMatch(ifMatch, message.version);
-      const job = await this.jobs.enqueue(tx, 'send-push', { message_id: id, title: dto.title ?? null, body: dto.body ?? null });
-      await this.audit.record(tx.db, { action: 'inbox_message.send_push', resource_type: 'inbox_message', resource_id: id, changes: { job_id: [null, job] } });
+      const job = await this.jobs.enqueue(tx, 'send-push', {
+        message_id: id,
+        title: dto.title ?? null,
+        body: dto.body ?? null,
+      });
+      await this.audit.record(tx.db, {
+        action: 'inbox_message.send_push',
+        resource_type: 'inbox_message',
+        resource_id: id,
+        changes: { job_id: [null, job] },
+      });
       return job;
     });
-    return new AcceptedResponse<AcceptedJobDto>({ job_id: jobId, state: 'queued' }, `/v1/admin/jobs/${jobId}`, POLL_AFTER_SECONDS);
+    return new AcceptedResponse<AcceptedJobDto>(
+      { job_id: jobId, state: 'queued' },
+      `/v1/admin/jobs/${jobId}`,
+      POLL_AFTER_SECONDS,
+    );
   }
 
   private countsChanged(tx: Tx, message: MessageRow): Promise<void> {

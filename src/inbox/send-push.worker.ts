@@ -42,26 +42,42 @@ export class SendPushWorker implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.queue.register<SendPushData>('send-push', (job, attempt) => this.deliver(job, attempt.retryCount >= attempt.retryLimit));
+    this.queue.register<SendPushData>('send-push', (job, attempt) =>
+      this.deliver(job, attempt.retryCount >= attempt.retryLimit),
+    );
   }
 
   async deliver(job: Job<SendPushData>, lastAttempt: boolean): Promise<SendPushResult> {
     const message = await this.messages.find(this.uow.reader, job.data.message_id);
     if (message === undefined || message.is_deleted) return this.summary(job, job.data.message_id);
     const settled = new Set(
-      (await this.uow.reader.query<{ id: number }[]>("SELECT DISTINCT mobile_device_id AS id FROM push_deliveries WHERE job_id = $1 AND outcome <> 'retryable'", [job.id])).map((row) => row.id),
+      (
+        await this.uow.reader.query<{ id: number }[]>(
+          "SELECT DISTINCT mobile_device_id AS id FROM push_deliveries WHERE job_id = $1 AND outcome <> 'retryable'",
+          [job.id],
+        )
+      ).map((row) => row.id),
     );
     const targets = (await this.devices.activeTargets(message.user_id)).filter((target) => !settled.has(target.id));
     const payload = {
       title: job.data.title ?? message.title,
       body: job.data.body ?? message.body.slice(0, BODY_PREVIEW),
-      data: { message_id: String(message.id), type: message.type, ...(message.conversation_id === null ? {} : { conversation_id: message.conversation_id }) },
+      data: {
+        message_id: String(message.id),
+        type: message.type,
+        ...(message.conversation_id === null ? {} : { conversation_id: message.conversation_id }),
+      },
     };
     let retryable = 0;
     for (const target of targets) {
       const outcome = await this.attempt(target, payload);
       if (outcome.kind === 'retryable' && !lastAttempt) retryable += 1;
-      await this.record(job.id, message.id, target, outcome.kind === 'retryable' && lastAttempt ? { kind: 'failed', error: outcome.error } : outcome);
+      await this.record(
+        job.id,
+        message.id,
+        target,
+        outcome.kind === 'retryable' && lastAttempt ? { kind: 'failed', error: outcome.error } : outcome,
+      );
       if (outcome.kind === 'unregistered') await this.devices.deactivateUnregistered(target.id);
     }
     if (targets.length > 0) await this.markPushed(message.id);
@@ -72,7 +88,10 @@ export class SendPushWorker implements OnModuleInit {
     return this.summary(job, message.id);
   }
 
-  private async attempt(target: PushTarget, payload: { title: string; body: string; data: Record<string, string> }): Promise<PushOutcome> {
+  private async attempt(
+    target: PushTarget,
+    payload: { title: string; body: string; data: Record<string, string> },
+  ): Promise<PushOutcome> {
     try {
       return await this.provider.send({ token: target.push_token, ...payload });
     } catch (error) {
@@ -81,14 +100,10 @@ export class SendPushWorker implements OnModuleInit {
   }
 
   private async record(jobId: string, messageId: number, target: PushTarget, outcome: PushOutcome): Promise<void> {
-    await this.uow.reader.query('INSERT INTO push_deliveries (job_id, message_id, mobile_device_id, provider, outcome, error) VALUES ($1, $2, $3, $4, $5, $6)', [
-      jobId,
-      messageId,
-      target.id,
-      this.provider.name,
-      outcome.kind,
-      outcome.kind === 'sent' ? null : outcome.error,
-    ]);
+    await this.uow.reader.query(
+      'INSERT INTO push_deliveries (job_id, message_id, mobile_device_id, provider, outcome, error) VALUES ($1, $2, $3, $4, $5, $6)',
+      [jobId, messageId, target.id, this.provider.name, outcome.kind, outcome.kind === 'sent' ? null : outcome.error],
+    );
   }
 
   private async markPushed(messageId: number): Promise<void> {
@@ -108,6 +123,12 @@ export class SendPushWorker implements OnModuleInit {
        FROM (SELECT DISTINCT ON (mobile_device_id) outcome FROM push_deliveries WHERE job_id = $1 ORDER BY mobile_device_id, id DESC) latest`,
       [job.id],
     );
-    return { message_id: messageId, devices: row?.devices ?? 0, sent: row?.sent ?? 0, failed: row?.failed ?? 0, deactivated: row?.deactivated ?? 0 };
+    return {
+      message_id: messageId,
+      devices: row?.devices ?? 0,
+      sent: row?.sent ?? 0,
+      failed: row?.failed ?? 0,
+      deactivated: row?.deactivated ?? 0,
+    };
   }
 }

@@ -1,4 +1,11 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
 import { PgBoss, type Db, type Job, type JobWithMetadata } from 'pg-boss';
 import { SETTINGS, type Settings } from '../config/settings.js';
 import { DATABASE_URL } from '../database/database.tokens.js';
@@ -34,7 +41,13 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
     @Inject(SETTINGS) private readonly settings: Settings,
     @Inject(DATABASE_URL) databaseUrl: string,
   ) {
-    this.boss = new PgBoss({ connectionString: databaseUrl, schema: settings.jobsSchema, max: 3, application_name: `${settings.dbApplicationName}-jobs`, connectionTimeoutMillis: settings.dbConnectTimeoutMs });
+    this.boss = new PgBoss({
+      connectionString: databaseUrl,
+      schema: settings.jobsSchema,
+      max: 3,
+      application_name: `${settings.dbApplicationName}-jobs`,
+      connectionTimeoutMillis: settings.dbConnectTimeoutMs,
+    });
     // pg-boss reports lost connections and failed maintenance as events; an unhandled one would crash the process.
     this.boss.on('error', (error: Error) => this.logger.warn({ msg: 'job queue error', err: error.message }));
   }
@@ -54,10 +67,16 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
     this.started = true;
     for (const [name, policy] of Object.entries(QUEUES)) {
       if ((await this.boss.getQueue(name)) === null) {
-        await this.boss.createQueue(name, { ...policy, deleteAfterSeconds: KEEP_FINISHED_SECONDS, retentionSeconds: KEEP_WAITING_SECONDS }).catch(async (error: unknown) => {
-          // Another instance created it first.
-          if ((await this.boss.getQueue(name)) === null) throw error;
-        });
+        await this.boss
+          .createQueue(name, {
+            ...policy,
+            deleteAfterSeconds: KEEP_FINISHED_SECONDS,
+            retentionSeconds: KEEP_WAITING_SECONDS,
+          })
+          .catch(async (error: unknown) => {
+            // Another instance created it first.
+            if ((await this.boss.getQueue(name)) === null) throw error;
+          });
       }
     }
   }
@@ -78,7 +97,9 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
   /** Enqueues inside `tx`; returns the job id. */
   async enqueue(tx: Tx, queue: QueueName, data: object): Promise<string> {
     const db: Db = {
-      executeSql: async (text: string, values?: unknown[]) => ({ rows: await tx.db.query<object[]>(text, values ?? []) }),
+      executeSql: async (text: string, values?: unknown[]) => ({
+        rows: await tx.db.query<object[]>(text, values ?? []),
+      }),
     };
     const id = await this.boss.send(queue, data, { db });
     if (id === null) throw new Error(`the job queue refused a ${queue} job`);
@@ -92,6 +113,10 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
   async onApplicationShutdown(): Promise<void> {
     if (!this.started) return;
     // Finish the jobs in hand (within the shutdown budget), then close the pool.
-    await this.boss.stop({ graceful: true, timeout: Math.max(1000, this.settings.shutdownTimeoutMs - 1000), close: true });
+    await this.boss.stop({
+      graceful: true,
+      timeout: Math.max(1000, this.settings.shutdownTimeoutMs - 1000),
+      close: true,
+    });
   }
 }

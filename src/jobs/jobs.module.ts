@@ -8,7 +8,10 @@ import { LogPushProvider, PUSH_PROVIDER, type PushProvider } from './push/push-p
 
 function createPushProvider(settings: Settings): PushProvider {
   if (settings.pushProvider === 'log') return new LogPushProvider();
-  return new FcmPushProvider(parseFcmCredentials(settings.fcmCredentials ?? ''), settings.fcmEndpoint ?? 'https://fcm.googleapis.com');
+  return new FcmPushProvider(
+    parseFcmCredentials(settings.fcmCredentials ?? ''),
+    settings.fcmEndpoint ?? 'https://fcm.googleapis.com',
+  );
 }
 
 /** The job queue (pg-boss), `GET /jobs/{job_id}` and the push provider; domain modules register workers. */

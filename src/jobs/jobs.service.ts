@@ -27,7 +27,8 @@ function iso(value: Date | null | undefined): string | null {
 
 /** A failure's message only: pg-boss keeps the stack, which is never returned. */
 function errorOf(output: unknown): { message: string } {
-  const message = typeof output === 'object' && output !== null && 'message' in output ? String((output).message) : 'the job failed';
+  const message =
+    typeof output === 'object' && output !== null && 'message' in output ? String(output.message) : 'the job failed';
   return { message };
 }
 
@@ -54,6 +55,8 @@ export class JobsService {
         error: state === 'failed' ? errorOf(job.output) : null,
       };
     }
-    throw new ApiError('JOB_NOT_FOUND', `Job ${jobId} does not exist (jobs are kept 7 days after they finish)`, { job_id: jobId });
+    throw new ApiError('JOB_NOT_FOUND', `Job ${jobId} does not exist (jobs are kept 7 days after they finish)`, {
+      job_id: jobId,
+    });
   }
 }

@@ -17,7 +17,12 @@ export class MobileDeviceDto extends AuditedDto {
   @ApiProperty() is_active!: boolean;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) deactivated_at!: string | null;
   @ApiProperty({ type: Number, nullable: true }) deactivated_by!: number | null;
-  @ApiProperty({ type: String, nullable: true, description: '`unregistered` when the push provider rejected the token' }) deactivation_reason!: string | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: '`unregistered` when the push provider rejected the token',
+  })
+  deactivation_reason!: string | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) token_refreshed_at!: string | null;
 }
 

@@ -5,7 +5,12 @@ import { IfMatchHeader, type IfMatch } from '../common/etag.js';
 import { IdParam } from '../common/id.pipe.js';
 import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import type { ListResponse, ResourceResponse } from '../common/responses.js';
-import { DeactivateMobileDeviceDto, MobileDeviceDto, RefreshTokenDto, RegisterMobileDeviceDto } from './mobile-device.dto.js';
+import {
+  DeactivateMobileDeviceDto,
+  MobileDeviceDto,
+  RefreshTokenDto,
+  RegisterMobileDeviceDto,
+} from './mobile-device.dto.js';
 import { MobileDevicesService } from './mobile-devices.service.js';
 
 /** `/v1/admin/mobile-devices` (part 6.9). */
@@ -15,7 +20,11 @@ export class MobileDevicesController {
   constructor(private readonly devices: MobileDevicesService) {}
 
   @Get()
-  @Authorize({ permission: 'mobile_devices.read', summary: 'List mobile devices', description: 'Filters `user_id`, `platform`, `is_active`; sort `id`, `created_at`, `updated_at`.' })
+  @Authorize({
+    permission: 'mobile_devices.read',
+    summary: 'List mobile devices',
+    description: 'Filters `user_id`, `platform`, `is_active`; sort `id`, `created_at`, `updated_at`.',
+  })
   @ApiEnvelope(MobileDeviceDto, { list: true, errors: [400] })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<MobileDeviceDto>> {
     return this.devices.list(query);
@@ -29,7 +38,11 @@ export class MobileDevicesController {
   }
 
   @Post()
-  @Authorize({ permission: 'mobile_devices.create', summary: 'Register a mobile device for push', description: 'The token is stored and never returned; `push_token_hint` shows its last 6 characters.' })
+  @Authorize({
+    permission: 'mobile_devices.create',
+    summary: 'Register a mobile device for push',
+    description: 'The token is stored and never returned; `push_token_hint` shows its last 6 characters.',
+  })
   @ApiEnvelope(MobileDeviceDto, { status: 201, errors: [400, 404, 409] })
   register(@Body() dto: RegisterMobileDeviceDto): Promise<ResourceResponse<MobileDeviceDto>> {
     return this.devices.register(dto);
@@ -38,14 +51,26 @@ export class MobileDevicesController {
   @Post(':id/deactivate')
   @Authorize({ permission: 'mobile_devices.deactivate', summary: 'Stop pushing to a device' })
   @ApiEnvelope(MobileDeviceDto, { errors: [400, 404, 409, 412] })
-  deactivate(@IdParam() id: number, @Body() dto: DeactivateMobileDeviceDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<MobileDeviceDto>> {
+  deactivate(
+    @IdParam() id: number,
+    @Body() dto: DeactivateMobileDeviceDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<MobileDeviceDto>> {
     return this.devices.deactivate(id, dto.reason, ifMatch);
   }
 
   @Post(':id/refresh-token')
-  @Authorize({ permission: 'mobile_devices.refresh_token', summary: 'Replace the push token', description: 'Re-activates a device that was deactivated because the push provider rejected its token.' })
+  @Authorize({
+    permission: 'mobile_devices.refresh_token',
+    summary: 'Replace the push token',
+    description: 'Re-activates a device that was deactivated because the push provider rejected its token.',
+  })
   @ApiEnvelope(MobileDeviceDto, { errors: [400, 404, 409, 412] })
-  refreshToken(@IdParam() id: number, @Body() dto: RefreshTokenDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<MobileDeviceDto>> {
+  refreshToken(
+    @IdParam() id: number,
+    @Body() dto: RefreshTokenDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<MobileDeviceDto>> {
     return this.devices.refreshToken(id, dto.push_token, ifMatch);
   }
 }

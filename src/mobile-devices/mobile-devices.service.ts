@@ -36,7 +36,11 @@ const MOBILE_DEVICE_LIST: ListSpec = {
   idColumn: 'id',
   sort: { id: 'id', created_at: 'created_at', updated_at: 'updated_at' },
   defaultSort: 'id:asc',
-  filters: { user_id: { column: 'user_id', type: 'int' }, platform: { column: 'platform', type: { enum: ['ios', 'android', 'web'] } }, is_active: { column: 'is_active', type: 'bool' } },
+  filters: {
+    user_id: { column: 'user_id', type: 'int' },
+    platform: { column: 'platform', type: { enum: ['ios', 'android', 'web'] } },
+    is_active: { column: 'is_active', type: 'bool' },
+  },
   search: [],
 };
 
@@ -58,7 +62,11 @@ export class MobileDevicesService {
     private readonly audit: AuditService,
     cache: CacheService,
   ) {
-    this.devices = new ResourceTable<MobileDeviceRow>({ table: 'mobile_devices', columns: COLUMNS, type: 'mobile_device', notFound }, uow, cache);
+    this.devices = new ResourceTable<MobileDeviceRow>(
+      { table: 'mobile_devices', columns: COLUMNS, type: 'mobile_device', notFound },
+      uow,
+      cache,
+    );
   }
 
   list(query: Record<string, unknown>): Promise<ListResponse<MobileDeviceDto>> {
@@ -73,14 +81,35 @@ export class MobileDevicesService {
     const stamp = creationStamp();
     const row = await this.uow
       .run(async (tx) => {
-        const [user] = await tx.db.query<{ id: number }[]>('SELECT id FROM users WHERE id = $1 AND NOT is_deleted', [dto.user_id]);
+        const [user] = await tx.db.query<{ id: number }[]>('SELECT id FROM users WHERE id = $1 AND NOT is_deleted', [
+          dto.user_id,
+        ]);
         if (user === undefined) throw userNotFound(dto.user_id);
         const [created] = await tx.db.query<MobileDeviceRow[]>(
           `INSERT INTO mobile_devices (user_id, platform, push_token, app_version, device_model, created_by, updated_by) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
-          [dto.user_id, dto.platform, dto.push_token, dto.app_version ?? null, dto.device_model ?? null, stamp.created_by, stamp.updated_by],
+          [
+            dto.user_id,
+            dto.platform,
+            dto.push_token,
+            dto.app_version ?? null,
+            dto.device_model ?? null,
+            stamp.created_by,
+            stamp.updated_by,
+          ],
         );
         if (created === undefined) throw new Error('mobile device insert returned no row');
-        await this.audit.record(tx.db, { action: 'mobile_device.create', resource_type: 'mobile_device', resource_id: created.id, changes: diffChanges(null, created, ['user_id', 'platform', 'push_token_hint', 'app_version', 'device_model']) });
+        await this.audit.record(tx.db, {
+          action: 'mobile_device.create',
+          resource_type: 'mobile_device',
+          resource_id: created.id,
+          changes: diffChanges(null, created, [
+            'user_id',
+            'platform',
+            'push_token_hint',
+            'app_version',
+            'device_model',
+          ]),
+        });
         this.rebuild(tx, created);
         return created;
       })
@@ -95,7 +124,11 @@ export class MobileDevicesService {
     return this.uow.run(async (tx) => {
       const before = await this.devices.lock(tx, id);
       assertIfMatch(ifMatch, before.version);
-      if (!before.is_active) throw new ApiError('INVALID_STATE_TRANSITION', 'The mobile device is already inactive', { from: 'inactive', action: 'deactivate' });
+      if (!before.is_active)
+        throw new ApiError('INVALID_STATE_TRANSITION', 'The mobile device is already inactive', {
+          from: 'inactive',
+          action: 'deactivate',
+        });
       const after = await this.setInactive(tx, id, reason ?? 'deactivated', updateStamp().updated_by);
       return respondWith(after);
     });
@@ -114,7 +147,12 @@ export class MobileDevicesService {
           `push_token = $2, token_refreshed_at = now(), updated_by = $3${reactivate ? ', is_active = true, deactivated_at = NULL, deactivated_by = NULL, deactivation_reason = NULL' : ''}`,
           [token, updateStamp().updated_by],
         );
-        await this.audit.record(tx.db, { action: 'mobile_device.refresh_token', resource_type: 'mobile_device', resource_id: id, changes: diffChanges(before, after, ['push_token_hint', 'is_active', 'token_refreshed_at']) });
+        await this.audit.record(tx.db, {
+          action: 'mobile_device.refresh_token',
+          resource_type: 'mobile_device',
+          resource_id: id,
+          changes: diffChanges(before, after, ['push_token_hint', 'is_active', 'token_refreshed_at']),
+        });
         this.rebuild(tx, after);
         return after;
       })
@@ -126,13 +164,19 @@ export class MobileDevicesService {
 
   /** The recipient's active devices, for the push worker. */
   activeTargets(userId: number): Promise<PushTarget[]> {
-    return this.uow.reader.query<PushTarget[]>('SELECT id, push_token FROM mobile_devices WHERE user_id = $1 AND is_active ORDER BY id', [userId]);
+    return this.uow.reader.query<PushTarget[]>(
+      'SELECT id, push_token FROM mobile_devices WHERE user_id = $1 AND is_active ORDER BY id',
+      [userId],
+    );
   }
 
   /** The provider rejected the token: deactivate with reason `unregistered` (a system flow, no actor). */
   async deactivateUnregistered(id: number): Promise<boolean> {
     return this.uow.run(async (tx) => {
-      const [current] = await tx.db.query<{ is_active: boolean }[]>('SELECT is_active FROM mobile_devices WHERE id = $1 FOR UPDATE', [id]);
+      const [current] = await tx.db.query<{ is_active: boolean }[]>(
+        'SELECT is_active FROM mobile_devices WHERE id = $1 FOR UPDATE',
+        [id],
+      );
       if (current?.is_active !== true) return false;
       await this.setInactive(tx, id, UNREGISTERED, null);
       return true;
@@ -140,8 +184,19 @@ export class MobileDevicesService {
   }
 
   private async setInactive(tx: Tx, id: number, reason: string, actor: number | null): Promise<MobileDeviceRow> {
-    const after = await this.devices.update(tx, id, 'is_active = false, deactivated_at = now(), deactivated_by = $2, deactivation_reason = $3, updated_by = $2', [actor, reason]);
-    await this.audit.record(tx.db, { action: 'mobile_device.deactivate', resource_type: 'mobile_device', resource_id: id, reason, changes: { is_active: [true, false] } });
+    const after = await this.devices.update(
+      tx,
+      id,
+      'is_active = false, deactivated_at = now(), deactivated_by = $2, deactivation_reason = $3, updated_by = $2',
+      [actor, reason],
+    );
+    await this.audit.record(tx.db, {
+      action: 'mobile_device.deactivate',
+      resource_type: 'mobile_device',
+      resource_id: id,
+      reason,
+      changes: { is_active: [true, false] },
+    });
     this.rebuild(tx, after);
     return after;
   }

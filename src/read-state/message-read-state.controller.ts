@@ -6,7 +6,15 @@ import { IdParam } from '../common/id.pipe.js';
 import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { ReadCountsService } from './read-counts.service.js';
-import { ArchiveDto, MarkReadDto, PinDto, ReadCountsDto, ReadCountsQueryDto, ReadStateDto, SnoozeDto } from './read-state.dto.js';
+import {
+  ArchiveDto,
+  MarkReadDto,
+  PinDto,
+  ReadCountsDto,
+  ReadCountsQueryDto,
+  ReadStateDto,
+  SnoozeDto,
+} from './read-state.dto.js';
 import { ReadStateService } from './read-state.service.js';
 
 /** `/v1/admin/message-read-state` (part 6.8). */
@@ -19,14 +27,22 @@ export class MessageReadStateController {
   ) {}
 
   @Get()
-  @Authorize({ permission: 'read_state.read', summary: 'List read state', description: 'Rows of deleted messages are hidden. Filters `user_id`, `message_id`, `conversation_id`, `is_read`, `is_archived`, `is_pinned`.' })
+  @Authorize({
+    permission: 'read_state.read',
+    summary: 'List read state',
+    description:
+      'Rows of deleted messages are hidden. Filters `user_id`, `message_id`, `conversation_id`, `is_read`, `is_archived`, `is_pinned`.',
+  })
   @ApiEnvelope(ReadStateDto, { list: true, errors: [400] })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<ReadStateDto>> {
     return this.states.list(query);
   }
 
   @Get('counts')
-  @Authorize({ permission: 'read_state.read', summary: 'Counts of a user’s messages (cached; never stale after a write)' })
+  @Authorize({
+    permission: 'read_state.read',
+    summary: 'Counts of a user’s messages (cached; never stale after a write)',
+  })
   @ApiEnvelope(ReadCountsDto, { errors: [400] })
   async countsOf(@Query() query: ReadCountsQueryDto): Promise<ResourceResponse<ReadCountsDto>> {
     const { counts, cache } = await this.counts.counts(Number(query.user_id), query.conversation_id ?? null);
@@ -43,28 +59,47 @@ export class MessageReadStateController {
   @Post(':id/mark-read')
   @Authorize({ permission: 'read_state.update', summary: 'Mark read (`read: false` marks unread)' })
   @ApiEnvelope(ReadStateDto, { errors: [400, 404, 412] })
-  markRead(@IdParam() id: number, @Body() dto: MarkReadDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<ReadStateDto>> {
+  markRead(
+    @IdParam() id: number,
+    @Body() dto: MarkReadDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<ReadStateDto>> {
     return this.states.setFlag(id, 'read', dto.read ?? true, ifMatch);
   }
 
   @Post(':id/archive')
   @Authorize({ permission: 'read_state.update', summary: 'Archive (`archived: false` un-archives)' })
   @ApiEnvelope(ReadStateDto, { errors: [400, 404, 412] })
-  archive(@IdParam() id: number, @Body() dto: ArchiveDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<ReadStateDto>> {
+  archive(
+    @IdParam() id: number,
+    @Body() dto: ArchiveDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<ReadStateDto>> {
     return this.states.setFlag(id, 'archived', dto.archived ?? true, ifMatch);
   }
 
   @Post(':id/pin')
   @Authorize({ permission: 'read_state.update', summary: 'Pin (`pinned: false` unpins)' })
   @ApiEnvelope(ReadStateDto, { errors: [400, 404, 412] })
-  pin(@IdParam() id: number, @Body() dto: PinDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<ReadStateDto>> {
+  pin(
+    @IdParam() id: number,
+    @Body() dto: PinDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<ReadStateDto>> {
     return this.states.setFlag(id, 'pinned', dto.pinned ?? true, ifMatch);
   }
 
   @Post(':id/snooze')
-  @Authorize({ permission: 'read_state.update', summary: 'Snooze until a time (at most 365 days ahead) or unsnooze with null' })
+  @Authorize({
+    permission: 'read_state.update',
+    summary: 'Snooze until a time (at most 365 days ahead) or unsnooze with null',
+  })
   @ApiEnvelope(ReadStateDto, { errors: [400, 404, 412, 422] })
-  snooze(@IdParam() id: number, @Body() dto: SnoozeDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<ReadStateDto>> {
+  snooze(
+    @IdParam() id: number,
+    @Body() dto: SnoozeDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<ReadStateDto>> {
     return this.states.snooze(id, dto.until, ifMatch);
   }
 }

@@ -35,10 +35,17 @@ export class ReadCountsService {
     private readonly uow: UnitOfWork,
     cache: CacheService,
   ) {
-    this.cached = new CacheAside<string>(cache, (key) => cacheKeys.readCounts(key), (key) => this.load(key));
+    this.cached = new CacheAside<string>(
+      cache,
+      (key) => cacheKeys.readCounts(key),
+      (key) => this.load(key),
+    );
   }
 
-  async counts(userId: number, conversationId: string | null): Promise<{ counts: ReadCountsDto; cache: 'hit' | 'miss' | 'bypass' }> {
+  async counts(
+    userId: number,
+    conversationId: string | null,
+  ): Promise<{ counts: ReadCountsDto; cache: 'hit' | 'miss' | 'bypass' }> {
     const key = `${userId}:${conversationId ?? ALL}`;
     let read = await this.cached.get(key);
     let state = read === undefined ? undefined : (JSON.parse(read.entry.json) as CachedCounts);
@@ -55,8 +62,17 @@ export class ReadCountsService {
 
   /** Inside the write's transaction: bump the users' versions; after commit, rebuild the touched entries. */
   async changed(tx: Tx, scopes: readonly CountsScope[]): Promise<void> {
-    await bumpProjectionVersions(tx.db, 'read_counts', scopes.map((scope) => scope.user_id));
-    const keys = new Set(scopes.flatMap((scope) => [`${scope.user_id}:${ALL}`, ...(scope.conversation_id === null ? [] : [`${scope.user_id}:${scope.conversation_id}`])]));
+    await bumpProjectionVersions(
+      tx.db,
+      'read_counts',
+      scopes.map((scope) => scope.user_id),
+    );
+    const keys = new Set(
+      scopes.flatMap((scope) => [
+        `${scope.user_id}:${ALL}`,
+        ...(scope.conversation_id === null ? [] : [`${scope.user_id}:${scope.conversation_id}`]),
+      ]),
+    );
     tx.afterCommit(async () => {
       await Promise.all([...keys].map(async (key) => this.cached.refresh(key, await this.load(key))));
     });
@@ -68,7 +84,9 @@ export class ReadCountsService {
     const userId = Number(key.slice(0, separator));
     const conversation = key.slice(separator + 1);
     const conversationId = conversation === ALL ? null : conversation;
-    const [row] = await this.uow.reader.query<(Omit<CachedCounts, 'user_id' | 'conversation_id'> & { version: number })[]>(
+    const [row] = await this.uow.reader.query<
+      (Omit<CachedCounts, 'user_id' | 'conversation_id'> & { version: number })[]
+    >(
       `SELECT coalesce((SELECT version FROM projection_versions WHERE scope = 'read_counts' AND id = $1), 1) AS version,
               count(*)::int AS total,
               (count(*) FILTER (WHERE NOT rs.is_read))::int AS unread,

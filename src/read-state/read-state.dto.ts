@@ -30,16 +30,24 @@ export class ReadCountsDto {
 }
 
 export class ReadCountsQueryDto {
-  @ApiProperty({ example: '42' }) @Matches(/^[1-9]\d{0,15}$/, { message: 'user_id must be a positive integer' }) user_id!: string;
+  @ApiProperty({ example: '42' })
+  @Matches(/^[1-9]\d{0,15}$/, { message: 'user_id must be a positive integer' })
+  user_id!: string;
   @ApiPropertyOptional({ maxLength: 64 }) @IsOptional() @Length(1, 64) conversation_id?: string;
 }
 
 export class MarkReadDto {
-  @ApiPropertyOptional({ default: true, description: 'false marks it unread' }) @IsOptional() @IsBoolean() read?: boolean;
+  @ApiPropertyOptional({ default: true, description: 'false marks it unread' })
+  @IsOptional()
+  @IsBoolean()
+  read?: boolean;
 }
 
 export class ArchiveDto {
-  @ApiPropertyOptional({ default: true, description: 'false un-archives' }) @IsOptional() @IsBoolean() archived?: boolean;
+  @ApiPropertyOptional({ default: true, description: 'false un-archives' })
+  @IsOptional()
+  @IsBoolean()
+  archived?: boolean;
 }
 
 export class PinDto {
@@ -47,7 +55,12 @@ export class PinDto {
 }
 
 export class SnoozeDto {
-  @ApiProperty({ type: String, format: 'date-time', nullable: true, description: 'A future time at most 365 days ahead, or null to unsnooze' })
+  @ApiProperty({
+    type: String,
+    format: 'date-time',
+    nullable: true,
+    description: 'A future time at most 365 days ahead, or null to unsnooze',
+  })
   @ValidateIf((_object: object, value: unknown) => value !== null)
   @IsDateString({ strict: true }, { message: 'until must be an ISO-8601 timestamp or null' })
   until!: string | null;

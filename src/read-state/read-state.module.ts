@@ -4,5 +4,9 @@ import { MessageReadStateController } from './message-read-state.controller.js';
 import { ReadStateService } from './read-state.service.js';
 
 /** Message read state and its cached counts (part 6.8). */
-@Module({ controllers: [MessageReadStateController], providers: [ReadStateService, ReadCountsService], exports: [ReadStateService] })
+@Module({
+  controllers: [MessageReadStateController],
+  providers: [ReadStateService, ReadCountsService],
+  exports: [ReadStateService],
+})
 export class ReadStateModule {}

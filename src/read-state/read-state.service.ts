@@ -54,7 +54,12 @@ function present(row: Omit<ReadStateRow, 'version'>): ReadStateDto {
 }
 
 type Flag = 'read' | 'archived' | 'pinned';
-const FLAG_COLUMNS: Readonly<Record<Flag, { flag: 'is_read' | 'is_archived' | 'is_pinned'; at: 'read_at' | 'archived_at' | 'pinned_at'; action: string }>> = {
+const FLAG_COLUMNS: Readonly<
+  Record<
+    Flag,
+    { flag: 'is_read' | 'is_archived' | 'is_pinned'; at: 'read_at' | 'archived_at' | 'pinned_at'; action: string }
+  >
+> = {
   read: { flag: 'is_read', at: 'read_at', action: 'message_read_state.mark_read' },
   archived: { flag: 'is_archived', at: 'archived_at', action: 'message_read_state.archive' },
   pinned: { flag: 'is_pinned', at: 'pinned_at', action: 'message_read_state.pin' },
@@ -71,7 +76,18 @@ export class ReadStateService {
     private readonly counts: ReadCountsService,
     cache: CacheService,
   ) {
-    this.states = new ResourceTable<ReadStateRow>({ table: 'message_read_state', from: FROM, idColumn: 'rs.id', columns: COLUMNS, type: 'message_read_state', notFound }, uow, cache);
+    this.states = new ResourceTable<ReadStateRow>(
+      {
+        table: 'message_read_state',
+        from: FROM,
+        idColumn: 'rs.id',
+        columns: COLUMNS,
+        type: 'message_read_state',
+        notFound,
+      },
+      uow,
+      cache,
+    );
   }
 
   list(query: Record<string, unknown>): Promise<ListResponse<ReadStateDto>> {
@@ -92,8 +108,18 @@ export class ReadStateService {
     const { flag: column, at, action } = FLAG_COLUMNS[flag];
     return this.write(id, ifMatch, async (tx, before) => {
       if (before[column] === on) return before;
-      const after = await this.update(tx, id, `${column} = $2, ${at} = CASE WHEN $2 THEN now() ELSE NULL END, updated_by = $3`, [on, currentActorId()]);
-      await this.audit.record(tx.db, { action, resource_type: 'message_read_state', resource_id: id, changes: { [column]: [before[column], on] } });
+      const after = await this.update(
+        tx,
+        id,
+        `${column} = $2, ${at} = CASE WHEN $2 THEN now() ELSE NULL END, updated_by = $3`,
+        [on, currentActorId()],
+      );
+      await this.audit.record(tx.db, {
+        action,
+        resource_type: 'message_read_state',
+        resource_id: id,
+        changes: { [column]: [before[column], on] },
+      });
       return after;
     });
   }
@@ -102,13 +128,21 @@ export class ReadStateService {
   snooze(id: number, until: string | null, ifMatch: IfMatch): Promise<ResourceResponse<ReadStateDto>> {
     const at = until === null ? null : new Date(until);
     if (at !== null && (at.getTime() <= Date.now() || at.getTime() > Date.now() + MAX_SNOOZE_MS)) {
-      throw new ApiError('SNOOZE_UNTIL_INVALID', 'until must be in the future and at most 365 days ahead', { until, max_days: 365 });
+      throw new ApiError('SNOOZE_UNTIL_INVALID', 'until must be in the future and at most 365 days ahead', {
+        until,
+        max_days: 365,
+      });
     }
     return this.write(id, ifMatch, async (tx, before) => {
       const current = before.snoozed_until === null ? null : new Date(before.snoozed_until).toISOString();
       if (current === (at?.toISOString() ?? null)) return before;
       const after = await this.update(tx, id, 'snoozed_until = $2, updated_by = $3', [at, currentActorId()]);
-      await this.audit.record(tx.db, { action: 'message_read_state.snooze', resource_type: 'message_read_state', resource_id: id, changes: { snoozed_until: [current, at?.toISOString() ?? null] } });
+      await this.audit.record(tx.db, {
+        action: 'message_read_state.snooze',
+        resource_type: 'message_read_state',
+        resource_id: id,
+        changes: { snoozed_until: [current, at?.toISOString() ?? null] },
+      });
       return after;
     });
   }
@@ -120,7 +154,10 @@ export class ReadStateService {
 
   /** The recipient's row, created in the message's own transaction. */
   async createFor(tx: Tx, message: { id: number; user_id: number; conversation_id: string | null }): Promise<void> {
-    await tx.db.query('INSERT INTO message_read_state (message_id, user_id, conversation_id, created_by, updated_by) VALUES ($1, $2, $3, $4, $4)', [message.id, message.user_id, message.conversation_id, currentActorId()]);
+    await tx.db.query(
+      'INSERT INTO message_read_state (message_id, user_id, conversation_id, created_by, updated_by) VALUES ($1, $2, $3, $4, $4)',
+      [message.id, message.user_id, message.conversation_id, currentActorId()],
+    );
   }
 
   /**
@@ -137,14 +174,24 @@ export class ReadStateService {
     await this.counts.changed(tx, touched);
     const ids = touched.map((row) => row.id);
     tx.afterCommit(async () => {
-      const rows = await this.uow.reader.query<ReadStateRow[]>(`SELECT ${COLUMNS} FROM ${FROM} WHERE rs.id = ANY($1::bigint[])`, [ids]);
+      const rows = await this.uow.reader.query<ReadStateRow[]>(
+        `SELECT ${COLUMNS} FROM ${FROM} WHERE rs.id = ANY($1::bigint[])`,
+        [ids],
+      );
       await Promise.all(rows.map((row) => this.states.refresh(row)));
     });
   }
 
-  private async write(id: number, ifMatch: IfMatch, change: (tx: Tx, before: ReadStateRow) => Promise<ReadStateRow>): Promise<ResourceResponse<ReadStateDto>> {
+  private async write(
+    id: number,
+    ifMatch: IfMatch,
+    change: (tx: Tx, before: ReadStateRow) => Promise<ReadStateRow>,
+  ): Promise<ResourceResponse<ReadStateDto>> {
     const row = await this.uow.run(async (tx) => {
-      const [before] = await tx.db.query<ReadStateRow[]>(`SELECT ${COLUMNS} FROM ${FROM} WHERE rs.id = $1 FOR UPDATE OF rs`, [id]);
+      const [before] = await tx.db.query<ReadStateRow[]>(
+        `SELECT ${COLUMNS} FROM ${FROM} WHERE rs.id = $1 FOR UPDATE OF rs`,
+        [id],
+      );
       if (before === undefined || before.message_deleted === true) throw notFound(id);
       assertIfMatch(ifMatch, before.version);
       const after = await change(tx, before);

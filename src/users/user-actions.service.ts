@@ -32,8 +32,18 @@ export class UserActionsService {
       assertMayWriteUser(actor, before);
       assertIfMatch(ifMatch, before.version);
       const stamp = deletionStamp();
-      const after = await this.users.update(tx, id, 'is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $4', [stamp.deleted_at, stamp.deleted_by, stamp.updated_by]);
-      await this.audit.record(tx.db, { action: 'user.delete', resource_type: 'user', resource_id: id, changes: { is_deleted: [false, true] } });
+      const after = await this.users.update(
+        tx,
+        id,
+        'is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $4',
+        [stamp.deleted_at, stamp.deleted_by, stamp.updated_by],
+      );
+      await this.audit.record(tx.db, {
+        action: 'user.delete',
+        resource_type: 'user',
+        resource_id: id,
+        changes: { is_deleted: [false, true] },
+      });
       const revoked = await this.sessions.revokeAllOf(tx, id, 'user deleted');
       this.users.rebuildAfterCommit(tx, after, revoked);
       return respondWith(after);
@@ -47,8 +57,18 @@ export class UserActionsService {
       if (!before.is_deleted) return NoContent.instance;
       assertMayWriteUser(actor, before);
       assertIfMatch(ifMatch, before.version);
-      const after = await this.users.update(tx, id, 'is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $2', [restorationStamp().updated_by]);
-      await this.audit.record(tx.db, { action: 'user.restore', resource_type: 'user', resource_id: id, changes: { is_deleted: [true, false] } });
+      const after = await this.users.update(
+        tx,
+        id,
+        'is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $2',
+        [restorationStamp().updated_by],
+      );
+      await this.audit.record(tx.db, {
+        action: 'user.restore',
+        resource_type: 'user',
+        resource_id: id,
+        changes: { is_deleted: [true, false] },
+      });
       this.users.rebuildAfterCommit(tx, after);
       return respondWith(after);
     });
@@ -65,7 +85,12 @@ export class UserActionsService {
   }
 
   /** pending or active → suspended; revokes the user's sessions at once. */
-  suspend(actor: AuthContext, id: number, reason: string | undefined, ifMatch: IfMatch): Promise<ResourceResponse<UserDto>> {
+  suspend(
+    actor: AuthContext,
+    id: number,
+    reason: string | undefined,
+    ifMatch: IfMatch,
+  ): Promise<ResourceResponse<UserDto>> {
     return this.uow.run(async (tx) => {
       const before = await this.users.lockLive(tx, id);
       assertNotSelf(actor, id, 'suspend');
@@ -83,7 +108,10 @@ export class UserActionsService {
     const pinHash = await hashPin(pin);
     return this.uow.run(async (tx) => {
       const before = await this.prepare(tx, actor, id, ifMatch, 'reset_pin');
-      const after = await this.users.update(tx, id, 'pin_hash = $2, pin_reset_at = now(), updated_by = $3', [pinHash, updateStamp().updated_by]);
+      const after = await this.users.update(tx, id, 'pin_hash = $2, pin_reset_at = now(), updated_by = $3', [
+        pinHash,
+        updateStamp().updated_by,
+      ]);
       await this.audit.record(tx.db, {
         action: 'user.reset_pin',
         resource_type: 'user',
@@ -91,26 +119,56 @@ export class UserActionsService {
         changes: { pin_set: [before.pin_set, true], pin_reset_at: [before.pin_reset_at, after.pin_reset_at] },
       });
       this.users.rebuildAfterCommit(tx, after);
-      const result: PinResetDto = { user_id: id, temporary_pin: pin, pin_reset_at: after.pin_reset_at ?? new Date().toISOString() };
+      const result: PinResetDto = {
+        user_id: id,
+        temporary_pin: pin,
+        pin_reset_at: after.pin_reset_at ?? new Date().toISOString(),
+      };
       return new ResourceResponse(result, { version: after.version, secretFields: ['temporary_pin'] });
     });
   }
 
-  private async prepare(tx: Tx, actor: AuthContext, id: number, ifMatch: IfMatch, action: 'activate' | 'reset_pin'): Promise<UserRow> {
+  private async prepare(
+    tx: Tx,
+    actor: AuthContext,
+    id: number,
+    ifMatch: IfMatch,
+    action: 'activate' | 'reset_pin',
+  ): Promise<UserRow> {
     const before = await this.users.lockLive(tx, id);
     this.checkAction(before, actor, ifMatch, action);
     return before;
   }
 
-  private checkAction(before: UserRow, actor: AuthContext, ifMatch: IfMatch, action: 'activate' | 'suspend' | 'reset_pin'): void {
+  private checkAction(
+    before: UserRow,
+    actor: AuthContext,
+    ifMatch: IfMatch,
+    action: 'activate' | 'suspend' | 'reset_pin',
+  ): void {
     assertMayWriteUser(actor, before);
     assertIfMatch(ifMatch, before.version);
     assertTransition(before.status_id, action);
   }
 
-  private async setStatus(tx: Tx, before: UserRow, statusId: number, action: string, reason: string | null): Promise<UserRow> {
-    const after = await this.users.update(tx, before.id, 'status_id = $2, updated_by = $3', [statusId, updateStamp().updated_by]);
-    await this.audit.record(tx.db, { action, resource_type: 'user', resource_id: before.id, reason, changes: { status_id: [before.status_id, statusId] } });
+  private async setStatus(
+    tx: Tx,
+    before: UserRow,
+    statusId: number,
+    action: string,
+    reason: string | null,
+  ): Promise<UserRow> {
+    const after = await this.users.update(tx, before.id, 'status_id = $2, updated_by = $3', [
+      statusId,
+      updateStamp().updated_by,
+    ]);
+    await this.audit.record(tx.db, {
+      action,
+      resource_type: 'user',
+      resource_id: before.id,
+      reason,
+      changes: { status_id: [before.status_id, statusId] },
+    });
     return after;
   }
 }

@@ -19,8 +19,12 @@ export const TARGET_STATUS: Readonly<Record<'activate' | 'suspend', number>> = {
 export function assertTransition(statusId: number, action: UserAction): void {
   const from = statusCode(statusId);
   if (from !== undefined && ALLOWED_FROM[action].includes(from)) return;
-  throw new ApiError('INVALID_STATE_TRANSITION', `A ${from ?? 'unknown'} user cannot be ${action === 'reset_pin' ? 'given a new PIN' : `${action}d`}`, {
-    from: from ?? statusId,
-    action: action === 'reset_pin' ? 'reset-pin' : action,
-  });
+  throw new ApiError(
+    'INVALID_STATE_TRANSITION',
+    `A ${from ?? 'unknown'} user cannot be ${action === 'reset_pin' ? 'given a new PIN' : `${action}d`}`,
+    {
+      from: from ?? statusId,
+      action: action === 'reset_pin' ? 'reset-pin' : action,
+    },
+  );
 }

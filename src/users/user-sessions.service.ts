@@ -35,7 +35,12 @@ export class UserSessionsService {
    * auth context are rebuilt after commit, so every instance refuses them on the next request.
    * `If-Match` is checked against the user's version (the sessions have none of their own here).
    */
-  revokeAll(actor: AuthContext, userId: number, reason: string | undefined, ifMatch: IfMatch): Promise<ResourceResponse<SessionsRevokedDto>> {
+  revokeAll(
+    actor: AuthContext,
+    userId: number,
+    reason: string | undefined,
+    ifMatch: IfMatch,
+  ): Promise<ResourceResponse<SessionsRevokedDto>> {
     return this.uow.run(async (tx) => {
       const user = await this.users.lockLive(tx, userId);
       assertNotSelf(actor, userId, 'revoke_sessions');

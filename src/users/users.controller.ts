@@ -27,7 +27,12 @@ export class UsersController {
   ) {}
 
   @Get()
-  @Authorize({ permission: 'users.read', summary: 'List users', description: 'Filters `status_id`, `role_id`; `q` over email and display_name; sort `id`, `email`, `display_name`, `created_at`, `updated_at`.' })
+  @Authorize({
+    permission: 'users.read',
+    summary: 'List users',
+    description:
+      'Filters `status_id`, `role_id`; `q` over email and display_name; sort `id`, `email`, `display_name`, `created_at`, `updated_at`.',
+  })
   @ApiEnvelope(UserDto, { list: true, errors: [400] })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<UserDto>> {
     return this.users.list(query);
@@ -51,56 +56,106 @@ export class UsersController {
   @Patch(':id')
   @Authorize({ permission: 'users.update', summary: 'Change a user’s email, display name, phone or role' })
   @ApiEnvelope(UserDto, { errors: [400, 404, 409, 412] })
-  update(@Actor() actor: AuthContext, @IdParam() id: number, @Body() dto: UpdateUserDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<UserDto>> {
+  update(
+    @Actor() actor: AuthContext,
+    @IdParam() id: number,
+    @Body() dto: UpdateUserDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<UserDto>> {
     return this.users.update(actor, id, dto, ifMatch);
   }
 
   @Delete(':id')
-  @Authorize({ permission: 'users.delete', summary: 'Soft-delete a user and revoke its sessions (204 if already deleted)' })
+  @Authorize({
+    permission: 'users.delete',
+    summary: 'Soft-delete a user and revoke its sessions (204 if already deleted)',
+  })
   @ApiEnvelope(UserDto, { noContent: 'Already deleted (or revoked): nothing changed', errors: [400, 404, 412, 422] })
-  remove(@Actor() actor: AuthContext, @IdParam() id: number, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<UserDto> | NoContent> {
+  remove(
+    @Actor() actor: AuthContext,
+    @IdParam() id: number,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<UserDto> | NoContent> {
     return this.actions.remove(actor, id, ifMatch);
   }
 
   @Post(':id/restore')
   @Authorize({ permission: 'users.restore', summary: 'Restore a deleted user (204 if it is not deleted)' })
   @ApiEnvelope(UserDto, { noContent: 'Not deleted: nothing changed', errors: [400, 404, 412] })
-  restore(@Actor() actor: AuthContext, @IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<UserDto> | NoContent> {
+  restore(
+    @Actor() actor: AuthContext,
+    @IdParam() id: number,
+    @Body() _options: NoOptionsDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<UserDto> | NoContent> {
     return this.actions.restore(actor, id, ifMatch);
   }
 
   @Post(':id/activate')
   @Authorize({ permission: 'users.activate', summary: 'Activate a pending or suspended user' })
   @ApiEnvelope(UserDto, { errors: [400, 404, 409, 412] })
-  activate(@Actor() actor: AuthContext, @IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<UserDto>> {
+  activate(
+    @Actor() actor: AuthContext,
+    @IdParam() id: number,
+    @Body() _options: NoOptionsDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<UserDto>> {
     return this.actions.activate(actor, id, ifMatch);
   }
 
   @Post(':id/suspend')
   @Authorize({ permission: 'users.suspend', summary: 'Suspend a pending or active user and revoke its sessions' })
   @ApiEnvelope(UserDto, { errors: [400, 404, 409, 412, 422] })
-  suspend(@Actor() actor: AuthContext, @IdParam() id: number, @Body() dto: SuspendUserDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<UserDto>> {
+  suspend(
+    @Actor() actor: AuthContext,
+    @IdParam() id: number,
+    @Body() dto: SuspendUserDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<UserDto>> {
     return this.actions.suspend(actor, id, dto.reason, ifMatch);
   }
 
   @Post(':id/reset-pin')
-  @Authorize({ permission: 'users.reset_pin', summary: 'Set a new random 6-digit PIN and return it once', description: 'Only a hash is stored; the PIN appears in this response and nowhere else.' })
+  @Authorize({
+    permission: 'users.reset_pin',
+    summary: 'Set a new random 6-digit PIN and return it once',
+    description: 'Only a hash is stored; the PIN appears in this response and nowhere else.',
+  })
   @ApiEnvelope(PinResetDto, { errors: [400, 404, 409, 412] })
-  resetPin(@Actor() actor: AuthContext, @IdParam() id: number, @Body() _options: NoOptionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<PinResetDto>> {
+  resetPin(
+    @Actor() actor: AuthContext,
+    @IdParam() id: number,
+    @Body() _options: NoOptionsDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<PinResetDto>> {
     return this.actions.resetPin(actor, id, ifMatch);
   }
 
   @Get(':id/sessions')
-  @Authorize({ permission: 'users.read', summary: 'List a user’s sessions, newest first (never a token)', description: 'Sort `created_at`, `expires_at`; default `created_at:desc`. A deleted user’s sessions stay readable.' })
+  @Authorize({
+    permission: 'users.read',
+    summary: 'List a user’s sessions, newest first (never a token)',
+    description: 'Sort `created_at`, `expires_at`; default `created_at:desc`. A deleted user’s sessions stay readable.',
+  })
   @ApiEnvelope(SessionDto, { list: true, errors: [400, 404] })
   listSessions(@IdParam() id: number, @Query() query: Record<string, unknown>): Promise<ListResponse<SessionDto>> {
     return this.sessions.list(id, query);
   }
 
   @Post(':id/revoke-sessions')
-  @Authorize({ permission: 'users.revoke_sessions', summary: 'Revoke every live session of a user', description: 'Every instance refuses those sessions on the next request. `If-Match` is checked against the user’s version.' })
+  @Authorize({
+    permission: 'users.revoke_sessions',
+    summary: 'Revoke every live session of a user',
+    description:
+      'Every instance refuses those sessions on the next request. `If-Match` is checked against the user’s version.',
+  })
   @ApiEnvelope(SessionsRevokedDto, { errors: [400, 404, 412, 422] })
-  revokeSessions(@Actor() actor: AuthContext, @IdParam() id: number, @Body() dto: RevokeSessionsDto, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<SessionsRevokedDto>> {
+  revokeSessions(
+    @Actor() actor: AuthContext,
+    @IdParam() id: number,
+    @Body() dto: RevokeSessionsDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<ResourceResponse<SessionsRevokedDto>> {
     return this.sessions.revokeAll(actor, id, dto.reason, ifMatch);
   }
 }

@@ -5,5 +5,9 @@ import { UsersController } from './users.controller.js';
 import { UsersRepository } from './users.repository.js';
 import { UsersService } from './users.service.js';
 
-@Module({ controllers: [UsersController], providers: [UsersRepository, UsersService, UserActionsService, UserSessionsService], exports: [UsersService] })
+@Module({
+  controllers: [UsersController],
+  providers: [UsersRepository, UsersService, UserActionsService, UserSessionsService],
+  exports: [UsersService],
+})
 export class UsersModule {}

@@ -43,7 +43,11 @@ export class UsersRepository extends ResourceTable<UserRow> {
   /** After commit: the detail entry and the auth context's user entry (and revoked sessions). */
   rebuildAfterCommit(tx: Tx, row: UserRow, revokedSessions: readonly SessionRow[] = []): void {
     tx.afterCommit(async () => {
-      await Promise.all([this.refresh(row), this.authContexts.refreshUser(row.id), this.authContexts.refreshSessions(revokedSessions)]);
+      await Promise.all([
+        this.refresh(row),
+        this.authContexts.refreshUser(row.id),
+        this.authContexts.refreshSessions(revokedSessions),
+      ]);
     });
   }
 }

@@ -16,10 +16,20 @@ import { respondWith } from '../database/resource-table.js';
 import { USER_COLUMNS, USER_LIST, UsersRepository, type UserRow } from './users.repository.js';
 
 /** Fields whose changes audit events record (never the PIN hash). */
-export const AUDITED_FIELDS = ['email', 'display_name', 'phone', 'role_id', 'status_id'] as const satisfies readonly (keyof UserRow)[];
+export const AUDITED_FIELDS = [
+  'email',
+  'display_name',
+  'phone',
+  'role_id',
+  'status_id',
+] as const satisfies readonly (keyof UserRow)[];
 
 function emailTaken(email: string): ApiError {
-  return new ApiError('USER_EMAIL_TAKEN', `The email ${email} is already used by another user (deleted users keep theirs)`, { email });
+  return new ApiError(
+    'USER_EMAIL_TAKEN',
+    `The email ${email} is already used by another user (deleted users keep theirs)`,
+    { email },
+  );
 }
 
 /** Reads, creation and PATCH of users (part 6.1); lifecycle actions live in `UserActionsService`. */
@@ -49,7 +59,12 @@ export class UsersService {
           [dto.email, dto.display_name, dto.phone ?? null, dto.role_id, stamp.created_by, stamp.updated_by],
         );
         if (created === undefined) throw new Error('user insert returned no row');
-        await this.audit.record(tx.db, { action: 'user.create', resource_type: 'user', resource_id: created.id, changes: diffChanges(null, created, AUDITED_FIELDS) });
+        await this.audit.record(tx.db, {
+          action: 'user.create',
+          resource_type: 'user',
+          resource_id: created.id,
+          changes: diffChanges(null, created, AUDITED_FIELDS),
+        });
         this.users.rebuildAfterCommit(tx, created);
         return created;
       })
@@ -59,7 +74,12 @@ export class UsersService {
     return respondWith(row, { status: 201, location: `/v1/admin/users/${row.id}` });
   }
 
-  async update(actor: AuthContext, id: number, dto: UpdateUserDto, ifMatch: IfMatch): Promise<ResourceResponse<UserDto>> {
+  async update(
+    actor: AuthContext,
+    id: number,
+    dto: UpdateUserDto,
+    ifMatch: IfMatch,
+  ): Promise<ResourceResponse<UserDto>> {
     const row = await this.uow
       .run(async (tx) => {
         const before = await this.users.lockLive(tx, id);
@@ -73,13 +93,12 @@ export class UsersService {
         const changes = diffChanges(before, wanted, AUDITED_FIELDS);
         // Nothing would change: no write, no new version, no audit event.
         if (Object.keys(changes).length === 0) return before;
-        const after = await this.users.update(tx, id, 'email = $2, display_name = $3, phone = $4, role_id = $5, updated_by = $6', [
-          wanted.email,
-          wanted.display_name,
-          wanted.phone,
-          wanted.role_id,
-          updateStamp().updated_by,
-        ]);
+        const after = await this.users.update(
+          tx,
+          id,
+          'email = $2, display_name = $3, phone = $4, role_id = $5, updated_by = $6',
+          [wanted.email, wanted.display_name, wanted.phone, wanted.role_id, updateStamp().updated_by],
+        );
         await this.audit.record(tx.db, { action: 'user.update', resource_type: 'user', resource_id: id, changes });
         this.users.rebuildAfterCommit(tx, after);
         return after;

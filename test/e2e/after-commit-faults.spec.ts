@@ -51,24 +51,43 @@ describe('work after a commit that fails (part 7): the write answers its success
     await b.close();
   });
 
-  const failures = async (app: TestApp): Promise<number> => (await app.http().get('/health/ready').expect(200)).body.data.cache_stats.after_commit_failures;
+  const failures = async (app: TestApp): Promise<number> =>
+    (await app.http().get('/health/ready').expect(200)).body.data.cache_stats.after_commit_failures;
 
   it('the attack: a role change whose auth-context rebuild fails answers 200, and the old role is never honoured again, on either instance', async () => {
     const target = await actor('admin');
     // Warm both instances: the caller's and the target's auth contexts are cache hits now.
     await caller(a, root).get('/v1/admin/users?page_size=1').expect(200);
-    await caller(b, target).post('/v1/admin/users', { email: `before-${target.user.id}@example.com`, display_name: 'Made as admin', role_id: 4 }).expect(201);
+    await caller(b, target)
+      .post('/v1/admin/users', {
+        email: `before-${target.user.id}@example.com`,
+        display_name: 'Made as admin',
+        role_id: 4,
+      })
+      .expect(201);
     const before = await failures(a);
 
-    const demoted = await withPermissionsLocked(() => caller(a, root).patch(`/v1/admin/users/${target.user.id}`, { role_id: 4 }));
+    const demoted = await withPermissionsLocked(() =>
+      caller(a, root).patch(`/v1/admin/users/${target.user.id}`, { role_id: 4 }),
+    );
     expect(demoted.status).toBe(200);
     expect(demoted.body.data).toMatchObject({ id: target.user.id, role_id: 4 });
     expect(await sql('SELECT role_id FROM users WHERE id = $1', [target.user.id])).toEqual([{ role_id: 4 }]);
-    expect(await sql("SELECT count(*)::int AS n FROM audit_events WHERE action = 'user.update' AND resource_id = $1", [String(target.user.id)])).toEqual([{ n: 1 }]);
+    expect(
+      await sql("SELECT count(*)::int AS n FROM audit_events WHERE action = 'user.update' AND resource_id = $1", [
+        String(target.user.id),
+      ]),
+    ).toEqual([{ n: 1 }]);
     expect(await failures(a)).toBe(before + 1);
 
     for (const app of [b, a]) {
-      const refused = await caller(app, target).post('/v1/admin/users', { email: `after-${target.user.id}-${app === a ? 'a' : 'b'}@example.com`, display_name: 'Made as viewer', role_id: 4 }).expect(403);
+      const refused = await caller(app, target)
+        .post('/v1/admin/users', {
+          email: `after-${target.user.id}-${app === a ? 'a' : 'b'}@example.com`,
+          display_name: 'Made as viewer',
+          role_id: 4,
+        })
+        .expect(403);
       expect(refused.body.error).toMatchObject({ code: 'PERMISSION_DENIED', details: { permission: 'users.create' } });
     }
   });
@@ -80,13 +99,18 @@ describe('work after a commit that fails (part 7): the write answers its success
     await caller(a, root).get('/v1/admin/users?page_size=1').expect(200);
     await caller(b, holder).get(`/v1/admin/devices/${device}`).expect(200);
 
-    const revoked = await withPermissionsLocked(() => caller(a, root).post(`/v1/admin/authorities/${authority}/revoke`));
+    const revoked = await withPermissionsLocked(() =>
+      caller(a, root).post(`/v1/admin/authorities/${authority}/revoke`),
+    );
     expect(revoked.status).toBe(200);
     expect(revoked.body.data).toMatchObject({ id: authority, is_active: false });
 
     for (const app of [b, a]) {
       const refused = await caller(app, holder).get(`/v1/admin/devices/${device}`).expect(403);
-      expect(refused.body.error).toMatchObject({ code: 'PERMISSION_DENIED', details: { permission: 'devices.read', device_id: device } });
+      expect(refused.body.error).toMatchObject({
+        code: 'PERMISSION_DENIED',
+        details: { permission: 'devices.read', device_id: device },
+      });
     }
   });
 
@@ -129,7 +153,13 @@ describe('a partial partition: the writing instance cannot reach Redis, another 
   it('a demotion written on A while A cannot reach Redis is honoured by B within one epoch poll, not after CACHE_TTL_SECONDS', async () => {
     const target = await actor('admin');
     await caller(a, root).get('/v1/admin/users?page_size=1').expect(200);
-    await caller(b, target).post('/v1/admin/users', { email: `partition-before-${target.user.id}@example.com`, display_name: 'As admin', role_id: 4 }).expect(201);
+    await caller(b, target)
+      .post('/v1/admin/users', {
+        email: `partition-before-${target.user.id}@example.com`,
+        display_name: 'As admin',
+        role_id: 4,
+      })
+      .expect(201);
     const [before] = await sql<{ epoch: string }>('SELECT epoch::text AS epoch FROM cache_epoch');
 
     await proxy.cut();
@@ -143,9 +173,21 @@ describe('a partial partition: the writing instance cannot reach Redis, another 
 
     // B polls the epoch every 100 ms here; give it a few polls.
     await sleep(600);
-    const refused = await caller(b, target).post('/v1/admin/users', { email: `partition-after-${target.user.id}@example.com`, display_name: 'As viewer', role_id: 4 }).expect(403);
+    const refused = await caller(b, target)
+      .post('/v1/admin/users', {
+        email: `partition-after-${target.user.id}@example.com`,
+        display_name: 'As viewer',
+        role_id: 4,
+      })
+      .expect(403);
     expect(refused.body.error).toMatchObject({ code: 'PERMISSION_DENIED', details: { permission: 'users.create' } });
     // A, without Redis, reads the database and refuses too.
-    await caller(a, target).post('/v1/admin/users', { email: `partition-a-${target.user.id}@example.com`, display_name: 'As viewer', role_id: 4 }).expect(403);
+    await caller(a, target)
+      .post('/v1/admin/users', {
+        email: `partition-a-${target.user.id}@example.com`,
+        display_name: 'As viewer',
+        role_id: 4,
+      })
+      .expect(403);
   });
 });

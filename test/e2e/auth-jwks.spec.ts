@@ -23,7 +23,11 @@ async function startJwksServer(): Promise<{ url: string; requests: () => number;
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/.well-known/jwks.json`, requests: () => requests, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${port}/.well-known/jwks.json`,
+    requests: () => requests,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 const b64 = (value: object): string => Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -44,13 +48,32 @@ describe('authentication in JWKS mode (RS256/ES256 from an identity provider)', 
   });
 
   const sign = (key: KeyObject, algorithm: jwt.Algorithm, keyid: string, extra: jwt.SignOptions = {}): string =>
-    jwt.sign(claims, key, { algorithm, keyid, issuer: 'admin-api', audience: 'admin-portal', expiresIn: 600, ...extra });
+    jwt.sign(claims, key, {
+      algorithm,
+      keyid,
+      issuer: 'admin-api',
+      audience: 'admin-portal',
+      expiresIn: 600,
+      ...extra,
+    });
 
   it('accepts RS256 and ES256 tokens signed by the provider, fetching its keys once', async () => {
-    await t.http().get('/v1/admin/users?page_size=1').set('Authorization', `Bearer ${sign(rsa.privateKey, 'RS256', 'rsa-1')}`).expect(200);
-    await t.http().get('/v1/admin/users?page_size=1').set('Authorization', `Bearer ${sign(ec.privateKey, 'ES256', 'ec-1')}`).expect(200);
+    await t
+      .http()
+      .get('/v1/admin/users?page_size=1')
+      .set('Authorization', `Bearer ${sign(rsa.privateKey, 'RS256', 'rsa-1')}`)
+      .expect(200);
+    await t
+      .http()
+      .get('/v1/admin/users?page_size=1')
+      .set('Authorization', `Bearer ${sign(ec.privateKey, 'ES256', 'ec-1')}`)
+      .expect(200);
     const before = jwks.requests();
-    await t.http().get('/v1/admin/users?page_size=1').set('Authorization', `Bearer ${sign(rsa.privateKey, 'RS256', 'rsa-1')}`).expect(200);
+    await t
+      .http()
+      .get('/v1/admin/users?page_size=1')
+      .set('Authorization', `Bearer ${sign(rsa.privateKey, 'RS256', 'rsa-1')}`)
+      .expect(200);
     expect(jwks.requests()).toBe(before);
   });
 
@@ -79,7 +102,12 @@ describe('authentication in JWKS mode (RS256/ES256 from an identity provider)', 
   });
 
   it('401 AUTH_TOKEN_EXPIRED for an expired RS256 token', async () => {
-    const expired = jwt.sign({ ...claims, exp: Math.floor(Date.now() / 1000) - 60 }, rsa.privateKey, { algorithm: 'RS256', keyid: 'rsa-1', issuer: 'admin-api', audience: 'admin-portal' });
+    const expired = jwt.sign({ ...claims, exp: Math.floor(Date.now() / 1000) - 60 }, rsa.privateKey, {
+      algorithm: 'RS256',
+      keyid: 'rsa-1',
+      issuer: 'admin-api',
+      audience: 'admin-portal',
+    });
     const response = await t.http().get('/v1/admin/users').set('Authorization', `Bearer ${expired}`).expect(401);
     expect(response.body.error.code).toBe('AUTH_TOKEN_EXPIRED');
   });
@@ -87,7 +115,11 @@ describe('authentication in JWKS mode (RS256/ES256 from an identity provider)', 
   it('answers 503 (not 401) while the identity provider cannot be reached', async () => {
     const down = await startApp({ env: { JWT_JWKS_URL: `http://127.0.0.1:${await freePort()}/jwks.json` } });
     try {
-      const response = await down.http().get('/v1/admin/users').set('Authorization', `Bearer ${sign(rsa.privateKey, 'RS256', 'rsa-1')}`).expect(503);
+      const response = await down
+        .http()
+        .get('/v1/admin/users')
+        .set('Authorization', `Bearer ${sign(rsa.privateKey, 'RS256', 'rsa-1')}`)
+        .expect(503);
       expect(response.body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', details: { dependency: 'jwks' } });
       expect(response.headers['retry-after']).toBe('5');
     } finally {

@@ -14,7 +14,11 @@ describe('authentication (part 4) and the role layers (part 5), secret mode', ()
   });
   afterAll(() => t.close());
 
-  async function expect401(authorization: string | undefined, code: string, path = '/v1/admin/users?page_size=1'): Promise<Record<string, unknown>> {
+  async function expect401(
+    authorization: string | undefined,
+    code: string,
+    path = '/v1/admin/users?page_size=1',
+  ): Promise<Record<string, unknown>> {
     const request = t.http().get(path);
     if (authorization !== undefined) void request.set('Authorization', authorization);
     const response = await request.expect(401);
@@ -39,7 +43,10 @@ describe('authentication (part 4) and the role layers (part 5), secret mode', ()
     const { user } = await actor('super_admin');
     const sid = await createSession(user.id);
     const claims = { sub: String(user.id), sid };
-    await expect401(`Bearer ${signToken(claims, {}, 'another-secret-of-at-least-32-characters!!')}`, 'AUTH_TOKEN_INVALID');
+    await expect401(
+      `Bearer ${signToken(claims, {}, 'another-secret-of-at-least-32-characters!!')}`,
+      'AUTH_TOKEN_INVALID',
+    );
     await expect401('Bearer not.a.jwt', 'AUTH_TOKEN_INVALID');
     const none = `${base64url({ alg: 'none', typ: 'JWT' })}.${base64url({ ...claims, iss: 'admin-api', aud: 'admin-portal', exp: Math.floor(Date.now() / 1000) + 600 })}.`;
     await expect401(`Bearer ${none}`, 'AUTH_TOKEN_INVALID');
@@ -52,35 +59,60 @@ describe('authentication (part 4) and the role layers (part 5), secret mode', ()
   it('401 AUTH_TOKEN_INVALID when sub, sid or exp is missing', async () => {
     const { user } = await actor('super_admin');
     const sid = await createSession(user.id);
-    expect(await expect401(`Bearer ${signToken({ sid })}`, 'AUTH_TOKEN_INVALID')).toMatchObject({ details: { claim: 'sub' } });
-    expect(await expect401(`Bearer ${signToken({ sub: String(user.id) })}`, 'AUTH_TOKEN_INVALID')).toMatchObject({ details: { claim: 'sid' } });
+    expect(await expect401(`Bearer ${signToken({ sid })}`, 'AUTH_TOKEN_INVALID')).toMatchObject({
+      details: { claim: 'sub' },
+    });
+    expect(await expect401(`Bearer ${signToken({ sub: String(user.id) })}`, 'AUTH_TOKEN_INVALID')).toMatchObject({
+      details: { claim: 'sid' },
+    });
     const noExp = signToken({ sub: String(user.id), sid }, { expiresIn: undefined });
     expect(await expect401(`Bearer ${noExp}`, 'AUTH_TOKEN_INVALID')).toMatchObject({ details: { claim: 'exp' } });
   });
 
   it('401 AUTH_TOKEN_EXPIRED for an expired token', async () => {
     const { user } = await actor('super_admin');
-    const expired = signToken({ sub: String(user.id), sid: await createSession(user.id), exp: Math.floor(Date.now() / 1000) - 60 }, { expiresIn: undefined });
+    const expired = signToken(
+      { sub: String(user.id), sid: await createSession(user.id), exp: Math.floor(Date.now() / 1000) - 60 },
+      { expiresIn: undefined },
+    );
     await expect401(`Bearer ${expired}`, 'AUTH_TOKEN_EXPIRED');
   });
 
   it('401 AUTH_SESSION_INVALID for an unknown, foreign, revoked or expired session', async () => {
     const { user } = await actor('super_admin');
     const other = await createUser({ role: 'super_admin' });
-    expect(await expect401(`Bearer ${signToken({ sub: String(user.id), sid: '00000000-0000-4000-8000-000000000000' })}`, 'AUTH_SESSION_INVALID')).toMatchObject({ details: { reason: 'unknown_session' } });
-    expect(await expect401(`Bearer ${signToken({ sub: String(user.id), sid: 'not-a-uuid' })}`, 'AUTH_SESSION_INVALID')).toMatchObject({ details: { reason: 'unknown_session' } });
-    expect(await expect401(`Bearer ${signToken({ sub: String(user.id), sid: await createSession(other.id) })}`, 'AUTH_SESSION_INVALID')).toMatchObject({ details: { reason: 'unknown_session' } });
+    expect(
+      await expect401(
+        `Bearer ${signToken({ sub: String(user.id), sid: '00000000-0000-4000-8000-000000000000' })}`,
+        'AUTH_SESSION_INVALID',
+      ),
+    ).toMatchObject({ details: { reason: 'unknown_session' } });
+    expect(
+      await expect401(`Bearer ${signToken({ sub: String(user.id), sid: 'not-a-uuid' })}`, 'AUTH_SESSION_INVALID'),
+    ).toMatchObject({ details: { reason: 'unknown_session' } });
+    expect(
+      await expect401(
+        `Bearer ${signToken({ sub: String(user.id), sid: await createSession(other.id) })}`,
+        'AUTH_SESSION_INVALID',
+      ),
+    ).toMatchObject({ details: { reason: 'unknown_session' } });
     const revoked = await createSession(user.id);
     await sql('UPDATE auth_sessions SET revoked_at = now() WHERE id = $1', [revoked]);
-    expect(await expect401(`Bearer ${signToken({ sub: String(user.id), sid: revoked })}`, 'AUTH_SESSION_INVALID')).toMatchObject({ details: { reason: 'session_revoked' } });
+    expect(
+      await expect401(`Bearer ${signToken({ sub: String(user.id), sid: revoked })}`, 'AUTH_SESSION_INVALID'),
+    ).toMatchObject({ details: { reason: 'session_revoked' } });
     const stale = await createSession(user.id);
     await sql("UPDATE auth_sessions SET expires_at = now() - interval '1 second' WHERE id = $1", [stale]);
-    expect(await expect401(`Bearer ${signToken({ sub: String(user.id), sid: stale })}`, 'AUTH_SESSION_INVALID')).toMatchObject({ details: { reason: 'session_expired' } });
+    expect(
+      await expect401(`Bearer ${signToken({ sub: String(user.id), sid: stale })}`, 'AUTH_SESSION_INVALID'),
+    ).toMatchObject({ details: { reason: 'session_expired' } });
   });
 
   it('401 AUTH_SESSION_INVALID for a pending user', async () => {
     const pending = await createUser({ role: 'admin', status: 'pending' });
-    expect(await expect401(`Bearer ${await tokenFor(pending)}`, 'AUTH_SESSION_INVALID')).toMatchObject({ details: { reason: 'user_not_active' } });
+    expect(await expect401(`Bearer ${await tokenFor(pending)}`, 'AUTH_SESSION_INVALID')).toMatchObject({
+      details: { reason: 'user_not_active' },
+    });
   });
 
   it("rejects a suspended user's next request although the token's signature and expiry are valid", async () => {
@@ -88,12 +120,24 @@ describe('authentication (part 4) and the role layers (part 5), secret mode', ()
     const victim = await actor('admin');
     // Warm the cache: the victim's auth context is now cached.
     await t.http().get('/v1/admin/users?page_size=1').set('Authorization', victim.auth).expect(200);
-    await t.http().post(`/v1/admin/users/${victim.user.id}/suspend`).set('Authorization', admin.auth).send({ reason: 'left the company' }).expect(200);
-    expect(await expect401(victim.auth, 'AUTH_SESSION_INVALID')).toMatchObject({ details: { reason: 'session_revoked' } });
-    const sessions = await sql<{ revoked_at: Date | null; revoke_reason: string }>('SELECT revoked_at, revoke_reason FROM auth_sessions WHERE user_id = $1', [victim.user.id]);
+    await t
+      .http()
+      .post(`/v1/admin/users/${victim.user.id}/suspend`)
+      .set('Authorization', admin.auth)
+      .send({ reason: 'left the company' })
+      .expect(200);
+    expect(await expect401(victim.auth, 'AUTH_SESSION_INVALID')).toMatchObject({
+      details: { reason: 'session_revoked' },
+    });
+    const sessions = await sql<{ revoked_at: Date | null; revoke_reason: string }>(
+      'SELECT revoked_at, revoke_reason FROM auth_sessions WHERE user_id = $1',
+      [victim.user.id],
+    );
     expect(sessions).toEqual([{ revoked_at: expect.any(Date), revoke_reason: 'left the company' }]);
     // Even a session created after the suspension is refused while the user is suspended.
-    expect(await expect401(`Bearer ${await tokenFor(victim.user)}`, 'AUTH_SESSION_INVALID')).toMatchObject({ details: { reason: 'user_not_active' } });
+    expect(await expect401(`Bearer ${await tokenFor(victim.user)}`, 'AUTH_SESSION_INVALID')).toMatchObject({
+      details: { reason: 'user_not_active' },
+    });
   });
 
   it("rejects a deleted user's next request", async () => {
@@ -102,16 +146,27 @@ describe('authentication (part 4) and the role layers (part 5), secret mode', ()
     await t.http().get('/v1/admin/users?page_size=1').set('Authorization', victim.auth).expect(200);
     await t.http().delete(`/v1/admin/users/${victim.user.id}`).set('Authorization', admin.auth).expect(200);
     await expect401(victim.auth, 'AUTH_SESSION_INVALID');
-    expect(await expect401(`Bearer ${await tokenFor(victim.user)}`, 'AUTH_SESSION_INVALID')).toMatchObject({ details: { reason: 'user_deleted' } });
+    expect(await expect401(`Bearer ${await tokenFor(victim.user)}`, 'AUTH_SESSION_INVALID')).toMatchObject({
+      details: { reason: 'user_deleted' },
+    });
   });
 
   it('applies a role change on the very next request', async () => {
     const admin = await actor('super_admin');
     const subject = await actor('viewer');
     await t.http().get('/v1/admin/users?page_size=1').set('Authorization', subject.auth).expect(200);
-    await t.http().patch(`/v1/admin/users/${subject.user.id}`).set('Authorization', admin.auth).send({ role_id: 5 }).expect(200);
+    await t
+      .http()
+      .patch(`/v1/admin/users/${subject.user.id}`)
+      .set('Authorization', admin.auth)
+      .send({ role_id: 5 })
+      .expect(200);
     const response = await t.http().get('/v1/admin/users?page_size=1').set('Authorization', subject.auth).expect(403);
-    expect(response.body.error).toEqual({ code: 'ROLE_FORBIDDEN', message: 'The role member has no access to the admin API', details: { role_id: 5 } });
+    expect(response.body.error).toEqual({
+      code: 'ROLE_FORBIDDEN',
+      message: 'The role member has no access to the admin API',
+      details: { role_id: 5 },
+    });
   });
 
   it('403 ROLE_FORBIDDEN for a member, on reads and writes alike', async () => {
@@ -125,15 +180,33 @@ describe('authentication (part 4) and the role layers (part 5), secret mode', ()
   it('403 PERMISSION_DENIED for a viewer writing, naming the permission, and nothing is written', async () => {
     const { auth } = await actor('viewer');
     const email = `denied-${Date.now()}@example.com`;
-    const response = await t.http().post('/v1/admin/users').set('Authorization', auth).send({ email, display_name: 'X', role_id: 4 }).expect(403);
-    expect(response.body.error).toEqual({ code: 'PERMISSION_DENIED', message: 'Missing the permission users.create', details: { permission: 'users.create' } });
+    const response = await t
+      .http()
+      .post('/v1/admin/users')
+      .set('Authorization', auth)
+      .send({ email, display_name: 'X', role_id: 4 })
+      .expect(403);
+    expect(response.body.error).toEqual({
+      code: 'PERMISSION_DENIED',
+      message: 'Missing the permission users.create',
+      details: { permission: 'users.create' },
+    });
     expect(await sql('SELECT id FROM users WHERE email = $1', [email])).toEqual([]);
   });
 
   it('records the actor of a request in its log context and audit events', async () => {
     const admin = await actor('super_admin');
-    const created = await t.http().post('/v1/admin/users').set('Authorization', admin.auth).set('X-Request-Id', 'audit-actor-check').send({ email: `a-${Date.now()}@example.com`, display_name: 'A', role_id: 4 }).expect(201);
-    const events = await sql('SELECT actor_id, action, request_id FROM audit_events WHERE resource_type = $1 AND resource_id = $2', ['user', String(created.body.data.id)]);
+    const created = await t
+      .http()
+      .post('/v1/admin/users')
+      .set('Authorization', admin.auth)
+      .set('X-Request-Id', 'audit-actor-check')
+      .send({ email: `a-${Date.now()}@example.com`, display_name: 'A', role_id: 4 })
+      .expect(201);
+    const events = await sql(
+      'SELECT actor_id, action, request_id FROM audit_events WHERE resource_type = $1 AND resource_id = $2',
+      ['user', String(created.body.data.id)],
+    );
     expect(events).toEqual([{ actor_id: admin.user.id, action: 'user.create', request_id: 'audit-actor-check' }]);
   });
 });
@@ -160,8 +233,17 @@ describe('two instances sharing PostgreSQL and Redis', () => {
     const subject = await actor('admin');
     const target = await createUser({ role: 'viewer' });
     await b.http().post(`/v1/admin/users/${target.id}/reset-pin`).set('Authorization', subject.auth).expect(200);
-    await a.http().patch(`/v1/admin/users/${subject.user.id}`).set('Authorization', root.auth).send({ role_id: 4 }).expect(200);
-    const denied = await b.http().post(`/v1/admin/users/${target.id}/reset-pin`).set('Authorization', subject.auth).expect(403);
+    await a
+      .http()
+      .patch(`/v1/admin/users/${subject.user.id}`)
+      .set('Authorization', root.auth)
+      .send({ role_id: 4 })
+      .expect(200);
+    const denied = await b
+      .http()
+      .post(`/v1/admin/users/${target.id}/reset-pin`)
+      .set('Authorization', subject.auth)
+      .expect(403);
     expect(denied.body.error).toMatchObject({ code: 'PERMISSION_DENIED', details: { permission: 'users.reset_pin' } });
   });
 });
@@ -192,17 +274,24 @@ describe('per-actor rate limit, shared through Redis', () => {
   let a: TestApp;
   let b: TestApp;
   beforeAll(async () => {
-    [a, b] = await Promise.all([startApp({ widgets: false, env: { RATE_LIMIT_PER_MINUTE: '6' } }), startApp({ widgets: false, env: { RATE_LIMIT_PER_MINUTE: '6' } })]);
+    [a, b] = await Promise.all([
+      startApp({ widgets: false, env: { RATE_LIMIT_PER_MINUTE: '6' } }),
+      startApp({ widgets: false, env: { RATE_LIMIT_PER_MINUTE: '6' } }),
+    ]);
   });
   afterAll(() => Promise.all([a.close(), b.close()]));
 
   it('counts an actor across instances and answers 429 with Retry-After; other actors are unaffected', async () => {
     const busy = await actor('viewer');
-    for (const app of [a, b, a, b, a, b]) await app.http().get('/v1/admin/users?page_size=1').set('Authorization', busy.auth).expect(200);
+    for (const app of [a, b, a, b, a, b])
+      await app.http().get('/v1/admin/users?page_size=1').set('Authorization', busy.auth).expect(200);
     // Instances share their counts every 200 ms.
     await sleep(450);
     const limited = await b.http().get('/v1/admin/users?page_size=1').set('Authorization', busy.auth).expect(429);
-    expect(limited.body.error).toMatchObject({ code: 'RATE_LIMITED', details: { scope: 'actor', limit_per_minute: 6 } });
+    expect(limited.body.error).toMatchObject({
+      code: 'RATE_LIMITED',
+      details: { scope: 'actor', limit_per_minute: 6 },
+    });
     expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     await a.http().get('/v1/admin/users?page_size=1').set('Authorization', busy.auth).expect(429);
     const calm = await actor('viewer');
@@ -213,15 +302,46 @@ describe('per-actor rate limit, shared through Redis', () => {
 describe('X-Forwarded-For is trusted only for the configured proxy hops', () => {
   it('rotating the header does not escape the failed-authentication limit', async () => {
     const direct = await startApp({ widgets: false, redisUrl: null, env: { AUTH_FAILURE_LIMIT_PER_MINUTE: '3' } });
-    const behindProxy = await startApp({ widgets: false, redisUrl: null, env: { AUTH_FAILURE_LIMIT_PER_MINUTE: '3', TRUST_PROXY_HOPS: '1' } });
+    const behindProxy = await startApp({
+      widgets: false,
+      redisUrl: null,
+      env: { AUTH_FAILURE_LIMIT_PER_MINUTE: '3', TRUST_PROXY_HOPS: '1' },
+    });
     try {
       // No trusted proxy: the socket address counts, whatever the header says.
-      for (let attempt = 0; attempt < 3; attempt += 1) await direct.http().get('/v1/admin/users').set('X-Forwarded-For', `203.0.113.${attempt}`).set('Authorization', 'Bearer x').expect(401);
-      await direct.http().get('/v1/admin/users').set('X-Forwarded-For', '198.51.100.99').set('Authorization', 'Bearer x').expect(429);
+      for (let attempt = 0; attempt < 3; attempt += 1)
+        await direct
+          .http()
+          .get('/v1/admin/users')
+          .set('X-Forwarded-For', `203.0.113.${attempt}`)
+          .set('Authorization', 'Bearer x')
+          .expect(401);
+      await direct
+        .http()
+        .get('/v1/admin/users')
+        .set('X-Forwarded-For', '198.51.100.99')
+        .set('Authorization', 'Bearer x')
+        .expect(429);
       // One trusted proxy: only the entry it appended (the last) counts; what the client put before it does not.
-      for (let attempt = 0; attempt < 3; attempt += 1) await behindProxy.http().get('/v1/admin/users').set('X-Forwarded-For', `203.0.113.${attempt}, 10.9.8.7`).set('Authorization', 'Bearer x').expect(401);
-      await behindProxy.http().get('/v1/admin/users').set('X-Forwarded-For', '192.0.2.1, 10.9.8.7').set('Authorization', 'Bearer x').expect(429);
-      await behindProxy.http().get('/v1/admin/users').set('X-Forwarded-For', '10.9.8.8').set('Authorization', 'Bearer x').expect(401);
+      for (let attempt = 0; attempt < 3; attempt += 1)
+        await behindProxy
+          .http()
+          .get('/v1/admin/users')
+          .set('X-Forwarded-For', `203.0.113.${attempt}, 10.9.8.7`)
+          .set('Authorization', 'Bearer x')
+          .expect(401);
+      await behindProxy
+        .http()
+        .get('/v1/admin/users')
+        .set('X-Forwarded-For', '192.0.2.1, 10.9.8.7')
+        .set('Authorization', 'Bearer x')
+        .expect(429);
+      await behindProxy
+        .http()
+        .get('/v1/admin/users')
+        .set('X-Forwarded-For', '10.9.8.8')
+        .set('Authorization', 'Bearer x')
+        .expect(401);
     } finally {
       await Promise.all([direct.close(), behindProxy.close()]);
     }

@@ -8,7 +8,11 @@ import { TEST_REDIS_URL } from '../support/test-env.js';
 import { WidgetsService } from '../support/widgets/widgets.service.js';
 
 async function createWidget(t: TestApp, weight = 1): Promise<number> {
-  const response = await t.http().post('/v1/test/widgets').send({ name: `cache-${randomUUID()}`, category: 'toy', weight }).expect(201);
+  const response = await t
+    .http()
+    .post('/v1/test/widgets')
+    .send({ name: `cache-${randomUUID()}`, category: 'toy', weight })
+    .expect(201);
   return response.body.data.id as number;
 }
 
@@ -18,7 +22,11 @@ interface KeyCommands {
 }
 
 /** Runs `work` on the Redis key behind a widget's detail entry (in the current generation). */
-async function withEntryKey<T>(url: string, id: number, work: (client: KeyCommands, key: string) => Promise<T>): Promise<T> {
+async function withEntryKey<T>(
+  url: string,
+  id: number,
+  work: (client: KeyCommands, key: string) => Promise<T>,
+): Promise<T> {
   const client = createClient({ url });
   await client.connect();
   try {
@@ -129,7 +137,11 @@ describe('cache outage (a Redis this test owns, paused with SIGSTOP)', () => {
       expect(read.body.data.weight).toBe(1);
       const write = await t.http().patch(`/v1/test/widgets/${id}`).send({ weight: 2 }).expect(200);
       expect(write.body.data.weight).toBe(2);
-      const created = await t.http().post('/v1/test/widgets').send({ name: 'during-outage', category: 'tool' }).expect(201);
+      const created = await t
+        .http()
+        .post('/v1/test/widgets')
+        .send({ name: 'during-outage', category: 'tool' })
+        .expect(201);
       expect(created.body.data.id).toEqual(expect.any(Number));
       const fresh = await t.http().get(`/v1/test/widgets/${id}`).expect(200);
       expect(fresh.body).toMatchObject({ data: { weight: 2 }, meta: { cache: 'bypass' } });

@@ -14,7 +14,9 @@ describe('permission catalogue and roles (part 6.4)', () => {
   it('the migration seeded exactly the catalogue in src/auth (same ids, codes, scopes)', async () => {
     const permissions = await sql('SELECT id, code, device_scoped FROM permissions ORDER BY id');
     expect(permissions).toEqual(PERMISSIONS.map(({ id, code }) => ({ id, code, device_scoped: isDeviceScoped(code) })));
-    expect(await sql('SELECT id, code, admin_access FROM roles ORDER BY id')).toEqual(ROLES.map(({ id, code, admin_access }) => ({ id, code, admin_access })));
+    expect(await sql('SELECT id, code, admin_access FROM roles ORDER BY id')).toEqual(
+      ROLES.map(({ id, code, admin_access }) => ({ id, code, admin_access })),
+    );
     expect(await sql('SELECT id, code FROM user_statuses ORDER BY id')).toEqual([
       { id: 1, code: 'pending' },
       { id: 2, code: 'active' },
@@ -35,7 +37,13 @@ describe('permission catalogue and roles (part 6.4)', () => {
   it('GET /roles lists each role with its permission codes', async () => {
     const { auth } = await actor('operator');
     const response = await t.http().get('/v1/admin/roles').set('Authorization', auth).expect(200);
-    expect(response.body.data.map((role: { code: string }) => role.code)).toEqual(['super_admin', 'admin', 'operator', 'viewer', 'member']);
+    expect(response.body.data.map((role: { code: string }) => role.code)).toEqual([
+      'super_admin',
+      'admin',
+      'operator',
+      'viewer',
+      'member',
+    ]);
     expect(response.body.data[1].permissions).toHaveLength(39);
     expect(response.body.data[4]).toEqual({ id: 5, code: 'member', admin_access: false, permissions: [] });
   });

@@ -20,7 +20,8 @@ describe('CLI token commands (part 11)', () => {
   const works = async (token: string): Promise<void> => {
     await t.http().get('/v1/admin/users?page_size=1').set('Authorization', `Bearer ${token}`).expect(200);
   };
-  const claimsOf = (token: string): { sub: string; sid: string; exp: number; iss: string; aud: string } => jwt.decode(token) as { sub: string; sid: string; exp: number; iss: string; aud: string };
+  const claimsOf = (token: string): { sub: string; sid: string; exp: number; iss: string; aud: string } =>
+    jwt.decode(token) as { sub: string; sid: string; exp: number; iss: string; aud: string };
 
   it('bootstrap-admin creates an active super_admin and prints only a working token', async () => {
     const email = `boot-${randomUUID().slice(0, 8)}@example.com`;
@@ -33,8 +34,13 @@ describe('CLI token commands (part 11)', () => {
     const claims = claimsOf(token);
     expect(claims).toMatchObject({ iss: 'admin-api', aud: 'admin-portal', sid: expect.stringMatching(UUID) });
     expect(claims.exp - Date.now() / 1000).toBeGreaterThan(12 * 3600 - 60);
-    expect(await sql('SELECT email, display_name, role_id, status_id FROM users WHERE id = $1', [Number(claims.sub)])).toEqual([{ email, display_name: 'Boot Strap', role_id: 1, status_id: 2 }]);
-    const events = await sql<{ action: string }>("SELECT action FROM audit_events WHERE (resource_type = 'user' AND resource_id = $1) OR (resource_type = 'session' AND resource_id = $2) ORDER BY id", [claims.sub, claims.sid]);
+    expect(
+      await sql('SELECT email, display_name, role_id, status_id FROM users WHERE id = $1', [Number(claims.sub)]),
+    ).toEqual([{ email, display_name: 'Boot Strap', role_id: 1, status_id: 2 }]);
+    const events = await sql<{ action: string }>(
+      "SELECT action FROM audit_events WHERE (resource_type = 'user' AND resource_id = $1) OR (resource_type = 'session' AND resource_id = $2) ORDER BY id",
+      [claims.sub, claims.sid],
+    );
     expect(events.map((event) => event.action)).toEqual(['user.create', 'session.create']);
   });
 
@@ -45,7 +51,9 @@ describe('CLI token commands (part 11)', () => {
     expect(run.stderr).toContain(`reusing super_admin user ${user.id}`);
     expect(claimsOf(run.stdout.trim()).sub).toBe(String(user.id));
     await works(run.stdout.trim());
-    expect(await sql('SELECT role_id, status_id FROM users WHERE id = $1', [user.id])).toEqual([{ role_id: 1, status_id: 2 }]);
+    expect(await sql('SELECT role_id, status_id FROM users WHERE id = $1', [user.id])).toEqual([
+      { role_id: 1, status_id: 2 },
+    ]);
   });
 
   it('issue-token prints a token for a new session with the requested lifetime', async () => {
@@ -55,7 +63,9 @@ describe('CLI token commands (part 11)', () => {
     const token = run.stdout.trim();
     await works(token);
     expect(claimsOf(token).exp - Date.now() / 1000).toBeLessThanOrEqual(121);
-    expect(await sql('SELECT user_id FROM auth_sessions WHERE id = $1', [claimsOf(token).sid])).toEqual([{ user_id: user.id }]);
+    expect(await sql('SELECT user_id FROM auth_sessions WHERE id = $1', [claimsOf(token).sid])).toEqual([
+      { user_id: user.id },
+    ]);
   });
 
   it('create-session prints only the new session id', async () => {
@@ -63,11 +73,16 @@ describe('CLI token commands (part 11)', () => {
     const run = await runCli(['create-session', '--user-id', String(user.id)], env);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(new RegExp(`^${UUID.source.slice(1, -1)}\\n$`));
-    expect(await sql('SELECT user_id, revoked_at FROM auth_sessions WHERE id = $1', [run.stdout.trim()])).toEqual([{ user_id: user.id, revoked_at: null }]);
+    expect(await sql('SELECT user_id, revoked_at FROM auth_sessions WHERE id = $1', [run.stdout.trim()])).toEqual([
+      { user_id: user.id, revoked_at: null },
+    ]);
   });
 
   it('seed-demo is idempotent: a second run adds nothing', async () => {
-    const count = async () => sql("SELECT (SELECT count(*) FROM users WHERE email LIKE 'demo-user-%')::int AS users, (SELECT count(*) FROM inbox_messages m JOIN users u ON u.id = m.user_id WHERE u.email LIKE 'demo-user-%')::int AS messages, (SELECT count(*) FROM devices WHERE serial_number LIKE 'DEMO-%')::int AS devices");
+    const count = async () =>
+      sql(
+        "SELECT (SELECT count(*) FROM users WHERE email LIKE 'demo-user-%')::int AS users, (SELECT count(*) FROM inbox_messages m JOIN users u ON u.id = m.user_id WHERE u.email LIKE 'demo-user-%')::int AS messages, (SELECT count(*) FROM devices WHERE serial_number LIKE 'DEMO-%')::int AS devices",
+      );
     const first = await runCli(['seed-demo', '--users', '30'], env);
     expect({ code: first.code, stdout: first.stdout }).toEqual({ code: 0, stdout: '' });
     const after = await count();
@@ -85,8 +100,18 @@ describe('CLI token commands (part 11)', () => {
       [['issue-token', '--user-id', String(suspended.id)], env, 1, `user ${suspended.id} is not active`],
       [['issue-token', '--user-id', '987654321'], env, 1, 'user 987654321 does not exist'],
       [['issue-token', '--user-id', 'x'], env, 2, '--user-id must be an integer'],
-      [['issue-token', '--user-id', '1'], { DATABASE_URL: testDatabaseUrl(), JWT_JWKS_URL: 'http://127.0.0.1:9/jwks.json' }, 1, 'needs secret mode'],
-      [['issue-token', '--user-id', '1'], { DATABASE_URL: testDatabaseUrl() }, 1, 'Invalid setting JWT_SECRET: is required when DATABASE_URL is set'],
+      [
+        ['issue-token', '--user-id', '1'],
+        { DATABASE_URL: testDatabaseUrl(), JWT_JWKS_URL: 'http://127.0.0.1:9/jwks.json' },
+        1,
+        'needs secret mode',
+      ],
+      [
+        ['issue-token', '--user-id', '1'],
+        { DATABASE_URL: testDatabaseUrl() },
+        1,
+        'Invalid setting JWT_SECRET: is required when DATABASE_URL is set',
+      ],
     ];
     for (const [args, settings, code, message] of cases) {
       const run = await runCli(args, settings);

@@ -31,11 +31,18 @@ describe('database unreachable (through a proxy this test owns)', () => {
 
     const list = await t.http().get('/v1/test/widgets').expect(503);
     expect(list.headers['retry-after']).toBe('1');
-    expect(list.body.error).toEqual({ code: 'SERVICE_UNAVAILABLE', message: 'The database is unreachable; retry shortly', details: {} });
+    expect(list.body.error).toEqual({
+      code: 'SERVICE_UNAVAILABLE',
+      message: 'The database is unreachable; retry shortly',
+      details: {},
+    });
     const write = await t.http().post('/v1/test/widgets').send({ name: 'lost', category: 'tool' }).expect(503);
     expect(write.body.error.code).toBe('SERVICE_UNAVAILABLE');
     const ready = await t.http().get('/health/ready').expect(503);
-    expect(ready.body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', details: { database: 'down', cache: 'memory' } });
+    expect(ready.body.error).toMatchObject({
+      code: 'SERVICE_UNAVAILABLE',
+      details: { database: 'down', cache: 'memory' },
+    });
     await t.http().get('/health/live').expect(200);
 
     await proxy.open();
@@ -61,23 +68,53 @@ describe('PostgreSQL connections terminated mid-flight (pg_terminate_backend)', 
     await holder.query('BEGIN');
     await holder.query('SELECT id FROM users WHERE id = $1 FOR UPDATE', [target.id]);
     const inFlight = Array.from({ length: 5 }, (_, index) =>
-      t.http().patch(`/v1/admin/users/${target.id}`).set('Authorization', root.auth).send({ display_name: `Blocked ${index}` }).then((response) => response),
+      t
+        .http()
+        .patch(`/v1/admin/users/${target.id}`)
+        .set('Authorization', root.auth)
+        .send({ display_name: `Blocked ${index}` })
+        .then((response) => response),
     );
     try {
-      await waitFor(async () => (await sql<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", [applicationName]))[0]?.n === 5);
+      await waitFor(
+        async () =>
+          (
+            await sql<{ n: number }>(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+              [applicationName],
+            )
+          )[0]?.n === 5,
+      );
       // Only this app's own connections: other specs share the database.
-      await sql('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [applicationName]);
+      await sql('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [
+        applicationName,
+      ]);
       for (const response of await Promise.all(inFlight)) {
         expect(response.status).toBe(503);
-        expect(response.body.error).toEqual({ code: 'SERVICE_UNAVAILABLE', message: 'The database is unreachable; retry shortly', details: {} });
+        expect(response.body.error).toEqual({
+          code: 'SERVICE_UNAVAILABLE',
+          message: 'The database is unreachable; retry shortly',
+          details: {},
+        });
       }
     } finally {
       await holder.query('ROLLBACK');
       await holder.end();
     }
-    expect(await sql('SELECT display_name FROM users WHERE id = $1', [target.id])).toEqual([{ display_name: 'Test viewer' }]);
-    await t.http().patch(`/v1/admin/users/${target.id}`).set('Authorization', root.auth).send({ display_name: 'After' }).expect(200);
-    await Promise.all(Array.from({ length: 10 }, () => t.http().get('/v1/admin/users?page_size=5').set('Authorization', root.auth).expect(200)));
+    expect(await sql('SELECT display_name FROM users WHERE id = $1', [target.id])).toEqual([
+      { display_name: 'Test viewer' },
+    ]);
+    await t
+      .http()
+      .patch(`/v1/admin/users/${target.id}`)
+      .set('Authorization', root.auth)
+      .send({ display_name: 'After' })
+      .expect(200);
+    await Promise.all(
+      Array.from({ length: 10 }, () =>
+        t.http().get('/v1/admin/users?page_size=5').set('Authorization', root.auth).expect(200),
+      ),
+    );
   });
 });
 

@@ -33,9 +33,13 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
     expect(ready.status).toBe(200);
     expect(ready.body.data).toMatchObject({ database: 'up', cache: 'memory' });
     expect(first.output()).toContain('database schema is up to date');
-    const users = await fetch(`http://127.0.0.1:${port}/v1/admin/users`, { headers: { authorization: `Bearer ${bootstrap.stdout.trim()}` } });
+    const users = await fetch(`http://127.0.0.1:${port}/v1/admin/users`, {
+      headers: { authorization: `Bearer ${bootstrap.stdout.trim()}` },
+    });
     expect(users.status).toBe(200);
-    expect(((await users.json()) as { data: { email: string }[] }).data.map((user) => user.email)).toEqual(['a@example.com']);
+    expect(((await users.json()) as { data: { email: string }[] }).data.map((user) => user.email)).toEqual([
+      'a@example.com',
+    ]);
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
     expect(first.output()).toContain('stopping embedded PostgreSQL');
@@ -52,18 +56,37 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
     expect(second.output()).not.toContain('initialising embedded PostgreSQL');
 
     const auth = { authorization: `Bearer ${bootstrap.stdout.trim()}` };
-    for (const list of ['users', 'devices', 'authorities', 'permissions', 'roles', 'permission-grants', 'authority-permissions', 'inbox', 'message-read-state', 'mobile-devices']) {
+    for (const list of [
+      'users',
+      'devices',
+      'authorities',
+      'permissions',
+      'roles',
+      'permission-grants',
+      'authority-permissions',
+      'inbox',
+      'message-read-state',
+      'mobile-devices',
+    ]) {
       const page = await fetch(`http://127.0.0.1:${port}/v1/admin/${list}?page=2&page_size=2`, { headers: auth });
       const body = (await page.json()) as { data: unknown[] };
       expect({ list, status: page.status, rows: body.data.length }).toEqual({ list, status: 200, rows: 2 });
     }
-    const history = (await (await fetch(`http://127.0.0.1:${port}/v1/admin/devices/1/ownership-transfers`, { headers: auth })).json()) as { data: { from_user_id: number | null }[] };
+    const history = (await (
+      await fetch(`http://127.0.0.1:${port}/v1/admin/devices/1/ownership-transfers`, { headers: auth })
+    ).json()) as { data: { from_user_id: number | null }[] };
     expect(history.data).toEqual([expect.objectContaining({ from_user_id: null })]);
 
     // The CLI shares the running server's embedded PostgreSQL (and leaves it running).
     const again = await runCli(['bootstrap-admin', '--email', 'a@example.com'], env);
     expect(again.stderr).toContain('reusing super_admin user');
-    expect((await fetch(`http://127.0.0.1:${port}/v1/admin/users`, { headers: { authorization: `Bearer ${again.stdout.trim()}` } })).status).toBe(200);
+    expect(
+      (
+        await fetch(`http://127.0.0.1:${port}/v1/admin/users`, {
+          headers: { authorization: `Bearer ${again.stdout.trim()}` },
+        })
+      ).status,
+    ).toBe(200);
     second.child.kill('SIGINT');
     expect(await second.exited).toBe(0);
     expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);

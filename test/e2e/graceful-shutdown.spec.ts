@@ -38,9 +38,15 @@ describe('SIGTERM with requests in flight (the built server as a process)', () =
       }),
     );
     try {
-      for (let waiting = 0; waiting < 20; ) {
+      for (let waiting = 0; waiting < 20;) {
         await sleep(50);
-        waiting = (await sql<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", [applicationName]))[0]?.n ?? 0;
+        waiting =
+          (
+            await sql<{ n: number }>(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+              [applicationName],
+            )
+          )[0]?.n ?? 0;
       }
       const signalledAt = Date.now();
       server.child.kill('SIGTERM');

@@ -19,7 +19,11 @@ describe('HTTP contract: envelopes, errors and headers', () => {
     it('adopts a well-formed X-Request-Id in the header and meta', async () => {
       const response = await t.http().get('/health/live').set('X-Request-Id', 'portal:abc-123.x_y').expect(200);
       expect(response.headers['x-request-id']).toBe('portal:abc-123.x_y');
-      expect(response.body).toEqual({ success: true, data: { status: 'ok' }, meta: { request_id: 'portal:abc-123.x_y' } });
+      expect(response.body).toEqual({
+        success: true,
+        data: { status: 'ok' },
+        meta: { request_id: 'portal:abc-123.x_y' },
+      });
     });
 
     it.each([['has spaces'], ['x'.repeat(129)], ['semi;colon']])('generates a UUID instead of %j', async (value) => {
@@ -36,7 +40,11 @@ describe('HTTP contract: envelopes, errors and headers', () => {
   });
 
   it('sends Cache-Control: no-store and no X-Powered-By on every response', async () => {
-    for (const response of [await t.http().get('/health/live'), await t.http().get('/nowhere'), await t.http().post('/v1/test/widgets').send({})]) {
+    for (const response of [
+      await t.http().get('/health/live'),
+      await t.http().get('/nowhere'),
+      await t.http().post('/v1/test/widgets').send({}),
+    ]) {
       expect(response.headers['cache-control']).toBe('no-store');
       expect(response.headers['x-powered-by']).toBeUndefined();
     }
@@ -44,69 +52,143 @@ describe('HTTP contract: envelopes, errors and headers', () => {
 
   it('answers an unknown route with ROUTE_NOT_FOUND', async () => {
     const response = await t.http().delete('/v1/admin/nothing-here').expect(404);
-    expect(response.body).toEqual({ success: false, error: { code: 'ROUTE_NOT_FOUND', message: 'No route DELETE /v1/admin/nothing-here', details: {} }, meta: { request_id: expect.any(String) } });
+    expect(response.body).toEqual({
+      success: false,
+      error: { code: 'ROUTE_NOT_FOUND', message: 'No route DELETE /v1/admin/nothing-here', details: {} },
+      meta: { request_id: expect.any(String) },
+    });
   });
 
   it('refuses malformed JSON with MALFORMED_JSON and writes nothing', async () => {
     const name = `malformed-${Date.now()}`;
-    const response = await t.http().post('/v1/test/widgets').set('Content-Type', 'application/json').send(`{"name": "${name}", "category": "tool",`).expect(400);
-    expect(response.body.error).toEqual({ code: 'MALFORMED_JSON', message: 'The request body is not valid JSON', details: {} });
+    const response = await t
+      .http()
+      .post('/v1/test/widgets')
+      .set('Content-Type', 'application/json')
+      .send(`{"name": "${name}", "category": "tool",`)
+      .expect(400);
+    expect(response.body.error).toEqual({
+      code: 'MALFORMED_JSON',
+      message: 'The request body is not valid JSON',
+      details: {},
+    });
     expect(await sql('SELECT count(*)::int AS n FROM test_widgets WHERE name = $1', [name])).toEqual([{ n: 0 }]);
   });
 
   it('refuses prototype pollution attempts as malformed JSON', async () => {
-    const response = await t.http().post('/v1/test/widgets').set('Content-Type', 'application/json').send('{"name":"x","category":"tool","__proto__":{"admin":true}}').expect(400);
+    const response = await t
+      .http()
+      .post('/v1/test/widgets')
+      .set('Content-Type', 'application/json')
+      .send('{"name":"x","category":"tool","__proto__":{"admin":true}}')
+      .expect(400);
     expect(response.body.error.code).toBe('MALFORMED_JSON');
   });
 
   it('refuses a non-JSON body with 415 UNSUPPORTED_MEDIA_TYPE', async () => {
-    const response = await t.http().post('/v1/test/widgets').set('Content-Type', 'text/plain').send('name=x').expect(415);
-    expect(response.body.error).toEqual({ code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Request bodies must be application/json', details: { expected: 'application/json' } });
+    const response = await t
+      .http()
+      .post('/v1/test/widgets')
+      .set('Content-Type', 'text/plain')
+      .send('name=x')
+      .expect(415);
+    expect(response.body.error).toEqual({
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      message: 'Request bodies must be application/json',
+      details: { expected: 'application/json' },
+    });
   });
 
   it('refuses a body over 1 MiB with 413 PAYLOAD_TOO_LARGE', async () => {
     const body = JSON.stringify({ name: 'x'.repeat(1_048_600), category: 'tool' });
-    const response = await t.http().post('/v1/test/widgets').set('Content-Type', 'application/json').send(body).expect(413);
+    const response = await t
+      .http()
+      .post('/v1/test/widgets')
+      .set('Content-Type', 'application/json')
+      .send(body)
+      .expect(413);
     expect(response.body.error.code).toBe('PAYLOAD_TOO_LARGE');
   });
 
   it('lists every body problem in details.fields', async () => {
-    const response = await t.http().post('/v1/test/widgets').send({ name: '', category: 'weapon', weight: 'heavy', owner: true }).expect(400);
+    const response = await t
+      .http()
+      .post('/v1/test/widgets')
+      .send({ name: '', category: 'weapon', weight: 'heavy', owner: true })
+      .expect(400);
     expect(response.body.error.code).toBe('VALIDATION_FAILED');
     const fields = response.body.error.details.fields as { field: string; rule: string; message: string }[];
-    expect(fields.map((problem) => `${problem.field}:${problem.rule}`).sort()).toEqual(['category:in', 'name:length', 'owner:unknown', 'weight:int', 'weight:max', 'weight:min'].sort());
-    expect(fields.find((problem) => problem.field === 'owner')?.message).toBe('owner is not accepted field'.replace('is not', 'is not an'));
+    expect(fields.map((problem) => `${problem.field}:${problem.rule}`).sort()).toEqual(
+      ['category:in', 'name:length', 'owner:unknown', 'weight:int', 'weight:max', 'weight:min'].sort(),
+    );
+    expect(fields.find((problem) => problem.field === 'owner')?.message).toBe(
+      'owner is not accepted field'.replace('is not', 'is not an'),
+    );
   });
 
   it('rejects a non-numeric path id with VALIDATION_FAILED naming the parameter', async () => {
     const response = await t.http().get('/v1/test/widgets/abc').expect(400);
-    expect(response.body.error.details).toEqual({ fields: [{ field: 'id', rule: 'int', message: 'id must be a positive integer' }] });
+    expect(response.body.error.details).toEqual({
+      fields: [{ field: 'id', rule: 'int', message: 'id must be a positive integer' }],
+    });
   });
 
   it('hides internals behind INTERNAL_ERROR', async () => {
     const response = await t.http().get('/v1/test/boom').expect(500);
-    expect(response.body.error).toEqual({ code: 'INTERNAL_ERROR', message: 'An unexpected error occurred', details: {} });
+    expect(response.body.error).toEqual({
+      code: 'INTERNAL_ERROR',
+      message: 'An unexpected error occurred',
+      details: {},
+    });
     expect(JSON.stringify(response.body)).not.toMatch(/secret_table|internal\.ts|at /);
   });
 
   describe('create, read, soft delete, restore', () => {
     it('creates with 201, Location, ETag and numeric ids, and writes the row and its audit event in one go', async () => {
-      const response = await t.http().post('/v1/test/widgets').set('X-Request-Id', 'create-1').send({ name: 'drill', category: 'tool' }).expect(201);
+      const response = await t
+        .http()
+        .post('/v1/test/widgets')
+        .set('X-Request-Id', 'create-1')
+        .send({ name: 'drill', category: 'tool' })
+        .expect(201);
       const widget = response.body.data;
       expect(typeof widget.id).toBe('number');
-      expect(widget).toMatchObject({ name: 'drill', category: 'tool', weight: 0, version: 1, is_deleted: false, created_by: null, deleted_at: null });
+      expect(widget).toMatchObject({
+        name: 'drill',
+        category: 'tool',
+        weight: 0,
+        version: 1,
+        is_deleted: false,
+        created_by: null,
+        deleted_at: null,
+      });
       expect(widget.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
       expect(response.headers.location).toBe(`/v1/test/widgets/${widget.id}`);
       expect(response.headers.etag).toBe('"1"');
-      const events = await sql('SELECT action, resource_type, resource_id, request_id, changes FROM audit_events WHERE request_id = $1', ['create-1']);
-      expect(events).toEqual([{ action: 'test_widget.create', resource_type: 'test_widget', resource_id: String(widget.id), request_id: 'create-1', changes: { name: [null, 'drill'], category: [null, 'tool'], weight: [null, 0] } }]);
+      const events = await sql(
+        'SELECT action, resource_type, resource_id, request_id, changes FROM audit_events WHERE request_id = $1',
+        ['create-1'],
+      );
+      expect(events).toEqual([
+        {
+          action: 'test_widget.create',
+          resource_type: 'test_widget',
+          resource_id: String(widget.id),
+          request_id: 'create-1',
+          changes: { name: [null, 'drill'], category: [null, 'tool'], weight: [null, 0] },
+        },
+      ]);
     });
 
     it('reads one resource with its ETag', async () => {
       const { id } = await createWidget();
       const response = await t.http().get(`/v1/test/widgets/${id}`).expect(200);
       expect(response.headers.etag).toBe('"1"');
-      expect(response.body).toMatchObject({ success: true, data: { id, name: 'hammer' }, meta: { cache: expect.stringMatching(/^(hit|miss)$/) } });
+      expect(response.body).toMatchObject({
+        success: true,
+        data: { id, name: 'hammer' },
+        meta: { cache: expect.stringMatching(/^(hit|miss)$/) },
+      });
     });
 
     it('soft deletes with 200 then 204, hides the record, and restores with 200 then 204', async () => {
@@ -123,28 +205,59 @@ describe('HTTP contract: envelopes, errors and headers', () => {
       const restored = await t.http().post(`/v1/test/widgets/${id}/restore`).expect(200);
       expect(restored.body.data).toMatchObject({ is_deleted: false, version: 3, deleted_at: null });
       await t.http().post(`/v1/test/widgets/${id}/restore`).expect(204);
-      const actions = await sql<{ action: string }>('SELECT action FROM audit_events WHERE resource_type = $2 AND resource_id = $1 ORDER BY id', [String(id), 'test_widget']);
-      expect(actions.map((event) => event.action)).toEqual(['test_widget.create', 'test_widget.delete', 'test_widget.restore']);
+      const actions = await sql<{ action: string }>(
+        'SELECT action FROM audit_events WHERE resource_type = $2 AND resource_id = $1 ORDER BY id',
+        [String(id), 'test_widget'],
+      );
+      expect(actions.map((event) => event.action)).toEqual([
+        'test_widget.create',
+        'test_widget.delete',
+        'test_widget.restore',
+      ]);
     });
   });
 
   describe('optimistic concurrency', () => {
     it('applies a write whose If-Match is current and bumps the version', async () => {
       const { id } = await createWidget();
-      const response = await t.http().patch(`/v1/test/widgets/${id}`).set('If-Match', '"1"').send({ weight: 9 }).expect(200);
+      const response = await t
+        .http()
+        .patch(`/v1/test/widgets/${id}`)
+        .set('If-Match', '"1"')
+        .send({ weight: 9 })
+        .expect(200);
       expect(response.headers.etag).toBe('"2"');
       expect(response.body.data).toMatchObject({ weight: 9, version: 2 });
-      const [event] = await sql('SELECT changes FROM audit_events WHERE resource_id = $1 AND action = $2', [String(id), 'test_widget.update']);
+      const [event] = await sql('SELECT changes FROM audit_events WHERE resource_id = $1 AND action = $2', [
+        String(id),
+        'test_widget.update',
+      ]);
       expect(event).toEqual({ changes: { weight: [3, 9] } });
     });
 
     it('refuses a stale If-Match with 412 and leaves the row and audit log unchanged', async () => {
       const { id } = await createWidget();
       await t.http().patch(`/v1/test/widgets/${id}`).send({ weight: 5 }).expect(200);
-      const response = await t.http().patch(`/v1/test/widgets/${id}`).set('If-Match', '"1"').send({ weight: 7 }).expect(412);
-      expect(response.body.error).toEqual({ code: 'PRECONDITION_FAILED', message: 'If-Match does not match the current version', details: { current_etag: '"2"' } });
-      expect(await sql('SELECT weight, version FROM test_widgets WHERE id = $1', [id])).toEqual([{ weight: 5, version: 2 }]);
-      expect(await sql('SELECT count(*)::int AS n FROM audit_events WHERE resource_type = $2 AND resource_id = $1', [String(id), 'test_widget'])).toEqual([{ n: 2 }]);
+      const response = await t
+        .http()
+        .patch(`/v1/test/widgets/${id}`)
+        .set('If-Match', '"1"')
+        .send({ weight: 7 })
+        .expect(412);
+      expect(response.body.error).toEqual({
+        code: 'PRECONDITION_FAILED',
+        message: 'If-Match does not match the current version',
+        details: { current_etag: '"2"' },
+      });
+      expect(await sql('SELECT weight, version FROM test_widgets WHERE id = $1', [id])).toEqual([
+        { weight: 5, version: 2 },
+      ]);
+      expect(
+        await sql('SELECT count(*)::int AS n FROM audit_events WHERE resource_type = $2 AND resource_id = $1', [
+          String(id),
+          'test_widget',
+        ]),
+      ).toEqual([{ n: 2 }]);
     });
 
     it('refuses a stale If-Match on delete too', async () => {
@@ -157,10 +270,14 @@ describe('HTTP contract: envelopes, errors and headers', () => {
   describe('audit log', () => {
     it('refuses UPDATE and DELETE at the database', async () => {
       await createWidget();
-      await expect(sql('UPDATE audit_events SET action = $1', ['tampered'])).rejects.toThrow(/append-only: UPDATE refused/);
+      await expect(sql('UPDATE audit_events SET action = $1', ['tampered'])).rejects.toThrow(
+        /append-only: UPDATE refused/,
+      );
       await expect(sql('DELETE FROM audit_events')).rejects.toThrow(/append-only: DELETE refused/);
       await expect(sql('TRUNCATE audit_events')).rejects.toThrow(/append-only: TRUNCATE refused/);
-      expect(await sql('SELECT count(*)::int AS n FROM audit_events WHERE action = $1', ['tampered'])).toEqual([{ n: 0 }]);
+      expect(await sql('SELECT count(*)::int AS n FROM audit_events WHERE action = $1', ['tampered'])).toEqual([
+        { n: 0 },
+      ]);
     });
   });
 });

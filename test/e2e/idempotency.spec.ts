@@ -17,7 +17,9 @@ describe('Idempotency-Key (part 8)', () => {
     const request = t.http().post(path).set('Authorization', who.auth).set('Idempotency-Key', key);
     return body === undefined ? request : request.send(body);
   };
-  const usersWith = async (email: string): Promise<number> => (await sql<{ n: number }>('SELECT count(*)::int AS n FROM users WHERE lower(email) = lower($1)', [email]))[0]?.n ?? -1;
+  const usersWith = async (email: string): Promise<number> =>
+    (await sql<{ n: number }>('SELECT count(*)::int AS n FROM users WHERE lower(email) = lower($1)', [email]))[0]?.n ??
+    -1;
 
   it('5 replays of one key and body give the same status and body and one side effect', async () => {
     const key = randomUUID();
@@ -25,14 +27,20 @@ describe('Idempotency-Key (part 8)', () => {
     const first = await post('/v1/admin/users', key, body).expect(201);
     expect(first.headers['idempotent-replayed']).toBeUndefined();
     for (let attempt = 0; attempt < 5; attempt += 1) {
-      const again = await post('/v1/admin/users', key, { role_id: 4, display_name: 'Idem', email: body.email }).expect(201);
+      const again = await post('/v1/admin/users', key, { role_id: 4, display_name: 'Idem', email: body.email }).expect(
+        201,
+      );
       expect(again.text).toBe(first.text);
       expect(again.headers['idempotent-replayed']).toBe('true');
       expect(again.headers.location).toBe(first.headers.location);
       expect(again.headers.etag).toBe(first.headers.etag);
     }
     expect(await usersWith(body.email)).toBe(1);
-    expect(await sql("SELECT count(*)::int AS n FROM audit_events WHERE action = 'user.create' AND resource_id = $1", [String(first.body.data.id)])).toEqual([{ n: 1 }]);
+    expect(
+      await sql("SELECT count(*)::int AS n FROM audit_events WHERE action = 'user.create' AND resource_id = $1", [
+        String(first.body.data.id),
+      ]),
+    ).toEqual([{ n: 1 }]);
   });
 
   it('the same key with a different body is 422 IDEMPOTENCY_KEY_REUSED and does nothing', async () => {
@@ -50,8 +58,11 @@ describe('Idempotency-Key (part 8)', () => {
     const responses = await Promise.all(Array.from({ length: 20 }, () => post('/v1/admin/users', key, body)));
     const statuses = responses.map((response) => response.status);
     expect(statuses.every((status) => status === 201 || status === 409)).toBe(true);
-    expect(responses.filter((response) => response.status === 201 && response.headers['idempotent-replayed'] === undefined)).toHaveLength(1);
-    for (const busy of responses.filter((response) => response.status === 409)) expect(busy.body.error.code).toBe('IDEMPOTENCY_KEY_IN_PROGRESS');
+    expect(
+      responses.filter((response) => response.status === 201 && response.headers['idempotent-replayed'] === undefined),
+    ).toHaveLength(1);
+    for (const busy of responses.filter((response) => response.status === 409))
+      expect(busy.body.error.code).toBe('IDEMPOTENCY_KEY_IN_PROGRESS');
     expect(await usersWith(body.email)).toBe(1);
   });
 
@@ -66,8 +77,16 @@ describe('Idempotency-Key (part 8)', () => {
   it('keeps and replays error answers and 204s; keys are scoped to actor and path', async () => {
     const key = randomUUID();
     const existing = await createUser();
-    const conflict = await post('/v1/admin/users', key, { email: existing.email, display_name: 'Dup', role_id: 4 }).expect(409);
-    const replayed = await post('/v1/admin/users', key, { email: existing.email, display_name: 'Dup', role_id: 4 }).expect(409);
+    const conflict = await post('/v1/admin/users', key, {
+      email: existing.email,
+      display_name: 'Dup',
+      role_id: 4,
+    }).expect(409);
+    const replayed = await post('/v1/admin/users', key, {
+      email: existing.email,
+      display_name: 'Dup',
+      role_id: 4,
+    }).expect(409);
     expect(replayed.text).toBe(conflict.text);
     expect(replayed.headers['idempotent-replayed']).toBe('true');
     await post(`/v1/admin/users/${existing.id}/restore`, key).expect(204);
@@ -89,13 +108,26 @@ describe('Idempotency-Key (part 8)', () => {
     const replay = await post(`/v1/admin/users/${user.id}/reset-pin`, key).expect(200);
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(replay.body.data).toEqual({ ...first.body.data, temporary_pin: null });
-    expect(await sql("SELECT count(*)::int AS n FROM audit_events WHERE action = 'user.reset_pin' AND resource_id = $1", [String(user.id)])).toEqual([{ n: 1 }]);
+    expect(
+      await sql("SELECT count(*)::int AS n FROM audit_events WHERE action = 'user.reset_pin' AND resource_id = $1", [
+        String(user.id),
+      ]),
+    ).toEqual([{ n: 1 }]);
   });
 
   it('400 for a malformed key; GET ignores keys', async () => {
-    const response = await post('/v1/admin/users', 'x'.repeat(256), { email: `k-${randomUUID()}@example.com`, display_name: 'K', role_id: 4 }).expect(400);
+    const response = await post('/v1/admin/users', 'x'.repeat(256), {
+      email: `k-${randomUUID()}@example.com`,
+      display_name: 'K',
+      role_id: 4,
+    }).expect(400);
     expect(response.body.error.details.fields[0]).toMatchObject({ field: 'Idempotency-Key' });
-    await t.http().get('/v1/admin/users?page_size=1').set('Authorization', root.auth).set('Idempotency-Key', 'x'.repeat(300)).expect(200);
+    await t
+      .http()
+      .get('/v1/admin/users?page_size=1')
+      .set('Authorization', root.auth)
+      .set('Idempotency-Key', 'x'.repeat(300))
+      .expect(200);
   });
 
   it('expired keys are purged and may be used again', async () => {

@@ -9,8 +9,17 @@ describe('lists', () => {
 
   beforeAll(async () => {
     t = await startApp({ redisUrl: null });
-    for (const [name, category, weight] of [['b', 'tool', 5], ['a', 'toy', 5], ['c', 'part', 1], ['d', 'tool', 9]] as const) {
-      await t.http().post('/v1/test/widgets').send({ name: `${tag}-${name}`, category, weight }).expect(201);
+    for (const [name, category, weight] of [
+      ['b', 'tool', 5],
+      ['a', 'toy', 5],
+      ['c', 'part', 1],
+      ['d', 'tool', 9],
+    ] as const) {
+      await t
+        .http()
+        .post('/v1/test/widgets')
+        .send({ name: `${tag}-${name}`, category, weight })
+        .expect(201);
     }
   });
   afterAll(() => t.close());
@@ -21,7 +30,13 @@ describe('lists', () => {
   it('pages with meta.page, page_size, total and total_exact', async () => {
     const response = await list('page_size=3').expect(200);
     expect(names(response.body)).toEqual(['b', 'a', 'c']);
-    expect(response.body.meta).toEqual({ request_id: expect.any(String), page: 1, page_size: 3, total: 4, total_exact: true });
+    expect(response.body.meta).toEqual({
+      request_id: expect.any(String),
+      page: 1,
+      page_size: 3,
+      total: 4,
+      total_exact: true,
+    });
     expect(names((await list('page_size=3&page=2').expect(200)).body)).toEqual(['d']);
   });
 
@@ -49,7 +64,11 @@ describe('lists', () => {
   });
 
   it('hides soft-deleted rows unless include_deleted=true', async () => {
-    const created = await t.http().post('/v1/test/widgets').send({ name: `${tag}-z`, category: 'part' }).expect(201);
+    const created = await t
+      .http()
+      .post('/v1/test/widgets')
+      .send({ name: `${tag}-z`, category: 'part' })
+      .expect(201);
     await t.http().delete(`/v1/test/widgets/${created.body.data.id}`).expect(200);
     expect(names((await list('').expect(200)).body)).not.toContain('z');
     expect(names((await list('include_deleted=true').expect(200)).body)).toContain('z');
@@ -74,7 +93,10 @@ describe('lists', () => {
   describe('meta.total past the exact-count threshold', () => {
     const bulk = `${tag}bulk`;
     beforeAll(async () => {
-      await sql(`INSERT INTO test_widgets (name, category) SELECT $1 || '-' || g, 'part' FROM generate_series(1, 10001) g`, [bulk]);
+      await sql(
+        `INSERT INTO test_widgets (name, category) SELECT $1 || '-' || g, 'part' FROM generate_series(1, 10001) g`,
+        [bulk],
+      );
       await sql('ANALYZE test_widgets');
     });
 

@@ -34,11 +34,22 @@ function routeTable(app: NestFastifyApplication): string[] {
         const path = Reflect.getMetadata(PATH_METADATA, handler) as string | undefined;
         if (path === undefined) continue;
         const method = RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number];
-        const full = `/${[base, path].map((part) => part.replace(/^\/|\/$/g, '')).filter(Boolean).join('/')}`;
+        const full = `/${[base, path]
+          .map((part) => part.replace(/^\/|\/$/g, ''))
+          .filter(Boolean)
+          .join('/')}`;
         const rule = Reflect.getMetadata(AUTHORIZE, handler) as AuthorizeOptions | undefined;
-        const isPublic = Reflect.getMetadata(IS_PUBLIC, handler) === true || Reflect.getMetadata(IS_PUBLIC, type) === true;
-        const where = rule?.check === 'service' ? ' (per device, in the service)' : rule?.device === undefined ? '' : ' (or on its device)';
-        rows.push(`${method} ${full} → ${rule === undefined ? (isPublic ? 'public' : 'UNDECLARED') : rule.permission + where}`);
+        const isPublic =
+          Reflect.getMetadata(IS_PUBLIC, handler) === true || Reflect.getMetadata(IS_PUBLIC, type) === true;
+        const where =
+          rule?.check === 'service'
+            ? ' (per device, in the service)'
+            : rule?.device === undefined
+              ? ''
+              : ' (or on its device)';
+        rows.push(
+          `${method} ${full} → ${rule === undefined ? (isPublic ? 'public' : 'UNDECLARED') : rule.permission + where}`,
+        );
       }
     }
   }
@@ -132,7 +143,11 @@ describe('every route declares its permission (deny by default)', () => {
       expect(routeTable(withUndeclared.app)).toContain('GET /v1/test/undeclared → UNDECLARED');
       const { auth } = await actor('super_admin');
       const response = await withUndeclared.http().get('/v1/test/undeclared').set('Authorization', auth).expect(403);
-      expect(response.body.error).toEqual({ code: 'PERMISSION_DENIED', message: 'This route declares no permission and is closed', details: { permission: null } });
+      expect(response.body.error).toEqual({
+        code: 'PERMISSION_DENIED',
+        message: 'This route declares no permission and is closed',
+        details: { permission: null },
+      });
       await withUndeclared.http().get('/v1/test/undeclared').expect(401);
     } finally {
       await withUndeclared.close();
@@ -143,9 +158,14 @@ describe('every route declares its permission (deny by default)', () => {
     const documented: string[] = [];
     for (const [path, operations] of Object.entries(buildOpenApi(t.app).paths)) {
       for (const [method, operation] of Object.entries(operations as Record<string, { 'x-permission'?: string }>)) {
-        if (path.startsWith('/v1/admin')) documented.push(`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')} → ${operation['x-permission'] ?? 'UNDOCUMENTED'}`);
+        if (path.startsWith('/v1/admin'))
+          documented.push(
+            `${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')} → ${operation['x-permission'] ?? 'UNDOCUMENTED'}`,
+          );
       }
     }
-    expect(documented.sort()).toEqual(EXPECTED.filter((row) => row.includes(' /v1/admin')).map((row) => row.replace(/ \(.*\)$/, '')));
+    expect(documented.sort()).toEqual(
+      EXPECTED.filter((row) => row.includes(' /v1/admin')).map((row) => row.replace(/ \(.*\)$/, '')),
+    );
   });
 });

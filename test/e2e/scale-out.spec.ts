@@ -31,15 +31,21 @@ describe('two instances sharing PostgreSQL and Redis', () => {
     const readUser = await caller(b, root).get(`/v1/admin/users/${user.id}`).expect(200);
     expect(readUser.body.data.display_name).toBe('Written on A');
     expect(readUser.body.meta.cache).toBe('hit');
-    expect((await caller(b, root).get(`/v1/admin/devices/${device.id}`).expect(200)).body.data.name).toBe('Renamed on A');
-    expect((await caller(b, root).get(`/v1/admin/authorities/${authority}`).expect(200)).body.data.is_active).toBe(false);
+    expect((await caller(b, root).get(`/v1/admin/devices/${device.id}`).expect(200)).body.data.name).toBe(
+      'Renamed on A',
+    );
+    expect((await caller(b, root).get(`/v1/admin/authorities/${authority}`).expect(200)).body.data.is_active).toBe(
+      false,
+    );
   });
 
   it('a session revoked on one is rejected by the other on the very next request', async () => {
     const victim = await actor('admin');
     await caller(b, victim).get('/v1/admin/users?page_size=1').expect(200);
     await caller(a, root).delete(`/v1/admin/users/${victim.user.id}`).expect(200);
-    expect((await caller(b, victim).get('/v1/admin/users?page_size=1').expect(401)).body.error.code).toBe('AUTH_SESSION_INVALID');
+    expect((await caller(b, victim).get('/v1/admin/users?page_size=1').expect(401)).body.error.code).toBe(
+      'AUTH_SESSION_INVALID',
+    );
   });
 });
 
@@ -66,7 +72,9 @@ describe('Redis paused and killed under the real routes', () => {
     redis.pause();
     const during = await caller(t, root).get(`/v1/admin/users/${user.id}`).expect(200);
     expect(during.body.meta.cache).toBe('bypass');
-    await caller(t, root).patch(`/v1/admin/users/${user.id}`, { display_name: 'Changed during the outage' }).expect(200);
+    await caller(t, root)
+      .patch(`/v1/admin/users/${user.id}`, { display_name: 'Changed during the outage' })
+      .expect(200);
     await caller(t, root).post('/v1/admin/authorities', { device_id: device.id, user_id: user.id }).expect(201);
     await caller(t, root).get(`/v1/admin/message-read-state/counts?user_id=${user.id}`).expect(200);
     await caller(t, root).get(`/v1/admin/devices/${device.id}`).expect(200);
@@ -84,7 +92,9 @@ describe('Redis paused and killed under the real routes', () => {
     expect(after.body.meta.cache).not.toBe('bypass');
 
     await redis.stop();
-    expect((await caller(t, root).get(`/v1/admin/users/${user.id}`).expect(200)).body.data.display_name).toBe('Changed during the outage');
+    expect((await caller(t, root).get(`/v1/admin/users/${user.id}`).expect(200)).body.data.display_name).toBe(
+      'Changed during the outage',
+    );
     await caller(t, root).post(`/v1/admin/users/${user.id}/suspend`).expect(200);
     expect((await caller(t, root).get(`/v1/admin/users/${user.id}`).expect(200)).body.data.status_id).toBe(3);
   }, 60_000);

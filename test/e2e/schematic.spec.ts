@@ -9,43 +9,167 @@ const SKIP = ['node_modules', 'dist', '.data', '.git', 'bench', 'coverage'];
 
 /** Runs a command in the copy; returns its exit code and output. */
 function run(cwd: string, args: string[], env: Record<string, string> = {}): { code: number | null; output: string } {
-  const result = spawnSync(process.execPath, args, { cwd, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 120_000 });
+  const result = spawnSync(process.execPath, args, {
+    cwd,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   return { code: result.status, output: `${result.stdout}${result.stderr}` };
 }
+
+const NEST = ['node_modules/@nestjs/cli/bin/nest.js', 'g', 'action'];
+const GENERATE = ['scripts/generate.mjs', 'action'];
+
+/**
+ * One action per domain module, and one per device-scoped resource (found through its locator),
+ * made with `nest g action` or, where options are needed, `npm run generate`.
+ */
+const ACTIONS = [
+  {
+    command: [...NEST, 'users', 'lock'],
+    url: 'users',
+    verb: 'lock',
+    file: 'src/users/users-lock.action.ts',
+    permission: 'users.lock',
+  },
+  {
+    command: [...NEST, 'authorities', 'suspend'],
+    url: 'authorities',
+    verb: 'suspend',
+    file: 'src/authorities/authorities-suspend.action.ts',
+    permission: 'authorities.suspend',
+    device: 'deviceOfAuthority',
+  },
+  {
+    command: [...NEST, 'authorities/devices', 'reboot'],
+    url: 'devices',
+    verb: 'reboot',
+    file: 'src/authorities/devices-reboot.action.ts',
+    permission: 'devices.reboot',
+    device: 'deviceFromParam',
+  },
+  {
+    command: [...NEST, 'grants', 'renew'],
+    url: 'permission-grants',
+    verb: 'renew',
+    file: 'src/grants/permission-grants-renew.action.ts',
+    permission: 'permission_grants.renew',
+  },
+  {
+    command: [...GENERATE, 'grants', 'refresh', '--controller', 'authority-permissions', '--device-param', 'id'],
+    url: 'authority-permissions',
+    verb: 'refresh',
+    file: 'src/grants/authority-permissions-refresh.action.ts',
+    permission: 'authority_permissions.refresh',
+    device: 'deviceOfAuthorityPermission',
+  },
+  {
+    command: [...NEST, 'inbox', 'flag'],
+    url: 'inbox',
+    verb: 'flag',
+    file: 'src/inbox/inbox-flag.action.ts',
+    permission: 'inbox.flag',
+  },
+  {
+    command: [...NEST, 'read-state', 'star'],
+    url: 'message-read-state',
+    verb: 'star',
+    file: 'src/read-state/message-read-state-star.action.ts',
+    permission: 'read_state.star',
+  },
+  {
+    command: [...GENERATE, 'mobile-devices', 'ping'],
+    url: 'mobile-devices',
+    verb: 'ping',
+    file: 'src/mobile-devices/mobile-devices-ping.action.ts',
+    permission: 'mobile_devices.ping',
+  },
+] as const;
 
 describe('nest g action (the schematic, in a temporary copy of the project)', () => {
   let copy: string;
   beforeAll(() => {
     copy = mkdtempSync(join(tmpdir(), 'admin-api-schematic-'));
-    cpSync(ROOT, copy, { recursive: true, filter: (source) => !SKIP.some((name) => source === join(ROOT, name) || source.startsWith(join(ROOT, name, '/'))) });
+    cpSync(ROOT, copy, {
+      recursive: true,
+      filter: (source) => !SKIP.some((name) => source === join(ROOT, name) || source.startsWith(join(ROOT, name, '/'))),
+    });
     symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules'));
   });
   afterAll(() => rmSync(copy, { recursive: true, force: true }));
 
-  it('generates code that compiles and lints clean, a spec that fails until the action is implemented, then passes', () => {
-    const generated = run(copy, ['node_modules/@nestjs/cli/bin/nest.js', 'g', 'action', 'authorities', 'suspend']);
-    expect(generated.code).toBe(0);
-    for (const file of ['src/authorities/authorities-suspend.action.ts', 'src/authorities/suspend.dto.ts', 'test/e2e/authorities-suspend.spec.ts']) expect(generated.output).toContain(file);
-    // The next free id after the catalogue as it stands.
-    expect(readFileSync(join(copy, 'src/auth/permissions.ts'), 'utf8')).toContain(`{ id: ${PERMISSIONS.length + 1}, code: 'authorities.suspend' }`);
-    expect(readFileSync(join(copy, 'src/authorities/authorities.controller.ts'), 'utf8')).toContain("@Authorize({ permission: 'authorities.suspend'");
+  it('refuses what cannot work, with a message that says why', () => {
+    expect(run(copy, [...NEST, 'devices', 'lock']).output).toContain(
+      '"devices" is not a domain module; choose one of users, authorities, grants, inbox, read-state, mobile-devices',
+    );
+    expect(run(copy, [...GENERATE, 'grants', 'lock', '--controller', 'roles']).output).toContain(
+      '"roles" is not a resource of grants',
+    );
+    expect(run(copy, [...GENERATE, 'inbox', 'flag', '--device-param', 'id']).output).toContain(
+      '/inbox is not device-scoped',
+    );
+    const typo = run(copy, [...GENERATE, 'inbox', 'flag', '--device', 'id']);
+    expect(typo).toEqual({ code: 2, output: expect.stringContaining('unknown or incomplete option --device') });
+  });
 
-    expect(run(copy, ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'])).toEqual({ code: 0, output: '' });
-    const lint = run(copy, ['node_modules/eslint/bin/eslint.js', '--max-warnings', '0', 'src/authorities', 'src/auth/permissions.ts', 'migrations', 'test/e2e/authorities-suspend.spec.ts']);
+  it('generates, for every domain, code that compiles, lints and is formatted, a spec that fails until the action is implemented, then passes', () => {
+    for (const [index, action] of ACTIONS.entries()) {
+      const generated = run(copy, [...action.command]);
+      expect({ command: action.command, code: generated.code }).toEqual({ command: action.command, code: 0 });
+      expect(generated.output).toContain(action.file);
+      // The next free id after the catalogue as it stands.
+      expect(readFileSync(join(copy, 'src/auth/permissions.ts'), 'utf8')).toContain(
+        `{ id: ${PERMISSIONS.length + 1 + index}, code: '${action.permission}' }`,
+      );
+      const controller = readFileSync(
+        join(copy, `src/${action.file.split('/')[1]}/${action.url}.controller.ts`),
+        'utf8',
+      );
+      expect(controller).toContain(`permission: '${action.permission}'`);
+      if ('device' in action) expect(controller).toContain(`device: ${action.device}('id')`);
+    }
+
+    expect(run(copy, ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'])).toEqual({
+      code: 0,
+      output: '',
+    });
+    const lint = run(copy, [
+      'node_modules/eslint/bin/eslint.js',
+      '--max-warnings',
+      '0',
+      'src',
+      'migrations',
+      'test/e2e',
+    ]);
     expect(lint).toEqual({ code: 0, output: '' });
+    const format = run(copy, ['node_modules/prettier/bin/prettier.cjs', '--check', 'src', 'migrations', 'test']);
+    expect({ code: format.code, output: format.code === 0 ? '' : format.output }).toEqual({ code: 0, output: '' });
 
     // Its own Redis database: the outer run's specs share database 15 and must not see a flush.
-    const spec = () => {
+    const specs = ACTIONS.map((action) => `test/e2e/${action.url}-${action.verb}.spec.ts`);
+    const runSpecs = () => {
       expect(run(copy, ['node_modules/@nestjs/cli/bin/nest.js', 'build']).code).toBe(0);
-      return run(copy, ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', 'test/e2e/authorities-suspend.spec.ts'], { TEST_REDIS_URL: 'redis://127.0.0.1:6379/13' });
+      return run(copy, ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', ...specs], {
+        TEST_REDIS_URL: 'redis://127.0.0.1:6379/13',
+      });
     };
-    const unimplemented = spec();
+    const unimplemented = runSpecs();
     expect(unimplemented.code).toBe(1);
-    expect(unimplemented.output).toContain('Tests:       1 failed, 1 passed, 2 total');
+    // Each spec's main case fails; the permission case passes, and so does the owner case of the three device-scoped ones.
+    expect(unimplemented.output).toContain('Tests:       8 failed, 11 passed, 19 total');
 
-    const action = join(copy, 'src/authorities/authorities-suspend.action.ts');
-    writeFileSync(action, readFileSync(action, 'utf8').replace("throw new Error('authorities suspend is not implemented yet');", 'return new ResourceResponse({ id });'));
-    const implemented = spec();
-    expect({ code: implemented.code, tail: implemented.code === 0 ? '' : implemented.output.slice(-1500) }).toEqual({ code: 0, tail: '' });
-  }, 300_000);
+    for (const action of ACTIONS) {
+      const file = join(copy, action.file);
+      const source = readFileSync(file, 'utf8');
+      const stub = /throw new Error\('[^']+ is not implemented yet'\);/;
+      expect(source).toMatch(stub);
+      writeFileSync(file, source.replace(stub, 'return new ResourceResponse({ id });'));
+    }
+    const implemented = runSpecs();
+    expect({ code: implemented.code, tail: implemented.code === 0 ? '' : implemented.output.slice(-3000) }).toEqual({
+      code: 0,
+      tail: '',
+    });
+  }, 600_000);
 });

@@ -21,27 +21,70 @@ describe('users (part 6.1)', () => {
   const as = (who: { auth: string }) => caller(t, who);
 
   async function create(body: Record<string, unknown> = {}): Promise<Record<string, unknown> & { id: number }> {
-    const response = await as(root).post('/v1/admin/users', { email: email(), display_name: 'Ana Silva', role_id: 4, ...body }).expect(201);
+    const response = await as(root)
+      .post('/v1/admin/users', { email: email(), display_name: 'Ana Silva', role_id: 4, ...body })
+      .expect(201);
     return response.body.data as Record<string, unknown> & { id: number };
   }
 
-  const auditOf = (id: number) => sql<{ action: string; actor_id: number; reason: string | null; changes: Record<string, unknown> }>(
-    'SELECT action, actor_id, reason, changes FROM audit_events WHERE resource_type = $1 AND resource_id = $2 ORDER BY id',
-    ['user', String(id)],
-  );
+  const auditOf = (id: number) =>
+    sql<{ action: string; actor_id: number; reason: string | null; changes: Record<string, unknown> }>(
+      'SELECT action, actor_id, reason, changes FROM audit_events WHERE resource_type = $1 AND resource_id = $2 ORDER BY id',
+      ['user', String(id)],
+    );
 
   describe('POST /users', () => {
     it('creates a pending user: 201, Location, ETag, the contract fields, an audit event', async () => {
       const address = email('create');
-      const response = await as(root).post('/v1/admin/users', { email: address, display_name: 'Ana Silva', role_id: 3, phone: '+351912345678' }).expect(201);
+      const response = await as(root)
+        .post('/v1/admin/users', { email: address, display_name: 'Ana Silva', role_id: 3, phone: '+351912345678' })
+        .expect(201);
       const user = response.body.data;
-      expect(Object.keys(user)).toEqual(['id', 'email', 'display_name', 'phone', 'role_id', 'status_id', 'pin_set', 'pin_reset_at', 'created_at', 'updated_at', 'created_by', 'updated_by', 'is_deleted', 'deleted_at', 'deleted_by']);
-      expect(user).toMatchObject({ email: address, display_name: 'Ana Silva', phone: '+351912345678', role_id: 3, status_id: 1, pin_set: false, pin_reset_at: null, created_by: root.user.id, updated_by: root.user.id, is_deleted: false });
+      expect(Object.keys(user)).toEqual([
+        'id',
+        'email',
+        'display_name',
+        'phone',
+        'role_id',
+        'status_id',
+        'pin_set',
+        'pin_reset_at',
+        'created_at',
+        'updated_at',
+        'created_by',
+        'updated_by',
+        'is_deleted',
+        'deleted_at',
+        'deleted_by',
+      ]);
+      expect(user).toMatchObject({
+        email: address,
+        display_name: 'Ana Silva',
+        phone: '+351912345678',
+        role_id: 3,
+        status_id: 1,
+        pin_set: false,
+        pin_reset_at: null,
+        created_by: root.user.id,
+        updated_by: root.user.id,
+        is_deleted: false,
+      });
       expect(user.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
       expect(response.headers.location).toBe(`/v1/admin/users/${user.id}`);
       expect(response.headers.etag).toBe('"1"');
       expect(await auditOf(user.id)).toEqual([
-        { action: 'user.create', actor_id: root.user.id, reason: null, changes: { email: [null, address], display_name: [null, 'Ana Silva'], phone: [null, '+351912345678'], role_id: [null, 3], status_id: [null, 1] } },
+        {
+          action: 'user.create',
+          actor_id: root.user.id,
+          reason: null,
+          changes: {
+            email: [null, address],
+            display_name: [null, 'Ana Silva'],
+            phone: [null, '+351912345678'],
+            role_id: [null, 3],
+            status_id: [null, 1],
+          },
+        },
       ]);
     });
 
@@ -60,7 +103,9 @@ describe('users (part 6.1)', () => {
       [{ status_id: 2 }, 'status_id'],
     ])('400 VALIDATION_FAILED for %j, naming %s, and writes nothing', async (patch, field) => {
       const address = email('invalid');
-      const response = await as(root).post('/v1/admin/users', { email: address, display_name: 'X', role_id: 4, ...patch }).expect(400);
+      const response = await as(root)
+        .post('/v1/admin/users', { email: address, display_name: 'X', role_id: 4, ...patch })
+        .expect(400);
       expect(response.body.error.code).toBe('VALIDATION_FAILED');
       expect(response.body.error.details.fields).toEqual(expect.arrayContaining([expect.objectContaining({ field })]));
       expect(await sql('SELECT id FROM users WHERE lower(email) = lower($1)', [address])).toEqual([]);
@@ -72,22 +117,34 @@ describe('users (part 6.1)', () => {
     });
 
     it('404 ROLE_NOT_FOUND for an unknown role', async () => {
-      const response = await as(root).post('/v1/admin/users', { email: email(), display_name: 'X', role_id: 99 }).expect(404);
+      const response = await as(root)
+        .post('/v1/admin/users', { email: email(), display_name: 'X', role_id: 99 })
+        .expect(404);
       expect(response.body.error).toMatchObject({ code: 'ROLE_NOT_FOUND', details: { role_id: 99 } });
     });
 
     it('409 USER_EMAIL_TAKEN case-insensitively, also for a deleted user', async () => {
       const existing = await create();
-      const response = await as(root).post('/v1/admin/users', { email: String(existing.email).toUpperCase(), display_name: 'Y', role_id: 4 }).expect(409);
-      expect(response.body.error).toMatchObject({ code: 'USER_EMAIL_TAKEN', details: { email: String(existing.email).toUpperCase() } });
+      const response = await as(root)
+        .post('/v1/admin/users', { email: String(existing.email).toUpperCase(), display_name: 'Y', role_id: 4 })
+        .expect(409);
+      expect(response.body.error).toMatchObject({
+        code: 'USER_EMAIL_TAKEN',
+        details: { email: String(existing.email).toUpperCase() },
+      });
       await as(root).delete(`/v1/admin/users/${existing.id}`).expect(200);
       await as(root).post('/v1/admin/users', { email: existing.email, display_name: 'Y', role_id: 4 }).expect(409);
     });
 
     it('403 ROLE_ESCALATION_FORBIDDEN when an admin creates an admin or super_admin', async () => {
       for (const role_id of [1, 2]) {
-        const response = await as(admin).post('/v1/admin/users', { email: email(), display_name: 'X', role_id }).expect(403);
-        expect(response.body.error).toMatchObject({ code: 'ROLE_ESCALATION_FORBIDDEN', details: { target_role_id: role_id } });
+        const response = await as(admin)
+          .post('/v1/admin/users', { email: email(), display_name: 'X', role_id })
+          .expect(403);
+        expect(response.body.error).toMatchObject({
+          code: 'ROLE_ESCALATION_FORBIDDEN',
+          details: { target_role_id: role_id },
+        });
       }
       await as(admin).post('/v1/admin/users', { email: email(), display_name: 'X', role_id: 3 }).expect(201);
       await as(root).post('/v1/admin/users', { email: email(), display_name: 'X', role_id: 2 }).expect(201);
@@ -107,10 +164,18 @@ describe('users (part 6.1)', () => {
 
     it('404 USER_NOT_FOUND for an unknown id; 400 for a bad id or query', async () => {
       const missing = await as(root).get('/v1/admin/users/987654321').expect(404);
-      expect(missing.body.error).toEqual({ code: 'USER_NOT_FOUND', message: 'User 987654321 does not exist', details: { user_id: 987654321 } });
+      expect(missing.body.error).toEqual({
+        code: 'USER_NOT_FOUND',
+        message: 'User 987654321 does not exist',
+        details: { user_id: 987654321 },
+      });
       expect((await as(root).get('/v1/admin/users/abc').expect(400)).body.error.details.fields[0].field).toBe('id');
-      expect((await as(root).get('/v1/admin/users/1?include_deleted=yes').expect(400)).body.error.code).toBe('VALIDATION_FAILED');
-      expect((await as(root).get('/v1/admin/users/1?expand=all').expect(400)).body.error.details.fields[0]).toMatchObject({ field: 'expand', rule: 'unknown' });
+      expect((await as(root).get('/v1/admin/users/1?include_deleted=yes').expect(400)).body.error.code).toBe(
+        'VALIDATION_FAILED',
+      );
+      expect(
+        (await as(root).get('/v1/admin/users/1?expand=all').expect(400)).body.error.details.fields[0],
+      ).toMatchObject({ field: 'expand', rule: 'unknown' });
     });
 
     it('hides a deleted user unless include_deleted=true', async () => {
@@ -130,7 +195,10 @@ describe('users (part 6.1)', () => {
       const c = await create({ email: `bob-${tag}@example.com`, display_name: `Gamma ${tag}`, role_id: 4 });
       await as(root).post(`/v1/admin/users/${b.id}/activate`).expect(200);
       await as(root).delete(`/v1/admin/users/${c.id}`).expect(200);
-      const ids = async (query: string): Promise<number[]> => ((await as(root).get(`/v1/admin/users?q=${tag}&${query}`).expect(200)).body.data as { id: number }[]).map((user) => user.id);
+      const ids = async (query: string): Promise<number[]> =>
+        ((await as(root).get(`/v1/admin/users?q=${tag}&${query}`).expect(200)).body.data as { id: number }[]).map(
+          (user) => user.id,
+        );
       expect(await ids('')).toEqual([a.id, b.id]);
       expect(await ids('include_deleted=true')).toEqual([a.id, b.id, c.id]);
       expect(await ids('status_id=2')).toEqual([b.id]);
@@ -154,20 +222,36 @@ describe('users (part 6.1)', () => {
     it('changes fields, bumps the version, records the changes and is read fresh at once', async () => {
       const user = await create({ phone: '+14155550100' });
       await as(root).get(`/v1/admin/users/${user.id}`).expect(200);
-      const response = await as(root).patch(`/v1/admin/users/${user.id}`, { display_name: 'Ana Maria', phone: null }).expect(200);
+      const response = await as(root)
+        .patch(`/v1/admin/users/${user.id}`, { display_name: 'Ana Maria', phone: null })
+        .expect(200);
       expect(response.body.data).toMatchObject({ display_name: 'Ana Maria', phone: null, updated_by: root.user.id });
       expect(response.headers.etag).toBe('"2"');
       const read = await as(root).get(`/v1/admin/users/${user.id}`).expect(200);
       expect(read.body.data.display_name).toBe('Ana Maria');
       expect(read.headers.etag).toBe('"2"');
-      expect((await auditOf(user.id)).at(-1)).toEqual({ action: 'user.update', actor_id: root.user.id, reason: null, changes: { display_name: ['Ana Silva', 'Ana Maria'], phone: ['+14155550100', null] } });
+      expect((await auditOf(user.id)).at(-1)).toEqual({
+        action: 'user.update',
+        actor_id: root.user.id,
+        reason: null,
+        changes: { display_name: ['Ana Silva', 'Ana Maria'], phone: ['+14155550100', null] },
+      });
     });
 
     it('honours If-Match: a stale ETag is 412 and changes nothing', async () => {
       const user = await create();
-      const stale = await as(root).patch(`/v1/admin/users/${user.id}`, { display_name: 'Nope' }).set('If-Match', '"7"').expect(412);
-      expect(stale.body.error).toEqual({ code: 'PRECONDITION_FAILED', message: 'If-Match does not match the current version', details: { current_etag: '"1"' } });
-      expect(await sql('SELECT display_name, version FROM users WHERE id = $1', [user.id])).toEqual([{ display_name: 'Ana Silva', version: 1 }]);
+      const stale = await as(root)
+        .patch(`/v1/admin/users/${user.id}`, { display_name: 'Nope' })
+        .set('If-Match', '"7"')
+        .expect(412);
+      expect(stale.body.error).toEqual({
+        code: 'PRECONDITION_FAILED',
+        message: 'If-Match does not match the current version',
+        details: { current_etag: '"1"' },
+      });
+      expect(await sql('SELECT display_name, version FROM users WHERE id = $1', [user.id])).toEqual([
+        { display_name: 'Ana Silva', version: 1 },
+      ]);
       await as(root).patch(`/v1/admin/users/${user.id}`, { display_name: 'Yes' }).set('If-Match', '"1"').expect(200);
     });
 
@@ -181,13 +265,29 @@ describe('users (part 6.1)', () => {
     it('400 for null in a required field or an audit field; 409 for a taken email; 404 for a deleted user', async () => {
       const user = await create();
       const other = await create();
-      expect((await as(root).patch(`/v1/admin/users/${user.id}`, { email: null }).expect(400)).body.error.details.fields[0].field).toBe('email');
-      expect((await as(root).patch(`/v1/admin/users/${user.id}`, { updated_at: '2026-01-01T00:00:00Z' }).expect(400)).body.error.details.fields[0].field).toBe('updated_at');
-      expect((await as(root).patch(`/v1/admin/users/${user.id}`, { email: String(other.email).toLowerCase() }).expect(409)).body.error.code).toBe('USER_EMAIL_TAKEN');
+      expect(
+        (await as(root).patch(`/v1/admin/users/${user.id}`, { email: null }).expect(400)).body.error.details.fields[0]
+          .field,
+      ).toBe('email');
+      expect(
+        (await as(root).patch(`/v1/admin/users/${user.id}`, { updated_at: '2026-01-01T00:00:00Z' }).expect(400)).body
+          .error.details.fields[0].field,
+      ).toBe('updated_at');
+      expect(
+        (
+          await as(root)
+            .patch(`/v1/admin/users/${user.id}`, { email: String(other.email).toLowerCase() })
+            .expect(409)
+        ).body.error.code,
+      ).toBe('USER_EMAIL_TAKEN');
       // Changing only the case of one's own email is not a conflict.
-      await as(root).patch(`/v1/admin/users/${user.id}`, { email: String(user.email).toUpperCase() }).expect(200);
+      await as(root)
+        .patch(`/v1/admin/users/${user.id}`, { email: String(user.email).toUpperCase() })
+        .expect(200);
       await as(root).delete(`/v1/admin/users/${other.id}`).expect(200);
-      expect((await as(root).patch(`/v1/admin/users/${other.id}`, { display_name: 'Z' }).expect(404)).body.error.code).toBe('USER_NOT_FOUND');
+      expect(
+        (await as(root).patch(`/v1/admin/users/${other.id}`, { display_name: 'Z' }).expect(404)).body.error.code,
+      ).toBe('USER_NOT_FOUND');
     });
 
     it('role changes: the actor must outrank the old and the new role; a super_admin gives any', async () => {
@@ -196,12 +296,19 @@ describe('users (part 6.1)', () => {
       expect(promoted.body.error).toMatchObject({ code: 'ROLE_ESCALATION_FORBIDDEN', details: { target_role_id: 2 } });
       await as(admin).patch(`/v1/admin/users/${operator.id}`, { role_id: 4 }).expect(200);
       const otherAdmin = await create({ role_id: 2 });
-      expect((await as(admin).patch(`/v1/admin/users/${otherAdmin.id}`, { role_id: 4 }).expect(403)).body.error).toMatchObject({ code: 'ROLE_ESCALATION_FORBIDDEN', details: { target_role_id: 2 } });
+      expect(
+        (await as(admin).patch(`/v1/admin/users/${otherAdmin.id}`, { role_id: 4 }).expect(403)).body.error,
+      ).toMatchObject({ code: 'ROLE_ESCALATION_FORBIDDEN', details: { target_role_id: 2 } });
       // An admin does not outrank another admin: not even its display name (part 5, role rank).
       await as(admin).patch(`/v1/admin/users/${otherAdmin.id}`, { display_name: 'Renamed' }).expect(403);
-      expect((await as(admin).patch(`/v1/admin/users/${root.user.id}`, { display_name: 'Hacked' }).expect(403)).body.error.code).toBe('ROLE_ESCALATION_FORBIDDEN');
+      expect(
+        (await as(admin).patch(`/v1/admin/users/${root.user.id}`, { display_name: 'Hacked' }).expect(403)).body.error
+          .code,
+      ).toBe('ROLE_ESCALATION_FORBIDDEN');
       await as(root).patch(`/v1/admin/users/${otherAdmin.id}`, { role_id: 4 }).expect(200);
-      expect((await as(root).patch(`/v1/admin/users/${operator.id}`, { role_id: 42 }).expect(404)).body.error.code).toBe('ROLE_NOT_FOUND');
+      expect(
+        (await as(root).patch(`/v1/admin/users/${operator.id}`, { role_id: 42 }).expect(404)).body.error.code,
+      ).toBe('ROLE_NOT_FOUND');
     });
   });
 
@@ -214,14 +321,23 @@ describe('users (part 6.1)', () => {
       expect(deleted.body.data.deleted_at).toEqual(expect.any(String));
       const again = await as(root).delete(`/v1/admin/users/${target.id}`).expect(204);
       expect(again.text).toBe('');
-      expect(await sql('SELECT count(*)::int AS live FROM auth_sessions WHERE user_id = $1 AND revoked_at IS NULL', [target.id])).toEqual([{ live: 0 }]);
+      expect(
+        await sql('SELECT count(*)::int AS live FROM auth_sessions WHERE user_id = $1 AND revoked_at IS NULL', [
+          target.id,
+        ]),
+      ).toEqual([{ live: 0 }]);
       await t.http().get('/v1/admin/users').set('Authorization', `Bearer ${token}`).expect(401);
-      expect((await as(root).post(`/v1/admin/users/${target.id}/activate`).expect(404)).body.error.code).toBe('USER_NOT_FOUND');
+      expect((await as(root).post(`/v1/admin/users/${target.id}/activate`).expect(404)).body.error.code).toBe(
+        'USER_NOT_FOUND',
+      );
       const restored = await as(root).post(`/v1/admin/users/${target.id}/restore`).expect(200);
       expect(restored.body.data).toMatchObject({ is_deleted: false, deleted_at: null, deleted_by: null });
       await as(root).post(`/v1/admin/users/${target.id}/restore`).expect(204);
       expect((await auditOf(target.id)).map((event) => event.action)).toEqual(['user.delete', 'user.restore']);
-      const sessionEvents = await sql('SELECT action, reason FROM audit_events WHERE resource_type = $1 AND actor_id = $2 AND changes ? $3 AND action = $4 AND reason = $5', ['session', root.user.id, 'revoked_at', 'session.revoke', 'user deleted']);
+      const sessionEvents = await sql(
+        'SELECT action, reason FROM audit_events WHERE resource_type = $1 AND actor_id = $2 AND changes ? $3 AND action = $4 AND reason = $5',
+        ['session', root.user.id, 'revoked_at', 'session.revoke', 'user deleted'],
+      );
       expect(sessionEvents.length).toBeGreaterThanOrEqual(1);
       // A restored user must sign in again: the revoked session stays revoked.
       await t.http().get('/v1/admin/users').set('Authorization', `Bearer ${token}`).expect(401);
@@ -230,7 +346,10 @@ describe('users (part 6.1)', () => {
     it('422 SELF_ACTION_FORBIDDEN for deleting oneself; 412 for a stale If-Match; 404 for an unknown user', async () => {
       const self = await actor('admin');
       const response = await as(self).delete(`/v1/admin/users/${self.user.id}`).expect(422);
-      expect(response.body.error).toMatchObject({ code: 'SELF_ACTION_FORBIDDEN', details: { action: 'delete', user_id: self.user.id } });
+      expect(response.body.error).toMatchObject({
+        code: 'SELF_ACTION_FORBIDDEN',
+        details: { action: 'delete', user_id: self.user.id },
+      });
       const user = await create();
       await as(root).delete(`/v1/admin/users/${user.id}`).set('If-Match', '"9"').expect(412);
       expect(await sql('SELECT is_deleted FROM users WHERE id = $1', [user.id])).toEqual([{ is_deleted: false }]);
@@ -245,32 +364,60 @@ describe('users (part 6.1)', () => {
       expect(activated.body.data.status_id).toBe(2);
       expect(activated.headers.etag).toBe('"2"');
       const again = await as(root).post(`/v1/admin/users/${user.id}/activate`).expect(409);
-      expect(again.body.error).toMatchObject({ code: 'INVALID_STATE_TRANSITION', details: { from: 'active', action: 'activate' } });
-      expect((await auditOf(user.id)).at(-1)).toMatchObject({ action: 'user.activate', changes: { status_id: [1, 2] } });
+      expect(again.body.error).toMatchObject({
+        code: 'INVALID_STATE_TRANSITION',
+        details: { from: 'active', action: 'activate' },
+      });
+      expect((await auditOf(user.id)).at(-1)).toMatchObject({
+        action: 'user.activate',
+        changes: { status_id: [1, 2] },
+      });
     });
 
     it('suspend: active → suspended with the reason audited; again is 409; suspended → active again', async () => {
       const user = await create();
       await as(root).post(`/v1/admin/users/${user.id}/activate`).expect(200);
-      const suspended = await as(root).post(`/v1/admin/users/${user.id}/suspend`, { reason: 'fraud check' }).expect(200);
+      const suspended = await as(root)
+        .post(`/v1/admin/users/${user.id}/suspend`, { reason: 'fraud check' })
+        .expect(200);
       expect(suspended.body.data.status_id).toBe(3);
-      expect((await auditOf(user.id)).at(-1)).toMatchObject({ action: 'user.suspend', reason: 'fraud check', changes: { status_id: [2, 3] } });
-      expect((await as(root).post(`/v1/admin/users/${user.id}/suspend`).expect(409)).body.error.details).toEqual({ from: 'suspended', action: 'suspend' });
+      expect((await auditOf(user.id)).at(-1)).toMatchObject({
+        action: 'user.suspend',
+        reason: 'fraud check',
+        changes: { status_id: [2, 3] },
+      });
+      expect((await as(root).post(`/v1/admin/users/${user.id}/suspend`).expect(409)).body.error.details).toEqual({
+        from: 'suspended',
+        action: 'suspend',
+      });
       await as(root).post(`/v1/admin/users/${user.id}/activate`).expect(200);
     });
 
     it('suspend refuses oneself (422), unknown body fields (400) and a super_admin target for an admin (403)', async () => {
       const self = await actor('admin');
-      expect((await as(self).post(`/v1/admin/users/${self.user.id}/suspend`).expect(422)).body.error.code).toBe('SELF_ACTION_FORBIDDEN');
+      expect((await as(self).post(`/v1/admin/users/${self.user.id}/suspend`).expect(422)).body.error.code).toBe(
+        'SELF_ACTION_FORBIDDEN',
+      );
       const user = await create();
-      expect((await as(root).post(`/v1/admin/users/${user.id}/suspend`, { reason: 'x', until: 'later' }).expect(400)).body.error.details.fields[0]).toMatchObject({ field: 'until', rule: 'unknown' });
-      expect((await as(admin).post(`/v1/admin/users/${root.user.id}/suspend`).expect(403)).body.error.code).toBe('ROLE_ESCALATION_FORBIDDEN');
+      expect(
+        (await as(root).post(`/v1/admin/users/${user.id}/suspend`, { reason: 'x', until: 'later' }).expect(400)).body
+          .error.details.fields[0],
+      ).toMatchObject({ field: 'until', rule: 'unknown' });
+      expect((await as(admin).post(`/v1/admin/users/${root.user.id}/suspend`).expect(403)).body.error.code).toBe(
+        'ROLE_ESCALATION_FORBIDDEN',
+      );
     });
 
     it('actions take no options: a body with a property is 400, an empty JSON body is fine', async () => {
       const user = await create();
       await as(root).post(`/v1/admin/users/${user.id}/activate`, { force: true }).expect(400);
-      await t.http().post(`/v1/admin/users/${user.id}/activate`).set('Authorization', root.auth).set('Content-Type', 'application/json').send('').expect(200);
+      await t
+        .http()
+        .post(`/v1/admin/users/${user.id}/activate`)
+        .set('Authorization', root.auth)
+        .set('Content-Type', 'application/json')
+        .send('')
+        .expect(200);
     });
 
     it('reset-pin: returns a 6-digit PIN once, stores only its hash, audits without it', async () => {
@@ -288,14 +435,20 @@ describe('users (part 6.1)', () => {
       expect(detail.body.data).toMatchObject({ pin_set: true, pin_reset_at: resetAt });
       expect(JSON.stringify(detail.body)).not.toContain(pin);
       const events = await auditOf(user.id);
-      expect(events.at(-1)).toMatchObject({ action: 'user.reset_pin', changes: { pin_set: [false, true], pin_reset_at: [null, resetAt] } });
+      expect(events.at(-1)).toMatchObject({
+        action: 'user.reset_pin',
+        changes: { pin_set: [false, true], pin_reset_at: [null, resetAt] },
+      });
       expect(JSON.stringify(events)).not.toContain(pin);
     });
 
     it('reset-pin on a suspended user is 409', async () => {
       const user = await create();
       await as(root).post(`/v1/admin/users/${user.id}/suspend`).expect(200);
-      expect((await as(root).post(`/v1/admin/users/${user.id}/reset-pin`).expect(409)).body.error.details).toEqual({ from: 'suspended', action: 'reset-pin' });
+      expect((await as(root).post(`/v1/admin/users/${user.id}/reset-pin`).expect(409)).body.error.details).toEqual({
+        from: 'suspended',
+        action: 'reset-pin',
+      });
     });
   });
 

@@ -28,7 +28,12 @@ const components = document.components.schemas;
 const RUNS = Number(process.env.FUZZ_RUNS ?? 200);
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_121);
 const OPERATIONS = Object.entries(document.paths).flatMap(([path, operations]) =>
-  Object.entries(operations).map(([method, operation]) => ({ name: `${method.toUpperCase()} ${path}`, method, path, operation })),
+  Object.entries(operations).map(([method, operation]) => ({
+    name: `${method.toUpperCase()} ${path}`,
+    method,
+    path,
+    operation,
+  })),
 );
 
 interface Sent {
@@ -59,55 +64,106 @@ describe('contract fuzzer (openapi.json)', () => {
     await client.connect();
     try {
       await client.query(SEED_SQL);
-      for (const [name, userId] of [['root', 1000], ['viewer', 1001]] as const) {
-        const session = (await client.query<{ id: string }>("INSERT INTO auth_sessions (user_id, expires_at) VALUES ($1, now() + interval '1 hour') RETURNING id", [userId])).rows[0];
+      for (const [name, userId] of [
+        ['root', 1000],
+        ['viewer', 1001],
+      ] as const) {
+        const session = (
+          await client.query<{ id: string }>(
+            "INSERT INTO auth_sessions (user_id, expires_at) VALUES ($1, now() + interval '1 hour') RETURNING id",
+            [userId],
+          )
+        ).rows[0];
         callers[name] = `Bearer ${signToken({ sub: String(userId), sid: session?.id })}`;
       }
     } finally {
       await client.end();
     }
-    t = await startApp({ widgets: false, databaseUrl: database.url, redisUrl: null, env: { RATE_LIMIT_PER_MINUTE: '1000000' } });
+    t = await startApp({
+      widgets: false,
+      databaseUrl: database.url,
+      redisUrl: null,
+      env: { RATE_LIMIT_PER_MINUTE: '1000000' },
+    });
   }, 60_000);
   afterAll(async () => {
     await t.close();
     await database.drop();
   });
 
-  it.each(OPERATIONS)('$name: never a 5xx, always the documented shape', async ({ method, path, operation }) => {
-    const pathParams = (operation.parameters ?? []).filter((parameter) => parameter.in === 'path');
-    const queryParams = (operation.parameters ?? []).filter((parameter) => parameter.in === 'query');
-    const isList = method === 'get' && pathParams.length === 0 && path.startsWith('/v1/admin') && queryParams.length === 0;
-    const request = fc.record({
-      params: fc.tuple(...pathParams.map(() => pathValue)),
-      query: isList ? listQuery : fc.record(Object.fromEntries(queryParams.map((parameter) => [parameter.name, fc.oneof(valid(parameter.schema, components).map(String), fc.string({ maxLength: 12 }))])), { requiredKeys: [] }),
-      body: body(operation.requestBody?.content['application/json'].schema, components),
-      as: fc.constantFrom('root', 'root', 'root', 'viewer'),
-    });
-    await fc.assert(
-      fc.asyncProperty(request, async ({ params, query, body: payload, as }) => {
-        let url = path;
-        pathParams.forEach((parameter, index) => (url = url.replace(`{${parameter.name}}`, encodeURIComponent(params[index] ?? ''))));
-        const sent = await send(t, method, url, query as Record<string, string>, payload, callers[as] ?? '');
-        const problems = conformance(operation, sent);
-        if (problems.length > 0) throw new Error(`${method.toUpperCase()} ${url} → ${sent.status}: ${problems.slice(0, 5).join('; ')}\n${sent.text.slice(0, 500)}`);
-      }),
-      { numRuns: RUNS, seed: SEED, endOnFailure: true },
-    );
-  }, 300_000);
+  it.each(OPERATIONS)(
+    '$name: never a 5xx, always the documented shape',
+    async ({ method, path, operation }) => {
+      const pathParams = (operation.parameters ?? []).filter((parameter) => parameter.in === 'path');
+      const queryParams = (operation.parameters ?? []).filter((parameter) => parameter.in === 'query');
+      const isList =
+        method === 'get' && pathParams.length === 0 && path.startsWith('/v1/admin') && queryParams.length === 0;
+      const request = fc.record({
+        params: fc.tuple(...pathParams.map(() => pathValue)),
+        query: isList
+          ? listQuery
+          : fc.record(
+              Object.fromEntries(
+                queryParams.map((parameter) => [
+                  parameter.name,
+                  fc.oneof(valid(parameter.schema, components).map(String), fc.string({ maxLength: 12 })),
+                ]),
+              ),
+              { requiredKeys: [] },
+            ),
+        body: body(operation.requestBody?.content['application/json'].schema, components),
+        as: fc.constantFrom('root', 'root', 'root', 'viewer'),
+      });
+      await fc.assert(
+        fc.asyncProperty(request, async ({ params, query, body: payload, as }) => {
+          let url = path;
+          pathParams.forEach(
+            (parameter, index) => (url = url.replace(`{${parameter.name}}`, encodeURIComponent(params[index] ?? ''))),
+          );
+          const sent = await send(t, method, url, query as Record<string, string>, payload, callers[as] ?? '');
+          const problems = conformance(operation, sent);
+          if (problems.length > 0)
+            throw new Error(
+              `${method.toUpperCase()} ${url} → ${sent.status}: ${problems.slice(0, 5).join('; ')}\n${sent.text.slice(0, 500)}`,
+            );
+        }),
+        { numRuns: RUNS, seed: SEED, endOnFailure: true },
+      );
+    },
+    300_000,
+  );
 });
 
-async function send(t: TestApp, method: string, url: string, query: Record<string, string>, payload: unknown, auth: string): Promise<Sent> {
+async function send(
+  t: TestApp,
+  method: string,
+  url: string,
+  query: Record<string, string>,
+  payload: unknown,
+  auth: string,
+): Promise<Sent> {
   const http = t.http();
-  const base = method === 'get' ? http.get(url) : method === 'delete' ? http.delete(url) : method === 'patch' ? http.patch(url) : http.post(url);
+  const base =
+    method === 'get'
+      ? http.get(url)
+      : method === 'delete'
+        ? http.delete(url)
+        : method === 'patch'
+          ? http.patch(url)
+          : http.post(url);
   const request = base.query(query).set('Authorization', auth);
-  const response = method === 'post' || method === 'patch' ? await request.set('Content-Type', 'application/json').send(JSON.stringify(payload)) : await request;
+  const response =
+    method === 'post' || method === 'patch'
+      ? await request.set('Content-Type', 'application/json').send(JSON.stringify(payload))
+      : await request;
   return { status: response.status, text: response.text, body: response.body as unknown };
 }
 
 function conformance(operation: Operation, sent: Sent): string[] {
   if (sent.status >= 500) return [`server error ${sent.status}`];
   const documented = operation.responses[String(sent.status)];
-  if (documented === undefined) return [`status ${sent.status} is not documented (documented: ${Object.keys(operation.responses).join(', ')})`];
+  if (documented === undefined)
+    return [`status ${sent.status} is not documented (documented: ${Object.keys(operation.responses).join(', ')})`];
   if (sent.status === 204) return sent.text === '' ? [] : ['204 with a body'];
   const schema = documented.content?.['application/json'].schema;
   return schema === undefined ? [] : check(schema, sent.body, components);

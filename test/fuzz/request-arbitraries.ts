@@ -8,22 +8,40 @@ const BOUNDARY_NUMBERS = [0, -1, 1, 2 ** 31, 2 ** 53, -(2 ** 53), 1e308, 0.5, 99
 export function valid(schema: Schema, components: Components, depth = 0): fc.Arbitrary<unknown> {
   const resolved = resolve(schema, components);
   if (resolved.enum !== undefined) return fc.constantFrom(...resolved.enum);
-  const orNull = (arbitrary: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> => (resolved.nullable === true ? fc.option(arbitrary, { nil: null, freq: 5 }) : arbitrary);
+  const orNull = (arbitrary: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> =>
+    resolved.nullable === true ? fc.option(arbitrary, { nil: null, freq: 5 }) : arbitrary;
   switch (resolved.type) {
     case 'string':
-      if (resolved.format === 'date-time') return orNull(fc.integer({ min: -86_400, max: 400 * 86_400 }).map((seconds) => new Date(Date.now() + seconds * 1000).toISOString()));
-      return orNull(fc.string({ minLength: resolved.minLength ?? 0, maxLength: Math.min(resolved.maxLength ?? 40, 40) }));
+      if (resolved.format === 'date-time')
+        return orNull(
+          fc
+            .integer({ min: -86_400, max: 400 * 86_400 })
+            .map((seconds) => new Date(Date.now() + seconds * 1000).toISOString()),
+        );
+      return orNull(
+        fc.string({ minLength: resolved.minLength ?? 0, maxLength: Math.min(resolved.maxLength ?? 40, 40) }),
+      );
     case 'number':
     case 'integer':
       return orNull(fc.integer({ min: resolved.minimum ?? 1, max: Math.min(resolved.maximum ?? 60, 60) }));
     case 'boolean':
       return orNull(fc.boolean());
     case 'array':
-      return fc.array(resolved.items === undefined ? fc.constant(null) : valid(resolved.items, components, depth + 1), { minLength: resolved.minItems ?? 0, maxLength: Math.min(resolved.maxItems ?? 4, 4) });
+      return fc.array(resolved.items === undefined ? fc.constant(null) : valid(resolved.items, components, depth + 1), {
+        minLength: resolved.minItems ?? 0,
+        maxLength: Math.min(resolved.maxItems ?? 4, 4),
+      });
     case undefined:
     default: {
-      if (depth > 3 || resolved.properties === undefined) return orNull(fc.dictionary(fc.string({ maxLength: 8 }), fc.oneof(fc.string({ maxLength: 10 }), fc.integer()), { maxKeys: 3 }));
-      const shape = Object.fromEntries(Object.entries(resolved.properties).map(([key, property]) => [key, valid(property, components, depth + 1)]));
+      if (depth > 3 || resolved.properties === undefined)
+        return orNull(
+          fc.dictionary(fc.string({ maxLength: 8 }), fc.oneof(fc.string({ maxLength: 10 }), fc.integer()), {
+            maxKeys: 3,
+          }),
+        );
+      const shape = Object.fromEntries(
+        Object.entries(resolved.properties).map(([key, property]) => [key, valid(property, components, depth + 1)]),
+      );
       return orNull(fc.record(shape, { requiredKeys: resolved.required ?? [] }));
     }
   }
@@ -32,24 +50,42 @@ export function valid(schema: Schema, components: Components, depth = 0): fc.Arb
 /** A body derived from the schema, then mutated: missing and extra fields, wrong types, boundary numbers, huge strings. */
 export function body(schema: Schema | undefined, components: Components): fc.Arbitrary<unknown> {
   const base = schema === undefined ? fc.constant({}) : valid(schema, components);
-  const asObject = base.map((value) => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {}));
+  const asObject = base.map((value) =>
+    typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {},
+  );
   return fc.oneof(
     { weight: 4, arbitrary: base },
-    { weight: 2, arbitrary: fc.tuple(asObject, fc.nat()).map(([value, pick]) => {
-      const keys = Object.keys(value);
-      const copy = { ...value };
-      if (keys.length > 0) delete copy[keys[pick % keys.length] ?? ''];
-      return copy;
-    }) },
-    { weight: 2, arbitrary: fc.tuple(asObject, fc.constantFrom(...INJECTED_KEYS), fc.jsonValue({ maxDepth: 2 })).map(([value, key, extra]) => ({ ...value, [key]: extra })) },
-    { weight: 2, arbitrary: fc.tuple(asObject, fc.nat(), fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.constantFrom(...BOUNDARY_NUMBERS))).map(([value, pick, wrong]) => {
-      const keys = Object.keys(value);
-      return keys.length === 0 ? wrong : { ...value, [keys[pick % keys.length] ?? 'x']: wrong };
-    }) },
-    { weight: 1, arbitrary: fc.tuple(asObject, fc.nat(), fc.integer({ min: 1_000, max: 300_000 })).map(([value, pick, size]) => {
-      const keys = Object.keys(value);
-      return { ...value, [keys.length === 0 ? 'x' : (keys[pick % keys.length] ?? 'x')]: 'y'.repeat(size) };
-    }) },
+    {
+      weight: 2,
+      arbitrary: fc.tuple(asObject, fc.nat()).map(([value, pick]) => {
+        const keys = Object.keys(value);
+        const copy = { ...value };
+        if (keys.length > 0) delete copy[keys[pick % keys.length] ?? ''];
+        return copy;
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc
+        .tuple(asObject, fc.constantFrom(...INJECTED_KEYS), fc.jsonValue({ maxDepth: 2 }))
+        .map(([value, key, extra]) => ({ ...value, [key]: extra })),
+    },
+    {
+      weight: 2,
+      arbitrary: fc
+        .tuple(asObject, fc.nat(), fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.constantFrom(...BOUNDARY_NUMBERS)))
+        .map(([value, pick, wrong]) => {
+          const keys = Object.keys(value);
+          return keys.length === 0 ? wrong : { ...value, [keys[pick % keys.length] ?? 'x']: wrong };
+        }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(asObject, fc.nat(), fc.integer({ min: 1_000, max: 300_000 })).map(([value, pick, size]) => {
+        const keys = Object.keys(value);
+        return { ...value, [keys.length === 0 ? 'x' : (keys[pick % keys.length] ?? 'x')]: 'y'.repeat(size) };
+      }),
+    },
     { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
   );
 }
@@ -57,7 +93,20 @@ export function body(schema: Schema | undefined, components: Components): fc.Arb
 /** A path parameter: mostly small ids, sometimes garbage. */
 export const pathValue: fc.Arbitrary<string> = fc.oneof(
   { weight: 4, arbitrary: fc.integer({ min: 1, max: 60 }).map(String) },
-  { weight: 1, arbitrary: fc.constantFrom('0', '-1', 'abc', '1.5', '1e3', '99999999999999999999', '9007199254740993', '00000000-0000-4000-8000-000000000000', ' ') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      '0',
+      '-1',
+      'abc',
+      '1.5',
+      '1e3',
+      '99999999999999999999',
+      '9007199254740993',
+      '00000000-0000-4000-8000-000000000000',
+      ' ',
+    ),
+  },
 );
 
 /** A list query: known parameters with good and bad values, and junk ones. */
@@ -65,7 +114,9 @@ export const listQuery: fc.Arbitrary<Record<string, string>> = fc.record(
   {
     page: fc.oneof(fc.integer({ min: 1, max: 5 }).map(String), fc.constantFrom('0', '-2', 'x', '1e9')),
     page_size: fc.oneof(fc.integer({ min: 1, max: 100 }).map(String), fc.constantFrom('0', '101', '100000', 'ten')),
-    sort: fc.oneof(fc.constantFrom('id:asc', 'id:desc', 'created_at:desc', 'nope:asc', 'id:sideways', 'id:asc,id:desc')),
+    sort: fc.oneof(
+      fc.constantFrom('id:asc', 'id:desc', 'created_at:desc', 'nope:asc', 'id:sideways', 'id:asc,id:desc'),
+    ),
     q: fc.string({ minLength: 0, maxLength: 220 }),
     include_deleted: fc.constantFrom('true', 'false', 'yes'),
     count: fc.constantFrom('exact', 'auto', 'all'),

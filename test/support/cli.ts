@@ -12,7 +12,10 @@ export interface CliRun {
 /** Runs the built CLI (`npm run cli -- …` without the build step) with only the given settings. */
 export function runCli(args: readonly string[], env: Record<string, string>): Promise<CliRun> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !INHERITED_SETTINGS.includes(key)));
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { ...clean, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -5,7 +5,9 @@ import type { AddressInfo } from 'node:net';
 export interface FcmRequest {
   readonly path: string;
   readonly authorization: string | undefined;
-  readonly body: { message?: { token?: string; notification?: { title?: string; body?: string }; data?: Record<string, string> } };
+  readonly body: {
+    message?: { token?: string; notification?: { title?: string; body?: string }; data?: Record<string, string> };
+  };
 }
 
 /**
@@ -44,7 +46,14 @@ export async function startFakeFcm(): Promise<{
       sends.push({ path: request.url ?? '', authorization: request.headers.authorization, body });
       const token = body.message?.token ?? '';
       if (token.startsWith('unregistered')) {
-        reply(404, { error: { code: 404, status: 'NOT_FOUND', message: 'Requested entity was not found.', details: [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'UNREGISTERED' }] } });
+        reply(404, {
+          error: {
+            code: 404,
+            status: 'NOT_FOUND',
+            message: 'Requested entity was not found.',
+            details: [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'UNREGISTERED' }],
+          },
+        });
       } else if (token.startsWith('flaky') && !flakySeen.has(token)) {
         flakySeen.add(token);
         reply(503, { error: { code: 503, status: 'UNAVAILABLE', message: 'The service is currently unavailable.' } });

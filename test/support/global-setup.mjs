@@ -6,7 +6,8 @@ import { loadSettings } from '../../dist/src/config/settings.js';
 import { BASE_RECORD_COLUMNS, SOFT_DELETE_COLUMNS } from '../../dist/src/database/base.entity.js';
 import { migrate } from '../../dist/src/database/migrate.js';
 
-export const TEST_DATABASE_SERVER_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+export const TEST_DATABASE_SERVER_URL =
+  process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
 
 // Throw-away table behind the test-only routes that exercise the platform; same base columns

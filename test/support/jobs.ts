@@ -8,7 +8,12 @@ export function jobsSchema(): string {
 }
 
 /** Polls GET /jobs/{id} until the job has finished; returns the job. */
-export async function waitForJob(t: TestApp, auth: string, jobId: string, timeoutMs = 20_000): Promise<{ state: string; [key: string]: unknown }> {
+export async function waitForJob(
+  t: TestApp,
+  auth: string,
+  jobId: string,
+  timeoutMs = 20_000,
+): Promise<{ state: string; [key: string]: unknown }> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const response = await t.http().get(`/v1/admin/jobs/${jobId}`).set('Authorization', auth).expect(200);

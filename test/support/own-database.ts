@@ -22,7 +22,10 @@ async function onServer(work: (client: pg.Client) => Promise<unknown>): Promise<
  * A migrated database of the spec's own, for specs that write to arbitrary ids (the fuzzer)
  * and must not touch other specs' rows; dropped by `drop()`.
  */
-export async function createOwnDatabase(tag: string, options: { migrateUpTo?: string } = {}): Promise<{ url: string; drop: () => Promise<void> }> {
+export async function createOwnDatabase(
+  tag: string,
+  options: { migrateUpTo?: string } = {},
+): Promise<{ url: string; drop: () => Promise<void> }> {
   const name = `admin_api_test_${tag}_${Date.now()}_${process.pid}`;
   await onServer((client) => client.query(`CREATE DATABASE ${name}`));
   const url = new URL(testDatabaseUrl());
@@ -34,9 +37,15 @@ export async function createOwnDatabase(tag: string, options: { migrateUpTo?: st
     // Only the migrations up to and including `migrateUpTo`: a data migration's test seeds the schema before it.
     const last = MIGRATIONS.findIndex((migration) => migration.name === options.migrateUpTo);
     if (last < 0) throw new Error(`no migration named ${options.migrateUpTo}`);
-    const dataSource = new DataSource({ ...dataSourceOptions(settings, url.toString()), migrations: MIGRATIONS.slice(0, last + 1) });
+    const dataSource = new DataSource({
+      ...dataSourceOptions(settings, url.toString()),
+      migrations: MIGRATIONS.slice(0, last + 1),
+    });
     await dataSource.initialize();
     await runMigrations(dataSource).finally(() => dataSource.destroy());
   }
-  return { url: url.toString(), drop: () => onServer((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)) };
+  return {
+    url: url.toString(),
+    drop: () => onServer((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)),
+  };
 }

@@ -33,7 +33,11 @@ export class OwnRedis {
 
   static async start(): Promise<OwnRedis> {
     const port = await freePort();
-    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const child = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' },
+    );
     const redis = new OwnRedis(child, `redis://127.0.0.1:${port}`);
     for (let attempt = 0; attempt < 50; attempt += 1) {
       const client = createClient({ url: redis.url, socket: { reconnectStrategy: false } });

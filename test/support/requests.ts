@@ -9,7 +9,8 @@ export function caller(t: TestApp, who: { auth: string }) {
       const request = t.http().post(path).set('Authorization', who.auth);
       return body === undefined ? request : request.send(body);
     },
-    patch: (path: string, body: object): supertest.Test => t.http().patch(path).set('Authorization', who.auth).send(body),
+    patch: (path: string, body: object): supertest.Test =>
+      t.http().patch(path).set('Authorization', who.auth).send(body),
     delete: (path: string): supertest.Test => t.http().delete(path).set('Authorization', who.auth),
   };
 }

@@ -21,7 +21,8 @@ export interface Schema {
 export type Components = Record<string, Schema>;
 
 export function resolve(schema: Schema, components: Components): Schema {
-  if (schema.$ref !== undefined) return resolve(components[schema.$ref.replace('#/components/schemas/', '')] ?? {}, components);
+  if (schema.$ref !== undefined)
+    return resolve(components[schema.$ref.replace('#/components/schemas/', '')] ?? {}, components);
   if (schema.allOf !== undefined && schema.allOf.length === 1 && schema.allOf[0] !== undefined) {
     return { ...resolve(schema.allOf[0], components), nullable: schema.nullable };
   }
@@ -37,7 +38,8 @@ const DATE_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
 export function check(schema: Schema, value: unknown, components: Components, at = '$'): string[] {
   const resolved = resolve(schema, components);
   if (value === null) return resolved.nullable === true ? [] : [`${at}: null is not allowed`];
-  if (resolved.enum !== undefined && !resolved.enum.includes(value)) return [`${at}: ${JSON.stringify(value)} is not one of ${JSON.stringify(resolved.enum)}`];
+  if (resolved.enum !== undefined && !resolved.enum.includes(value))
+    return [`${at}: ${JSON.stringify(value)} is not one of ${JSON.stringify(resolved.enum)}`];
   switch (resolved.type) {
     case 'string':
       if (typeof value !== 'string') return [`${at}: expected a string`];
@@ -49,18 +51,24 @@ export function check(schema: Schema, value: unknown, components: Components, at
       return typeof value === 'boolean' ? [] : [`${at}: expected a boolean`];
     case 'array':
       if (!Array.isArray(value)) return [`${at}: expected an array`];
-      return value.flatMap((item, index) => (resolved.items === undefined ? [] : check(resolved.items, item, components, `${at}[${index}]`)));
+      return value.flatMap((item, index) =>
+        resolved.items === undefined ? [] : check(resolved.items, item, components, `${at}[${index}]`),
+      );
     case 'object':
     case undefined: {
       if (resolved.type === undefined && resolved.properties === undefined) return [];
       if (typeof value !== 'object' || Array.isArray(value)) return [`${at}: expected an object`];
       const record = value as Record<string, unknown>;
-      const problems = (resolved.required ?? []).filter((key) => !(key in record)).map((key) => `${at}.${key}: missing`);
+      const problems = (resolved.required ?? [])
+        .filter((key) => !(key in record))
+        .map((key) => `${at}.${key}: missing`);
       for (const [key, item] of Object.entries(record)) {
         const property = resolved.properties?.[key];
         if (property !== undefined) problems.push(...check(property, item, components, `${at}.${key}`));
-        else if (resolved.additionalProperties === undefined || resolved.additionalProperties === false) problems.push(`${at}.${key}: not documented`);
-        else if (typeof resolved.additionalProperties === 'object') problems.push(...check(resolved.additionalProperties, item, components, `${at}.${key}`));
+        else if (resolved.additionalProperties === undefined || resolved.additionalProperties === false)
+          problems.push(`${at}.${key}: not documented`);
+        else if (typeof resolved.additionalProperties === 'object')
+          problems.push(...check(resolved.additionalProperties, item, components, `${at}.${key}`));
       }
       return problems;
     }

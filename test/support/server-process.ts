@@ -11,8 +11,13 @@ export interface Running {
 }
 
 export function startServer(env: Record<string, string>): Running {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !['DATABASE_URL', 'REDIS_URL', 'JWT_SECRET'].includes(key)));
-  const child = spawn(process.execPath, [MAIN], { env: { ...clean, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([key]) => !['DATABASE_URL', 'REDIS_URL', 'JWT_SECRET'].includes(key)),
+  );
+  const child = spawn(process.execPath, [MAIN], {
+    env: { ...clean, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -20,16 +25,22 @@ export function startServer(env: Record<string, string>): Running {
   return { child, output: () => output, exited };
 }
 
-export async function waitReady(port: number, server: Running): Promise<{ status: number; body: { data: { database: string; cache: string } } }> {
+export async function waitReady(
+  port: number,
+  server: Running,
+): Promise<{ status: number; body: { data: { database: string; cache: string } } }> {
   for (let attempt = 0; attempt < 300; attempt += 1) {
-    if (server.child.exitCode !== null) throw new Error(`server exited with ${server.child.exitCode}: ${server.output().slice(-3000)}`);
+    if (server.child.exitCode !== null)
+      throw new Error(`server exited with ${server.child.exitCode}: ${server.output().slice(-3000)}`);
     try {
       const response = await fetch(`http://127.0.0.1:${port}/health/ready`);
-      return { status: response.status, body: (await response.json()) as { data: { database: string; cache: string } } };
+      return {
+        status: response.status,
+        body: (await response.json()) as { data: { database: string; cache: string } },
+      };
     } catch {
       await sleep(100);
     }
   }
   throw new Error(`server never answered: ${server.output()}`);
 }
-

@@ -4,7 +4,8 @@ export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6
 /** Set by the global setup: the fresh, migrated database of this run. */
 export function testDatabaseUrl(): string {
   const url = process.env.ADMIN_API_TEST_DATABASE_URL;
-  if (url === undefined) throw new Error('ADMIN_API_TEST_DATABASE_URL is unset: run the specs through jest (global setup)');
+  if (url === undefined)
+    throw new Error('ADMIN_API_TEST_DATABASE_URL is unset: run the specs through jest (global setup)');
   return url;
 }
 

@@ -41,8 +41,15 @@ describe('docker/', () => {
     for (const name of ['app', 'app2']) {
       const app = compose.services[name];
       expect(app?.build).toEqual({ context: '..', dockerfile: 'docker/Dockerfile' });
-      expect(app?.environment).toMatchObject({ DATABASE_URL: expect.stringContaining('@postgres:5432/'), REDIS_URL: expect.stringContaining('redis://redis:6379'), JWT_SECRET: expect.any(String) });
-      expect(app?.depends_on).toEqual({ postgres: { condition: 'service_healthy' }, redis: { condition: 'service_started' } });
+      expect(app?.environment).toMatchObject({
+        DATABASE_URL: expect.stringContaining('@postgres:5432/'),
+        REDIS_URL: expect.stringContaining('redis://redis:6379'),
+        JWT_SECRET: expect.any(String),
+      });
+      expect(app?.depends_on).toEqual({
+        postgres: { condition: 'service_healthy' },
+        redis: { condition: 'service_started' },
+      });
     }
     expect(compose.services.postgres?.healthcheck?.test).toContain('pg_isready');
   });

@@ -13,17 +13,33 @@ describe('role → permission table (part 5)', () => {
 
   it('gives super_admin everything and admin everything but granting and revoking permission grants', () => {
     expect(permissionsOf(ROLE.super_admin)).toEqual([...PERMISSION_CODES].sort());
-    expect(PERMISSION_CODES.filter((code) => !roleById(ROLE.admin)?.permissions.has(code))).toEqual(['permission_grants.grant', 'permission_grants.revoke']);
+    expect(PERMISSION_CODES.filter((code) => !roleById(ROLE.admin)?.permissions.has(code))).toEqual([
+      'permission_grants.grant',
+      'permission_grants.revoke',
+    ]);
   });
 
   it('gives operator the non-device reads (not audit) plus four writes', () => {
     expect(permissionsOf(ROLE.operator)).toEqual(
-      ['users.read', 'permission_grants.read', 'inbox.read', 'read_state.read', 'mobile_devices.read', 'jobs.read', 'inbox.create', 'inbox.send_push', 'read_state.update', 'mobile_devices.deactivate'].sort(),
+      [
+        'users.read',
+        'permission_grants.read',
+        'inbox.read',
+        'read_state.read',
+        'mobile_devices.read',
+        'jobs.read',
+        'inbox.create',
+        'inbox.send_push',
+        'read_state.update',
+        'mobile_devices.deactivate',
+      ].sort(),
     );
   });
 
   it('gives viewer every read except audit.read, and member nothing and no admin access', () => {
-    expect(permissionsOf(ROLE.viewer)).toEqual(PERMISSION_CODES.filter((code) => code.endsWith('.read') && code !== 'audit.read').sort());
+    expect(permissionsOf(ROLE.viewer)).toEqual(
+      PERMISSION_CODES.filter((code) => code.endsWith('.read') && code !== 'audit.read').sort(),
+    );
     expect(permissionsOf(ROLE.member)).toEqual([]);
     expect(ROLES.filter((role) => !role.admin_access).map((role) => role.code)).toEqual(['member']);
   });
@@ -50,7 +66,12 @@ describe('user lifecycle transitions (part 6.1)', () => {
     if (allowed) {
       expect(() => assertTransition(statusId, action)).not.toThrow();
     } else {
-      expect(() => assertTransition(statusId, action)).toThrow(expect.objectContaining({ code: 'INVALID_STATE_TRANSITION', details: { from, action: action === 'reset_pin' ? 'reset-pin' : action } }));
+      expect(() => assertTransition(statusId, action)).toThrow(
+        expect.objectContaining({
+          code: 'INVALID_STATE_TRANSITION',
+          details: { from, action: action === 'reset_pin' ? 'reset-pin' : action },
+        }),
+      );
     }
   });
 });

@@ -25,11 +25,17 @@ describe('settings', () => {
     [{ DATABASE_URL: 'mysql://x' }, 'Invalid setting DATABASE_URL: must use one of postgres:, postgresql:'],
     [{ REDIS_URL: 'not a url' }, 'Invalid setting REDIS_URL: is not a valid URL'],
     [{ JWT_SECRET: 'short' }, 'Invalid setting JWT_SECRET: must be at least 32 characters'],
-    [{ JWT_SECRET: 'x'.repeat(32), JWT_JWKS_URL: 'https://idp.example/jwks' }, 'Invalid setting JWT_JWKS_URL: cannot be combined with JWT_SECRET; choose one verification mode'],
+    [
+      { JWT_SECRET: 'x'.repeat(32), JWT_JWKS_URL: 'https://idp.example/jwks' },
+      'Invalid setting JWT_JWKS_URL: cannot be combined with JWT_SECRET; choose one verification mode',
+    ],
     [{ CACHE_TTL_SECONDS: '0' }, 'Invalid setting CACHE_TTL_SECONDS: 0 is outside 1..86400'],
     [{ PUSH_PROVIDER: 'apns' }, 'Invalid setting PUSH_PROVIDER: "apns" is not one of log, fcm'],
     [{ PUSH_PROVIDER: 'fcm' }, 'Invalid setting FCM_CREDENTIALS: is required when PUSH_PROVIDER is fcm'],
-    [{ LOG_LEVEL: 'loud' }, 'Invalid setting LOG_LEVEL: "loud" is not one of fatal, error, warn, info, debug, trace, silent'],
+    [
+      { LOG_LEVEL: 'loud' },
+      'Invalid setting LOG_LEVEL: "loud" is not one of fatal, error, warn, info, debug, trace, silent',
+    ],
   ])('rejects %j with one line naming the setting', (env, message) => {
     let thrown: unknown;
     try {
@@ -43,7 +49,17 @@ describe('settings', () => {
   });
 
   it('accepts valid overrides', () => {
-    const settings = loadSettings({ PORT: '8080', REDIS_URL: 'redis://127.0.0.1:6379/2', LOG_LEVEL: 'DEBUG', JWT_SECRET: 's'.repeat(40) });
-    expect(settings).toMatchObject({ port: 8080, redisUrl: 'redis://127.0.0.1:6379/2', logLevel: 'debug', jwtSecret: 's'.repeat(40) });
+    const settings = loadSettings({
+      PORT: '8080',
+      REDIS_URL: 'redis://127.0.0.1:6379/2',
+      LOG_LEVEL: 'DEBUG',
+      JWT_SECRET: 's'.repeat(40),
+    });
+    expect(settings).toMatchObject({
+      port: 8080,
+      redisUrl: 'redis://127.0.0.1:6379/2',
+      logLevel: 'debug',
+      jwtSecret: 's'.repeat(40),
+    });
   });
 });

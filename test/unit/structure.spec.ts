@@ -11,7 +11,9 @@ function filesUnder(dir: string, suffix: string): string[] {
 
 describe('the house rules that are cheap to keep by machine (ARCHITECTURE.md)', () => {
   it('migrations import nothing from src/: editing src/ never changes history', () => {
-    const offenders = filesUnder('migrations', '.ts').filter((file) => /from '\.\.\/src\//.test(readFileSync(join(ROOT, file), 'utf8')));
+    const offenders = filesUnder('migrations', '.ts').filter((file) =>
+      /from '\.\.\/src\//.test(readFileSync(join(ROOT, file), 'utf8')),
+    );
     expect(offenders).toEqual([]);
   });
 
@@ -19,9 +21,13 @@ describe('the house rules that are cheap to keep by machine (ARCHITECTURE.md)', 
     const controllers = filesUnder('src', '.controller.ts');
     expect(controllers.length).toBeGreaterThan(10);
     const wrong = controllers.flatMap((file) => {
-      const paths = [...readFileSync(join(ROOT, file), 'utf8').matchAll(/@Controller\('([^']+)'\)/g)].map((match) => match[1] ?? '');
+      const paths = [...readFileSync(join(ROOT, file), 'utf8').matchAll(/@Controller\('([^']+)'\)/g)].map(
+        (match) => match[1] ?? '',
+      );
       const name = relative('src', file).split('/').pop()?.replace('.controller.ts', '');
-      return paths.length === 1 && paths[0]?.split('/').pop() === name ? [] : [`${file}: ${paths.join(', ') || 'no @Controller'}`];
+      return paths.length === 1 && paths[0]?.split('/').pop() === name
+        ? []
+        : [`${file}: ${paths.join(', ') || 'no @Controller'}`];
     });
     expect(wrong).toEqual([]);
   });

@@ -4,10 +4,17 @@ import { ApiProperty } from '@nestjs/swagger';
 export class AuditEventDto {
   @ApiProperty({ example: 1042 }) id!: number;
   @ApiProperty({ type: String, format: 'date-time' }) occurred_at!: string;
-  @ApiProperty({ type: Number, nullable: true, description: 'The acting user; null for a system flow' }) actor_id!: number | null;
+  @ApiProperty({ type: Number, nullable: true, description: 'The acting user; null for a system flow' }) actor_id!:
+    number | null;
   @ApiProperty({ example: 'authority.revoke', description: '`<resource_type>.<verb>`' }) action!: string;
   @ApiProperty({ example: 'authority' }) resource_type!: string;
-  @ApiProperty({ oneOf: [{ type: 'integer' }, { type: 'string' }], nullable: true, example: 42, description: 'A number, or a string for session ids' }) resource_id!: number | string | null;
+  @ApiProperty({
+    oneOf: [{ type: 'integer' }, { type: 'string' }],
+    nullable: true,
+    example: 42,
+    description: 'A number, or a string for session ids',
+  })
+  resource_id!: number | string | null;
   @ApiProperty({ type: String, nullable: true }) request_id!: string | null;
   @ApiProperty({ type: String, nullable: true }) reason!: string | null;
   @ApiProperty({

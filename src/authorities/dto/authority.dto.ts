@@ -15,15 +15,25 @@ export class AuthorityDto extends SoftDeletableDto {
   @ApiProperty({ type: String, nullable: true }) revoke_reason!: string | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) expires_at!: string | null;
   @ApiProperty({ type: String, nullable: true, maxLength: 100 }) label!: string | null;
-  @ApiProperty({ type: Number, nullable: true, description: 'Who made the relationship: the creator, or the actor of the transfer that made or revived it' }) assigned_by!: number | null;
-  @ApiProperty({ type: String, format: 'date-time', description: 'When it was made, or revived by a transfer' }) assigned_at!: string;
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'Who made the relationship: the creator, or the actor of the transfer that made or revived it',
+  })
+  assigned_by!: number | null;
+  @ApiProperty({ type: String, format: 'date-time', description: 'When it was made, or revived by a transfer' })
+  assigned_at!: string;
 }
 
 export class CreateAuthorityDto {
   @ApiProperty({ minimum: 1 }) @IsId() device_id!: number;
   @ApiProperty({ minimum: 1 }) @IsId() user_id!: number;
 
-  @ApiPropertyOptional({ type: String, format: 'date-time', description: 'Must be in the future; the authority stops counting at once when it passes' })
+  @ApiPropertyOptional({
+    type: String,
+    format: 'date-time',
+    description: 'Must be in the future; the authority stops counting at once when it passes',
+  })
   @IsOptional()
   @IsDateString({ strict: true }, { message: 'expires_at must be an ISO-8601 timestamp' })
   expires_at?: string;

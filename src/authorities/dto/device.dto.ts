@@ -12,7 +12,8 @@ export class DeviceDto extends AuditedDto {
   @ApiProperty({ example: 'SN-0001-AX', minLength: 1, maxLength: 64 }) serial_number!: string;
   @ApiProperty({ example: 'Front door lock', minLength: 1, maxLength: 100 }) name!: string;
   @ApiProperty({ type: String, nullable: true, example: 'X200' }) model!: string | null;
-  @ApiProperty({ type: Number, nullable: true, description: 'The current owner; set only by transfer-owner' }) owner_user_id!: number | null;
+  @ApiProperty({ type: Number, nullable: true, description: 'The current owner; set only by transfer-owner' })
+  owner_user_id!: number | null;
 }
 
 export class CreateDeviceDto {
@@ -69,7 +70,8 @@ export class TransferOwnerDto {
 
 export class TransferResultDto {
   @ApiProperty() device_id!: number;
-  @ApiProperty({ type: AuthorityDto, nullable: true, description: 'null on the first assignment' }) previous_owner!: AuthorityDto | null;
+  @ApiProperty({ type: AuthorityDto, nullable: true, description: 'null on the first assignment' })
+  previous_owner!: AuthorityDto | null;
   @ApiProperty({ type: AuthorityDto }) new_owner!: AuthorityDto;
 }
 

@@ -1,5 +1,13 @@
 import { ApiError, type FieldProblem } from '../api-error.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_Q_LENGTH, type FilterType, type ListQuery, type ListSpec, type SortDirection } from './list-spec.js';
+import {
+  DEFAULT_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  MAX_Q_LENGTH,
+  type FilterType,
+  type ListQuery,
+  type ListSpec,
+  type SortDirection,
+} from './list-spec.js';
 
 const INTEGER = /^(0|[1-9]\d{0,15})$/;
 const ISO_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,6})?)?(?:Z|[+-](\d{2}):?(\d{2}))$/;
@@ -11,7 +19,9 @@ const ISO_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\
 export function isIsoTimestamp(value: string): boolean {
   const match = ISO_TIMESTAMP.exec(value);
   if (match === null) return false;
-  const [year, month, day, hour, minute, second = 0, offsetHours = 0, offsetMinutes = 0] = match.slice(1).map((part) => Number(part ?? 0));
+  const [year, month, day, hour, minute, second = 0, offsetHours = 0, offsetMinutes = 0] = match
+    .slice(1)
+    .map((part) => Number(part ?? 0));
   if (year === undefined || month === undefined || day === undefined || year < 1) return false;
   const date = new Date(Date.UTC(year, month - 1, day));
   if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return false;
@@ -35,7 +45,13 @@ function single(raw: Record<string, unknown>, name: string, problems: Problems):
   return value;
 }
 
-function positiveInt(value: string | undefined, name: string, fallback: number, max: number, problems: Problems): number {
+function positiveInt(
+  value: string | undefined,
+  name: string,
+  fallback: number,
+  max: number,
+  problems: Problems,
+): number {
   if (value === undefined) return fallback;
   if (!INTEGER.test(value)) {
     problems.add(name, 'int', `${name} must be an integer`);
@@ -54,7 +70,12 @@ function bool(value: string, name: string, problems: Problems): boolean | undefi
   return undefined;
 }
 
-function filterValue(value: string, name: string, type: FilterType, problems: Problems): string | number | boolean | undefined {
+function filterValue(
+  value: string,
+  name: string,
+  type: FilterType,
+  problems: Problems,
+): string | number | boolean | undefined {
   if (type === 'int') {
     if (!INTEGER.test(value)) {
       problems.add(name, 'int', `${name} must be an integer`);
@@ -65,7 +86,11 @@ function filterValue(value: string, name: string, type: FilterType, problems: Pr
   if (type === 'bool') return bool(value, name, problems);
   if (type === 'timestamp') {
     if (!isIsoTimestamp(value)) {
-      problems.add(name, 'dateString', `${name} must be an ISO-8601 timestamp with an offset, such as 2026-11-21T09:30:00.000Z`);
+      problems.add(
+        name,
+        'dateString',
+        `${name} must be an ISO-8601 timestamp with an offset, such as 2026-11-21T09:30:00.000Z`,
+      );
       return undefined;
     }
     return value;
@@ -115,12 +140,22 @@ export function parseListQuery(spec: ListSpec, raw: Record<string, unknown>): Li
   const problems = new Problems();
   for (const name of Object.keys(raw)) {
     const known = COMMON.has(name) || Object.hasOwn(spec.filters, name);
-    if (!known || (name === 'include_deleted' && spec.deletedColumn === undefined) || (name === 'q' && spec.search.length === 0)) {
+    if (
+      !known ||
+      (name === 'include_deleted' && spec.deletedColumn === undefined) ||
+      (name === 'q' && spec.search.length === 0)
+    ) {
       problems.add(name, 'unknown', `${name} is not a parameter of this list`);
     }
   }
   const page = positiveInt(single(raw, 'page', problems), 'page', 1, Number.MAX_SAFE_INTEGER, problems);
-  const pageSize = positiveInt(single(raw, 'page_size', problems), 'page_size', DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, problems);
+  const pageSize = positiveInt(
+    single(raw, 'page_size', problems),
+    'page_size',
+    DEFAULT_PAGE_SIZE,
+    MAX_PAGE_SIZE,
+    problems,
+  );
   const sortText = single(raw, 'sort', problems);
   const sort = parseSort(sortText ?? spec.defaultSort, spec, problems);
   const q = single(raw, 'q', problems);
@@ -130,7 +165,8 @@ export function parseListQuery(spec: ListSpec, raw: Record<string, unknown>): Li
     problems.add('q', 'characters', 'q must not contain a NUL character');
   }
   const includeDeletedText = single(raw, 'include_deleted', problems);
-  const includeDeleted = includeDeletedText === undefined ? false : (bool(includeDeletedText, 'include_deleted', problems) ?? false);
+  const includeDeleted =
+    includeDeletedText === undefined ? false : (bool(includeDeletedText, 'include_deleted', problems) ?? false);
   const countText = single(raw, 'count', problems);
   if (countText !== undefined && countText !== 'exact' && countText !== 'auto') {
     problems.add('count', 'in', 'count must be exact or auto');
@@ -143,5 +179,13 @@ export function parseListQuery(spec: ListSpec, raw: Record<string, unknown>): Li
     if (parsed !== undefined) filters[name] = parsed;
   }
   if (problems.list.length > 0) throw ApiError.validation(problems.list);
-  return { page, page_size: pageSize, sort, q, include_deleted: includeDeleted, count: countText === 'exact' ? 'exact' : 'auto', filters };
+  return {
+    page,
+    page_size: pageSize,
+    sort,
+    q,
+    include_deleted: includeDeleted,
+    count: countText === 'exact' ? 'exact' : 'auto',
+    filters,
+  };
 }

@@ -11,10 +11,18 @@ interface PlanRow {
  * Runs a list query: one page plus `meta.total`. The total is a capped exact count (cheap),
  * falling back to the planner's estimate past 10 000 matches unless `count=exact` (part 2).
  */
-export async function runList<T>(db: EntityManager, spec: ListSpec, query: ListQuery, scope?: Scope): Promise<ListResponse<T>> {
+export async function runList<T>(
+  db: EntityManager,
+  spec: ListSpec,
+  query: ListQuery,
+  scope?: Scope,
+): Promise<ListResponse<T>> {
   const where = buildWhere(spec, query, scope);
   const page = buildPageSql(spec, query, where);
-  const [rows, total] = await Promise.all([db.query<T[]>(page.text, [...page.params]), countMatches(db, spec, query, where.text, where.params)]);
+  const [rows, total] = await Promise.all([
+    db.query<T[]>(page.text, [...page.params]),
+    countMatches(db, spec, query, where.text, where.params),
+  ]);
   return new ListResponse(rows, query.page, query.page_size, total.value, total.exact);
 }
 
@@ -22,7 +30,13 @@ export async function runList<T>(db: EntityManager, spec: ListSpec, query: ListQ
 const OVER_LIMIT = new Set<string>();
 const OVER_LIMIT_MAX = 10_000;
 
-async function countMatches(db: EntityManager, spec: ListSpec, query: ListQuery, where: string, params: readonly unknown[]): Promise<{ value: number; exact: boolean }> {
+async function countMatches(
+  db: EntityManager,
+  spec: ListSpec,
+  query: ListQuery,
+  where: string,
+  params: readonly unknown[],
+): Promise<{ value: number; exact: boolean }> {
   if (query.count === 'exact') {
     const [row] = await db.query<{ n: number }[]>(`SELECT count(*) AS n FROM ${spec.from} ${where}`, [...params]);
     return { value: Number(row?.n ?? 0), exact: true };

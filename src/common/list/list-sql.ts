@@ -54,7 +54,9 @@ export function buildWhere(spec: ListSpec, query: ListQuery, scope?: Scope): Sql
 
 /** ORDER BY from the requested sort, always ending with the id tie-break. */
 export function buildOrderBy(spec: ListSpec, query: ListQuery): string {
-  const terms = query.sort.map(({ field, direction }) => `${spec.sort[field] ?? spec.idColumn} ${direction.toUpperCase()}`);
+  const terms = query.sort.map(
+    ({ field, direction }) => `${spec.sort[field] ?? spec.idColumn} ${direction.toUpperCase()}`,
+  );
   if (!query.sort.some(({ field }) => spec.sort[field] === spec.idColumn)) terms.push(`${spec.idColumn} ASC`);
   return `ORDER BY ${terms.join(', ')}`;
 }

@@ -27,14 +27,19 @@ interface EnvelopeOptions {
 
 /** Documents a route's success envelope around `model` and its error envelopes. */
 export function ApiEnvelope(model: Type, options: EnvelopeOptions = {}): MethodDecorator & ClassDecorator {
-  const data = options.list === true ? { type: 'array', items: { $ref: getSchemaPath(model) } } : { $ref: getSchemaPath(model) };
+  const data =
+    options.list === true ? { type: 'array', items: { $ref: getSchemaPath(model) } } : { $ref: getSchemaPath(model) };
   const meta = { $ref: getSchemaPath(options.list === true ? ListMetaDto : MetaDto) };
   return applyDecorators(
     ApiExtraModels(model, MetaDto, ListMetaDto, ErrorEnvelopeDto),
     ApiResponse({
       status: options.status ?? 200,
       description: 'Success envelope',
-      schema: { type: 'object', required: ['success', 'data', 'meta'], properties: { success: { type: 'boolean', enum: [true] }, data, meta } },
+      schema: {
+        type: 'object',
+        required: ['success', 'data', 'meta'],
+        properties: { success: { type: 'boolean', enum: [true] }, data, meta },
+      },
     }),
     ...(options.noContent === undefined ? [] : [ApiResponse({ status: 204, description: options.noContent })]),
     ApiErrorResponses(options.errors ?? []),
@@ -45,6 +50,12 @@ export function ApiEnvelope(model: Type, options: EnvelopeOptions = {}): MethodD
 export function ApiErrorResponses(statuses: readonly number[]): MethodDecorator & ClassDecorator {
   return applyDecorators(
     ApiExtraModels(ErrorEnvelopeDto, MetaDto),
-    ...statuses.map((status) => ApiResponse({ status, description: ERROR_DESCRIPTIONS[status] ?? 'Error', schema: { $ref: getSchemaPath(ErrorEnvelopeDto) } })),
+    ...statuses.map((status) =>
+      ApiResponse({
+        status,
+        description: ERROR_DESCRIPTIONS[status] ?? 'Error',
+        schema: { $ref: getSchemaPath(ErrorEnvelopeDto) },
+      }),
+    ),
   );
 }

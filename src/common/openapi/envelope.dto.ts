@@ -5,14 +5,20 @@ export class MetaDto {
   @ApiProperty({ description: 'Echo of X-Request-Id, or the id generated for this request' })
   request_id!: string;
 
-  @ApiPropertyOptional({ enum: ['hit', 'miss', 'bypass'], description: 'Present when the data went through the cache layer' })
+  @ApiPropertyOptional({
+    enum: ['hit', 'miss', 'bypass'],
+    description: 'Present when the data went through the cache layer',
+  })
   cache?: 'hit' | 'miss' | 'bypass';
 }
 
 export class ListMetaDto extends MetaDto {
   @ApiProperty({ minimum: 1 }) page!: number;
   @ApiProperty({ minimum: 1, maximum: 100 }) page_size!: number;
-  @ApiProperty({ minimum: 0, description: 'Matching records; exact up to 10 000, possibly estimated beyond (see total_exact)' })
+  @ApiProperty({
+    minimum: 0,
+    description: 'Matching records; exact up to 10 000, possibly estimated beyond (see total_exact)',
+  })
   total!: number;
   @ApiProperty() total_exact!: boolean;
 }
@@ -26,7 +32,11 @@ export class FieldProblemDto {
 export class ErrorDto {
   @ApiProperty({ enum: ERROR_CODES }) code!: string;
   @ApiProperty() message!: string;
-  @ApiProperty({ type: 'object', additionalProperties: true, description: 'Always an object; validation errors list `fields`' })
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    description: 'Always an object; validation errors list `fields`',
+  })
   details!: Record<string, unknown>;
 }
 

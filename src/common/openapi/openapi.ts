@@ -5,14 +5,21 @@ import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swag
 export function buildOpenApi(app: INestApplication): OpenAPIObject {
   const config = new DocumentBuilder()
     .setTitle('Admin API')
-    .setDescription('Users, device authorities, permissions, inbox messages and push for the admin portal. Contract: shared/design/API.md.')
+    .setDescription(
+      'Users, device authorities, permissions, inbox messages and push for the admin portal. Contract: shared/design/API.md.',
+    )
     .setVersion('1')
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
     .build();
-  return SwaggerModule.createDocument(app, config, { operationIdFactory: (controller, method) => `${controller.replace(/Controller$/, '')}_${method}` });
+  return SwaggerModule.createDocument(app, config, {
+    operationIdFactory: (controller, method) => `${controller.replace(/Controller$/, '')}_${method}`,
+  });
 }
 
 /** Swagger UI at /docs and the JSON document at /docs/openapi.json. */
 export function serveDocs(app: INestApplication, document: OpenAPIObject): void {
-  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json', yamlDocumentUrl: 'docs/openapi.yaml' });
+  SwaggerModule.setup('docs', app, document, {
+    jsonDocumentUrl: 'docs/openapi.json',
+    yamlDocumentUrl: 'docs/openapi.yaml',
+  });
 }

@@ -13,7 +13,10 @@ export class AuthzCheckQueryDto {
   @MaxLength(64)
   permission!: string;
 
-  @ApiPropertyOptional({ example: '7', description: 'For device-scoped permissions: evaluate the device-authority layer too' })
+  @ApiPropertyOptional({
+    example: '7',
+    description: 'For device-scoped permissions: evaluate the device-authority layer too',
+  })
   @IsOptional()
   @Matches(ID, { message: 'device_id must be a positive integer' })
   device_id?: string;
@@ -24,7 +27,12 @@ export class AuthzDecisionDto {
   @ApiProperty() permission!: string;
   @ApiProperty({ type: Number, nullable: true }) device_id!: number | null;
   @ApiProperty() allowed!: boolean;
-  @ApiProperty({ type: String, nullable: true, enum: ['role', 'permission_grant', 'device_owner', 'authority_permission'] }) decided_by!: string | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    enum: ['role', 'permission_grant', 'device_owner', 'authority_permission'],
+  })
+  decided_by!: string | null;
   @ApiProperty({ type: Number, nullable: true }) authority_id!: number | null;
   @ApiProperty({ type: Number, nullable: true }) grant_id!: number | null;
 }

@@ -28,11 +28,19 @@ export class GrantPermissionDto {
   @MaxLength(500)
   reason?: string;
 
-  @ApiPropertyOptional({ type: String, format: 'date-time', description: 'Must be in the future; the grant stops counting at once when it passes' })
+  @ApiPropertyOptional({
+    type: String,
+    format: 'date-time',
+    description: 'Must be in the future; the grant stops counting at once when it passes',
+  })
   @IsOptional()
   @IsDateString({ strict: true }, { message: 'expires_at must be an ISO-8601 timestamp' })
   expires_at?: string;
 }
 
 /** The same pair and reason as a grant; no expiry. */
-export class RevokePermissionDto extends PickType(GrantPermissionDto, ['user_id', 'permission_id', 'reason'] as const) {}
+export class RevokePermissionDto extends PickType(GrantPermissionDto, [
+  'user_id',
+  'permission_id',
+  'reason',
+] as const) {}

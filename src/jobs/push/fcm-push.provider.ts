@@ -32,7 +32,8 @@ export function parseFcmCredentials(raw: string): ServiceAccount {
     throw new SettingsError('FCM_CREDENTIALS', 'is not valid JSON');
   }
   for (const field of ['project_id', 'client_email', 'private_key'] as const) {
-    if (typeof parsed[field] !== 'string' || parsed[field] === '') throw new SettingsError('FCM_CREDENTIALS', `lacks ${field}`);
+    if (typeof parsed[field] !== 'string' || parsed[field] === '')
+      throw new SettingsError('FCM_CREDENTIALS', `lacks ${field}`);
   }
   return { ...(parsed as ServiceAccount), token_uri: parsed.token_uri ?? 'https://oauth2.googleapis.com/token' };
 }
@@ -66,7 +67,10 @@ export class FcmPushProvider implements PushProvider {
     try {
       token = await this.token();
     } catch (error) {
-      return { kind: 'retryable', error: `could not get an access token: ${error instanceof Error ? error.message : String(error)}` };
+      return {
+        kind: 'retryable',
+        error: `could not get an access token: ${error instanceof Error ? error.message : String(error)}`,
+      };
     }
     const url = `${this.endpoint.replace(/\/$/, '')}/v1/projects/${encodeURIComponent(this.account.project_id)}/messages:send`;
     let response: Response;
@@ -74,7 +78,13 @@ export class FcmPushProvider implements PushProvider {
       response = await fetch(url, {
         method: 'POST',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ message: { token: message.token, notification: { title: message.title, body: message.body }, data: message.data } }),
+        body: JSON.stringify({
+          message: {
+            token: message.token,
+            notification: { title: message.title, body: message.body },
+            data: message.data,
+          },
+        }),
         signal: AbortSignal.timeout(TIMEOUT_MS),
       });
     } catch (error) {
@@ -85,18 +95,26 @@ export class FcmPushProvider implements PushProvider {
   }
 
   private outcomeOf(status: number, body: FcmErrorBody): PushOutcome {
-    const code = body.error?.details?.find((detail) => detail.errorCode !== undefined)?.errorCode ?? body.error?.status ?? `HTTP ${status}`;
+    const code =
+      body.error?.details?.find((detail) => detail.errorCode !== undefined)?.errorCode ??
+      body.error?.status ??
+      `HTTP ${status}`;
     const error = `${code}: ${body.error?.message ?? 'no message'}`;
     if (code === 'UNREGISTERED' || (status === 404 && code === 'NOT_FOUND')) return { kind: 'unregistered', error };
     if (status === 401) this.accessToken = undefined;
-    if (status === 429 || status === 401 || status >= 500 || code === 'UNAVAILABLE' || code === 'INTERNAL') return { kind: 'retryable', error };
+    if (status === 429 || status === 401 || status >= 500 || code === 'UNAVAILABLE' || code === 'INTERNAL')
+      return { kind: 'retryable', error };
     return { kind: 'failed', error };
   }
 
   private async token(): Promise<string> {
     if (this.accessToken !== undefined && this.accessToken.until > Date.now()) return this.accessToken.value;
     const now = Math.floor(Date.now() / 1000);
-    const assertion = jwt.sign({ iss: this.account.client_email, scope: SCOPE, aud: this.account.token_uri, iat: now, exp: now + 3600 }, this.key, { algorithm: 'RS256' });
+    const assertion = jwt.sign(
+      { iss: this.account.client_email, scope: SCOPE, aud: this.account.token_uri, iat: now, exp: now + 3600 },
+      this.key,
+      { algorithm: 'RS256' },
+    );
     const response = await fetch(this.account.token_uri, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },

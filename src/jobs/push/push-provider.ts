@@ -11,7 +11,11 @@ export interface PushMessage {
  * What the provider said: delivered; the token is dead (the device is deactivated); failed for
  * good; or failed for now (the job retries it with backoff).
  */
-export type PushOutcome = { readonly kind: 'sent' } | { readonly kind: 'unregistered'; readonly error: string } | { readonly kind: 'failed'; readonly error: string } | { readonly kind: 'retryable'; readonly error: string };
+export type PushOutcome =
+  | { readonly kind: 'sent' }
+  | { readonly kind: 'unregistered'; readonly error: string }
+  | { readonly kind: 'failed'; readonly error: string }
+  | { readonly kind: 'retryable'; readonly error: string };
 
 /** The provider behind `PUSH_PROVIDER`. */
 export interface PushProvider {

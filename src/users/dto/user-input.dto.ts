@@ -9,7 +9,11 @@ const NOT_BLANK = /\S/;
 const Present = (): PropertyDecorator => ValidateIf((_object: object, value: unknown) => value !== undefined);
 
 export class CreateUserDto {
-  @ApiProperty({ maxLength: 254, example: 'ana@example.com', description: 'Unique, case-insensitive; deleted users keep theirs' })
+  @ApiProperty({
+    maxLength: 254,
+    example: 'ana@example.com',
+    description: 'Unique, case-insensitive; deleted users keep theirs',
+  })
   @IsEmail({ require_tld: true }, { message: 'email must be an email address' })
   @MaxLength(254)
   email!: string;

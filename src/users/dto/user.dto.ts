@@ -15,6 +15,11 @@ export class UserDto extends SoftDeletableDto {
 
 export class PinResetDto {
   @ApiProperty({ example: 42 }) user_id!: number;
-  @ApiProperty({ example: '042917', pattern: '^\\d{6}$', description: 'Shown in this response only; only its hash is stored' }) temporary_pin!: string;
+  @ApiProperty({
+    example: '042917',
+    pattern: '^\\d{6}$',
+    description: 'Shown in this response only; only its hash is stored',
+  })
+  temporary_pin!: string;
   @ApiProperty({ type: String, format: 'date-time' }) pin_reset_at!: string;
 }

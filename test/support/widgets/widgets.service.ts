@@ -24,7 +24,8 @@ export interface Widget {
   is_deleted: boolean;
 }
 
-const COLUMNS = 'id, version, name, category, weight, active, created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by';
+const COLUMNS =
+  'id, version, name, category, weight, active, created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by';
 
 export const WIDGET_LIST: ListSpec = {
   from: 'test_widgets',
@@ -32,7 +33,11 @@ export const WIDGET_LIST: ListSpec = {
   idColumn: 'id',
   sort: { id: 'id', name: 'name', weight: 'weight', created_at: 'created_at' },
   defaultSort: 'id:asc',
-  filters: { category: { column: 'category', type: { enum: ['tool', 'toy', 'part'] } }, weight: { column: 'weight', type: 'int' }, active: { column: 'active', type: 'bool' } },
+  filters: {
+    category: { column: 'category', type: { enum: ['tool', 'toy', 'part'] } },
+    weight: { column: 'weight', type: 'int' },
+    active: { column: 'active', type: 'bool' },
+  },
   search: ['name', 'category'],
   deletedColumn: 'is_deleted',
 };
@@ -55,12 +60,16 @@ export class WidgetsService {
     private readonly audit: AuditService,
     cache: CacheService,
   ) {
-    this.cached = new CacheAside(cache, (id) => cacheKeys.resource('test_widget', id), async (id) => {
-      this.loads += 1;
-      const row = await this.find(this.uow.reader, id);
-      if (this.fillDelayMs > 0) await sleep(this.fillDelayMs);
-      return row === undefined ? undefined : entryOf(row);
-    });
+    this.cached = new CacheAside(
+      cache,
+      (id) => cacheKeys.resource('test_widget', id),
+      async (id) => {
+        this.loads += 1;
+        const row = await this.find(this.uow.reader, id);
+        if (this.fillDelayMs > 0) await sleep(this.fillDelayMs);
+        return row === undefined ? undefined : entryOf(row);
+      },
+    );
   }
 
   list(query: Record<string, unknown>): Promise<ListResponse<Widget>> {
@@ -70,7 +79,10 @@ export class WidgetsService {
   async get(id: number, includeDeleted: boolean): Promise<ResourceResponse<Widget>> {
     const read = await this.cached.get(id);
     if (read === undefined || (read.entry.deleted && !includeDeleted)) throw notFound(id);
-    return new ResourceResponse<Widget>(new RawJson(read.entry.json), { cache: read.cache, version: read.entry.version });
+    return new ResourceResponse<Widget>(new RawJson(read.entry.json), {
+      cache: read.cache,
+      version: read.entry.version,
+    });
   }
 
   async create(dto: CreateWidgetDto): Promise<ResourceResponse<Widget>> {
@@ -81,7 +93,12 @@ export class WidgetsService {
         [dto.name, dto.category, dto.weight ?? 0, stamp.created_by, stamp.updated_by],
       );
       if (created === undefined) throw new Error('insert returned no row');
-      await this.audit.record(tx.db, { action: 'test_widget.create', resource_type: 'test_widget', resource_id: created.id, changes: diffChanges(null, created, ['name', 'category', 'weight']) });
+      await this.audit.record(tx.db, {
+        action: 'test_widget.create',
+        resource_type: 'test_widget',
+        resource_id: created.id,
+        changes: diffChanges(null, created, ['name', 'category', 'weight']),
+      });
       this.rebuildAfterCommit(tx, created);
       return created;
     });
@@ -98,7 +115,12 @@ export class WidgetsService {
       );
       const updated = after?.[0];
       if (updated === undefined) throw notFound(id);
-      await this.audit.record(tx.db, { action: 'test_widget.update', resource_type: 'test_widget', resource_id: id, changes: diffChanges(before, updated, ['name', 'weight', 'active']) });
+      await this.audit.record(tx.db, {
+        action: 'test_widget.update',
+        resource_type: 'test_widget',
+        resource_id: id,
+        changes: diffChanges(before, updated, ['name', 'weight', 'active']),
+      });
       this.rebuildAfterCommit(tx, updated);
       return updated;
     });
@@ -117,7 +139,12 @@ export class WidgetsService {
       );
       const deleted = after?.[0];
       if (deleted === undefined) throw notFound(id);
-      await this.audit.record(tx.db, { action: 'test_widget.delete', resource_type: 'test_widget', resource_id: id, changes: { is_deleted: [false, true] } });
+      await this.audit.record(tx.db, {
+        action: 'test_widget.delete',
+        resource_type: 'test_widget',
+        resource_id: id,
+        changes: { is_deleted: [false, true] },
+      });
       this.rebuildAfterCommit(tx, deleted);
       return new ResourceResponse(deleted);
     });
@@ -135,7 +162,12 @@ export class WidgetsService {
       );
       const restored = after?.[0];
       if (restored === undefined) throw notFound(id);
-      await this.audit.record(tx.db, { action: 'test_widget.restore', resource_type: 'test_widget', resource_id: id, changes: { is_deleted: [true, false] } });
+      await this.audit.record(tx.db, {
+        action: 'test_widget.restore',
+        resource_type: 'test_widget',
+        resource_id: id,
+        changes: { is_deleted: [true, false] },
+      });
       this.rebuildAfterCommit(tx, restored);
       return new ResourceResponse(restored);
     });
