@@ -6,6 +6,7 @@
 // device-scoped resource the route finds its device through the resource's locator (path
 // parameter `id`; `--device-param none` opts out), so the device authority layer applies. Every file it writes is formatted with Prettier.
 const { join } = require('node:path');
+const process = require('node:process');
 const { SchematicsException } = require('@angular-devkit/schematics');
 const prettier = require('prettier');
 
