@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { CacheService } from '../cache/cache.service.js';
-import { ApiError } from '../common/api-error.js';
 import type { ListSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
@@ -37,10 +36,6 @@ export const AUDIT_EVENT_LIST: ListSpec = {
   appendOnly: true,
 };
 
-export function auditEventNotFound(id: number): ApiError {
-  return new ApiError('AUDIT_EVENT_NOT_FOUND', `Audit event ${id} does not exist`, { audit_event_id: id });
-}
-
 /** Audit events are never changed, so a cached detail never goes stale (version 1 for ever). */
 @Injectable()
 export class AuditEventsRepository extends ResourceTable<AuditEventRow> {
@@ -50,7 +45,7 @@ export class AuditEventsRepository extends ResourceTable<AuditEventRow> {
         table: 'audit_events',
         columns: `1 AS version, ${RESOURCE_COLUMNS}`,
         type: 'audit_event',
-        notFound: auditEventNotFound,
+        notFound: 'AUDIT_EVENT_NOT_FOUND',
       },
       uow,
       cache,

@@ -4,7 +4,6 @@ import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js'
 import { CacheService } from '../cache/cache.service.js';
 import type { Subject } from '../auth/auth-context.js';
 import { ApiError } from '../common/api-error.js';
-import { authorityNotFound } from '../common/not-found.js';
 import type { ListSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
@@ -87,7 +86,7 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow> {
     private readonly deviceAuthorities: DeviceAuthoritiesService,
   ) {
     super(
-      { table: 'authorities', columns: AUTHORITY_COLUMNS, type: 'authority', notFound: authorityNotFound },
+      { table: 'authorities', columns: AUTHORITY_COLUMNS, type: 'authority', notFound: 'AUTHORITY_NOT_FOUND' },
       uow,
       cache,
     );

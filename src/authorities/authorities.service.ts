@@ -5,7 +5,6 @@ import type { AuthContext } from '../auth/auth-context.js';
 import { AuthorizationService } from '../auth/authorization.service.js';
 import { deviceRowScope } from '../auth/row-scope.js';
 import { ApiError } from '../common/api-error.js';
-import { userNotFound } from '../common/not-found.js';
 import { futureTimestamp } from '../common/timestamps.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';
@@ -21,7 +20,6 @@ import {
   ownerProtected,
   type AuthorityRow,
 } from './authorities.repository.js';
-import { deviceNotFound } from './devices.repository.js';
 import type { AuthorityDto, CreateAuthorityDto, UpdateAuthorityDto } from './dto/authority.dto.js';
 
 export const AUTHORITY_AUDITED_FIELDS = [
@@ -136,8 +134,8 @@ export class AuthoritiesService {
       'SELECT EXISTS (SELECT 1 FROM devices WHERE id = $1) AS device, EXISTS (SELECT 1 FROM users WHERE id = $2 AND NOT is_deleted) AS user',
       [deviceId, userId],
     );
-    if (found?.device !== true) throw deviceNotFound(deviceId);
-    if (found.user !== true) throw userNotFound(userId);
+    if (found?.device !== true) throw ApiError.notFound('DEVICE_NOT_FOUND', deviceId);
+    if (found.user !== true) throw ApiError.notFound('USER_NOT_FOUND', userId);
   }
 
   private async alreadyExists(tx: Tx, deviceId: number, userId: number): Promise<ApiError> {

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { CacheService } from '../cache/cache.service.js';
-import { ApiError } from '../common/api-error.js';
 import type { ListSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
@@ -24,14 +23,10 @@ export const DEVICE_LIST: ListSpec = {
   search: ['serial_number', 'name'],
 };
 
-export function deviceNotFound(id: number): ApiError {
-  return new ApiError('DEVICE_NOT_FOUND', `Device ${id} does not exist`, { device_id: id });
-}
-
 @Injectable()
 export class DevicesRepository extends ResourceTable<DeviceRow> {
   constructor(uow: UnitOfWork, cache: CacheService) {
-    super({ table: 'devices', columns: DEVICE_COLUMNS, type: 'device', notFound: deviceNotFound }, uow, cache);
+    super({ table: 'devices', columns: DEVICE_COLUMNS, type: 'device', notFound: 'DEVICE_NOT_FOUND' }, uow, cache);
   }
 
   rebuildAfterCommit(tx: Tx, row: DeviceRow): void {

@@ -4,7 +4,6 @@ import type { AuthContext } from '../auth/auth-context.js';
 import { AuthorizationService } from '../auth/authorization.service.js';
 import { USER_STATUS } from '../auth/roles.js';
 import { ApiError } from '../common/api-error.js';
-import { userNotFound } from '../common/not-found.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';
 import { runList } from '../common/list/list-runner.js';
@@ -136,7 +135,7 @@ export class OwnershipService {
       'SELECT status_id, is_deleted FROM users WHERE id = $1',
       [userId],
     );
-    if (user === undefined) throw userNotFound(userId);
+    if (user === undefined) throw ApiError.notFound('USER_NOT_FOUND', userId);
     if (user.is_deleted) throw targetInvalid(userId, 'user_deleted', `User ${userId} is deleted`);
     if (user.status_id !== USER_STATUS.active)
       throw targetInvalid(userId, 'user_not_active', `User ${userId} is not active`);

@@ -1,4 +1,4 @@
-import { statusOf, type ErrorCode } from './error-codes.js';
+import { ERRORS, statusOf, type ErrorCode, type RecordNotFoundCode } from './error-codes.js';
 
 /** The contract's request body limit (part 10). */
 export const BODY_LIMIT_BYTES = 1_048_576;
@@ -25,6 +25,12 @@ export class ApiError extends Error {
     super(message);
     this.name = 'ApiError';
     this.status = statusOf(code);
+  }
+
+  /** 404 for a record addressed by id (in the path or a body): "User 42 does not exist", `{ user_id: 42 }`. */
+  static notFound(code: RecordNotFoundCode, id: number | string): ApiError {
+    const { noun, key } = ERRORS[code].record;
+    return new ApiError(code, `${noun} ${id} does not exist`, { [key]: id });
   }
 
   static validation(fields: readonly FieldProblem[]): ApiError {

@@ -1,159 +1,166 @@
-/** The contract's complete error-code catalogue (part 1). The service uses these and no others. */
-export type ErrorCode =
-  | 'VALIDATION_FAILED'
-  | 'MALFORMED_JSON'
-  | 'AUTH_TOKEN_MISSING'
-  | 'AUTH_TOKEN_INVALID'
-  | 'AUTH_TOKEN_EXPIRED'
-  | 'AUTH_SESSION_INVALID'
-  | 'ROLE_FORBIDDEN'
-  | 'PERMISSION_DENIED'
-  | 'ROLE_ESCALATION_FORBIDDEN'
-  | 'DELEGATION_FORBIDDEN'
-  | 'ROUTE_NOT_FOUND'
-  | 'USER_NOT_FOUND'
-  | 'DEVICE_NOT_FOUND'
-  | 'AUTHORITY_NOT_FOUND'
-  | 'PERMISSION_NOT_FOUND'
-  | 'PERMISSION_GRANT_NOT_FOUND'
-  | 'AUTHORITY_PERMISSION_NOT_FOUND'
-  | 'MESSAGE_NOT_FOUND'
-  | 'READ_STATE_NOT_FOUND'
-  | 'MOBILE_DEVICE_NOT_FOUND'
-  | 'JOB_NOT_FOUND'
-  | 'ROLE_NOT_FOUND'
-  | 'STATUS_NOT_FOUND'
-  | 'AUDIT_EVENT_NOT_FOUND'
-  | 'SESSION_NOT_FOUND'
-  | 'AUTHORITY_ALREADY_EXISTS'
-  | 'USER_EMAIL_TAKEN'
-  | 'DEVICE_SERIAL_TAKEN'
-  | 'MOBILE_DEVICE_TOKEN_TAKEN'
-  | 'PERMISSION_ALREADY_GRANTED'
-  | 'AUTHORITY_PERMISSION_EXISTS'
-  | 'INVALID_STATE_TRANSITION'
-  | 'IDEMPOTENCY_KEY_IN_PROGRESS'
-  | 'PRECONDITION_FAILED'
-  | 'PAYLOAD_TOO_LARGE'
-  | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'OWNER_AUTHORITY_PROTECTED'
-  | 'TRANSFER_TARGET_INVALID'
-  | 'SELF_ACTION_FORBIDDEN'
-  | 'PERMISSION_NOT_DEVICE_SCOPED'
-  | 'SNOOZE_UNTIL_INVALID'
-  | 'IDEMPOTENCY_KEY_REUSED'
-  | 'RATE_LIMITED'
-  | 'INTERNAL_ERROR'
-  | 'SERVICE_UNAVAILABLE';
-
-/** HTTP status of each code; the switch is exhaustive, so a new code cannot ship without one. */
-export function statusOf(code: ErrorCode): number {
-  switch (code) {
-    case 'VALIDATION_FAILED':
-    case 'MALFORMED_JSON':
-      return 400;
-    case 'AUTH_TOKEN_MISSING':
-    case 'AUTH_TOKEN_INVALID':
-    case 'AUTH_TOKEN_EXPIRED':
-    case 'AUTH_SESSION_INVALID':
-      return 401;
-    case 'ROLE_FORBIDDEN':
-    case 'PERMISSION_DENIED':
-    case 'ROLE_ESCALATION_FORBIDDEN':
-    case 'DELEGATION_FORBIDDEN':
-      return 403;
-    case 'ROUTE_NOT_FOUND':
-    case 'USER_NOT_FOUND':
-    case 'DEVICE_NOT_FOUND':
-    case 'AUTHORITY_NOT_FOUND':
-    case 'PERMISSION_NOT_FOUND':
-    case 'PERMISSION_GRANT_NOT_FOUND':
-    case 'AUTHORITY_PERMISSION_NOT_FOUND':
-    case 'MESSAGE_NOT_FOUND':
-    case 'READ_STATE_NOT_FOUND':
-    case 'MOBILE_DEVICE_NOT_FOUND':
-    case 'JOB_NOT_FOUND':
-    case 'ROLE_NOT_FOUND':
-    case 'STATUS_NOT_FOUND':
-    case 'AUDIT_EVENT_NOT_FOUND':
-    case 'SESSION_NOT_FOUND':
-      return 404;
-    case 'AUTHORITY_ALREADY_EXISTS':
-    case 'USER_EMAIL_TAKEN':
-    case 'DEVICE_SERIAL_TAKEN':
-    case 'MOBILE_DEVICE_TOKEN_TAKEN':
-    case 'PERMISSION_ALREADY_GRANTED':
-    case 'AUTHORITY_PERMISSION_EXISTS':
-    case 'INVALID_STATE_TRANSITION':
-    case 'IDEMPOTENCY_KEY_IN_PROGRESS':
-      return 409;
-    case 'PRECONDITION_FAILED':
-      return 412;
-    case 'PAYLOAD_TOO_LARGE':
-      return 413;
-    case 'UNSUPPORTED_MEDIA_TYPE':
-      return 415;
-    case 'OWNER_AUTHORITY_PROTECTED':
-    case 'TRANSFER_TARGET_INVALID':
-    case 'SELF_ACTION_FORBIDDEN':
-    case 'PERMISSION_NOT_DEVICE_SCOPED':
-    case 'SNOOZE_UNTIL_INVALID':
-    case 'IDEMPOTENCY_KEY_REUSED':
-      return 422;
-    case 'RATE_LIMITED':
-      return 429;
-    case 'INTERNAL_ERROR':
-      return 500;
-    case 'SERVICE_UNAVAILABLE':
-      return 503;
-  }
+/**
+ * The contract's complete error catalogue (part 1), written once: each code's status, what it
+ * means, an example of its `details`, and for "not found" codes the record's noun and the
+ * `details` key of its id. The union type, the status mapping, the OpenAPI error examples and
+ * the not-found factory are all derived from this table.
+ */
+interface ErrorSpec {
+  readonly status: 400 | 401 | 403 | 404 | 409 | 412 | 413 | 415 | 422 | 429 | 500 | 503;
+  readonly meaning: string;
+  readonly example?: Readonly<Record<string, unknown>>;
+  /** For `*_NOT_FOUND` of a record addressed by id: "User 42 does not exist", `{ user_id: 42 }`. */
+  readonly record?: { readonly noun: string; readonly key: string };
 }
 
-/** Every code, in catalogue order (used by the OpenAPI document and tests). */
-export const ERROR_CODES: readonly ErrorCode[] = [
-  'VALIDATION_FAILED',
-  'MALFORMED_JSON',
-  'AUTH_TOKEN_MISSING',
-  'AUTH_TOKEN_INVALID',
-  'AUTH_TOKEN_EXPIRED',
-  'AUTH_SESSION_INVALID',
-  'ROLE_FORBIDDEN',
-  'PERMISSION_DENIED',
-  'ROLE_ESCALATION_FORBIDDEN',
-  'DELEGATION_FORBIDDEN',
-  'ROUTE_NOT_FOUND',
-  'USER_NOT_FOUND',
-  'DEVICE_NOT_FOUND',
-  'AUTHORITY_NOT_FOUND',
-  'PERMISSION_NOT_FOUND',
-  'PERMISSION_GRANT_NOT_FOUND',
-  'AUTHORITY_PERMISSION_NOT_FOUND',
-  'MESSAGE_NOT_FOUND',
-  'READ_STATE_NOT_FOUND',
-  'MOBILE_DEVICE_NOT_FOUND',
-  'JOB_NOT_FOUND',
-  'ROLE_NOT_FOUND',
-  'STATUS_NOT_FOUND',
-  'AUDIT_EVENT_NOT_FOUND',
-  'SESSION_NOT_FOUND',
-  'AUTHORITY_ALREADY_EXISTS',
-  'USER_EMAIL_TAKEN',
-  'DEVICE_SERIAL_TAKEN',
-  'MOBILE_DEVICE_TOKEN_TAKEN',
-  'PERMISSION_ALREADY_GRANTED',
-  'AUTHORITY_PERMISSION_EXISTS',
-  'INVALID_STATE_TRANSITION',
-  'IDEMPOTENCY_KEY_IN_PROGRESS',
-  'PRECONDITION_FAILED',
-  'PAYLOAD_TOO_LARGE',
-  'UNSUPPORTED_MEDIA_TYPE',
-  'OWNER_AUTHORITY_PROTECTED',
-  'TRANSFER_TARGET_INVALID',
-  'SELF_ACTION_FORBIDDEN',
-  'PERMISSION_NOT_DEVICE_SCOPED',
-  'SNOOZE_UNTIL_INVALID',
-  'IDEMPOTENCY_KEY_REUSED',
-  'RATE_LIMITED',
-  'INTERNAL_ERROR',
-  'SERVICE_UNAVAILABLE',
-];
+const notFound = (
+  noun: string,
+  key: string,
+): ErrorSpec & { readonly record: { readonly noun: string; readonly key: string } } => ({
+  status: 404,
+  meaning: `The ${noun.toLowerCase()} does not exist (also when referenced from a body)`,
+  example: { [key]: 42 },
+  record: { noun, key },
+});
+
+export const ERRORS = {
+  VALIDATION_FAILED: {
+    status: 400,
+    meaning: 'A bad body, query or path value, or an unknown parameter or property',
+    example: { fields: [{ field: 'page_size', rule: 'max', message: 'page_size must not be greater than 100' }] },
+  },
+  MALFORMED_JSON: { status: 400, meaning: 'The body is not valid JSON' },
+  AUTH_TOKEN_MISSING: { status: 401, meaning: 'No bearer token in the Authorization header' },
+  AUTH_TOKEN_INVALID: {
+    status: 401,
+    meaning: 'Bad signature, algorithm, issuer or audience, or a missing claim',
+    example: { reason: 'invalid signature' },
+  },
+  AUTH_TOKEN_EXPIRED: { status: 401, meaning: 'The token has expired' },
+  AUTH_SESSION_INVALID: {
+    status: 401,
+    meaning: 'Unknown, revoked or expired session; user deleted or not active',
+    example: { reason: 'session_revoked' },
+  },
+  ROLE_FORBIDDEN: { status: 403, meaning: 'The role has no admin access', example: { role_id: 5 } },
+  PERMISSION_DENIED: {
+    status: 403,
+    meaning: 'The caller lacks the route’s permission',
+    example: { permission: 'authorities.revoke', device_id: 7 },
+  },
+  ROLE_ESCALATION_FORBIDDEN: {
+    status: 403,
+    meaning: 'The caller does not outrank the target user or role',
+    example: { target_role_id: 2 },
+  },
+  DELEGATION_FORBIDDEN: {
+    status: 403,
+    meaning: 'The caller may not hand on a permission it does not itself hold',
+    example: { permission: 'devices.transfer_owner', device_id: 7 },
+  },
+  ROUTE_NOT_FOUND: { status: 404, meaning: 'No such route', example: { method: 'GET', path: '/v1/admin/nope' } },
+  USER_NOT_FOUND: notFound('User', 'user_id'),
+  DEVICE_NOT_FOUND: notFound('Device', 'device_id'),
+  AUTHORITY_NOT_FOUND: notFound('Authority', 'authority_id'),
+  PERMISSION_NOT_FOUND: notFound('Permission', 'permission_id'),
+  PERMISSION_GRANT_NOT_FOUND: notFound('Permission grant', 'grant_id'),
+  AUTHORITY_PERMISSION_NOT_FOUND: notFound('Authority permission', 'authority_permission_id'),
+  MESSAGE_NOT_FOUND: notFound('Message', 'message_id'),
+  READ_STATE_NOT_FOUND: notFound('Read state', 'read_state_id'),
+  MOBILE_DEVICE_NOT_FOUND: notFound('Mobile device', 'mobile_device_id'),
+  JOB_NOT_FOUND: notFound('Job', 'job_id'),
+  ROLE_NOT_FOUND: notFound('Role', 'role_id'),
+  STATUS_NOT_FOUND: notFound('Status', 'status_id'),
+  AUDIT_EVENT_NOT_FOUND: notFound('Audit event', 'audit_event_id'),
+  SESSION_NOT_FOUND: notFound('Session', 'session_id'),
+  AUTHORITY_ALREADY_EXISTS: {
+    status: 409,
+    meaning: 'The user already has an authority on the device (deleted or not)',
+    example: { authority_id: 42, device_id: 7, user_id: 3, is_deleted: false },
+  },
+  USER_EMAIL_TAKEN: {
+    status: 409,
+    meaning: 'The email belongs to another user',
+    example: { email: 'ana@example.com' },
+  },
+  DEVICE_SERIAL_TAKEN: {
+    status: 409,
+    meaning: 'The serial number belongs to another device',
+    example: { serial_number: 'SN-1' },
+  },
+  MOBILE_DEVICE_TOKEN_TAKEN: { status: 409, meaning: 'The push token is already registered' },
+  PERMISSION_ALREADY_GRANTED: {
+    status: 409,
+    meaning: 'An active grant of the pair exists',
+    example: { grant_id: 9, user_id: 3, permission_id: 1 },
+  },
+  AUTHORITY_PERMISSION_EXISTS: {
+    status: 409,
+    meaning: 'The authority already holds the permission',
+    example: { authority_permission_id: 5, authority_id: 42, permission_id: 13 },
+  },
+  INVALID_STATE_TRANSITION: {
+    status: 409,
+    meaning: 'The action is not allowed from the current state',
+    example: { from: 'revoked', action: 'activate' },
+  },
+  IDEMPOTENCY_KEY_IN_PROGRESS: { status: 409, meaning: 'The first request with this key is still running' },
+  PRECONDITION_FAILED: {
+    status: 412,
+    meaning: 'If-Match does not match the current version',
+    example: { current_etag: '"3"' },
+  },
+  PAYLOAD_TOO_LARGE: { status: 413, meaning: 'The body is larger than 1 MiB', example: { limit_bytes: 1_048_576 } },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    meaning: 'The body is not application/json',
+    example: { expected: 'application/json' },
+  },
+  OWNER_AUTHORITY_PROTECTED: {
+    status: 422,
+    meaning: 'The owner’s authority cannot be deleted, deactivated, revoked or given an expiry',
+    example: { authority_id: 42, device_id: 7, action: 'revoke' },
+  },
+  TRANSFER_TARGET_INVALID: {
+    status: 422,
+    meaning: 'The new owner is deleted, not active, or already the owner',
+    example: { new_owner_user_id: 3, reason: 'user_not_active' },
+  },
+  SELF_ACTION_FORBIDDEN: {
+    status: 422,
+    meaning: 'Nobody may do this to themselves',
+    example: { action: 'suspend', user_id: 3 },
+  },
+  PERMISSION_NOT_DEVICE_SCOPED: {
+    status: 422,
+    meaning: 'Only device-scoped permissions attach to authorities',
+    example: { permission_id: 1, permission_code: 'users.read' },
+  },
+  SNOOZE_UNTIL_INVALID: { status: 422, meaning: 'until must be in the future and at most 365 days ahead' },
+  IDEMPOTENCY_KEY_REUSED: { status: 422, meaning: 'The key was used with a different body' },
+  RATE_LIMITED: { status: 429, meaning: 'Too many requests; see Retry-After' },
+  INTERNAL_ERROR: { status: 500, meaning: 'A bug; the request id finds it in the logs' },
+  SERVICE_UNAVAILABLE: {
+    status: 503,
+    meaning: 'A dependency is unreachable or refused the work; see Retry-After',
+    example: { dependency: 'database' },
+  },
+} as const satisfies Readonly<Record<string, ErrorSpec>>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** Every code, in catalogue order (the OpenAPI document, tests). */
+export const ERROR_CODES = Object.keys(ERRORS) as ErrorCode[];
+
+export function statusOf(code: ErrorCode): number {
+  return ERRORS[code].status;
+}
+
+/** The codes of one status, in catalogue order. */
+export function codesOf(status: number): ErrorCode[] {
+  return ERROR_CODES.filter((code) => ERRORS[code].status === status);
+}
+
+/** The codes of a record addressed by id, which `notFound` can build. */
+export type RecordNotFoundCode = {
+  [Code in ErrorCode]: (typeof ERRORS)[Code] extends { readonly record: object } ? Code : never;
+}[ErrorCode];

@@ -3,7 +3,8 @@ import { CacheAside, type CachedRead } from '../cache/cache-aside.js';
 import { cacheKeys } from '../cache/cache-keys.js';
 import type { CacheEntry } from '../cache/cache-store.js';
 import type { CacheService } from '../cache/cache.service.js';
-import type { ApiError } from '../common/api-error.js';
+import { ApiError } from '../common/api-error.js';
+import type { RecordNotFoundCode } from '../common/error-codes.js';
 import { RawJson, ResourceResponse } from '../common/responses.js';
 import type { Tx, UnitOfWork } from './unit-of-work.js';
 
@@ -24,7 +25,8 @@ export interface ResourceTableOptions {
   readonly columns: string;
   /** Singular resource name used in cache keys, e.g. `authority`. */
   readonly type: string;
-  readonly notFound: (id: number) => ApiError;
+  /** The 404 of a missing record, e.g. `USER_NOT_FOUND`. */
+  readonly notFound: RecordNotFoundCode;
 }
 
 /** The resource as sent: every field except `version`. */
@@ -66,7 +68,8 @@ export class ResourceTable<Row extends VersionedRow> {
    */
   async detail(id: number, includeDeleted = false): Promise<ResourceResponse<Omit<Row, 'version'>>> {
     const read = await this.cached.get(id);
-    if (read === undefined || (read.entry.deleted && !includeDeleted)) throw this.options.notFound(id);
+    if (read === undefined || (read.entry.deleted && !includeDeleted))
+      throw ApiError.notFound(this.options.notFound, id);
     return new ResourceResponse<Omit<Row, 'version'>>(new RawJson(read.entry.json), {
       cache: read.cache,
       version: read.entry.version,
@@ -85,14 +88,14 @@ export class ResourceTable<Row extends VersionedRow> {
       `SELECT ${this.options.columns} FROM ${this.options.table} WHERE id = $1 FOR UPDATE`,
       [id],
     );
-    if (row === undefined) throw this.options.notFound(id);
+    if (row === undefined) throw ApiError.notFound(this.options.notFound, id);
     return row;
   }
 
   /** As `lock`, but a deleted record is a 404 too (every action except restore). */
   async lockLive(tx: Tx, id: number): Promise<Row> {
     const row = await this.lock(tx, id);
-    if (row.is_deleted === true) throw this.options.notFound(id);
+    if (row.is_deleted === true) throw ApiError.notFound(this.options.notFound, id);
     return row;
   }
 
@@ -103,7 +106,7 @@ export class ResourceTable<Row extends VersionedRow> {
       [id, ...params],
     );
     const row = rows[0];
-    if (row === undefined) throw this.options.notFound(id);
+    if (row === undefined) throw ApiError.notFound(this.options.notFound, id);
     return row;
   }
 

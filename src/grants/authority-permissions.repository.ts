@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { bumpProjectionVersions } from '../database/projection-versions.js';
 import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js';
 import { CacheService } from '../cache/cache.service.js';
-import { ApiError } from '../common/api-error.js';
 import type { ListSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
@@ -34,12 +33,6 @@ export const AUTHORITY_PERMISSION_LIST: ListSpec = {
   search: [],
 };
 
-export function authorityPermissionNotFound(id: number): ApiError {
-  return new ApiError('AUTHORITY_PERMISSION_NOT_FOUND', `Authority permission ${id} does not exist`, {
-    authority_permission_id: id,
-  });
-}
-
 /**
  * Row access for authority permissions. A change alters its device's authority set: bump the
  * set's version in the transaction, rebuild it (and the detail entries) after commit.
@@ -58,7 +51,7 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
         idColumn: 'ap.id',
         columns: COLUMNS,
         type: 'authority_permission',
-        notFound: authorityPermissionNotFound,
+        notFound: 'AUTHORITY_PERMISSION_NOT_FOUND',
       },
       uow,
       cache,

@@ -7,16 +7,11 @@ import { ApiError } from '../common/api-error.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';
 import { runList } from '../common/list/list-runner.js';
-import { authorityNotFound, permissionNotFound } from '../common/not-found.js';
 import { currentActorId } from '../common/request-context.js';
 import { NoContent, ResourceResponse, type ListResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
-import {
-  AUTHORITY_PERMISSION_LIST,
-  authorityPermissionNotFound,
-  AuthorityPermissionsRepository,
-} from './authority-permissions.repository.js';
+import { AUTHORITY_PERMISSION_LIST, AuthorityPermissionsRepository } from './authority-permissions.repository.js';
 import type { AuthorityPermissionDto, CreateAuthorityPermissionDto } from './dto/authority-permission.dto.js';
 
 export function notDeviceScoped(permissionId: number, code: string): ApiError {
@@ -68,8 +63,9 @@ export class AuthorityPermissionsService {
        FROM (SELECT 1) one LEFT JOIN authorities a ON a.id = $1 LEFT JOIN permissions p ON p.id = $2`,
       [dto.authority_id, dto.permission_id],
     );
-    if (target?.device_id == null || target.deleted === true) throw authorityNotFound(dto.authority_id);
-    if (target.code === null) throw permissionNotFound(dto.permission_id);
+    if (target?.device_id == null || target.deleted === true)
+      throw ApiError.notFound('AUTHORITY_NOT_FOUND', dto.authority_id);
+    if (target.code === null) throw ApiError.notFound('PERMISSION_NOT_FOUND', dto.permission_id);
     if (target.device_scoped !== true) throw notDeviceScoped(dto.permission_id, target.code);
     await this.authorization.assertAllowed(actor, 'authority_permissions.grant', target.device_id);
     if (target.holder === actor.user_id) {
@@ -122,7 +118,7 @@ export class AuthorityPermissionsService {
         'SELECT revoked_at FROM authority_permissions WHERE id = $1 FOR UPDATE',
         [id],
       );
-      if (locked === undefined) throw authorityPermissionNotFound(id);
+      if (locked === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
       if (locked.revoked_at !== null) return NoContent.instance;
       assertIfMatch(ifMatch, 1);
       await tx.db.query('UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = $1', [
@@ -130,7 +126,7 @@ export class AuthorityPermissionsService {
         currentActorId(),
       ]);
       const [revoked] = await this.rows.findMany(tx, [id]);
-      if (revoked === undefined) throw authorityPermissionNotFound(id);
+      if (revoked === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
       await this.audit.record(tx.db, {
         action: 'authority_permission.revoke',
         resource_type: 'authority_permission',

@@ -3,7 +3,6 @@ import { AuthContextService } from '../auth/auth-context.service.js';
 import { AuthorizationService } from '../auth/authorization.service.js';
 import { isPermissionCode, PERMISSIONS } from '../auth/permissions.js';
 import { ApiError } from '../common/api-error.js';
-import { userNotFound } from '../common/not-found.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import type { AuthzCheckQueryDto, AuthzDecisionDto } from './dto/authz-check.dto.js';
 
@@ -26,7 +25,7 @@ export class AuthzCheckService {
       });
     }
     const subject = await this.contexts.subjectOf(userId);
-    if (subject === undefined) throw userNotFound(userId);
+    if (subject === undefined) throw ApiError.notFound('USER_NOT_FOUND', userId);
     if (deviceId !== undefined) {
       const [device] = await this.uow.reader.query<{ id: number }[]>('SELECT id FROM devices WHERE id = $1', [
         deviceId,

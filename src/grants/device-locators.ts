@@ -1,13 +1,14 @@
 import type { DeviceLocator } from '../auth/authorize.decorator.js';
+import { ApiError } from '../common/api-error.js';
 import { pathId } from '../common/id.pipe.js';
-import { authorityPermissionNotFound, AuthorityPermissionsRepository } from './authority-permissions.repository.js';
+import { AuthorityPermissionsRepository } from './authority-permissions.repository.js';
 
 /** The device of the authority permission named by a path parameter; 404 first. */
 export function deviceOfAuthorityPermission(name: string): DeviceLocator {
   return async (request, modules) => {
     const id = pathId(request, name);
     const read = await modules.get(AuthorityPermissionsRepository, { strict: false }).read(id);
-    if (read === undefined) throw authorityPermissionNotFound(id);
+    if (read === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
     return (JSON.parse(read.entry.json) as { device_id: number }).device_id;
   };
 }

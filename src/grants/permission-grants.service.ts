@@ -10,7 +10,6 @@ import { ApiError } from '../common/api-error.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';
 import { runList } from '../common/list/list-runner.js';
 import type { ListSpec } from '../common/list/list-spec.js';
-import { permissionNotFound, userNotFound } from '../common/not-found.js';
 import { currentActorId } from '../common/request-context.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { ResourceTable, respondWith } from '../database/resource-table.js';
@@ -44,10 +43,6 @@ const GRANT_LIST: ListSpec = {
   search: [],
 };
 
-function grantNotFound(details: Record<string, unknown>, message: string): ApiError {
-  return new ApiError('PERMISSION_GRANT_NOT_FOUND', message, details);
-}
-
 /** Judges `is_active` now: a cached grant past its `expires_at` stops being active at once. */
 function withLiveState(json: string): PermissionGrantDto {
   const grant = JSON.parse(json) as PermissionGrantDto;
@@ -74,7 +69,7 @@ export class PermissionGrantsService {
         idColumn: 'g.id',
         columns: GRANT_COLUMNS,
         type: 'permission_grant',
-        notFound: (id) => grantNotFound({ grant_id: id }, `Permission grant ${id} does not exist`),
+        notFound: 'PERMISSION_GRANT_NOT_FOUND',
       },
       uow,
       cache,
@@ -87,7 +82,7 @@ export class PermissionGrantsService {
 
   async get(id: number): Promise<ResourceResponse<PermissionGrantDto>> {
     const read = await this.grants.read(id);
-    if (read === undefined) throw grantNotFound({ grant_id: id }, `Permission grant ${id} does not exist`);
+    if (read === undefined) throw ApiError.notFound('PERMISSION_GRANT_NOT_FOUND', id);
     return new ResourceResponse(withLiveState(read.entry.json), { cache: read.cache, version: read.entry.version });
   }
 
@@ -136,9 +131,13 @@ export class PermissionGrantsService {
       await this.lockPair(tx, dto.user_id, dto.permission_id);
       const active = await this.activeGrant(tx, dto.user_id, dto.permission_id);
       if (active === undefined) {
-        throw grantNotFound(
-          { user_id: dto.user_id, permission_id: dto.permission_id },
+        throw new ApiError(
+          'PERMISSION_GRANT_NOT_FOUND',
           `User ${dto.user_id} holds no active grant of permission ${dto.permission_id}`,
+          {
+            user_id: dto.user_id,
+            permission_id: dto.permission_id,
+          },
         );
       }
       await tx.db.query(
@@ -169,8 +168,8 @@ export class PermissionGrantsService {
       'SELECT (SELECT role_id FROM users WHERE id = $1 AND NOT is_deleted) AS role_id, (SELECT code FROM permissions WHERE id = $2) AS code',
       [userId, permissionId],
     );
-    if (found?.role_id == null) throw userNotFound(userId);
-    if (found.code === null) throw permissionNotFound(permissionId);
+    if (found?.role_id == null) throw ApiError.notFound('USER_NOT_FOUND', userId);
+    if (found.code === null) throw ApiError.notFound('PERMISSION_NOT_FOUND', permissionId);
     assertMayWriteUser(actor, { id: userId, role_id: found.role_id });
     return found.code;
   }

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { CacheService } from '../cache/cache.service.js';
-import { ApiError } from '../common/api-error.js';
 import type { ListSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
@@ -29,15 +28,11 @@ export const MESSAGE_LIST: ListSpec = {
   deletedColumn: 'is_deleted',
 };
 
-export function messageNotFound(id: number): ApiError {
-  return new ApiError('MESSAGE_NOT_FOUND', `Message ${id} does not exist`, { message_id: id });
-}
-
 @Injectable()
 export class MessagesRepository extends ResourceTable<MessageRow> {
   constructor(uow: UnitOfWork, cache: CacheService) {
     super(
-      { table: 'inbox_messages', columns: MESSAGE_COLUMNS, type: 'inbox_message', notFound: messageNotFound },
+      { table: 'inbox_messages', columns: MESSAGE_COLUMNS, type: 'inbox_message', notFound: 'MESSAGE_NOT_FOUND' },
       uow,
       cache,
     );

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
+import { ApiError } from '../common/api-error.js';
 import { creationStamp, deletionStamp, restorationStamp, updateStamp } from '../audit/actor-stamps.js';
 import { AuditService, diffChanges } from '../audit/audit.service.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';
 import { runList } from '../common/list/list-runner.js';
-import { userNotFound } from '../common/not-found.js';
 import { AcceptedResponse, NoContent, ResourceResponse, type ListResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
@@ -12,13 +12,7 @@ import { JobQueue } from '../jobs/job-queue.js';
 import type { AcceptedJobDto } from '../jobs/jobs.dto.js';
 import { ReadStateService } from '../read-state/read-state.service.js';
 import type { CreateMessageDto, InboxMessageDto, SendPushDto, UpdateMessageDto } from './inbox.dto.js';
-import {
-  MESSAGE_COLUMNS,
-  MESSAGE_LIST,
-  messageNotFound,
-  MessagesRepository,
-  type MessageRow,
-} from './messages.repository.js';
+import { MESSAGE_COLUMNS, MESSAGE_LIST, MessagesRepository, type MessageRow } from './messages.repository.js';
 
 const AUDITED_FIELDS = [
   'user_id',
@@ -57,7 +51,7 @@ export class MessagesService {
       const [recipient] = await tx.db.query<{ id: number }[]>('SELECT id FROM users WHERE id = $1 AND NOT is_deleted', [
         dto.user_id,
       ]);
-      if (recipient === undefined) throw userNotFound(dto.user_id);
+      if (recipient === undefined) throw ApiError.notFound('USER_NOT_FOUND', dto.user_id);
       const [created] = await tx.db.query<MessageRow[]>(
         `INSERT INTO inbox_messages (user_id, conversation_id, type, title, body, data, created_by, updated_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${MESSAGE_COLUMNS}`,
         [
@@ -152,7 +146,7 @@ export class MessagesService {
   /** Soft-deletes a live message inside `tx`. */
   async softDelete(tx: Tx, id: number, reason: string | null): Promise<MessageRow> {
     const [after] = await this.softDeleteMany(tx, [id], reason);
-    if (after === undefined) throw messageNotFound(id);
+    if (after === undefined) throw ApiError.notFound('MESSAGE_NOT_FOUND', id);
     return after;
   }
 

@@ -8,7 +8,6 @@ import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';
 import { runList } from '../common/list/list-runner.js';
 import type { ListSpec } from '../common/list/list-spec.js';
-import { userNotFound } from '../common/not-found.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { ResourceTable, respondWith } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
@@ -44,10 +43,6 @@ const MOBILE_DEVICE_LIST: ListSpec = {
   search: [],
 };
 
-function notFound(id: number): ApiError {
-  return new ApiError('MOBILE_DEVICE_NOT_FOUND', `Mobile device ${id} does not exist`, { mobile_device_id: id });
-}
-
 function tokenTaken(): ApiError {
   return new ApiError('MOBILE_DEVICE_TOKEN_TAKEN', 'This push token is already registered', {});
 }
@@ -63,7 +58,7 @@ export class MobileDevicesService {
     cache: CacheService,
   ) {
     this.devices = new ResourceTable<MobileDeviceRow>(
-      { table: 'mobile_devices', columns: COLUMNS, type: 'mobile_device', notFound },
+      { table: 'mobile_devices', columns: COLUMNS, type: 'mobile_device', notFound: 'MOBILE_DEVICE_NOT_FOUND' },
       uow,
       cache,
     );
@@ -84,7 +79,7 @@ export class MobileDevicesService {
         const [user] = await tx.db.query<{ id: number }[]>('SELECT id FROM users WHERE id = $1 AND NOT is_deleted', [
           dto.user_id,
         ]);
-        if (user === undefined) throw userNotFound(dto.user_id);
+        if (user === undefined) throw ApiError.notFound('USER_NOT_FOUND', dto.user_id);
         const [created] = await tx.db.query<MobileDeviceRow[]>(
           `INSERT INTO mobile_devices (user_id, platform, push_token, app_version, device_model, created_by, updated_by) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
           [

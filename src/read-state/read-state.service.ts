@@ -43,10 +43,6 @@ const READ_STATE_LIST: ListSpec = {
 
 const MAX_SNOOZE_MS = 365 * 24 * 3600 * 1000;
 
-function notFound(id: number): ApiError {
-  return new ApiError('READ_STATE_NOT_FOUND', `Read state ${id} does not exist`, { read_state_id: id });
-}
-
 /** The resource as sent, with `is_snoozed` judged now (a snooze ends by itself). */
 function present(row: Omit<ReadStateRow, 'version'>): ReadStateDto {
   const { message_deleted: _deleted, ...state } = row;
@@ -83,7 +79,7 @@ export class ReadStateService {
         idColumn: 'rs.id',
         columns: COLUMNS,
         type: 'message_read_state',
-        notFound,
+        notFound: 'READ_STATE_NOT_FOUND',
       },
       uow,
       cache,
@@ -99,7 +95,8 @@ export class ReadStateService {
   async get(id: number): Promise<ResourceResponse<ReadStateDto>> {
     const read = await this.states.read(id);
     const row = read === undefined ? undefined : (JSON.parse(read.entry.json) as Omit<ReadStateRow, 'version'>);
-    if (read === undefined || row === undefined || row.message_deleted === true) throw notFound(id);
+    if (read === undefined || row === undefined || row.message_deleted === true)
+      throw ApiError.notFound('READ_STATE_NOT_FOUND', id);
     return new ResourceResponse(present(row), { cache: read.cache, version: read.entry.version });
   }
 
@@ -192,7 +189,7 @@ export class ReadStateService {
         `SELECT ${COLUMNS} FROM ${FROM} WHERE rs.id = $1 FOR UPDATE OF rs`,
         [id],
       );
-      if (before === undefined || before.message_deleted === true) throw notFound(id);
+      if (before === undefined || before.message_deleted === true) throw ApiError.notFound('READ_STATE_NOT_FOUND', id);
       assertIfMatch(ifMatch, before.version);
       const after = await change(tx, before);
       if (after !== before) {
@@ -211,7 +208,7 @@ export class ReadStateService {
       [id, ...params],
     );
     const row = rows[0];
-    if (row === undefined) throw notFound(id);
+    if (row === undefined) throw ApiError.notFound('READ_STATE_NOT_FOUND', id);
     return row;
   }
 }

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { ApiError } from '../common/api-error.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { AuthContextService } from '../auth/auth-context.service.js';
 import { SESSION_LIST } from '../auth/sessions.js';
@@ -6,7 +7,6 @@ import { SessionsService } from '../auth/sessions.service.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';
 import { runList } from '../common/list/list-runner.js';
-import { userNotFound } from '../common/not-found.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import type { SessionDto, SessionsRevokedDto } from './dto/session.dto.js';
@@ -26,7 +26,7 @@ export class UserSessionsService {
   /** Newest first. A deleted user's sessions stay readable (an auditor's question); an unknown user is 404. */
   async list(userId: number, query: Record<string, unknown>): Promise<ListResponse<SessionDto>> {
     const parsed = parseListQuery(SESSION_LIST, query);
-    if ((await this.users.read(userId)) === undefined) throw userNotFound(userId);
+    if ((await this.users.read(userId)) === undefined) throw ApiError.notFound('USER_NOT_FOUND', userId);
     return runList<SessionDto>(this.uow.reader, SESSION_LIST, parsed, { where: 'user_id = $1', params: [userId] });
   }
 

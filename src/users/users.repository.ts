@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { AuthContextService } from '../auth/auth-context.service.js';
 import type { SessionRow } from '../auth/sessions.js';
 import { CacheService } from '../cache/cache.service.js';
-import { userNotFound } from '../common/not-found.js';
 import type { ListSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
@@ -37,7 +36,7 @@ export class UsersRepository extends ResourceTable<UserRow> {
     cache: CacheService,
     private readonly authContexts: AuthContextService,
   ) {
-    super({ table: 'users', columns: USER_COLUMNS, type: 'user', notFound: userNotFound }, uow, cache);
+    super({ table: 'users', columns: USER_COLUMNS, type: 'user', notFound: 'USER_NOT_FOUND' }, uow, cache);
   }
 
   /** After commit: the detail entry and the auth context's user entry (and revoked sessions). */

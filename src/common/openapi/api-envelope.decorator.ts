@@ -1,21 +1,24 @@
 import { applyDecorators, type Type } from '@nestjs/common';
 import { ApiExtraModels, ApiResponse, getSchemaPath } from '@nestjs/swagger';
+import { codesOf, ERRORS } from '../error-codes.js';
 import { ErrorEnvelopeDto, ListMetaDto, MetaDto } from './envelope.dto.js';
 
-const ERROR_DESCRIPTIONS: Readonly<Record<number, string>> = {
-  400: 'VALIDATION_FAILED or MALFORMED_JSON',
-  401: 'Missing, invalid or expired token, or invalid session',
-  403: 'ROLE_FORBIDDEN, PERMISSION_DENIED, ROLE_ESCALATION_FORBIDDEN or DELEGATION_FORBIDDEN',
-  404: 'The record (or one the body refers to) does not exist',
-  409: 'Conflict with the current state',
-  412: 'If-Match does not match the current version',
-  413: 'Body larger than 1 MiB',
-  415: 'Body is not application/json',
-  422: 'The request is well-formed but breaks a rule',
-  429: 'RATE_LIMITED (see Retry-After)',
-  500: 'INTERNAL_ERROR',
-  503: 'SERVICE_UNAVAILABLE: the database is unreachable (see Retry-After)',
-};
+/** "`PERMISSION_DENIED`: the caller lacks …; `ROLE_FORBIDDEN`: …" for one status, from the error table. */
+function errorDescription(status: number): string {
+  const codes = codesOf(status);
+  return codes.length === 0 ? 'Error' : codes.map((code) => `\`${code}\`: ${ERRORS[code].meaning}`).join('; ');
+}
+
+/** An error envelope of the status's first code, as the service sends it. */
+function errorExample(status: number): object {
+  const code = codesOf(status)[0] ?? 'INTERNAL_ERROR';
+  const spec: { readonly meaning: string; readonly example?: object } = ERRORS[code];
+  return {
+    success: false,
+    error: { code, message: spec.meaning, details: spec.example ?? {} },
+    meta: { request_id: '3f0c7a3e-8d55-4d7e-9b8e-1f6f5b3c2a10' },
+  };
+}
 
 interface EnvelopeOptions {
   readonly status?: 200 | 201 | 202;
@@ -53,8 +56,8 @@ export function ApiErrorResponses(statuses: readonly number[]): MethodDecorator 
     ...statuses.map((status) =>
       ApiResponse({
         status,
-        description: ERROR_DESCRIPTIONS[status] ?? 'Error',
-        schema: { $ref: getSchemaPath(ErrorEnvelopeDto) },
+        description: errorDescription(status),
+        schema: { allOf: [{ $ref: getSchemaPath(ErrorEnvelopeDto) }], example: errorExample(status) },
       }),
     ),
   );
