@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AuditService } from '../audit/audit.service.js';
+import { AuthContextService } from './auth-context.service.js';
 import { currentActorId } from '../common/request-context.js';
 import type { Tx } from '../database/unit-of-work.js';
 import { revokeSessionsOfUser, type SessionRow } from './sessions.js';
@@ -7,11 +8,14 @@ import { revokeSessionsOfUser, type SessionRow } from './sessions.js';
 /** Session writes made on behalf of other writes (suspending or deleting a user). */
 @Injectable()
 export class SessionsService {
-  constructor(private readonly audit: AuditService) {}
+  constructor(
+    private readonly audit: AuditService,
+    private readonly authContexts: AuthContextService,
+  ) {}
 
   /**
    * Revokes every live session of the user inside the caller's transaction, with one
-   * `session.revoke` audit event each; the caller rebuilds their cache entries after commit.
+   * `session.revoke` audit event each; their cache entries are rebuilt after commit.
    */
   async revokeAllOf(tx: Tx, userId: number, reason: string): Promise<SessionRow[]> {
     const revoked = await revokeSessionsOfUser(tx.db, userId, reason, currentActorId());
@@ -24,6 +28,8 @@ export class SessionsService {
         changes: { revoked_at: [null, session.revoked_at?.toISOString() ?? null] },
       });
     }
+    // The session entries of the auth context are rebuilt after commit: refused on every instance.
+    tx.afterCommit(() => this.authContexts.refreshSessions(revoked));
     return revoked;
   }
 }

@@ -78,8 +78,33 @@ export function authorityState(row: Pick<AuthorityRow, 'revoked_at' | 'is_active
  * bumps the set's version in its transaction and rebuilds it after commit, so the next
  * request on any instance is authorised against the new state.
  */
+/** The columns an authorities write may set. */
+type AuthorityColumn =
+  | 'device_id'
+  | 'user_id'
+  | 'is_active'
+  | 'revoked_at'
+  | 'revoked_by'
+  | 'revoke_reason'
+  | 'expires_at'
+  | 'label'
+  | 'owner'
+  | 'assigned_by'
+  | 'created_by'
+  | 'updated_by'
+  | 'is_deleted'
+  | 'deleted_at'
+  | 'deleted_by';
+
+/** Columns no authorization decision reads: changing only these leaves the device's authority set alone. */
+const NOT_READ_BY_AUTHORIZATION: ReadonlySet<string> = new Set(['label', 'updated_by']);
+
+// A transfer revives an authority that was deleted, revoked, inactive or expired: it is assigned anew.
+const NOT_EFFECTIVE =
+  '(authorities.is_deleted OR authorities.revoked_at IS NOT NULL OR NOT authorities.is_active OR authorities.expires_at <= now())';
+
 @Injectable()
-export class AuthoritiesRepository extends ResourceTable<AuthorityRow> {
+export class AuthoritiesRepository extends ResourceTable<AuthorityRow, AuthorityColumn> {
   constructor(
     uow: UnitOfWork,
     cache: CacheService,
@@ -93,10 +118,11 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow> {
   }
 
   /**
-   * `authorization: false` for changes that no authorization decision reads (the label): the
-   * detail entry is rebuilt, the device's set is left alone.
+   * Every write bumps the device's authority-set version in its transaction and rebuilds the set
+   * after commit, unless it set only columns no authorization decision reads (a label).
    */
-  async changed(tx: Tx, rows: readonly AuthorityRow[], authorization = true): Promise<void> {
+  override async changed(tx: Tx, rows: readonly AuthorityRow[], columns: readonly string[] = []): Promise<void> {
+    const authorization = columns.length === 0 || columns.some((column) => !NOT_READ_BY_AUTHORIZATION.has(column));
     const devices = rows.map((row) => row.device_id);
     if (authorization) await bumpProjectionVersions(tx.db, 'device', devices);
     tx.afterCommit(async () => {
@@ -105,5 +131,33 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow> {
         ...(authorization ? [this.deviceAuthorities.refresh(devices)] : []),
       ]);
     });
+  }
+
+  /**
+   * Makes the user the device's owner (transfer-owner): creates the authority, or makes it live,
+   * active, unrevoked and without expiry; a transfer that creates or revives it assigns it anew.
+   */
+  async makeOwner(tx: Tx, deviceId: number, userId: number, actor: number | null): Promise<AuthorityRow> {
+    const [promoted] = await tx.db.query<AuthorityRow[]>(
+      `INSERT INTO authorities (device_id, user_id, owner, created_by, updated_by, assigned_by) VALUES ($1, $2, true, $3, $3, $3)
+       ON CONFLICT (device_id, user_id) DO UPDATE SET owner = true, is_active = true, revoked_at = NULL, revoked_by = NULL,
+         revoke_reason = NULL, expires_at = NULL, is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $3,
+         assigned_by = CASE WHEN ${NOT_EFFECTIVE} THEN $3 ELSE authorities.assigned_by END,
+         assigned_at = CASE WHEN ${NOT_EFFECTIVE} THEN now() ELSE authorities.assigned_at END
+       RETURNING ${AUTHORITY_COLUMNS}`,
+      [deviceId, userId, actor],
+    );
+    if (promoted === undefined) throw new Error('owner authority upsert returned no row');
+    await this.changed(tx, [promoted]);
+    return promoted;
+  }
+
+  /** The device's current owner authority, locked; undefined on a device without owner. */
+  async lockOwnerOf(tx: Tx, deviceId: number): Promise<AuthorityRow | undefined> {
+    const [owner] = await tx.db.query<AuthorityRow[]>(
+      `SELECT ${AUTHORITY_COLUMNS} FROM authorities WHERE device_id = $1 AND owner FOR UPDATE`,
+      [deviceId],
+    );
+    return owner;
   }
 }

@@ -14,7 +14,6 @@ import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import {
   assertNotExtendingOwn,
-  AUTHORITY_COLUMNS,
   AUTHORITY_LIST,
   AuthoritiesRepository,
   ownerProtected,
@@ -69,10 +68,17 @@ export class AuthoritiesService {
     const row = await this.uow.run(async (tx) => {
       // ON CONFLICT DO NOTHING: a concurrent creator of the same pair waits for the winner and
       // then sees its committed row, so exactly one request gets the 201.
-      const [created] = await tx.db.query<AuthorityRow[]>(
-        `INSERT INTO authorities (device_id, user_id, expires_at, label, created_by, updated_by, assigned_by) VALUES ($1, $2, $3, $4, $5, $6, $5)
-         ON CONFLICT (device_id, user_id) DO NOTHING RETURNING ${AUTHORITY_COLUMNS}`,
-        [dto.device_id, dto.user_id, expiresAt, dto.label ?? null, stamp.created_by, stamp.updated_by],
+      const created = await this.authorities.insert(
+        tx,
+        {
+          device_id: dto.device_id,
+          user_id: dto.user_id,
+          expires_at: expiresAt,
+          label: dto.label ?? null,
+          ...stamp,
+          assigned_by: stamp.created_by,
+        },
+        '(device_id, user_id) DO NOTHING',
       );
       if (created === undefined) throw await this.alreadyExists(tx, dto.device_id, dto.user_id);
       await this.audit.record(tx.db, {
@@ -81,7 +87,6 @@ export class AuthoritiesService {
         resource_id: created.id,
         changes: diffChanges(null, created, AUTHORITY_AUDITED_FIELDS),
       });
-      await this.authorities.changed(tx, [created]);
       return created;
     });
     return respondWith(row, { status: 201, location: `/v1/admin/authorities/${row.id}` });
@@ -112,18 +117,18 @@ export class AuthoritiesService {
       };
       const changes = diffChanges(before, wanted, ['expires_at', 'label']);
       if (Object.keys(changes).length === 0) return before;
-      const after = await this.authorities.update(tx, id, 'expires_at = $2, label = $3, updated_by = $4', [
-        wanted.expires_at,
-        wanted.label,
-        updateStamp().updated_by,
-      ]);
+      // Only the fields that change: a label alone leaves the device's authority set alone.
+      const after = await this.authorities.patch(tx, id, {
+        ...('expires_at' in changes ? { expires_at: wanted.expires_at } : {}),
+        ...('label' in changes ? { label: wanted.label } : {}),
+        ...updateStamp(),
+      });
       await this.audit.record(tx.db, {
         action: 'authority.update',
         resource_type: 'authority',
         resource_id: id,
         changes,
       });
-      await this.authorities.changed(tx, [after], 'expires_at' in changes);
       return after;
     });
     return respondWith(row);

@@ -4,7 +4,7 @@ import { AuditService } from '../audit/audit.service.js';
 import { ApiError } from '../common/api-error.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { NoContent, type ResourceResponse } from '../common/responses.js';
-import { respondWith } from '../database/resource-table.js';
+import { NOW, respondWith } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import { AuthoritiesRepository, authorityState, ownerProtected, type AuthorityRow } from './authorities.repository.js';
 import type { AuthorityDto } from './dto/authority.dto.js';
@@ -34,12 +34,7 @@ export class AuthorityActionsService {
       if (before.owner) throw ownerProtected(before, 'delete');
       assertIfMatch(ifMatch, before.version);
       const stamp = deletionStamp();
-      const after = await this.authorities.update(
-        tx,
-        id,
-        'is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $4',
-        [stamp.deleted_at, stamp.deleted_by, stamp.updated_by],
-      );
+      const after = await this.authorities.patch(tx, id, stamp);
       return this.finish(tx, after, 'authority.delete', { is_deleted: [false, true] });
     });
   }
@@ -49,12 +44,7 @@ export class AuthorityActionsService {
       const before = await this.authorities.lock(tx, id);
       if (!before.is_deleted) return NoContent.instance;
       assertIfMatch(ifMatch, before.version);
-      const after = await this.authorities.update(
-        tx,
-        id,
-        'is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $2',
-        [restorationStamp().updated_by],
-      );
+      const after = await this.authorities.patch(tx, id, restorationStamp());
       return this.finish(tx, after, 'authority.restore', { is_deleted: [true, false] });
     });
   }
@@ -62,9 +52,7 @@ export class AuthorityActionsService {
   activate(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
     return this.uow.run(async (tx) => {
       await this.prepare(tx, id, ifMatch, 'activate');
-      const after = await this.authorities.update(tx, id, 'is_active = true, updated_by = $2', [
-        updateStamp().updated_by,
-      ]);
+      const after = await this.authorities.patch(tx, id, { is_active: true, ...updateStamp() });
       return this.finish(tx, after, 'authority.activate', { is_active: [false, true] });
     });
   }
@@ -72,9 +60,7 @@ export class AuthorityActionsService {
   deactivate(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
     return this.uow.run(async (tx) => {
       const before = await this.prepare(tx, id, ifMatch, 'deactivate');
-      const after = await this.authorities.update(tx, id, 'is_active = false, updated_by = $2', [
-        updateStamp().updated_by,
-      ]);
+      const after = await this.authorities.patch(tx, id, { is_active: false, ...updateStamp() });
       return this.finish(tx, after, 'authority.deactivate', { is_active: [before.is_active, false] });
     });
   }
@@ -83,12 +69,13 @@ export class AuthorityActionsService {
     return this.uow.run(async (tx) => {
       const before = await this.prepare(tx, id, ifMatch, 'revoke');
       const actor = updateStamp().updated_by;
-      const after = await this.authorities.update(
-        tx,
-        id,
-        'is_active = false, revoked_at = now(), revoked_by = $2, revoke_reason = $3, updated_by = $2',
-        [actor, reason ?? null],
-      );
+      const after = await this.authorities.patch(tx, id, {
+        is_active: false,
+        revoked_at: NOW,
+        revoked_by: actor,
+        revoke_reason: reason ?? null,
+        updated_by: actor,
+      });
       const changes: Record<string, readonly [unknown, unknown]> = {
         revoked_at: [null, after.revoked_at],
         ...(before.is_active ? { is_active: [true, false] } : {}),
@@ -117,7 +104,6 @@ export class AuthorityActionsService {
     reason: string | null = null,
   ): Promise<ResourceResponse<AuthorityDto>> {
     await this.audit.record(tx.db, { action, resource_type: 'authority', resource_id: after.id, reason, changes });
-    await this.authorities.changed(tx, [after]);
     return respondWith(after);
   }
 }

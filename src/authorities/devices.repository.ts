@@ -23,13 +23,36 @@ export const DEVICE_LIST: ListSpec = {
   search: ['serial_number', 'name'],
 };
 
+type DeviceColumn = 'serial_number' | 'name' | 'model' | 'owner_user_id' | 'created_by' | 'updated_by';
+
+/** One row of the append-only ownership history. */
+export interface OwnershipTransferRecord {
+  readonly device_id: number;
+  readonly from_user_id: number | null;
+  readonly to_user_id: number;
+  readonly reason: string | null;
+  readonly transferred_by: number | null;
+  readonly request_id: string | null;
+}
+
 @Injectable()
-export class DevicesRepository extends ResourceTable<DeviceRow> {
+export class DevicesRepository extends ResourceTable<DeviceRow, DeviceColumn> {
   constructor(uow: UnitOfWork, cache: CacheService) {
     super({ table: 'devices', columns: DEVICE_COLUMNS, type: 'device', notFound: 'DEVICE_NOT_FOUND' }, uow, cache);
   }
 
-  rebuildAfterCommit(tx: Tx, row: DeviceRow): void {
-    tx.afterCommit(() => this.refresh(row));
+  /** Appends a row to the ownership history (the table refuses UPDATE and DELETE). */
+  async recordTransfer(tx: Tx, transfer: OwnershipTransferRecord): Promise<void> {
+    await tx.db.query(
+      'INSERT INTO ownership_transfers (device_id, from_user_id, to_user_id, reason, transferred_by, request_id) VALUES ($1, $2, $3, $4, $5, $6)',
+      [
+        transfer.device_id,
+        transfer.from_user_id,
+        transfer.to_user_id,
+        transfer.reason,
+        transfer.transferred_by,
+        transfer.request_id,
+      ],
+    );
   }
 }

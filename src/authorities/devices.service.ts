@@ -12,7 +12,7 @@ import { runList } from '../common/list/list-runner.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
-import { DEVICE_COLUMNS, DEVICE_LIST, DevicesRepository, type DeviceRow } from './devices.repository.js';
+import { DEVICE_LIST, DevicesRepository, type DeviceRow } from './devices.repository.js';
 import type { CreateDeviceDto, DeviceDto, UpdateDeviceDto } from './dto/device.dto.js';
 
 const AUDITED_FIELDS = ['serial_number', 'name', 'model'] as const satisfies readonly (keyof DeviceRow)[];
@@ -51,10 +51,12 @@ export class DevicesService {
     const stamp = creationStamp();
     const row = await this.uow
       .run(async (tx) => {
-        const [created] = await tx.db.query<DeviceRow[]>(
-          `INSERT INTO devices (serial_number, name, model, created_by, updated_by) VALUES ($1, $2, $3, $4, $5) RETURNING ${DEVICE_COLUMNS}`,
-          [dto.serial_number, dto.name, dto.model ?? null, stamp.created_by, stamp.updated_by],
-        );
+        const created = await this.devices.insert(tx, {
+          serial_number: dto.serial_number,
+          name: dto.name,
+          model: dto.model ?? null,
+          ...stamp,
+        });
         if (created === undefined) throw new Error('device insert returned no row');
         await this.audit.record(tx.db, {
           action: 'device.create',
@@ -62,7 +64,6 @@ export class DevicesService {
           resource_id: created.id,
           changes: diffChanges(null, created, AUDITED_FIELDS),
         });
-        this.devices.rebuildAfterCommit(tx, created);
         return created;
       })
       .catch((error: unknown) => {
@@ -82,13 +83,8 @@ export class DevicesService {
       };
       const changes = diffChanges(before, wanted, AUDITED_FIELDS);
       if (Object.keys(changes).length === 0) return before;
-      const after = await this.devices.update(tx, id, 'name = $2, model = $3, updated_by = $4', [
-        wanted.name,
-        wanted.model,
-        updateStamp().updated_by,
-      ]);
+      const after = await this.devices.patch(tx, id, { name: wanted.name, model: wanted.model, ...updateStamp() });
       await this.audit.record(tx.db, { action: 'device.update', resource_type: 'device', resource_id: id, changes });
-      this.devices.rebuildAfterCommit(tx, after);
       return after;
     });
     return respondWith(row);

@@ -10,9 +10,9 @@ import { runList } from '../common/list/list-runner.js';
 import type { ListSpec } from '../common/list/list-spec.js';
 import { currentActorId, currentRequest } from '../common/request-context.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
-import { withoutVersion } from '../database/resource-table.js';
+import { NOW, withoutVersion } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
-import { AUTHORITY_COLUMNS, AuthoritiesRepository, type AuthorityRow } from './authorities.repository.js';
+import { AuthoritiesRepository, type AuthorityRow } from './authorities.repository.js';
 import { DevicesRepository, type DeviceRow } from './devices.repository.js';
 import type { OwnershipTransferDto, TransferOwnerDto, TransferResultDto } from './dto/device.dto.js';
 
@@ -25,10 +25,6 @@ const TRANSFER_LIST: ListSpec = {
   filters: {},
   search: [],
 };
-
-// The transfer revives an authority that was deleted, revoked, inactive or expired: it is assigned anew.
-const NOT_EFFECTIVE =
-  '(authorities.is_deleted OR authorities.revoked_at IS NOT NULL OR NOT authorities.is_active OR authorities.expires_at <= now())';
 
 function targetInvalid(userId: number, reason: string, message: string): ApiError {
   return new ApiError('TRANSFER_TARGET_INVALID', message, { new_owner_user_id: userId, reason });
@@ -78,37 +74,22 @@ export class OwnershipService {
       assertIfMatch(ifMatch, device.version);
       await this.assertTarget(tx, device, dto.new_owner_user_id);
       const actor = currentActorId();
-      const [previous] = await tx.db.query<AuthorityRow[]>(
-        `SELECT ${AUTHORITY_COLUMNS} FROM authorities WHERE device_id = $1 AND owner FOR UPDATE`,
-        [deviceId],
-      );
+      const previous = await this.authorities.lockOwnerOf(tx, deviceId);
       // Demote first: the unique index allows one owner per device at every statement.
       const demoted = previous === undefined ? undefined : await this.demote(tx, previous, dto, actor);
-      const [promoted] = await tx.db.query<AuthorityRow[]>(
-        `INSERT INTO authorities (device_id, user_id, owner, created_by, updated_by, assigned_by) VALUES ($1, $2, true, $3, $3, $3)
-         ON CONFLICT (device_id, user_id) DO UPDATE SET owner = true, is_active = true, revoked_at = NULL, revoked_by = NULL,
-           revoke_reason = NULL, expires_at = NULL, is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $3,
-           assigned_by = CASE WHEN ${NOT_EFFECTIVE} THEN $3 ELSE authorities.assigned_by END,
-           assigned_at = CASE WHEN ${NOT_EFFECTIVE} THEN now() ELSE authorities.assigned_at END
-         RETURNING ${AUTHORITY_COLUMNS}`,
-        [deviceId, dto.new_owner_user_id, actor],
-      );
-      if (promoted === undefined) throw new Error('owner authority upsert returned no row');
-      const updatedDevice = await this.devices.update(tx, deviceId, 'owner_user_id = $2, updated_by = $3', [
-        dto.new_owner_user_id,
-        actor,
-      ]);
-      await tx.db.query(
-        'INSERT INTO ownership_transfers (device_id, from_user_id, to_user_id, reason, transferred_by, request_id) VALUES ($1, $2, $3, $4, $5, $6)',
-        [
-          deviceId,
-          device.owner_user_id,
-          dto.new_owner_user_id,
-          dto.reason ?? null,
-          actor,
-          currentRequest()?.request_id ?? null,
-        ],
-      );
+      const promoted = await this.authorities.makeOwner(tx, deviceId, dto.new_owner_user_id, actor);
+      const updatedDevice = await this.devices.patch(tx, deviceId, {
+        owner_user_id: dto.new_owner_user_id,
+        updated_by: actor,
+      });
+      await this.devices.recordTransfer(tx, {
+        device_id: deviceId,
+        from_user_id: device.owner_user_id,
+        to_user_id: dto.new_owner_user_id,
+        reason: dto.reason ?? null,
+        transferred_by: actor,
+        request_id: currentRequest()?.request_id ?? null,
+      });
       await this.audit.record(tx.db, {
         action: 'device.transfer_owner',
         resource_type: 'device',
@@ -119,8 +100,6 @@ export class OwnershipService {
           ...(demoted === undefined || demoted.revoked_at === null ? {} : { previous_owner_revoked: [false, true] }),
         },
       });
-      await this.authorities.changed(tx, demoted === undefined ? [promoted] : [demoted, promoted]);
-      this.devices.rebuildAfterCommit(tx, updatedDevice);
       const result: TransferResultDto = {
         device_id: deviceId,
         previous_owner: demoted === undefined ? null : withoutVersion(demoted),
@@ -150,14 +129,12 @@ export class OwnershipService {
     actor: number | null,
   ): Promise<AuthorityRow> {
     const revoke = dto.keep_previous_owner_access === false;
-    const assignments = revoke
-      ? 'owner = false, is_active = false, revoked_at = now(), revoked_by = $2, revoke_reason = $3, updated_by = $2'
-      : 'owner = false, updated_by = $2';
-    return this.authorities.update(
-      tx,
-      previous.id,
-      assignments,
-      revoke ? [actor, dto.reason ?? 'ownership transferred'] : [actor],
-    );
+    return this.authorities.patch(tx, previous.id, {
+      owner: false,
+      ...(revoke
+        ? { is_active: false, revoked_at: NOW, revoked_by: actor, revoke_reason: dto.reason ?? 'ownership transferred' }
+        : {}),
+      updated_by: actor,
+    });
   }
 }

@@ -29,6 +29,34 @@ export interface ResourceTableOptions {
   readonly notFound: RecordNotFoundCode;
 }
 
+/** A column value computed by PostgreSQL at the write (`now()`), so every row of a write shares its clock. */
+export const NOW = Symbol('now()');
+
+/** Values of a write by column name: a parameter, or `NOW`. */
+export type ColumnValues<Column extends string> = Partial<Readonly<Record<Column, unknown>>>;
+
+/** `col = $n` assignments (or the column and value lists of an INSERT) numbered from `first`. */
+function assignments(
+  values: Readonly<Record<string, unknown>>,
+  first: number,
+): { columns: string[]; placeholders: string[]; params: unknown[] } {
+  const columns: string[] = [];
+  const placeholders: string[] = [];
+  const params: unknown[] = [];
+  for (const [column, value] of Object.entries(values)) {
+    if (value === undefined) continue;
+    if (!/^[a-z_][a-z0-9_]*$/.test(column)) throw new Error(`not a column name: ${column}`);
+    columns.push(column);
+    if (value === NOW) {
+      placeholders.push('now()');
+    } else {
+      params.push(value);
+      placeholders.push(`$${first + params.length - 1}`);
+    }
+  }
+  return { columns, placeholders, params };
+}
+
 /** The resource as sent: every field except `version`. */
 export function withoutVersion<Row extends VersionedRow>(row: Row): Omit<Row, 'version'> {
   const { version: _version, ...resource } = row;
@@ -39,7 +67,7 @@ export function withoutVersion<Row extends VersionedRow>(row: Row): Omit<Row, 'v
  * Row access shared by the resources read by id: cached detail reads (cache-aside), locked
  * reads inside a write, `UPDATE … RETURNING`, and the rebuild of the detail entry after commit.
  */
-export class ResourceTable<Row extends VersionedRow> {
+export class ResourceTable<Row extends VersionedRow, Column extends string = string> {
   private readonly cached: CacheAside;
 
   constructor(
@@ -108,6 +136,50 @@ export class ResourceTable<Row extends VersionedRow> {
     const row = rows[0];
     if (row === undefined) throw ApiError.notFound(this.options.notFound, id);
     return row;
+  }
+
+  /**
+   * `INSERT … RETURNING` the row; with `onConflict` (e.g. \`(device_id, user_id) DO NOTHING\`) it may
+   * insert nothing and answers undefined. Registers the row's after-commit refresh (`changed`).
+   */
+  async insert(tx: Tx, values: ColumnValues<Column>, onConflict?: string): Promise<Row | undefined> {
+    const { columns, placeholders, params } = assignments(values, 1);
+    const conflict = onConflict === undefined ? '' : ` ON CONFLICT ${onConflict}`;
+    const [row] = await tx.db.query<Row[]>(
+      `INSERT INTO ${this.options.table} (${columns.join(', ')}) VALUES (${placeholders.join(', ')})${conflict} RETURNING ${this.options.columns}`,
+      params,
+    );
+    if (row !== undefined) await this.changed(tx, [row], columns);
+    return row;
+  }
+
+  /**
+   * `UPDATE … SET <columns> WHERE id = $1 RETURNING` the row (404 when it does not exist), and
+   * registers its after-commit refresh (`changed`), so no service can forget one.
+   */
+  async patch(tx: Tx, id: number, values: ColumnValues<Column>): Promise<Row> {
+    const { columns, placeholders, params } = assignments(values, 2);
+    const set = columns.map((column, index) => `${column} = ${placeholders[index] ?? 'NULL'}`).join(', ');
+    const [rows] = await tx.db.query<[Row[], number]>(
+      `UPDATE ${this.options.table} SET ${set} WHERE id = $1 RETURNING ${this.options.columns}`,
+      [id, ...params],
+    );
+    const row = rows[0];
+    if (row === undefined) throw ApiError.notFound(this.options.notFound, id);
+    await this.changed(tx, [row], columns);
+    return row;
+  }
+
+  /**
+   * What a write of these rows must do to the cache: by default rebuild each detail entry after
+   * commit. Tables with dependent projections (the auth context, device authority sets) extend
+   * it; `columns` are those the write set, so a change no projection reads can leave it alone.
+   */
+  changed(tx: Tx, rows: readonly Row[], _columns: readonly string[] = []): Promise<void> {
+    tx.afterCommit(async () => {
+      await Promise.all(rows.map((row) => this.refresh(row)));
+    });
+    return Promise.resolve();
   }
 
   /** Rebuilds the detail entry at the row's version. */

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { ApiError } from '../common/api-error.js';
 import { bumpProjectionVersions } from '../database/projection-versions.js';
 import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js';
 import { CacheService } from '../cache/cache.service.js';
@@ -66,16 +67,70 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     );
   }
 
-  /**
-   * One change rebuilds its device's set at once (the next check is a hit); a bulk change marks
-   * the sets stale at their new versions instead, so a thousand items cost no rebuild queries.
-   * New rows (version 1) were never cached, so only revocations refresh a detail entry.
-   */
-  async changed(
+  /** One change rebuilds its device's set at once, so the next check is a hit. */
+  override changed(tx: Tx, rows: readonly AuthorityPermissionRow[]): Promise<void> {
+    return this.record(tx, rows, 'rebuild');
+  }
+
+  /** A bulk change marks the sets stale at their new versions: a thousand items cost no rebuild queries. */
+  changedInBulk(tx: Tx, rows: readonly AuthorityPermissionRow[]): Promise<void> {
+    return this.record(tx, rows, 'invalidate');
+  }
+
+  /** Attaches the permission (201); undefined when the authority already holds it. */
+  async grant(
     tx: Tx,
-    rows: readonly AuthorityPermissionRow[],
-    mode: 'rebuild' | 'invalidate' = 'rebuild',
-  ): Promise<void> {
+    authorityId: number,
+    permissionId: number,
+    actor: number | null,
+  ): Promise<AuthorityPermissionRow | undefined> {
+    const [inserted] = await tx.db.query<{ id: number }[]>(
+      `INSERT INTO authority_permissions (authority_id, permission_id, granted_by) VALUES ($1, $2, $3)
+       ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL DO NOTHING RETURNING id`,
+      [authorityId, permissionId, actor],
+    );
+    if (inserted === undefined) return undefined;
+    const [created] = await this.findMany(tx, [inserted.id]);
+    if (created === undefined) throw new Error('authority permission insert returned no row');
+    await this.changed(tx, [created]);
+    return created;
+  }
+
+  /** The id of the live row of the pair, if any. */
+  async activeId(tx: Tx, authorityId: number, permissionId: number): Promise<number | null> {
+    const [row] = await tx.db.query<{ id: number }[]>(
+      'SELECT id FROM authority_permissions WHERE authority_id = $1 AND permission_id = $2 AND revoked_at IS NULL',
+      [authorityId, permissionId],
+    );
+    return row?.id ?? null;
+  }
+
+  /** Stamps the revocation of a live row (locked first); `already` when it was revoked, 404 when missing. */
+  async revoke(
+    tx: Tx,
+    id: number,
+    actor: number | null,
+    beforeWrite: () => void,
+  ): Promise<AuthorityPermissionRow | 'already'> {
+    const [locked] = await tx.db.query<{ revoked_at: Date | null }[]>(
+      'SELECT revoked_at FROM authority_permissions WHERE id = $1 FOR UPDATE',
+      [id],
+    );
+    if (locked === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
+    if (locked.revoked_at !== null) return 'already';
+    beforeWrite();
+    await tx.db.query('UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = $1', [
+      id,
+      actor,
+    ]);
+    const [revoked] = await this.findMany(tx, [id]);
+    if (revoked === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
+    await this.changed(tx, [revoked]);
+    return revoked;
+  }
+
+  /** New rows (version 1) were never cached, so only revocations refresh a detail entry. */
+  private async record(tx: Tx, rows: readonly AuthorityPermissionRow[], mode: 'rebuild' | 'invalidate'): Promise<void> {
     const devices = rows.map((row) => row.device_id);
     const versions = await bumpProjectionVersions(tx.db, 'device', devices);
     const revoked = rows.filter((row) => row.version > 1);

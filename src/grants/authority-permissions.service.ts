@@ -77,35 +77,24 @@ export class AuthorityPermissionsService {
     }
     await this.authorization.assertMayDelegate(actor, target.code, target.device_id);
     const row = await this.uow.run(async (tx) => {
-      const [inserted] = await tx.db.query<{ id: number }[]>(
-        `INSERT INTO authority_permissions (authority_id, permission_id, granted_by) VALUES ($1, $2, $3)
-         ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL DO NOTHING RETURNING id`,
-        [dto.authority_id, dto.permission_id, currentActorId()],
-      );
-      if (inserted === undefined) {
-        const [existing] = await tx.db.query<{ id: number }[]>(
-          'SELECT id FROM authority_permissions WHERE authority_id = $1 AND permission_id = $2 AND revoked_at IS NULL',
-          [dto.authority_id, dto.permission_id],
-        );
+      const created = await this.rows.grant(tx, dto.authority_id, dto.permission_id, currentActorId());
+      if (created === undefined) {
         throw new ApiError(
           'AUTHORITY_PERMISSION_EXISTS',
           `Authority ${dto.authority_id} already holds ${target.code}`,
           {
-            authority_permission_id: existing?.id ?? null,
+            authority_permission_id: await this.rows.activeId(tx, dto.authority_id, dto.permission_id),
             authority_id: dto.authority_id,
             permission_id: dto.permission_id,
           },
         );
       }
-      const [created] = await this.rows.findMany(tx, [inserted.id]);
-      if (created === undefined) throw new Error('authority permission insert returned no row');
       await this.audit.record(tx.db, {
         action: 'authority_permission.grant',
         resource_type: 'authority_permission',
         resource_id: created.id,
         changes: { authority_id: [null, created.authority_id], permission_code: [null, created.permission_code] },
       });
-      await this.rows.changed(tx, [created]);
       return created;
     });
     return respondWith(row, { status: 201, location: `/v1/admin/authority-permissions/${row.id}` });
@@ -114,26 +103,14 @@ export class AuthorityPermissionsService {
   /** Revokes (200 with the row); 204 when it already was. A live row is version 1 for `If-Match`. */
   revoke(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityPermissionDto> | NoContent> {
     return this.uow.run(async (tx) => {
-      const [locked] = await tx.db.query<{ revoked_at: Date | null }[]>(
-        'SELECT revoked_at FROM authority_permissions WHERE id = $1 FOR UPDATE',
-        [id],
-      );
-      if (locked === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
-      if (locked.revoked_at !== null) return NoContent.instance;
-      assertIfMatch(ifMatch, 1);
-      await tx.db.query('UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = $1', [
-        id,
-        currentActorId(),
-      ]);
-      const [revoked] = await this.rows.findMany(tx, [id]);
-      if (revoked === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
+      const revoked = await this.rows.revoke(tx, id, currentActorId(), () => assertIfMatch(ifMatch, 1));
+      if (revoked === 'already') return NoContent.instance;
       await this.audit.record(tx.db, {
         action: 'authority_permission.revoke',
         resource_type: 'authority_permission',
         resource_id: id,
         changes: { revoked_at: [null, revoked.revoked_at] },
       });
-      await this.rows.changed(tx, [revoked]);
       return respondWith(revoked);
     });
   }

@@ -177,7 +177,8 @@ export class BulkAuthorityPermissionsService {
       // Repeated in the batch, or granted concurrently since we resolved: already granted.
       if (id === undefined || claimed.has(key)) {
         result.status = 'already_granted';
-        result.authority_permission_id = id ?? (await this.activeId(tx, result.authority_id, result.permission_id));
+        result.authority_permission_id =
+          id ?? (await this.rows.activeId(tx, result.authority_id, result.permission_id));
       } else {
         claimed.add(key);
         result.authority_permission_id = id;
@@ -204,14 +205,6 @@ export class BulkAuthorityPermissionsService {
     await this.recordChanged(tx, [...done], 'authority_permission.revoke', reason);
   }
 
-  private async activeId(tx: Tx, authorityId: number, permissionId: number): Promise<number | null> {
-    const [row] = await tx.db.query<{ id: number }[]>(
-      'SELECT id FROM authority_permissions WHERE authority_id = $1 AND permission_id = $2 AND revoked_at IS NULL',
-      [authorityId, permissionId],
-    );
-    return row?.id ?? null;
-  }
-
   private async recordChanged(
     tx: Tx,
     ids: readonly number[],
@@ -231,6 +224,6 @@ export class BulkAuthorityPermissionsService {
           : { revoked_at: [null, row.revoked_at] },
       })),
     );
-    await this.rows.changed(tx, rows, 'invalidate');
+    await this.rows.changedInBulk(tx, rows);
   }
 }

@@ -10,7 +10,7 @@ import type { PinResetDto, UserDto } from './dto/user.dto.js';
 import { hashPin, newPin } from './pin.js';
 import { assertTransition, TARGET_STATUS } from './user-lifecycle.js';
 import { assertMayWriteUser, assertNotSelf } from '../auth/user-rules.js';
-import { respondWith } from '../database/resource-table.js';
+import { NOW, respondWith } from '../database/resource-table.js';
 import { UsersRepository, type UserRow } from './users.repository.js';
 
 /** Soft delete, restore and the lifecycle actions of part 6.1, each one transaction with its audit event. */
@@ -32,20 +32,14 @@ export class UserActionsService {
       assertMayWriteUser(actor, before);
       assertIfMatch(ifMatch, before.version);
       const stamp = deletionStamp();
-      const after = await this.users.update(
-        tx,
-        id,
-        'is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $4',
-        [stamp.deleted_at, stamp.deleted_by, stamp.updated_by],
-      );
+      const after = await this.users.patch(tx, id, stamp);
       await this.audit.record(tx.db, {
         action: 'user.delete',
         resource_type: 'user',
         resource_id: id,
         changes: { is_deleted: [false, true] },
       });
-      const revoked = await this.sessions.revokeAllOf(tx, id, 'user deleted');
-      this.users.rebuildAfterCommit(tx, after, revoked);
+      await this.sessions.revokeAllOf(tx, id, 'user deleted');
       return respondWith(after);
     });
   }
@@ -57,19 +51,13 @@ export class UserActionsService {
       if (!before.is_deleted) return NoContent.instance;
       assertMayWriteUser(actor, before);
       assertIfMatch(ifMatch, before.version);
-      const after = await this.users.update(
-        tx,
-        id,
-        'is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $2',
-        [restorationStamp().updated_by],
-      );
+      const after = await this.users.patch(tx, id, restorationStamp());
       await this.audit.record(tx.db, {
         action: 'user.restore',
         resource_type: 'user',
         resource_id: id,
         changes: { is_deleted: [true, false] },
       });
-      this.users.rebuildAfterCommit(tx, after);
       return respondWith(after);
     });
   }
@@ -79,7 +67,6 @@ export class UserActionsService {
     return this.uow.run(async (tx) => {
       const before = await this.prepare(tx, actor, id, ifMatch, 'activate');
       const after = await this.setStatus(tx, before, TARGET_STATUS.activate, 'user.activate', null);
-      this.users.rebuildAfterCommit(tx, after);
       return respondWith(after);
     });
   }
@@ -96,8 +83,7 @@ export class UserActionsService {
       assertNotSelf(actor, id, 'suspend');
       this.checkAction(before, actor, ifMatch, 'suspend');
       const after = await this.setStatus(tx, before, TARGET_STATUS.suspend, 'user.suspend', reason ?? null);
-      const revoked = await this.sessions.revokeAllOf(tx, id, reason ?? 'user suspended');
-      this.users.rebuildAfterCommit(tx, after, revoked);
+      await this.sessions.revokeAllOf(tx, id, reason ?? 'user suspended');
       return respondWith(after);
     });
   }
@@ -108,17 +94,13 @@ export class UserActionsService {
     const pinHash = await hashPin(pin);
     return this.uow.run(async (tx) => {
       const before = await this.prepare(tx, actor, id, ifMatch, 'reset_pin');
-      const after = await this.users.update(tx, id, 'pin_hash = $2, pin_reset_at = now(), updated_by = $3', [
-        pinHash,
-        updateStamp().updated_by,
-      ]);
+      const after = await this.users.patch(tx, id, { pin_hash: pinHash, pin_reset_at: NOW, ...updateStamp() });
       await this.audit.record(tx.db, {
         action: 'user.reset_pin',
         resource_type: 'user',
         resource_id: id,
         changes: { pin_set: [before.pin_set, true], pin_reset_at: [before.pin_reset_at, after.pin_reset_at] },
       });
-      this.users.rebuildAfterCommit(tx, after);
       const result: PinResetDto = {
         user_id: id,
         temporary_pin: pin,
@@ -158,10 +140,7 @@ export class UserActionsService {
     action: string,
     reason: string | null,
   ): Promise<UserRow> {
-    const after = await this.users.update(tx, before.id, 'status_id = $2, updated_by = $3', [
-      statusId,
-      updateStamp().updated_by,
-    ]);
+    const after = await this.users.patch(tx, before.id, { status_id: statusId, ...updateStamp() });
     await this.audit.record(tx.db, {
       action,
       resource_type: 'user',

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ApiError } from '../common/api-error.js';
 import type { AuthContext } from '../auth/auth-context.js';
-import { AuthContextService } from '../auth/auth-context.service.js';
 import { SESSION_LIST } from '../auth/sessions.js';
 import { SessionsService } from '../auth/sessions.service.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
@@ -20,7 +19,6 @@ export class UserSessionsService {
     private readonly uow: UnitOfWork,
     private readonly users: UsersRepository,
     private readonly sessions: SessionsService,
-    private readonly authContexts: AuthContextService,
   ) {}
 
   /** Newest first. A deleted user's sessions stay readable (an auditor's question); an unknown user is 404. */
@@ -31,8 +29,8 @@ export class UserSessionsService {
   }
 
   /**
-   * Revokes every live session, one `session.revoke` audit event each; the session entries of the
-   * auth context are rebuilt after commit, so every instance refuses them on the next request.
+   * Revokes every live session, one `session.revoke` audit event each (the sessions service
+   * rebuilds their cache entries after commit, so every instance refuses them on the next request).
    * `If-Match` is checked against the user's version (the sessions have none of their own here).
    */
   revokeAll(
@@ -47,7 +45,6 @@ export class UserSessionsService {
       assertMayWriteUser(actor, user);
       assertIfMatch(ifMatch, user.version);
       const revoked = await this.sessions.revokeAllOf(tx, userId, reason ?? 'sessions revoked');
-      tx.afterCommit(() => this.authContexts.refreshSessions(revoked));
       return new ResourceResponse({ user_id: userId, revoked: revoked.length });
     });
   }

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { AuthContextService } from '../auth/auth-context.service.js';
-import type { SessionRow } from '../auth/sessions.js';
 import { CacheService } from '../cache/cache.service.js';
 import type { ListSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
@@ -28,9 +27,24 @@ export const USER_LIST: ListSpec = {
   deletedColumn: 'is_deleted',
 };
 
-/** Row access for users, plus the auth-context rebuilds every user write needs. */
+/** The columns a users write may set. */
+type UserColumn =
+  | 'email'
+  | 'display_name'
+  | 'phone'
+  | 'role_id'
+  | 'status_id'
+  | 'pin_hash'
+  | 'pin_reset_at'
+  | 'created_by'
+  | 'updated_by'
+  | 'is_deleted'
+  | 'deleted_at'
+  | 'deleted_by';
+
+/** Row access for users; every write also rebuilds the user's half of the auth context. */
 @Injectable()
-export class UsersRepository extends ResourceTable<UserRow> {
+export class UsersRepository extends ResourceTable<UserRow, UserColumn> {
   constructor(
     uow: UnitOfWork,
     cache: CacheService,
@@ -39,14 +53,11 @@ export class UsersRepository extends ResourceTable<UserRow> {
     super({ table: 'users', columns: USER_COLUMNS, type: 'user', notFound: 'USER_NOT_FOUND' }, uow, cache);
   }
 
-  /** After commit: the detail entry and the auth context's user entry (and revoked sessions). */
-  rebuildAfterCommit(tx: Tx, row: UserRow, revokedSessions: readonly SessionRow[] = []): void {
+  /** After commit: the detail entry and the auth context's user entry (role, status, deletion). */
+  override changed(tx: Tx, rows: readonly UserRow[]): Promise<void> {
     tx.afterCommit(async () => {
-      await Promise.all([
-        this.refresh(row),
-        this.authContexts.refreshUser(row.id),
-        this.authContexts.refreshSessions(revokedSessions),
-      ]);
+      await Promise.all(rows.flatMap((row) => [this.refresh(row), this.authContexts.refreshUser(row.id)]));
     });
+    return Promise.resolve();
   }
 }

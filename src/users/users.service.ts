@@ -13,7 +13,7 @@ import type { CreateUserDto, UpdateUserDto } from './dto/user-input.dto.js';
 import type { UserDto } from './dto/user.dto.js';
 import { assertMayAssignRole, assertMayWriteUser, assertNotSelf } from '../auth/user-rules.js';
 import { respondWith } from '../database/resource-table.js';
-import { USER_COLUMNS, USER_LIST, UsersRepository, type UserRow } from './users.repository.js';
+import { USER_LIST, UsersRepository, type UserRow } from './users.repository.js';
 
 /** Fields whose changes audit events record (never the PIN hash). */
 export const AUDITED_FIELDS = [
@@ -54,10 +54,13 @@ export class UsersService {
     const stamp = creationStamp();
     const row = await this.uow
       .run(async (tx) => {
-        const [created] = await tx.db.query<UserRow[]>(
-          `INSERT INTO users (email, display_name, phone, role_id, created_by, updated_by) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${USER_COLUMNS}`,
-          [dto.email, dto.display_name, dto.phone ?? null, dto.role_id, stamp.created_by, stamp.updated_by],
-        );
+        const created = await this.users.insert(tx, {
+          email: dto.email,
+          display_name: dto.display_name,
+          phone: dto.phone ?? null,
+          role_id: dto.role_id,
+          ...stamp,
+        });
         if (created === undefined) throw new Error('user insert returned no row');
         await this.audit.record(tx.db, {
           action: 'user.create',
@@ -65,7 +68,6 @@ export class UsersService {
           resource_id: created.id,
           changes: diffChanges(null, created, AUDITED_FIELDS),
         });
-        this.users.rebuildAfterCommit(tx, created);
         return created;
       })
       .catch((error: unknown) => {
@@ -93,14 +95,14 @@ export class UsersService {
         const changes = diffChanges(before, wanted, AUDITED_FIELDS);
         // Nothing would change: no write, no new version, no audit event.
         if (Object.keys(changes).length === 0) return before;
-        const after = await this.users.update(
-          tx,
-          id,
-          'email = $2, display_name = $3, phone = $4, role_id = $5, updated_by = $6',
-          [wanted.email, wanted.display_name, wanted.phone, wanted.role_id, updateStamp().updated_by],
-        );
+        const after = await this.users.patch(tx, id, {
+          email: wanted.email,
+          display_name: wanted.display_name,
+          phone: wanted.phone,
+          role_id: wanted.role_id,
+          ...updateStamp(),
+        });
         await this.audit.record(tx.db, { action: 'user.update', resource_type: 'user', resource_id: id, changes });
-        this.users.rebuildAfterCommit(tx, after);
         return after;
       })
       .catch((error: unknown) => {
