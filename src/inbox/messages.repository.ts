@@ -28,8 +28,23 @@ export const MESSAGE_LIST: ListSpec = {
   deletedColumn: 'is_deleted',
 };
 
+/** The columns a message write may set. */
+type MessageColumn =
+  | 'user_id'
+  | 'conversation_id'
+  | 'type'
+  | 'title'
+  | 'body'
+  | 'data'
+  | 'last_pushed_at'
+  | 'created_by'
+  | 'updated_by'
+  | 'is_deleted'
+  | 'deleted_at'
+  | 'deleted_by';
+
 @Injectable()
-export class MessagesRepository extends ResourceTable<MessageRow> {
+export class MessagesRepository extends ResourceTable<MessageRow, MessageColumn> {
   constructor(uow: UnitOfWork, cache: CacheService) {
     super(
       { table: 'inbox_messages', columns: MESSAGE_COLUMNS, type: 'inbox_message', notFound: 'MESSAGE_NOT_FOUND' },
@@ -38,9 +53,17 @@ export class MessagesRepository extends ResourceTable<MessageRow> {
     );
   }
 
-  rebuildAfterCommit(tx: Tx, rows: readonly MessageRow[]): void {
-    tx.afterCommit(async () => {
-      await Promise.all(rows.map((row) => this.refresh(row)));
-    });
+  /** Soft-deletes the live messages among `ids` in one statement; answers the rows it changed. */
+  async softDeleteMany(
+    tx: Tx,
+    ids: readonly number[],
+    stamp: { deleted_at: Date; deleted_by: number | null },
+  ): Promise<MessageRow[]> {
+    const [rows] = await tx.db.query<[MessageRow[], number]>(
+      `UPDATE inbox_messages SET is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $3 WHERE id = ANY($1::bigint[]) AND NOT is_deleted RETURNING ${MESSAGE_COLUMNS}`,
+      [[...ids], stamp.deleted_at, stamp.deleted_by],
+    );
+    await this.changed(tx, rows);
+    return rows;
   }
 }

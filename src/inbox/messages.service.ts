@@ -12,7 +12,7 @@ import { JobQueue } from '../jobs/job-queue.js';
 import type { AcceptedJobDto } from '../jobs/jobs.dto.js';
 import { ReadStateService } from '../read-state/read-state.service.js';
 import type { CreateMessageDto, InboxMessageDto, SendPushDto, UpdateMessageDto } from './inbox.dto.js';
-import { MESSAGE_COLUMNS, MESSAGE_LIST, MessagesRepository, type MessageRow } from './messages.repository.js';
+import { MESSAGE_LIST, MessagesRepository, type MessageRow } from './messages.repository.js';
 
 const AUDITED_FIELDS = [
   'user_id',
@@ -52,19 +52,15 @@ export class MessagesService {
         dto.user_id,
       ]);
       if (recipient === undefined) throw ApiError.notFound('USER_NOT_FOUND', dto.user_id);
-      const [created] = await tx.db.query<MessageRow[]>(
-        `INSERT INTO inbox_messages (user_id, conversation_id, type, title, body, data, created_by, updated_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${MESSAGE_COLUMNS}`,
-        [
-          dto.user_id,
-          dto.conversation_id ?? null,
-          dto.type,
-          dto.title,
-          dto.body,
-          dto.data === undefined ? null : JSON.stringify(dto.data),
-          stamp.created_by,
-          stamp.updated_by,
-        ],
-      );
+      const created = await this.messages.insert(tx, {
+        user_id: dto.user_id,
+        conversation_id: dto.conversation_id ?? null,
+        type: dto.type,
+        title: dto.title,
+        body: dto.body,
+        data: dto.data === undefined ? null : JSON.stringify(dto.data),
+        ...stamp,
+      });
       if (created === undefined) throw new Error('message insert returned no row');
       await this.readState.createFor(tx, created);
       await this.audit.record(tx.db, {
@@ -74,7 +70,6 @@ export class MessagesService {
         changes: diffChanges(null, created, AUDITED_FIELDS),
       });
       await this.countsChanged(tx, created);
-      this.messages.rebuildAfterCommit(tx, [created]);
       return created;
     });
     return respondWith(row, { status: 201, location: `/v1/admin/inbox/${row.id}` });
@@ -92,19 +87,18 @@ export class MessagesService {
       };
       const changes = diffChanges(before, wanted, ['title', 'body', 'data']);
       if (Object.keys(changes).length === 0) return before;
-      const after = await this.messages.update(tx, id, 'title = $2, body = $3, data = $4, updated_by = $5', [
-        wanted.title,
-        wanted.body,
-        wanted.data === null ? null : JSON.stringify(wanted.data),
-        updateStamp().updated_by,
-      ]);
+      const after = await this.messages.patch(tx, id, {
+        title: wanted.title,
+        body: wanted.body,
+        data: wanted.data === null ? null : JSON.stringify(wanted.data),
+        ...updateStamp(),
+      });
       await this.audit.record(tx.db, {
         action: 'inbox_message.update',
         resource_type: 'inbox_message',
         resource_id: id,
         changes,
       });
-      this.messages.rebuildAfterCommit(tx, [after]);
       return after;
     });
     return respondWith(row);
@@ -125,12 +119,7 @@ export class MessagesService {
       const before = await this.messages.lock(tx, id);
       if (!before.is_deleted) return NoContent.instance;
       assertIfMatch(ifMatch, before.version);
-      const after = await this.messages.update(
-        tx,
-        id,
-        'is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $2',
-        [restorationStamp().updated_by],
-      );
+      const after = await this.messages.patch(tx, id, restorationStamp());
       await this.audit.record(tx.db, {
         action: 'inbox_message.restore',
         resource_type: 'inbox_message',
@@ -138,7 +127,6 @@ export class MessagesService {
         changes: { is_deleted: [true, false] },
       });
       await this.readState.messagesChanged(tx, [id]);
-      this.messages.rebuildAfterCommit(tx, [after]);
       return respondWith(after);
     });
   }
@@ -153,11 +141,7 @@ export class MessagesService {
   /** Soft-deletes live messages in a few set-based statements (bulk-delete), with one audit event each. */
   async softDeleteMany(tx: Tx, ids: readonly number[], reason: string | null): Promise<MessageRow[]> {
     if (ids.length === 0) return [];
-    const stamp = deletionStamp();
-    const [rows] = await tx.db.query<[MessageRow[], number]>(
-      `UPDATE inbox_messages SET is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $3 WHERE id = ANY($1::bigint[]) AND NOT is_deleted RETURNING ${MESSAGE_COLUMNS}`,
-      [[...ids], stamp.deleted_at, stamp.deleted_by],
-    );
+    const rows = await this.messages.softDeleteMany(tx, ids, deletionStamp());
     await this.audit.recordMany(
       tx.db,
       rows.map((row) => ({
@@ -172,7 +156,6 @@ export class MessagesService {
       tx,
       rows.map((row) => row.id),
     );
-    this.messages.rebuildAfterCommit(tx, rows);
     return rows;
   }
 

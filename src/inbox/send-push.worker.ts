@@ -1,6 +1,8 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { NOW } from '../database/resource-table.js';
 import type { Job } from 'pg-boss';
-import { MobileDevicesService, type PushTarget } from '../mobile-devices/mobile-devices.service.js';
+import type { PushTarget } from '../mobile-devices/mobile-devices.repository.js';
+import { MobileDevicesService } from '../mobile-devices/mobile-devices.service.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import { PUSH_PROVIDER, type PushOutcome, type PushProvider } from '../jobs/push/push-provider.js';
@@ -108,8 +110,7 @@ export class SendPushWorker implements OnModuleInit {
 
   private async markPushed(messageId: number): Promise<void> {
     await this.uow.run(async (tx) => {
-      const after = await this.messages.update(tx, messageId, 'last_pushed_at = now()', []);
-      this.messages.rebuildAfterCommit(tx, [after]);
+      await this.messages.patch(tx, messageId, { last_pushed_at: NOW });
     });
   }
 

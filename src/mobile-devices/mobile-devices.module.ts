@@ -1,7 +1,12 @@
 import { Module } from '@nestjs/common';
 import { MobileDevicesController } from './mobile-devices.controller.js';
+import { MobileDevicesRepository } from './mobile-devices.repository.js';
 import { MobileDevicesService } from './mobile-devices.service.js';
 
 /** Mobile devices that receive push (part 6.9). */
-@Module({ controllers: [MobileDevicesController], providers: [MobileDevicesService], exports: [MobileDevicesService] })
+@Module({
+  controllers: [MobileDevicesController],
+  providers: [MobileDevicesRepository, MobileDevicesService],
+  exports: [MobileDevicesService],
+})
 export class MobileDevicesModule {}
