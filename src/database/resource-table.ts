@@ -64,15 +64,16 @@ export function withoutVersion<Row extends VersionedRow>(row: Row): Omit<Row, 'v
 }
 
 /**
- * Row access shared by the resources read by id: cached detail reads (cache-aside), locked
- * reads inside a write, `UPDATE … RETURNING`, and the rebuild of the detail entry after commit.
+ * A table's repository base: cached detail reads (cache-aside), locked reads inside a write,
+ * typed `insert` and `patch` (no hand-written SET fragments), and the after-commit refresh that
+ * every write registers by itself through `changed`.
  */
 export class ResourceTable<Row extends VersionedRow, Column extends string = string> {
   private readonly cached: CacheAside;
 
   constructor(
     private readonly options: ResourceTableOptions,
-    private readonly uow: UnitOfWork,
+    protected readonly uow: UnitOfWork,
     cache: CacheService,
   ) {
     this.cached = new CacheAside(
@@ -124,17 +125,6 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
   async lockLive(tx: Tx, id: number): Promise<Row> {
     const row = await this.lock(tx, id);
     if (row.is_deleted === true) throw ApiError.notFound(this.options.notFound, id);
-    return row;
-  }
-
-  /** Runs `UPDATE <table> SET <assignments> WHERE id = $1 RETURNING …`; `$1` is the id. */
-  async update(tx: Tx, id: number, assignments: string, params: readonly unknown[]): Promise<Row> {
-    const [rows] = await tx.db.query<[Row[], number]>(
-      `UPDATE ${this.options.table} SET ${assignments} WHERE id = $1 RETURNING ${this.options.columns}`,
-      [id, ...params],
-    );
-    const row = rows[0];
-    if (row === undefined) throw ApiError.notFound(this.options.notFound, id);
     return row;
   }
 

@@ -7,6 +7,7 @@ import { AuthzController } from './authz.controller.js';
 import { BulkAuthorityPermissionsService } from './bulk-authority-permissions.service.js';
 import { CatalogueService } from './catalogue.service.js';
 import { PermissionGrantsController } from './permission-grants.controller.js';
+import { PermissionGrantsRepository } from './permission-grants.repository.js';
 import { PermissionGrantsService } from './permission-grants.service.js';
 import { PermissionsController } from './permissions.controller.js';
 import { RolesController } from './roles.controller.js';
@@ -22,6 +23,7 @@ import { RolesController } from './roles.controller.js';
   ],
   providers: [
     CatalogueService,
+    PermissionGrantsRepository,
     PermissionGrantsService,
     AuthorityPermissionsRepository,
     AuthorityPermissionsService,

@@ -1,12 +1,13 @@
 import { Module } from '@nestjs/common';
 import { ReadCountsService } from './read-counts.service.js';
 import { MessageReadStateController } from './message-read-state.controller.js';
+import { ReadStateRepository } from './read-state.repository.js';
 import { ReadStateService } from './read-state.service.js';
 
 /** Message read state and its cached counts (part 6.8). */
 @Module({
   controllers: [MessageReadStateController],
-  providers: [ReadStateService, ReadCountsService],
+  providers: [ReadStateRepository, ReadStateService, ReadCountsService],
   exports: [ReadStateService],
 })
 export class ReadStateModule {}

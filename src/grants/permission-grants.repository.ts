@@ -1,0 +1,117 @@
+import { Injectable } from '@nestjs/common';
+import { AuthContextService } from '../auth/auth-context.service.js';
+import { CacheService } from '../cache/cache.service.js';
+import type { ListSpec } from '../common/list/list-spec.js';
+import { bumpProjectionVersion } from '../database/projection-versions.js';
+import { ResourceTable } from '../database/resource-table.js';
+import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import type { PermissionGrantDto } from './dto/permission-grant.dto.js';
+
+export interface GrantRow extends PermissionGrantDto {
+  readonly version: number;
+}
+
+// `is_active` depends on the clock, so it is computed on every read (see `withLiveState`).
+const ACTIVE = '(g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now()))';
+const RESOURCE_COLUMNS = `g.id, g.user_id, g.permission_id, p.code AS permission_code, g.reason, g.expires_at, g.granted_by, g.granted_at,
+  g.revoked_by, g.revoked_at, g.revoke_reason, ${ACTIVE} AS is_active`;
+const FROM = 'permission_grants g JOIN permissions p ON p.id = g.permission_id';
+// A grant changes once, when revoked: that is its version 2.
+const GRANT_COLUMNS = `CASE WHEN g.revoked_at IS NULL THEN 1 ELSE 2 END AS version, ${RESOURCE_COLUMNS}`;
+
+export const GRANT_LIST: ListSpec = {
+  from: FROM,
+  select: RESOURCE_COLUMNS,
+  idColumn: 'g.id',
+  sort: { id: 'g.id', granted_at: 'g.granted_at' },
+  defaultSort: 'id:asc',
+  filters: {
+    user_id: { column: 'g.user_id', type: 'int' },
+    permission_id: { column: 'g.permission_id', type: 'int' },
+    is_active: { column: ACTIVE, type: 'bool' },
+  },
+  search: [],
+};
+
+/** What a grant may be given. */
+export interface NewGrant {
+  readonly user_id: number;
+  readonly permission_id: number;
+  readonly reason: string | null;
+  readonly expires_at: Date | null;
+  readonly granted_by: number | null;
+}
+
+/**
+ * Permission grants: append-only rows (the database allows one revocation stamp and no DELETE).
+ * Every write bumps the grantee's projection version and rebuilds its auth context after commit.
+ */
+@Injectable()
+export class PermissionGrantsRepository extends ResourceTable<GrantRow> {
+  constructor(
+    uow: UnitOfWork,
+    cache: CacheService,
+    private readonly authContexts: AuthContextService,
+  ) {
+    super(
+      {
+        table: 'permission_grants',
+        from: FROM,
+        idColumn: 'g.id',
+        columns: GRANT_COLUMNS,
+        type: 'permission_grant',
+        notFound: 'PERMISSION_GRANT_NOT_FOUND',
+      },
+      uow,
+      cache,
+    );
+  }
+
+  /** Grants and revocations of one (user, permission) pair run one at a time. */
+  async lockPair(tx: Tx, userId: number, permissionId: number): Promise<void> {
+    await tx.db.query("SELECT pg_advisory_xact_lock(hashtextextended('permission_grant:' || $1 || ':' || $2, 0))", [
+      userId,
+      permissionId,
+    ]);
+  }
+
+  /** The id of the pair's effective grant, if any. */
+  async activeId(tx: Tx, userId: number, permissionId: number): Promise<number | undefined> {
+    const [row] = await tx.db.query<{ id: number }[]>(
+      `SELECT g.id FROM permission_grants g WHERE g.user_id = $1 AND g.permission_id = $2 AND ${ACTIVE} ORDER BY g.id DESC LIMIT 1`,
+      [userId, permissionId],
+    );
+    return row?.id;
+  }
+
+  async grant(tx: Tx, grant: NewGrant): Promise<GrantRow> {
+    const [inserted] = await tx.db.query<{ id: number }[]>(
+      'INSERT INTO permission_grants (user_id, permission_id, reason, expires_at, granted_by) VALUES ($1, $2, $3, $4, $5) RETURNING id',
+      [grant.user_id, grant.permission_id, grant.reason, grant.expires_at, grant.granted_by],
+    );
+    const created = await this.find(tx.db, inserted?.id ?? 0);
+    if (created === undefined) throw new Error('grant insert returned no row');
+    await this.changed(tx, [created]);
+    return created;
+  }
+
+  /** Stamps the revocation (the one change the table allows). */
+  async revoke(tx: Tx, id: number, actor: number | null, reason: string | null): Promise<GrantRow> {
+    await tx.db.query(
+      'UPDATE permission_grants SET revoked_at = now(), revoked_by = $2, revoke_reason = $3 WHERE id = $1',
+      [id, actor, reason],
+    );
+    const revoked = await this.find(tx.db, id);
+    if (revoked === undefined) throw new Error('revoked grant vanished');
+    await this.changed(tx, [revoked]);
+    return revoked;
+  }
+
+  /** The grantee's effective permissions changed: bump, then rebuild its auth context after commit. */
+  override async changed(tx: Tx, rows: readonly GrantRow[]): Promise<void> {
+    for (const row of rows) await bumpProjectionVersion(tx.db, 'user', row.user_id);
+    tx.afterCommit(async () => {
+      await Promise.all(rows.flatMap((row) => [this.refresh(row), this.authContexts.refreshUser(row.user_id)]));
+    });
+  }
+}

@@ -1,0 +1,137 @@
+import { Injectable } from '@nestjs/common';
+import { CacheService } from '../cache/cache.service.js';
+import { ApiError } from '../common/api-error.js';
+import type { ListSpec } from '../common/list/list-spec.js';
+import { currentActorId } from '../common/request-context.js';
+import { NOW, ResourceTable, type ColumnValues } from '../database/resource-table.js';
+import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { ReadCountsService } from './read-counts.service.js';
+import type { ReadStateDto } from './read-state.dto.js';
+
+export interface ReadStateRow extends ReadStateDto {
+  readonly version: number;
+  /** Whether the message is deleted (then the row is hidden); not part of the resource. */
+  readonly message_deleted?: boolean;
+}
+
+const RESOURCE_COLUMNS = `rs.id, rs.message_id, rs.user_id, rs.conversation_id, rs.is_read, rs.read_at, rs.is_archived, rs.archived_at,
+  rs.is_pinned, rs.pinned_at, rs.snoozed_until, coalesce(rs.snoozed_until > now(), false) AS is_snoozed, rs.updated_at, rs.updated_by`;
+const FROM = 'message_read_state rs JOIN inbox_messages m ON m.id = rs.message_id';
+const COLUMNS = `rs.version, ${RESOURCE_COLUMNS}, m.is_deleted AS message_deleted`;
+
+export const READ_STATE_LIST: ListSpec = {
+  from: `${FROM} AND NOT m.is_deleted`,
+  select: RESOURCE_COLUMNS,
+  idColumn: 'rs.id',
+  sort: { id: 'rs.id', updated_at: 'rs.updated_at', read_at: 'rs.read_at' },
+  defaultSort: 'id:asc',
+  filters: {
+    user_id: { column: 'rs.user_id', type: 'int' },
+    message_id: { column: 'rs.message_id', type: 'int' },
+    conversation_id: { column: 'rs.conversation_id', type: 'string' },
+    is_read: { column: 'rs.is_read', type: 'bool' },
+    is_archived: { column: 'rs.is_archived', type: 'bool' },
+    is_pinned: { column: 'rs.is_pinned', type: 'bool' },
+  },
+  search: [],
+};
+
+type ReadStateColumn =
+  'is_read' | 'read_at' | 'is_archived' | 'archived_at' | 'is_pinned' | 'pinned_at' | 'snoozed_until' | 'updated_by';
+
+/**
+ * Read-state rows, always read joined with their message (a deleted message hides its row).
+ * Every write moves the recipient's counts (bumped in the transaction, rebuilt after commit).
+ */
+@Injectable()
+export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateColumn> {
+  constructor(
+    uow: UnitOfWork,
+    cache: CacheService,
+    private readonly counts: ReadCountsService,
+  ) {
+    super(
+      {
+        table: 'message_read_state',
+        from: FROM,
+        idColumn: 'rs.id',
+        columns: COLUMNS,
+        type: 'message_read_state',
+        notFound: 'READ_STATE_NOT_FOUND',
+      },
+      uow,
+      cache,
+    );
+  }
+
+  /** The row under a lock; 404 when it does not exist or its message is deleted. */
+  async lockVisible(tx: Tx, id: number): Promise<ReadStateRow> {
+    const [row] = await tx.db.query<ReadStateRow[]>(
+      `SELECT ${COLUMNS} FROM ${FROM} WHERE rs.id = $1 FOR UPDATE OF rs`,
+      [id],
+    );
+    if (row === undefined || row.message_deleted === true) throw ApiError.notFound('READ_STATE_NOT_FOUND', id);
+    return row;
+  }
+
+  /** One statement: the update, and the row as read (joined with its message) from RETURNING. */
+  override async patch(tx: Tx, id: number, values: ColumnValues<ReadStateColumn>): Promise<ReadStateRow> {
+    const columns = Object.keys(values).filter(
+      (column) => values[column as ReadStateColumn] !== undefined,
+    ) as ReadStateColumn[];
+    const params: unknown[] = [];
+    const set = columns.map((column) => {
+      const value = values[column];
+      if (value === NOW) return `${column} = now()`;
+      params.push(value);
+      return `${column} = $${params.length + 1}`;
+    });
+    const [rows] = await tx.db.query<[ReadStateRow[], number]>(
+      `UPDATE message_read_state rs SET ${set.join(', ')} FROM inbox_messages m WHERE rs.id = $1 AND m.id = rs.message_id RETURNING ${COLUMNS}`,
+      [id, ...params],
+    );
+    const row = rows[0];
+    if (row === undefined) throw ApiError.notFound('READ_STATE_NOT_FOUND', id);
+    await this.changed(tx, [row]);
+    return row;
+  }
+
+  /** The recipient's row, created in the message's own transaction (the message write moves the counts). */
+  async createFor(tx: Tx, message: { id: number; user_id: number; conversation_id: string | null }): Promise<void> {
+    await tx.db.query(
+      'INSERT INTO message_read_state (message_id, user_id, conversation_id, created_by, updated_by) VALUES ($1, $2, $3, $4, $4)',
+      [message.id, message.user_id, message.conversation_id, currentActorId()],
+    );
+  }
+
+  /**
+   * Messages were deleted or restored: their rows appear or disappear. Touching the rows moves
+   * their versions, so their cached copies are rebuilt (re-read after commit, joined with the
+   * message) and no older copy can win; the recipients' counts change too.
+   */
+  async touchForMessages(tx: Tx, messageIds: readonly number[]): Promise<void> {
+    if (messageIds.length === 0) return;
+    const [touched] = await tx.db.query<[{ id: number; user_id: number; conversation_id: string | null }[], number]>(
+      'UPDATE message_read_state SET updated_by = $2 WHERE message_id = ANY($1::bigint[]) RETURNING id, user_id, conversation_id',
+      [[...messageIds], currentActorId()],
+    );
+    await this.counts.changed(tx, touched);
+    const ids = touched.map((row) => row.id);
+    tx.afterCommit(async () => {
+      const rows = await this.uow.reader.query<ReadStateRow[]>(
+        `SELECT ${COLUMNS} FROM ${FROM} WHERE rs.id = ANY($1::bigint[])`,
+        [ids],
+      );
+      await Promise.all(rows.map((row) => this.refresh(row)));
+    });
+  }
+
+  /** The detail entry after commit, and the recipient's counts (bumped now, rebuilt after commit). */
+  override async changed(tx: Tx, rows: readonly ReadStateRow[]): Promise<void> {
+    await this.counts.changed(
+      tx,
+      rows.map((row) => ({ user_id: row.user_id, conversation_id: row.conversation_id })),
+    );
+    await super.changed(tx, rows);
+  }
+}
