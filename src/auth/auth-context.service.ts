@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { CacheAside, type CachedRead } from '../cache/cache-aside.js';
 import { cacheKeys } from '../cache/cache-keys.js';
+import { objectOf } from '../cache/decode.js';
 import { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../common/api-error.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
@@ -41,6 +42,9 @@ interface CachedAuthUser {
   readonly grants: readonly GrantFacts[];
 }
 
+const DECODE_SESSION = objectOf<CachedSession>({ user_id: 'number', expires_at: 'string', revoked: 'boolean' });
+const DECODE_USER = objectOf<CachedAuthUser>({ role_id: 'number', status_id: 'number', grants: 'array' });
+
 function sessionEntry(row: SessionRow): { version: number; deleted: boolean; json: string } {
   const projection: CachedSession = {
     user_id: row.user_id,
@@ -68,18 +72,23 @@ function sessionInvalid(reason: string): ApiError {
  */
 @Injectable()
 export class AuthContextService {
-  private readonly sessions: CacheAside<string>;
-  private readonly users: CacheAside;
+  private readonly sessions: CacheAside<CachedSession, string>;
+  private readonly users: CacheAside<CachedAuthUser>;
 
   constructor(
     private readonly cache: CacheService,
     private readonly uow: UnitOfWork,
   ) {
-    this.sessions = new CacheAside(cache, cacheKeys.session, async (id) => {
-      const row = await findSession(uow.reader, id);
-      return row === undefined ? undefined : sessionEntry(row);
-    });
-    this.users = new CacheAside(cache, cacheKeys.authUser, (id) => this.loadUser(id));
+    this.sessions = new CacheAside(
+      cache,
+      cacheKeys.session,
+      async (id) => {
+        const row = await findSession(uow.reader, id);
+        return row === undefined ? undefined : sessionEntry(row);
+      },
+      DECODE_SESSION,
+    );
+    this.users = new CacheAside(cache, cacheKeys.authUser, (id) => this.loadUser(id), DECODE_USER);
   }
 
   async resolve(userId: number, sessionId: string): Promise<AuthContext> {
@@ -99,9 +108,8 @@ export class AuthContextService {
   async subjectOf(userId: number): Promise<Subject | undefined> {
     const read = await this.users.get(userId);
     if (read === undefined || read.entry.deleted) return undefined;
-    const account = JSON.parse(read.entry.json) as CachedAuthUser;
-    const role = roleById(account.role_id);
-    return role === undefined ? undefined : { user_id: userId, role, grants: account.grants };
+    const role = roleById(read.value.role_id);
+    return role === undefined ? undefined : { user_id: userId, role, grants: read.value.grants };
   }
 
   /** After a commit that changed a user's role, status, deletion or permission grants. */
@@ -118,17 +126,17 @@ export class AuthContextService {
   private check(
     userId: number,
     sessionId: string,
-    session: CachedRead | undefined,
-    user: CachedRead | undefined,
+    session: CachedRead<CachedSession> | undefined,
+    user: CachedRead<CachedAuthUser> | undefined,
   ): AuthContext {
     if (session === undefined) throw sessionInvalid('unknown_session');
-    const state = JSON.parse(session.entry.json) as CachedSession;
+    const state = session.value;
     if (state.user_id !== userId) throw sessionInvalid('unknown_session');
     if (state.revoked) throw sessionInvalid('session_revoked');
     if (Date.parse(state.expires_at) <= Date.now()) throw sessionInvalid('session_expired');
     if (user === undefined) throw sessionInvalid('unknown_user');
     if (user.entry.deleted) throw sessionInvalid('user_deleted');
-    const account = JSON.parse(user.entry.json) as CachedAuthUser;
+    const account = user.value;
     if (account.status_id !== USER_STATUS.active) throw sessionInvalid('user_not_active');
     const role = roleById(account.role_id);
     if (role === undefined) throw sessionInvalid('unknown_role');

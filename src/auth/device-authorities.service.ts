@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { CacheAside } from '../cache/cache-aside.js';
 import { cacheKeys } from '../cache/cache-keys.js';
+import { arrayOf } from '../cache/decode.js';
 import type { CacheEntry } from '../cache/cache-store.js';
 import { CacheService } from '../cache/cache.service.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
@@ -15,18 +16,30 @@ import { AUTHORITY_FACTS_SELECT, type AuthorityFacts } from './authority-facts.j
  */
 @Injectable()
 export class DeviceAuthoritiesService {
-  private readonly cached: CacheAside;
+  private readonly cached: CacheAside<readonly AuthorityFacts[]>;
 
   constructor(
     cache: CacheService,
     private readonly uow: UnitOfWork,
   ) {
-    this.cached = new CacheAside(cache, cacheKeys.deviceAuthorities, (id) => this.load(this.uow.reader, id));
+    this.cached = new CacheAside(
+      cache,
+      cacheKeys.deviceAuthorities,
+      (id) => this.load(this.uow.reader, id),
+      arrayOf<AuthorityFacts>({
+        id: 'number',
+        device_id: 'number',
+        user_id: 'number',
+        owner: 'boolean',
+        is_active: 'boolean',
+        permissions: 'array',
+      }),
+    );
   }
 
   async forDevice(deviceId: number): Promise<readonly AuthorityFacts[]> {
     const read = await this.cached.get(deviceId);
-    return read === undefined ? [] : (JSON.parse(read.entry.json) as AuthorityFacts[]);
+    return read === undefined ? [] : read.value;
   }
 
   /** After a bulk commit: mark the devices' sets stale at their new versions; each reloads on its next use. */

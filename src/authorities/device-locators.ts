@@ -20,6 +20,6 @@ export function deviceOfAuthority(name: string): DeviceLocator {
     const id = pathId(request, name);
     const read = await modules.get(AuthoritiesRepository, { strict: false }).read(id);
     if (read === undefined) throw ApiError.notFound('AUTHORITY_NOT_FOUND', id);
-    return (JSON.parse(read.entry.json) as { device_id: number }).device_id;
+    return read.value.device_id;
   };
 }

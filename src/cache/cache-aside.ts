@@ -1,8 +1,11 @@
 import type { CacheOutcome } from '../common/responses.js';
 import type { CacheEntry } from './cache-store.js';
 import type { CacheService } from './cache.service.js';
+import type { Decode } from './decode.js';
 
-export interface CachedRead {
+/** A cache read: the decoded value, the entry as stored (its JSON is valid), and where it came from. */
+export interface CachedRead<T> {
+  readonly value: T;
   readonly entry: CacheEntry;
   readonly cache: CacheOutcome;
 }
@@ -13,17 +16,18 @@ export interface CachedRead {
  * with the new row so the entry is rebuilt at the new version. Concurrent misses of one key
  * share a single database load (single-flight, per instance).
  */
-export class CacheAside<Id extends string | number = number> {
+export class CacheAside<T, Id extends string | number = number> {
   private readonly inflight = new Map<string, Promise<CacheEntry | undefined>>();
 
   constructor(
     private readonly cache: CacheService,
     private readonly keyOf: (id: Id) => string,
     private readonly load: (id: Id) => Promise<CacheEntry | undefined>,
+    private readonly decode: Decode<T>,
   ) {}
 
   /** Undefined when the record does not exist at all. */
-  async get(id: Id): Promise<CachedRead | undefined> {
+  async get(id: Id): Promise<CachedRead<T> | undefined> {
     return this.settle(id, await this.cache.get(this.keyOf(id)));
   }
 
@@ -31,10 +35,19 @@ export class CacheAside<Id extends string | number = number> {
   async settle(
     id: Id,
     lookup: { readonly ok: boolean; readonly entry: CacheEntry | undefined },
-  ): Promise<CachedRead | undefined> {
-    if (lookup.entry !== undefined && !isTombstone(lookup.entry)) return { entry: lookup.entry, cache: 'hit' };
+  ): Promise<CachedRead<T> | undefined> {
+    if (lookup.entry !== undefined && !isTombstone(lookup.entry)) {
+      const value = this.decode(lookup.entry.json);
+      if (value !== undefined) return { value, entry: lookup.entry, cache: 'hit' };
+      // An entry that cannot be read back is a miss: reloaded from the database and replaced.
+      this.cache.stats.unreadable += 1;
+    }
     const entry = await this.loadOnce(this.keyOf(id), id, lookup.ok);
-    return entry === undefined ? undefined : { entry, cache: lookup.ok ? 'miss' : 'bypass' };
+    if (entry === undefined) return undefined;
+    const value = this.decode(entry.json);
+    if (value === undefined)
+      throw new Error(`the projection ${this.keyOf(id)} loaded from the database does not decode`);
+    return { value, entry, cache: lookup.ok ? 'miss' : 'bypass' };
   }
 
   key(id: Id): string {

@@ -17,6 +17,8 @@ export interface CacheStats {
   after_commit_failures: number;
   /** Cache writes after a commit that did not reach the store (timeouts, errors, an open circuit). */
   lost_writes: number;
+  /** Entries that could not be read back (bad format, truncated, wrong shape): served as misses and replaced. */
+  unreadable: number;
 }
 
 const FAILURES_TO_OPEN = 3;
@@ -45,6 +47,7 @@ export class CacheService {
     loads: 0,
     after_commit_failures: 0,
     lost_writes: 0,
+    unreadable: 0,
   };
   private consecutiveFailures = 0;
   private openUntil = 0;

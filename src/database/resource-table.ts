@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import { CacheAside, type CachedRead } from '../cache/cache-aside.js';
 import { cacheKeys } from '../cache/cache-keys.js';
+import { objectOf } from '../cache/decode.js';
 import type { CacheEntry } from '../cache/cache-store.js';
 import type { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../common/api-error.js';
@@ -69,7 +70,7 @@ export function withoutVersion<Row extends VersionedRow>(row: Row): Omit<Row, 'v
  * every write registers by itself through `changed`.
  */
 export class ResourceTable<Row extends VersionedRow, Column extends string = string> {
-  private readonly cached: CacheAside;
+  private readonly cached: CacheAside<Omit<Row, 'version'>>;
 
   constructor(
     private readonly options: ResourceTableOptions,
@@ -83,11 +84,12 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
         const row = await this.find(this.uow.reader, id);
         return row === undefined ? undefined : this.entryOf(row);
       },
+      objectOf<Omit<Row, 'version'>>({ id: 'number' }),
     );
   }
 
   /** The cached detail; undefined when the record does not exist at all. */
-  read(id: number): Promise<CachedRead | undefined> {
+  read(id: number): Promise<CachedRead<Omit<Row, 'version'>> | undefined> {
     return this.cached.get(id);
   }
 

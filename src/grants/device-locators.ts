@@ -9,6 +9,6 @@ export function deviceOfAuthorityPermission(name: string): DeviceLocator {
     const id = pathId(request, name);
     const read = await modules.get(AuthorityPermissionsRepository, { strict: false }).read(id);
     if (read === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
-    return (JSON.parse(read.entry.json) as { device_id: number }).device_id;
+    return read.value.device_id;
   };
 }

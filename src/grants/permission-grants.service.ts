@@ -15,8 +15,7 @@ import type { GrantPermissionDto, PermissionGrantDto, RevokePermissionDto } from
 import { GRANT_LIST, PermissionGrantsRepository } from './permission-grants.repository.js';
 
 /** Judges `is_active` now: a cached grant past its `expires_at` stops being active at once. */
-function withLiveState(json: string): PermissionGrantDto {
-  const grant = JSON.parse(json) as PermissionGrantDto;
+function withLiveState(grant: PermissionGrantDto): PermissionGrantDto {
   const expired = grant.expires_at !== null && Date.parse(grant.expires_at) <= Date.now();
   return { ...grant, is_active: grant.revoked_at === null && !expired };
 }
@@ -38,7 +37,7 @@ export class PermissionGrantsService {
   async get(id: number): Promise<ResourceResponse<PermissionGrantDto>> {
     const read = await this.grants.read(id);
     if (read === undefined) throw ApiError.notFound('PERMISSION_GRANT_NOT_FOUND', id);
-    return new ResourceResponse(withLiveState(read.entry.json), { cache: read.cache, version: read.entry.version });
+    return new ResourceResponse(withLiveState(read.value), { cache: read.cache, version: read.entry.version });
   }
 
   async grant(actor: AuthContext, dto: GrantPermissionDto): Promise<ResourceResponse<PermissionGrantDto>> {

@@ -18,6 +18,8 @@ export class CacheStatsDto {
   })
   after_commit_failures!: number;
   @ApiProperty({ description: 'Cache writes after a commit that did not reach the store' }) lost_writes!: number;
+  @ApiProperty({ description: 'Entries that could not be read back; served as misses and replaced' })
+  unreadable!: number;
 }
 
 export class ReadinessDto {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { CacheAside } from '../cache/cache-aside.js';
 import { cacheKeys } from '../cache/cache-keys.js';
+import { objectOf } from '../cache/decode.js';
 import type { CacheEntry } from '../cache/cache-store.js';
 import { CacheService } from '../cache/cache.service.js';
 import { bumpProjectionVersions } from '../database/projection-versions.js';
@@ -20,6 +21,15 @@ export interface CountsScope {
 
 const ALL = '*';
 
+const DECODE_COUNTS = objectOf<CachedCounts>({
+  total: 'number',
+  unread: 'number',
+  archived: 'number',
+  pinned: 'number',
+  snoozed: 'number',
+  next_change_at: 'string|null',
+});
+
 /**
  * `GET /message-read-state/counts`, a cached projection per (user, conversation). Versioned by
  * the user's `read_counts` version, which every read-state or message write of that user bumps
@@ -29,16 +39,17 @@ const ALL = '*';
  */
 @Injectable()
 export class ReadCountsService {
-  private readonly cached: CacheAside<string>;
+  private readonly cached: CacheAside<CachedCounts, string>;
 
   constructor(
     private readonly uow: UnitOfWork,
     cache: CacheService,
   ) {
-    this.cached = new CacheAside<string>(
+    this.cached = new CacheAside<CachedCounts, string>(
       cache,
       (key) => cacheKeys.readCounts(key),
       (key) => this.load(key),
+      DECODE_COUNTS,
     );
   }
 
@@ -48,15 +59,15 @@ export class ReadCountsService {
   ): Promise<{ counts: ReadCountsDto; cache: 'hit' | 'miss' | 'bypass' }> {
     const key = `${userId}:${conversationId ?? ALL}`;
     let read = await this.cached.get(key);
-    let state = read === undefined ? undefined : (JSON.parse(read.entry.json) as CachedCounts);
-    if (state?.next_change_at != null && Date.parse(state.next_change_at) <= Date.now()) {
+    if (read?.value.next_change_at != null && Date.parse(read.value.next_change_at) <= Date.now()) {
+      // A snooze ended since the entry was built: rebuild it now.
       const entry = await this.load(key);
       await this.cached.refresh(key, entry);
-      read = { entry, cache: 'miss' };
-      state = JSON.parse(entry.json) as CachedCounts;
+      const value = DECODE_COUNTS(entry.json);
+      read = value === undefined ? undefined : { value, entry, cache: 'miss' };
     }
-    if (read === undefined || state === undefined) throw new Error('counts projection could not be built');
-    const { next_change_at: _next, ...counts } = state;
+    if (read === undefined) throw new Error('counts projection could not be built');
+    const { next_change_at: _next, ...counts } = read.value;
     return { counts, cache: read.cache };
   }
 

@@ -50,7 +50,7 @@ export class ReadStateService {
 
   async get(id: number): Promise<ResourceResponse<ReadStateDto>> {
     const read = await this.states.read(id);
-    const row = read === undefined ? undefined : (JSON.parse(read.entry.json) as Omit<ReadStateRow, 'version'>);
+    const row = read?.value;
     if (read === undefined || row === undefined || row.message_deleted === true)
       throw ApiError.notFound('READ_STATE_NOT_FOUND', id);
     return new ResourceResponse(present(row), { cache: read.cache, version: read.entry.version });

@@ -18,6 +18,7 @@ async function createWidget(t: TestApp, weight = 1): Promise<number> {
 
 interface KeyCommands {
   get(key: string): Promise<string | null>;
+  set(key: string, value: string): Promise<unknown>;
   del(key: string): Promise<number>;
 }
 
@@ -39,6 +40,10 @@ async function withEntryKey<T>(
 
 /** The raw entry, straight from Redis. */
 const redisEntry = (url: string, id: number) => withEntryKey(url, id, (client, key) => client.get(key));
+
+/** Overwrites the entry behind the app's back. */
+const writeEntry = (url: string, id: number, value: string) =>
+  withEntryKey(url, id, (client, key) => client.set(key, value));
 
 /** Removes the entry behind the app's back, so the next read is a miss. */
 const dropEntry = (url: string, id: number) => withEntryKey(url, id, (client, key) => client.del(key));
@@ -97,6 +102,22 @@ describe('cache-aside against real Redis', () => {
     expect(after.body.meta.cache).toBe('hit');
     expect(after.body.data.weight).toBe(42);
     expect(await redisEntry(TEST_REDIS_URL, id)).toMatch(/^2\|0\|/);
+  });
+
+  it('an entry that cannot be read back is a miss: never sent, replaced from the database', async () => {
+    const id = await createWidget(t, 5);
+    await t.http().get(`/v1/test/widgets/${id}`).expect(200);
+    const unreadable = async (): Promise<number> =>
+      (await t.http().get('/health/ready').expect(200)).body.data.cache_stats.unreadable;
+    for (const broken of ['1|0|{"id":', '1|0|not json', '1|0|[1,2]', '1|0|{"name":"no id"}', '1|0|']) {
+      const before = await unreadable();
+      await writeEntry(TEST_REDIS_URL, id, broken);
+      const response = await t.http().get(`/v1/test/widgets/${id}`).expect(200);
+      expect(response.body.data).toMatchObject({ id, weight: 5 });
+      // '1|0|' is an invalidation marker (a miss by design), not an unreadable entry.
+      expect(await unreadable()).toBe(broken === '1|0|' ? before : before + 1);
+      expect(await redisEntry(TEST_REDIS_URL, id)).toMatch(new RegExp(`^1\\|0\\|\\{"id":${id},`));
+    }
   });
 
   it('loads the database once for 100 concurrent misses of one key', async () => {

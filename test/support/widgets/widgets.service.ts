@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { objectOf } from '../../../src/cache/decode.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { creationStamp, deletionStamp, restorationStamp, updateStamp } from '../../../src/audit/actor-stamps.js';
 import { AuditService, diffChanges } from '../../../src/audit/audit.service.js';
@@ -53,7 +54,7 @@ export class WidgetsService {
   loads = 0;
   /** Delay inserted between reading the row and filling the cache (for the stale-fill race test). */
   fillDelayMs = 0;
-  private readonly cached: CacheAside;
+  private readonly cached: CacheAside<Widget>;
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -69,6 +70,7 @@ export class WidgetsService {
         if (this.fillDelayMs > 0) await sleep(this.fillDelayMs);
         return row === undefined ? undefined : entryOf(row);
       },
+      objectOf<Widget>({ id: 'number' }),
     );
   }
 
