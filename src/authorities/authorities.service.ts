@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { References } from '../database/references.js';
 import { creationStamp, updateStamp } from '../audit/actor-stamps.js';
 import { AuditService, diffChanges } from '../audit/audit.service.js';
 import type { AuthContext } from '../auth/auth-context.js';
@@ -35,6 +36,7 @@ export const AUTHORITY_AUDITED_FIELDS = [
 export class AuthoritiesService {
   constructor(
     private readonly uow: UnitOfWork,
+    private readonly references: References,
     private readonly authorities: AuthoritiesRepository,
     private readonly audit: AuditService,
     private readonly authorization: AuthorizationService,
@@ -135,12 +137,8 @@ export class AuthoritiesService {
   }
 
   private async assertReferences(deviceId: number, userId: number): Promise<void> {
-    const [found] = await this.uow.reader.query<{ device: boolean; user: boolean }[]>(
-      'SELECT EXISTS (SELECT 1 FROM devices WHERE id = $1) AS device, EXISTS (SELECT 1 FROM users WHERE id = $2 AND NOT is_deleted) AS user',
-      [deviceId, userId],
-    );
-    if (found?.device !== true) throw ApiError.notFound('DEVICE_NOT_FOUND', deviceId);
-    if (found.user !== true) throw ApiError.notFound('USER_NOT_FOUND', userId);
+    await this.references.device(this.uow.reader, deviceId);
+    await this.references.liveUser(this.uow.reader, userId);
   }
 
   private async alreadyExists(tx: Tx, deviceId: number, userId: number): Promise<ApiError> {

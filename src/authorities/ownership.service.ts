@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { References } from '../database/references.js';
 import { AuditService } from '../audit/audit.service.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { AuthorizationService } from '../auth/authorization.service.js';
@@ -39,6 +40,7 @@ function targetInvalid(userId: number, reason: string, message: string): ApiErro
 export class OwnershipService {
   constructor(
     private readonly uow: UnitOfWork,
+    private readonly references: References,
     private readonly devices: DevicesRepository,
     private readonly authorities: AuthoritiesRepository,
     private readonly audit: AuditService,
@@ -110,10 +112,7 @@ export class OwnershipService {
   }
 
   private async assertTarget(tx: Tx, device: DeviceRow, userId: number): Promise<void> {
-    const [user] = await tx.db.query<{ status_id: number; is_deleted: boolean }[]>(
-      'SELECT status_id, is_deleted FROM users WHERE id = $1',
-      [userId],
-    );
+    const user = await this.references.user(tx.db, userId);
     if (user === undefined) throw ApiError.notFound('USER_NOT_FOUND', userId);
     if (user.is_deleted) throw targetInvalid(userId, 'user_deleted', `User ${userId} is deleted`);
     if (user.status_id !== USER_STATUS.active)

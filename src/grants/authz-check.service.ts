@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { References } from '../database/references.js';
 import { AuthContextService } from '../auth/auth-context.service.js';
 import { AuthorizationService } from '../auth/authorization.service.js';
 import { isPermissionCode, PERMISSIONS } from '../auth/permissions.js';
@@ -13,6 +14,7 @@ export class AuthzCheckService {
     private readonly contexts: AuthContextService,
     private readonly authorization: AuthorizationService,
     private readonly uow: UnitOfWork,
+    private readonly references: References,
   ) {}
 
   async check(query: AuthzCheckQueryDto): Promise<AuthzDecisionDto> {
@@ -26,13 +28,7 @@ export class AuthzCheckService {
     }
     const subject = await this.contexts.subjectOf(userId);
     if (subject === undefined) throw ApiError.notFound('USER_NOT_FOUND', userId);
-    if (deviceId !== undefined) {
-      const [device] = await this.uow.reader.query<{ id: number }[]>('SELECT id FROM devices WHERE id = $1', [
-        deviceId,
-      ]);
-      if (device === undefined)
-        throw new ApiError('DEVICE_NOT_FOUND', `Device ${deviceId} does not exist`, { device_id: deviceId });
-    }
+    if (deviceId !== undefined) await this.references.device(this.uow.reader, deviceId);
     const decision = await this.authorization.decide(subject, query.permission, deviceId);
     return { user_id: userId, permission: query.permission, device_id: deviceId ?? null, ...decision };
   }

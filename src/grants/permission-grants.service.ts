@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { References } from '../database/references.js';
 import { AuditService } from '../audit/audit.service.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { AuthorizationService } from '../auth/authorization.service.js';
@@ -25,6 +26,7 @@ function withLiveState(grant: PermissionGrantDto): PermissionGrantDto {
 export class PermissionGrantsService {
   constructor(
     private readonly uow: UnitOfWork,
+    private readonly references: References,
     private readonly audit: AuditService,
     private readonly authorization: AuthorizationService,
     private readonly grants: PermissionGrantsRepository,
@@ -112,13 +114,9 @@ export class PermissionGrantsService {
    * that user (part 5). Returns the permission's code.
    */
   private async assertTarget(tx: Tx, actor: AuthContext, userId: number, permissionId: number): Promise<string> {
-    const [found] = await tx.db.query<{ role_id: number | null; code: string | null }[]>(
-      'SELECT (SELECT role_id FROM users WHERE id = $1 AND NOT is_deleted) AS role_id, (SELECT code FROM permissions WHERE id = $2) AS code',
-      [userId, permissionId],
-    );
-    if (found?.role_id == null) throw ApiError.notFound('USER_NOT_FOUND', userId);
-    if (found.code === null) throw ApiError.notFound('PERMISSION_NOT_FOUND', permissionId);
-    assertMayWriteUser(actor, { id: userId, role_id: found.role_id });
-    return found.code;
+    const user = await this.references.liveUser(tx.db, userId);
+    const permission = await this.references.permission(tx.db, permissionId);
+    assertMayWriteUser(actor, user);
+    return permission.code;
   }
 }

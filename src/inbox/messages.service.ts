@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { References } from '../database/references.js';
 import { ApiError } from '../common/api-error.js';
 import { creationStamp, deletionStamp, restorationStamp, updateStamp } from '../audit/actor-stamps.js';
 import { AuditService, diffChanges } from '../audit/audit.service.js';
@@ -30,6 +31,7 @@ const POLL_AFTER_SECONDS = 1;
 export class MessagesService {
   constructor(
     private readonly uow: UnitOfWork,
+    private readonly references: References,
     private readonly messages: MessagesRepository,
     private readonly readState: ReadStateService,
     private readonly audit: AuditService,
@@ -48,10 +50,7 @@ export class MessagesService {
   async create(dto: CreateMessageDto): Promise<ResourceResponse<InboxMessageDto>> {
     const stamp = creationStamp();
     const row = await this.uow.run(async (tx) => {
-      const [recipient] = await tx.db.query<{ id: number }[]>('SELECT id FROM users WHERE id = $1 AND NOT is_deleted', [
-        dto.user_id,
-      ]);
-      if (recipient === undefined) throw ApiError.notFound('USER_NOT_FOUND', dto.user_id);
+      await this.references.liveUser(tx.db, dto.user_id);
       const created = await this.messages.insert(tx, {
         user_id: dto.user_id,
         conversation_id: dto.conversation_id ?? null,

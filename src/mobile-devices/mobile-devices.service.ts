@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { References } from '../database/references.js';
 import { creationStamp, updateStamp } from '../audit/actor-stamps.js';
 import { AuditService, diffChanges } from '../audit/audit.service.js';
 import { ApiError } from '../common/api-error.js';
@@ -27,6 +28,7 @@ function tokenTaken(): ApiError {
 export class MobileDevicesService {
   constructor(
     private readonly uow: UnitOfWork,
+    private readonly references: References,
     private readonly audit: AuditService,
     private readonly devices: MobileDevicesRepository,
   ) {}
@@ -43,10 +45,7 @@ export class MobileDevicesService {
     const stamp = creationStamp();
     const row = await this.uow
       .run(async (tx) => {
-        const [user] = await tx.db.query<{ id: number }[]>('SELECT id FROM users WHERE id = $1 AND NOT is_deleted', [
-          dto.user_id,
-        ]);
-        if (user === undefined) throw ApiError.notFound('USER_NOT_FOUND', dto.user_id);
+        await this.references.liveUser(tx.db, dto.user_id);
         const created = await this.devices.insert(tx, {
           user_id: dto.user_id,
           platform: dto.platform,
