@@ -1,7 +1,7 @@
 // 3. bulk-grant of 1000 items: the service's latency against the same set-based statements
 // sent through raw pg (resolve, insert, read back, audit, bump versions; one transaction).
 import pg from 'pg';
-import { RESOLVE } from '../../dist/src/grants/bulk-authority-permissions.service.js';
+import { RESOLVE } from '../../dist/src/grants/authority-permissions.repository.js';
 import { percentile, ratio } from '../support.mjs';
 
 async function rawBulkGrant(client, authorityIds, permissionId) {

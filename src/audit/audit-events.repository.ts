@@ -46,6 +46,7 @@ export class AuditEventsRepository extends ResourceTable<AuditEventRow> {
         columns: `1 AS version, ${RESOURCE_COLUMNS}`,
         type: 'audit_event',
         notFound: 'AUDIT_EVENT_NOT_FOUND',
+        list: AUDIT_EVENT_LIST,
       },
       uow,
       cache,

@@ -111,7 +111,13 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow, Authority
     private readonly deviceAuthorities: DeviceAuthoritiesService,
   ) {
     super(
-      { table: 'authorities', columns: AUTHORITY_COLUMNS, type: 'authority', notFound: 'AUTHORITY_NOT_FOUND' },
+      {
+        table: 'authorities',
+        columns: AUTHORITY_COLUMNS,
+        type: 'authority',
+        notFound: 'AUTHORITY_NOT_FOUND',
+        list: AUTHORITY_LIST,
+      },
       uow,
       cache,
     );

@@ -8,14 +8,11 @@ import { deviceRowScope } from '../auth/row-scope.js';
 import { ApiError } from '../common/api-error.js';
 import { futureTimestamp } from '../common/timestamps.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { parseListQuery } from '../common/list/list-query.parser.js';
-import { runList } from '../common/list/list-runner.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import {
   assertNotExtendingOwn,
-  AUTHORITY_LIST,
   AuthoritiesRepository,
   ownerProtected,
   type AuthorityRow,
@@ -43,11 +40,8 @@ export class AuthoritiesService {
   ) {}
 
   async list(actor: AuthContext, query: Record<string, unknown>): Promise<ListResponse<AuthorityDto>> {
-    const parsed = parseListQuery(AUTHORITY_LIST, query);
-    return runList<AuthorityDto>(
-      this.uow.reader,
-      AUTHORITY_LIST,
-      parsed,
+    return this.authorities.list(
+      query,
       await deviceRowScope(this.authorization, actor, 'authorities.read', 'device_id'),
     );
   }

@@ -38,7 +38,11 @@ export interface OwnershipTransferRecord {
 @Injectable()
 export class DevicesRepository extends ResourceTable<DeviceRow, DeviceColumn> {
   constructor(uow: UnitOfWork, cache: CacheService) {
-    super({ table: 'devices', columns: DEVICE_COLUMNS, type: 'device', notFound: 'DEVICE_NOT_FOUND' }, uow, cache);
+    super(
+      { table: 'devices', columns: DEVICE_COLUMNS, type: 'device', notFound: 'DEVICE_NOT_FOUND', list: DEVICE_LIST },
+      uow,
+      cache,
+    );
   }
 
   /** Appends a row to the ownership history (the table refuses UPDATE and DELETE). */

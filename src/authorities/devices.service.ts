@@ -7,12 +7,10 @@ import { deviceRowScope } from '../auth/row-scope.js';
 import { ApiError } from '../common/api-error.js';
 import { isUniqueViolation } from '../common/error-mapping.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { parseListQuery } from '../common/list/list-query.parser.js';
-import { runList } from '../common/list/list-runner.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
-import { DEVICE_LIST, DevicesRepository, type DeviceRow } from './devices.repository.js';
+import { DevicesRepository, type DeviceRow } from './devices.repository.js';
 import type { CreateDeviceDto, DeviceDto, UpdateDeviceDto } from './dto/device.dto.js';
 
 const AUDITED_FIELDS = ['serial_number', 'name', 'model'] as const satisfies readonly (keyof DeviceRow)[];
@@ -34,13 +32,7 @@ export class DevicesService {
   ) {}
 
   async list(actor: AuthContext, query: Record<string, unknown>): Promise<ListResponse<DeviceDto>> {
-    const parsed = parseListQuery(DEVICE_LIST, query);
-    return runList<DeviceDto>(
-      this.uow.reader,
-      DEVICE_LIST,
-      parsed,
-      await deviceRowScope(this.authorization, actor, 'devices.read', 'id'),
-    );
+    return this.devices.list(query, await deviceRowScope(this.authorization, actor, 'devices.read', 'id'));
   }
 
   get(id: number): Promise<ResourceResponse<DeviceDto>> {

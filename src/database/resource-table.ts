@@ -6,7 +6,11 @@ import type { CacheEntry } from '../cache/cache-store.js';
 import type { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../common/api-error.js';
 import type { RecordNotFoundCode } from '../common/error-codes.js';
-import { RawJson, ResourceResponse } from '../common/responses.js';
+import { parseListQuery } from '../common/list/list-query.parser.js';
+import { runList } from '../common/list/list-runner.js';
+import type { Scope } from '../common/list/list-sql.js';
+import type { ListSpec } from '../common/list/list-spec.js';
+import { RawJson, ResourceResponse, type ListResponse } from '../common/responses.js';
 import type { Tx, UnitOfWork } from './unit-of-work.js';
 
 /** A row as read: the resource's fields plus its version (the ETag, kept out of the JSON). */
@@ -28,6 +32,8 @@ export interface ResourceTableOptions {
   readonly type: string;
   /** The 404 of a missing record, e.g. `USER_NOT_FOUND`. */
   readonly notFound: RecordNotFoundCode;
+  /** The list route's spec (filters, sort, search), for `list`. */
+  readonly list?: ListSpec;
 }
 
 /** A column value computed by PostgreSQL at the write (`now()`), so every row of a write shares its clock. */
@@ -86,6 +92,16 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
       },
       objectOf<Omit<Row, 'version'>>({ id: 'number' }),
     );
+  }
+
+  /**
+   * A page of the list route: the query parsed against the table's `ListSpec` (every problem a
+   * 400), an optional extra condition (authorization row filtering), the capped count.
+   */
+  list<Item = Omit<Row, 'version'>>(query: Record<string, unknown>, scope?: Scope): Promise<ListResponse<Item>> {
+    const spec = this.options.list;
+    if (spec === undefined) throw new Error(`${this.options.table} has no list spec`);
+    return runList<Item>(this.uow.reader, spec, parseListQuery(spec, query), scope);
   }
 
   /** The cached detail; undefined when the record does not exist at all. */

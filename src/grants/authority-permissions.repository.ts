@@ -38,6 +38,26 @@ export const AUTHORITY_PERMISSION_LIST: ListSpec = {
  * Row access for authority permissions. A change alters its device's authority set: bump the
  * set's version in the transaction, rebuild it (and the detail entries) after commit.
  */
+/** What one statement learns about every item: the authority, the permission, any active row. */
+export interface Resolved {
+  readonly ord: number;
+  readonly device_id: number | null;
+  readonly authority_user_id: number | null;
+  readonly authority_deleted: boolean | null;
+  readonly code: string | null;
+  readonly device_scoped: boolean | null;
+  readonly active_id: number | null;
+}
+
+/** Exported for the benchmark's raw-pg baseline, which must run the very same statement. */
+export const RESOLVE = `
+  SELECT i.ord::int AS ord, a.device_id, a.user_id AS authority_user_id, a.is_deleted AS authority_deleted, p.code, p.device_scoped,
+         (SELECT ap.id FROM authority_permissions ap WHERE ap.authority_id = i.authority_id AND ap.permission_id = i.permission_id AND ap.revoked_at IS NULL) AS active_id
+  FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS i(authority_id, permission_id, ord)
+  LEFT JOIN authorities a ON a.id = i.authority_id
+  LEFT JOIN permissions p ON p.id = i.permission_id
+  ORDER BY i.ord`;
+
 @Injectable()
 export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermissionRow> {
   constructor(
@@ -53,6 +73,7 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
         columns: COLUMNS,
         type: 'authority_permission',
         notFound: 'AUTHORITY_PERMISSION_NOT_FOUND',
+        list: AUTHORITY_PERMISSION_LIST,
       },
       uow,
       cache,
@@ -127,6 +148,38 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     if (revoked === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
     await this.changed(tx, [revoked]);
     return revoked;
+  }
+
+  /** What one statement learns about every item of a bulk body, in the body's order. */
+  resolve(tx: Tx, items: readonly [readonly number[], readonly number[]]): Promise<Resolved[]> {
+    return tx.db.query<Resolved[]>(RESOLVE, [[...items[0]], [...items[1]]]);
+  }
+
+  /**
+   * Bulk grant (one statement): inserts each distinct pair that has no live row; answers the rows
+   * it inserted. Registers nothing: the caller records the batch with `changedInBulk`.
+   */
+  insertMany(
+    tx: Tx,
+    pairs: readonly { readonly authority_id: number; readonly permission_id: number }[],
+    actor: number | null,
+  ): Promise<{ id: number; authority_id: number; permission_id: number }[]> {
+    return tx.db.query(
+      `INSERT INTO authority_permissions (authority_id, permission_id, granted_by)
+       SELECT DISTINCT i.authority_id, i.permission_id, $3::bigint FROM unnest($1::bigint[], $2::int[]) AS i(authority_id, permission_id)
+       ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL DO NOTHING
+       RETURNING id, authority_id, permission_id`,
+      [pairs.map((pair) => pair.authority_id), pairs.map((pair) => pair.permission_id), actor],
+    );
+  }
+
+  /** Bulk revoke (one statement): stamps the live rows among `ids`; answers the ids it revoked. */
+  async revokeMany(tx: Tx, ids: readonly number[], actor: number | null): Promise<number[]> {
+    const [revoked] = await tx.db.query<[{ id: number }[], number]>(
+      'UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = ANY($1::bigint[]) AND revoked_at IS NULL RETURNING id',
+      [[...ids], actor],
+    );
+    return revoked.map((row) => row.id);
   }
 
   /** New rows (version 1) were never cached, so only revocations refresh a detail entry. */

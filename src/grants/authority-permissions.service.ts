@@ -5,13 +5,11 @@ import { AuthorizationService } from '../auth/authorization.service.js';
 import { deviceRowScope } from '../auth/row-scope.js';
 import { ApiError } from '../common/api-error.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { parseListQuery } from '../common/list/list-query.parser.js';
-import { runList } from '../common/list/list-runner.js';
 import { currentActorId } from '../common/request-context.js';
 import { NoContent, ResourceResponse, type ListResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
-import { AUTHORITY_PERMISSION_LIST, AuthorityPermissionsRepository } from './authority-permissions.repository.js';
+import { AuthorityPermissionsRepository } from './authority-permissions.repository.js';
 import type { AuthorityPermissionDto, CreateAuthorityPermissionDto } from './dto/authority-permission.dto.js';
 
 export function notDeviceScoped(permissionId: number, code: string): ApiError {
@@ -33,11 +31,8 @@ export class AuthorityPermissionsService {
   ) {}
 
   async list(actor: AuthContext, query: Record<string, unknown>): Promise<ListResponse<AuthorityPermissionDto>> {
-    const parsed = parseListQuery(AUTHORITY_PERMISSION_LIST, query);
-    return runList<AuthorityPermissionDto>(
-      this.uow.reader,
-      AUTHORITY_PERMISSION_LIST,
-      parsed,
+    return this.rows.list(
+      query,
       await deviceRowScope(this.authorization, actor, 'authority_permissions.read', 'a.device_id'),
     );
   }

@@ -5,30 +5,10 @@ import { AuthorizationService, type DeviceQuestion } from '../auth/authorization
 import type { PermissionCode } from '../auth/permissions.js';
 import { currentActorId } from '../common/request-context.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
-import { AuthorityPermissionsRepository } from './authority-permissions.repository.js';
+import { AuthorityPermissionsRepository, type Resolved } from './authority-permissions.repository.js';
 import type { BulkAuthorityPermissionsDto, BulkResponseDto, BulkResultDto } from './dto/authority-permission.dto.js';
 
 type Mode = 'grant' | 'revoke';
-
-/** What one statement learns about every item: the authority, the permission, any active row. */
-interface Resolved {
-  readonly ord: number;
-  readonly device_id: number | null;
-  readonly authority_user_id: number | null;
-  readonly authority_deleted: boolean | null;
-  readonly code: string | null;
-  readonly device_scoped: boolean | null;
-  readonly active_id: number | null;
-}
-
-/** Exported for the benchmark's raw-pg baseline, which must run the very same statement. */
-export const RESOLVE = `
-  SELECT i.ord::int AS ord, a.device_id, a.user_id AS authority_user_id, a.is_deleted AS authority_deleted, p.code, p.device_scoped,
-         (SELECT ap.id FROM authority_permissions ap WHERE ap.authority_id = i.authority_id AND ap.permission_id = i.permission_id AND ap.revoked_at IS NULL) AS active_id
-  FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS i(authority_id, permission_id, ord)
-  LEFT JOIN authorities a ON a.id = i.authority_id
-  LEFT JOIN permissions p ON p.id = i.permission_id
-  ORDER BY i.ord`;
 
 function failure(code: string, message: string): BulkResultDto['error'] {
   return { code, message };
@@ -50,7 +30,7 @@ export class BulkAuthorityPermissionsService {
 
   run(actor: AuthContext, mode: Mode, dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
     const work = async (tx: Tx): Promise<BulkResponseDto> => {
-      const resolved = await tx.db.query<Resolved[]>(RESOLVE, [
+      const resolved = await this.rows.resolve(tx, [
         dto.items.map((item) => item.authority_id),
         dto.items.map((item) => item.permission_id),
       ]);
@@ -162,13 +142,7 @@ export class BulkAuthorityPermissionsService {
   private async grant(tx: Tx, results: BulkResultDto[], reason: string | undefined): Promise<void> {
     const pending = results.filter((result) => result.status === 'granted');
     if (pending.length === 0) return;
-    const inserted = await tx.db.query<{ id: number; authority_id: number; permission_id: number }[]>(
-      `INSERT INTO authority_permissions (authority_id, permission_id, granted_by)
-       SELECT DISTINCT i.authority_id, i.permission_id, $3::bigint FROM unnest($1::bigint[], $2::int[]) AS i(authority_id, permission_id)
-       ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL DO NOTHING
-       RETURNING id, authority_id, permission_id`,
-      [pending.map((result) => result.authority_id), pending.map((result) => result.permission_id), currentActorId()],
-    );
+    const inserted = await this.rows.insertMany(tx, pending, currentActorId());
     const idOf = new Map(inserted.map((row) => [`${row.authority_id}:${row.permission_id}`, row.id]));
     const claimed = new Set<string>();
     for (const result of pending) {
@@ -191,11 +165,10 @@ export class BulkAuthorityPermissionsService {
   private async revoke(tx: Tx, results: BulkResultDto[], reason: string | undefined): Promise<void> {
     const pending = results.filter((result) => result.status === 'revoked');
     if (pending.length === 0) return;
-    const [revoked] = await tx.db.query<[{ id: number }[], number]>(
-      'UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = ANY($1::bigint[]) AND revoked_at IS NULL RETURNING id',
-      [[...new Set(pending.map((result) => result.authority_permission_id))], currentActorId()],
+    const ids = pending.flatMap((result) =>
+      result.authority_permission_id === null ? [] : [result.authority_permission_id],
     );
-    const done = new Set(revoked.map((row) => row.id));
+    const done = new Set(await this.rows.revokeMany(tx, [...new Set(ids)], currentActorId()));
     const claimed = new Set<number>();
     for (const result of pending) {
       const id = result.authority_permission_id ?? 0;

@@ -61,6 +61,7 @@ export class PermissionGrantsRepository extends ResourceTable<GrantRow> {
         columns: GRANT_COLUMNS,
         type: 'permission_grant',
         notFound: 'PERMISSION_GRANT_NOT_FOUND',
+        list: GRANT_LIST,
       },
       uow,
       cache,

@@ -6,14 +6,12 @@ import { AuthorizationService } from '../auth/authorization.service.js';
 import { assertMayWriteUser, assertNotSelf } from '../auth/user-rules.js';
 import { futureTimestamp } from '../common/timestamps.js';
 import { ApiError } from '../common/api-error.js';
-import { parseListQuery } from '../common/list/list-query.parser.js';
-import { runList } from '../common/list/list-runner.js';
 import { currentActorId } from '../common/request-context.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import type { GrantPermissionDto, PermissionGrantDto, RevokePermissionDto } from './dto/permission-grant.dto.js';
-import { GRANT_LIST, PermissionGrantsRepository } from './permission-grants.repository.js';
+import { PermissionGrantsRepository } from './permission-grants.repository.js';
 
 /** Judges `is_active` now: a cached grant past its `expires_at` stops being active at once. */
 function withLiveState(grant: PermissionGrantDto): PermissionGrantDto {
@@ -33,7 +31,7 @@ export class PermissionGrantsService {
   ) {}
 
   list(query: Record<string, unknown>): Promise<ListResponse<PermissionGrantDto>> {
-    return runList<PermissionGrantDto>(this.uow.reader, GRANT_LIST, parseListQuery(GRANT_LIST, query));
+    return this.grants.list(query);
   }
 
   async get(id: number): Promise<ResourceResponse<PermissionGrantDto>> {

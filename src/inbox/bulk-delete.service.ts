@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import type { BulkDeleteDto, BulkDeleteResponseDto, BulkDeleteResultDto } from './inbox.dto.js';
+import { MessagesRepository } from './messages.repository.js';
 import { MessagesService } from './messages.service.js';
 
 /**
@@ -13,16 +14,13 @@ export class BulkDeleteService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly messages: MessagesService,
+    private readonly rows: MessagesRepository,
   ) {}
 
   run(dto: BulkDeleteDto): Promise<BulkDeleteResponseDto> {
     return this.uow.run(async (tx) => {
       const ids = dto.items.map((item) => item.id);
-      const found = await tx.db.query<{ id: number; is_deleted: boolean }[]>(
-        'SELECT id, is_deleted FROM inbox_messages WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE',
-        [ids],
-      );
-      const deleted = new Map(found.map((row) => [row.id, row.is_deleted]));
+      const deleted = await this.rows.lockDeletedState(tx, ids);
       const handled = new Set<number>();
       const results: BulkDeleteResultDto[] = [];
       for (const [index, { id }] of dto.items.entries()) {

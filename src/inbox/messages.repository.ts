@@ -47,10 +47,25 @@ type MessageColumn =
 export class MessagesRepository extends ResourceTable<MessageRow, MessageColumn> {
   constructor(uow: UnitOfWork, cache: CacheService) {
     super(
-      { table: 'inbox_messages', columns: MESSAGE_COLUMNS, type: 'inbox_message', notFound: 'MESSAGE_NOT_FOUND' },
+      {
+        table: 'inbox_messages',
+        columns: MESSAGE_COLUMNS,
+        type: 'inbox_message',
+        notFound: 'MESSAGE_NOT_FOUND',
+        list: MESSAGE_LIST,
+      },
       uow,
       cache,
     );
+  }
+
+  /** Whether each of `ids` is deleted, under row locks taken in id order (so concurrent bulks cannot deadlock). */
+  async lockDeletedState(tx: Tx, ids: readonly number[]): Promise<Map<number, boolean>> {
+    const found = await tx.db.query<{ id: number; is_deleted: boolean }[]>(
+      'SELECT id, is_deleted FROM inbox_messages WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE',
+      [[...ids]],
+    );
+    return new Map(found.map((row) => [row.id, row.is_deleted]));
   }
 
   /** Soft-deletes the live messages among `ids` in one statement; answers the rows it changed. */

@@ -4,8 +4,6 @@ import { ApiError } from '../common/api-error.js';
 import { creationStamp, deletionStamp, restorationStamp, updateStamp } from '../audit/actor-stamps.js';
 import { AuditService, diffChanges } from '../audit/audit.service.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { parseListQuery } from '../common/list/list-query.parser.js';
-import { runList } from '../common/list/list-runner.js';
 import { AcceptedResponse, NoContent, ResourceResponse, type ListResponse } from '../common/responses.js';
 import { respondWith } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
@@ -13,7 +11,7 @@ import { JobQueue } from '../jobs/job-queue.js';
 import type { AcceptedJobDto } from '../jobs/jobs.dto.js';
 import { ReadStateService } from '../read-state/read-state.service.js';
 import type { CreateMessageDto, InboxMessageDto, SendPushDto, UpdateMessageDto } from './inbox.dto.js';
-import { MESSAGE_LIST, MessagesRepository, type MessageRow } from './messages.repository.js';
+import { MessagesRepository, type MessageRow } from './messages.repository.js';
 
 const AUDITED_FIELDS = [
   'user_id',
@@ -39,7 +37,7 @@ export class MessagesService {
   ) {}
 
   list(query: Record<string, unknown>): Promise<ListResponse<InboxMessageDto>> {
-    return runList<InboxMessageDto>(this.uow.reader, MESSAGE_LIST, parseListQuery(MESSAGE_LIST, query));
+    return this.messages.list(query);
   }
 
   get(id: number, includeDeleted: boolean): Promise<ResourceResponse<InboxMessageDto>> {

@@ -55,7 +55,13 @@ type MobileDeviceColumn =
 export class MobileDevicesRepository extends ResourceTable<MobileDeviceRow, MobileDeviceColumn> {
   constructor(uow: UnitOfWork, cache: CacheService) {
     super(
-      { table: 'mobile_devices', columns: COLUMNS, type: 'mobile_device', notFound: 'MOBILE_DEVICE_NOT_FOUND' },
+      {
+        table: 'mobile_devices',
+        columns: COLUMNS,
+        type: 'mobile_device',
+        notFound: 'MOBILE_DEVICE_NOT_FOUND',
+        list: MOBILE_DEVICE_LIST,
+      },
       uow,
       cache,
     );

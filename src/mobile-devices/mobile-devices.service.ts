@@ -5,14 +5,11 @@ import { AuditService, diffChanges } from '../audit/audit.service.js';
 import { ApiError } from '../common/api-error.js';
 import { isUniqueViolation } from '../common/error-mapping.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { parseListQuery } from '../common/list/list-query.parser.js';
-import { runList } from '../common/list/list-runner.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { NOW, respondWith } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import type { MobileDeviceDto, RegisterMobileDeviceDto } from './mobile-device.dto.js';
 import {
-  MOBILE_DEVICE_LIST,
   MobileDevicesRepository,
   UNREGISTERED,
   type MobileDeviceRow,
@@ -34,7 +31,7 @@ export class MobileDevicesService {
   ) {}
 
   list(query: Record<string, unknown>): Promise<ListResponse<MobileDeviceDto>> {
-    return runList<MobileDeviceDto>(this.uow.reader, MOBILE_DEVICE_LIST, parseListQuery(MOBILE_DEVICE_LIST, query));
+    return this.devices.list(query);
   }
 
   get(id: number): Promise<ResourceResponse<MobileDeviceDto>> {

@@ -58,6 +58,7 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
         columns: COLUMNS,
         type: 'message_read_state',
         notFound: 'READ_STATE_NOT_FOUND',
+        list: READ_STATE_LIST,
       },
       uow,
       cache,

@@ -2,15 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { AuditService } from '../audit/audit.service.js';
 import { ApiError } from '../common/api-error.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { parseListQuery } from '../common/list/list-query.parser.js';
-import { runList } from '../common/list/list-runner.js';
 import { currentActorId } from '../common/request-context.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { NOW, withoutVersion } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import { ReadCountsService, type CountsScope } from './read-counts.service.js';
 import type { ReadStateDto } from './read-state.dto.js';
-import { READ_STATE_LIST, ReadStateRepository, type ReadStateRow } from './read-state.repository.js';
+import { ReadStateRepository, type ReadStateRow } from './read-state.repository.js';
 
 const MAX_SNOOZE_MS = 365 * 24 * 3600 * 1000;
 
@@ -43,9 +41,9 @@ export class ReadStateService {
   ) {}
 
   list(query: Record<string, unknown>): Promise<ListResponse<ReadStateDto>> {
-    return runList<ReadStateDto>(this.uow.reader, READ_STATE_LIST, parseListQuery(READ_STATE_LIST, query)).then(
-      (page) => Object.assign(page, { items: page.items.map(present) }) as ListResponse<ReadStateDto>,
-    );
+    return this.states
+      .list<ReadStateRow>(query)
+      .then((page) => Object.assign(page, { items: page.items.map(present) }) as ListResponse<ReadStateDto>);
   }
 
   async get(id: number): Promise<ResourceResponse<ReadStateDto>> {

@@ -50,7 +50,11 @@ export class UsersRepository extends ResourceTable<UserRow, UserColumn> {
     cache: CacheService,
     private readonly authContexts: AuthContextService,
   ) {
-    super({ table: 'users', columns: USER_COLUMNS, type: 'user', notFound: 'USER_NOT_FOUND' }, uow, cache);
+    super(
+      { table: 'users', columns: USER_COLUMNS, type: 'user', notFound: 'USER_NOT_FOUND', list: USER_LIST },
+      uow,
+      cache,
+    );
   }
 
   /** After commit: the detail entry and the auth context's user entry (role, status, deletion). */

@@ -5,15 +5,13 @@ import type { AuthContext } from '../auth/auth-context.js';
 import { ApiError } from '../common/api-error.js';
 import { isUniqueViolation } from '../common/error-mapping.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { parseListQuery } from '../common/list/list-query.parser.js';
-import { runList } from '../common/list/list-runner.js';
 import { ListResponse, ResourceResponse } from '../common/responses.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import type { CreateUserDto, UpdateUserDto } from './dto/user-input.dto.js';
 import type { UserDto } from './dto/user.dto.js';
 import { assertMayAssignRole, assertMayWriteUser, assertNotSelf } from '../auth/user-rules.js';
 import { respondWith } from '../database/resource-table.js';
-import { USER_LIST, UsersRepository, type UserRow } from './users.repository.js';
+import { UsersRepository, type UserRow } from './users.repository.js';
 
 /** Fields whose changes audit events record (never the PIN hash). */
 export const AUDITED_FIELDS = [
@@ -42,7 +40,7 @@ export class UsersService {
   ) {}
 
   list(query: Record<string, unknown>): Promise<ListResponse<UserDto>> {
-    return runList<UserDto>(this.uow.reader, USER_LIST, parseListQuery(USER_LIST, query));
+    return this.users.list(query);
   }
 
   get(id: number, includeDeleted: boolean): Promise<ResourceResponse<UserDto>> {
