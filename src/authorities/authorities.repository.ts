@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { bumpProjectionVersions } from '../database/projection-versions.js';
 import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js';
 import { CacheService } from '../cache/cache.service.js';
 import type { Subject } from '../auth/auth-context.js';
@@ -127,16 +126,17 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow, Authority
    * Every write bumps the device's authority-set version in its transaction and rebuilds the set
    * after commit, unless it set only columns no authorization decision reads (a label).
    */
-  override async changed(tx: Tx, rows: readonly AuthorityRow[], columns: readonly string[] = []): Promise<void> {
+  override changed(tx: Tx, rows: readonly AuthorityRow[], columns: readonly string[] = []): Promise<void> {
     const authorization = columns.length === 0 || columns.some((column) => !NOT_READ_BY_AUTHORIZATION.has(column));
     const devices = rows.map((row) => row.device_id);
-    if (authorization) await bumpProjectionVersions(tx.db, 'device', devices);
+    if (authorization) tx.bumpProjections('device', devices);
     tx.afterCommit(async () => {
       await Promise.all([
         ...rows.map((row) => this.refresh(row)),
         ...(authorization ? [this.deviceAuthorities.refresh(devices)] : []),
       ]);
     });
+    return Promise.resolve();
   }
 
   /**

@@ -2,12 +2,20 @@ import { Injectable, Logger } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { CacheService } from '../cache/cache.service.js';
 import { CacheEpoch } from './cache-epoch.js';
+import { bumpProjectionVersions, type ProjectionScope } from './projection-versions.js';
 
 /** What a write sees inside its transaction. */
 export interface Tx {
   readonly db: EntityManager;
   /** Runs after COMMIT (cache rebuilds); never inside the transaction, never after a rollback. */
   afterCommit(task: () => Promise<void>): void;
+  /**
+   * Bumps projection versions as the transaction's last statements, all scopes and ids of the
+   * write at once, deduplicated and sorted: every writer takes these hot rows last and in one
+   * order, after its record locks, so two writes can never deadlock on them. The new versions
+   * are in the returned map once the transaction has committed (for after-commit work).
+   */
+  bumpProjections(scope: ProjectionScope, ids: readonly number[]): ReadonlyMap<number, number>;
 }
 
 /**
@@ -30,7 +38,23 @@ export class UnitOfWork {
 
   async run<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     const tasks: (() => Promise<void>)[] = [];
-    const result = await this.dataSource.transaction((db) => work({ db, afterCommit: (task) => tasks.push(task) }));
+    const result = await this.dataSource.transaction(async (db) => {
+      const bumps = new Map<ProjectionScope, { ids: Set<number>; versions: Map<number, number> }>();
+      const bumpProjections = (scope: ProjectionScope, ids: readonly number[]): ReadonlyMap<number, number> => {
+        const pending = bumps.get(scope) ?? { ids: new Set<number>(), versions: new Map<number, number>() };
+        bumps.set(scope, pending);
+        for (const id of ids) pending.ids.add(id);
+        return pending.versions;
+      };
+      const value = await work({ db, afterCommit: (task) => tasks.push(task), bumpProjections });
+      for (const scope of [...bumps.keys()].sort()) {
+        const pending = bumps.get(scope);
+        if (pending === undefined || pending.ids.size === 0) continue;
+        for (const [id, version] of await bumpProjectionVersions(db, scope, [...pending.ids]))
+          pending.versions.set(id, version);
+      }
+      return value;
+    });
     await this.afterCommit(tasks);
     return result;
   }

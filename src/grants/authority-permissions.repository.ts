@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { ApiError } from '../common/api-error.js';
-import { bumpProjectionVersions } from '../database/projection-versions.js';
 import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js';
 import { CacheService } from '../cache/cache.service.js';
 import type { ListSpec } from '../common/list/list-spec.js';
@@ -183,9 +182,9 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
   }
 
   /** New rows (version 1) were never cached, so only revocations refresh a detail entry. */
-  private async record(tx: Tx, rows: readonly AuthorityPermissionRow[], mode: 'rebuild' | 'invalidate'): Promise<void> {
+  private record(tx: Tx, rows: readonly AuthorityPermissionRow[], mode: 'rebuild' | 'invalidate'): Promise<void> {
     const devices = rows.map((row) => row.device_id);
-    const versions = await bumpProjectionVersions(tx.db, 'device', devices);
+    const versions = tx.bumpProjections('device', devices);
     const revoked = rows.filter((row) => row.version > 1);
     tx.afterCommit(async () => {
       await Promise.all([
@@ -193,5 +192,6 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
         mode === 'rebuild' ? this.deviceAuthorities.refresh(devices) : this.deviceAuthorities.invalidate(versions),
       ]);
     });
+    return Promise.resolve();
   }
 }

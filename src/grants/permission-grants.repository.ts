@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { AuthContextService } from '../auth/auth-context.service.js';
 import { CacheService } from '../cache/cache.service.js';
 import type { ListSpec } from '../common/list/list-spec.js';
-import { bumpProjectionVersion } from '../database/projection-versions.js';
 import { ResourceTable } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import type { PermissionGrantDto } from './dto/permission-grant.dto.js';
@@ -109,10 +108,14 @@ export class PermissionGrantsRepository extends ResourceTable<GrantRow> {
   }
 
   /** The grantee's effective permissions changed: bump, then rebuild its auth context after commit. */
-  override async changed(tx: Tx, rows: readonly GrantRow[]): Promise<void> {
-    for (const row of rows) await bumpProjectionVersion(tx.db, 'user', row.user_id);
+  override changed(tx: Tx, rows: readonly GrantRow[]): Promise<void> {
+    tx.bumpProjections(
+      'user',
+      rows.map((row) => row.user_id),
+    );
     tx.afterCommit(async () => {
       await Promise.all(rows.flatMap((row) => [this.refresh(row), this.authContexts.refreshUser(row.user_id)]));
     });
+    return Promise.resolve();
   }
 }

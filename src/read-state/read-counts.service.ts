@@ -4,7 +4,6 @@ import { cacheKeys } from '../cache/cache-keys.js';
 import { objectOf } from '../cache/decode.js';
 import type { CacheEntry } from '../cache/cache-store.js';
 import { CacheService } from '../cache/cache.service.js';
-import { bumpProjectionVersions } from '../database/projection-versions.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import type { ReadCountsDto } from './read-state.dto.js';
 
@@ -72,9 +71,8 @@ export class ReadCountsService {
   }
 
   /** Inside the write's transaction: bump the users' versions; after commit, rebuild the touched entries. */
-  async changed(tx: Tx, scopes: readonly CountsScope[]): Promise<void> {
-    await bumpProjectionVersions(
-      tx.db,
+  changed(tx: Tx, scopes: readonly CountsScope[]): Promise<void> {
+    tx.bumpProjections(
       'read_counts',
       scopes.map((scope) => scope.user_id),
     );
@@ -87,6 +85,7 @@ export class ReadCountsService {
     tx.afterCommit(async () => {
       await Promise.all([...keys].map(async (key) => this.cached.refresh(key, await this.load(key))));
     });
+    return Promise.resolve();
   }
 
   // One statement: the version and the counts come from the same snapshot.

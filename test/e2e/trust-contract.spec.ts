@@ -148,6 +148,46 @@ describe('contract fixes of part 6.3, 6.6 and part 1 (issue 12)', () => {
       .expect(204);
   });
 
+  it("a label-only PATCH leaves the device's authority set alone; an expiry change bumps it", async () => {
+    const device = (await createDevice()).id;
+    const authority = await createAuthority(device, (await createUser()).id);
+    const version = async (): Promise<number> =>
+      Number(
+        (
+          await sql<{ version: string }>(
+            "SELECT coalesce((SELECT version FROM projection_versions WHERE scope = 'device' AND id = $1), 1)::text AS version",
+            [device],
+          )
+        )[0]?.version,
+      );
+    const before = await version();
+    await caller(app.t, app.root).patch(`/v1/admin/authorities/${authority}`, { label: 'front desk' }).expect(200);
+    expect(await version()).toBe(before);
+    await caller(app.t, app.root)
+      .patch(`/v1/admin/authorities/${authority}`, { expires_at: new Date(Date.now() + 86_400_000).toISOString() })
+      .expect(200);
+    expect(await version()).toBe(before + 1);
+  });
+
+  it('concurrent transfers and writes on the same authorities never deadlock (projection bumps come last, in one order)', async () => {
+    const device = (await createDevice({ ownerId: (await createUser({ role: 'operator' })).id })).id;
+    const users = await Promise.all(Array.from({ length: 4 }, () => createUser({ role: 'operator' })));
+    const authorities = await Promise.all(users.map((user) => createAuthority(device, user.id)));
+    const requests = users.flatMap((user, index) => [
+      caller(app.t, app.root).post(`/v1/admin/devices/${device}/transfer-owner`, { new_owner_user_id: user.id }),
+      caller(app.t, app.root).patch(`/v1/admin/authorities/${authorities[index]}`, {
+        expires_at: null,
+        label: `l${index}`,
+      }),
+      caller(app.t, app.root).post(`/v1/admin/authorities/${authorities[(index + 1) % authorities.length]}/deactivate`),
+    ]);
+    const statuses = (await Promise.all(requests)).map((response) => response.status);
+    expect(statuses.filter((status) => status >= 500)).toEqual([]);
+    expect(await sql('SELECT count(*)::int AS n FROM authorities WHERE device_id = $1 AND owner', [device])).toEqual([
+      { n: 1 },
+    ]);
+  });
+
   it.each(['01', '0x1', '1.0', '1e0', '%201', '1%20', '+1', '-1', '0', '9007199254740993'])(
     'path id %s is 400 VALIDATION_FAILED on every kind of route',
     async (id) => {
