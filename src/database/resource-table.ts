@@ -43,7 +43,7 @@ export const NOW = Symbol('now()');
 export type ColumnValues<Column extends string> = Partial<Readonly<Record<Column, unknown>>>;
 
 /** `col = $n` assignments (or the column and value lists of an INSERT) numbered from `first`. */
-function assignments(
+export function assignments(
   values: Readonly<Record<string, unknown>>,
   first: number,
 ): { columns: string[]; placeholders: string[]; params: unknown[] } {
@@ -151,6 +151,7 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
    * insert nothing and answers undefined. Registers the row's after-commit refresh (`changed`).
    */
   async insert(tx: Tx, values: ColumnValues<Column>, onConflict?: string): Promise<Row | undefined> {
+    this.assertPlainTable('insert');
     const { columns, placeholders, params } = assignments(values, 1);
     const conflict = onConflict === undefined ? '' : ` ON CONFLICT ${onConflict}`;
     const [row] = await tx.db.query<Row[]>(
@@ -166,7 +167,9 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
    * registers its after-commit refresh (`changed`), so no service can forget one.
    */
   async patch(tx: Tx, id: number, values: ColumnValues<Column>): Promise<Row> {
+    this.assertPlainTable('patch');
     const { columns, placeholders, params } = assignments(values, 2);
+    if (columns.length === 0) throw new Error(`patch of ${this.options.table} ${id} sets no column`);
     const set = columns.map((column, index) => `${column} = ${placeholders[index] ?? 'NULL'}`).join(', ');
     const [rows] = await tx.db.query<[Row[], number]>(
       `UPDATE ${this.options.table} SET ${set} WHERE id = $1 RETURNING ${this.options.columns}`,
@@ -176,6 +179,12 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
     if (row === undefined) throw ApiError.notFound(this.options.notFound, id);
     await this.changed(tx, [row], columns);
     return row;
+  }
+
+  /** `insert` and `patch` return `columns` from the table itself: a joined read (`from`) needs its own write. */
+  private assertPlainTable(operation: string): void {
+    if (this.options.from !== undefined)
+      throw new Error(`${this.options.table} is read through a join: write it with its own ${operation}`);
   }
 
   /**

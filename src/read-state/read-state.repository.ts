@@ -3,7 +3,7 @@ import { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../common/api-error.js';
 import type { ListSpec } from '../common/list/list-spec.js';
 import { currentActorId } from '../common/request-context.js';
-import { NOW, ResourceTable, type ColumnValues } from '../database/resource-table.js';
+import { assignments, ResourceTable, type ColumnValues } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import { ReadCountsService } from './read-counts.service.js';
 import type { ReadStateDto } from './read-state.dto.js';
@@ -77,16 +77,9 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
 
   /** One statement: the update, and the row as read (joined with its message) from RETURNING. */
   override async patch(tx: Tx, id: number, values: ColumnValues<ReadStateColumn>): Promise<ReadStateRow> {
-    const columns = Object.keys(values).filter(
-      (column) => values[column as ReadStateColumn] !== undefined,
-    ) as ReadStateColumn[];
-    const params: unknown[] = [];
-    const set = columns.map((column) => {
-      const value = values[column];
-      if (value === NOW) return `${column} = now()`;
-      params.push(value);
-      return `${column} = $${params.length + 1}`;
-    });
+    const { columns, placeholders, params } = assignments(values, 2);
+    if (columns.length === 0) throw new Error(`patch of read state ${id} sets no column`);
+    const set = columns.map((column, index) => `${column} = ${placeholders[index] ?? 'NULL'}`);
     const [rows] = await tx.db.query<[ReadStateRow[], number]>(
       `UPDATE message_read_state rs SET ${set.join(', ')} FROM inbox_messages m WHERE rs.id = $1 AND m.id = rs.message_id RETURNING ${COLUMNS}`,
       [id, ...params],
