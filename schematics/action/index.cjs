@@ -131,8 +131,11 @@ function deviceFixture(kind) {
 function spec({ domain, verb, url, resource, permission, ActionClass, devices }) {
   const path = (id) => `\`/v1/admin/${url}/\${${id}}/${verb}\``;
   const fixture = devices === undefined ? [] : deviceFixture(devices.fixture);
-  const target = devices === undefined ? `{ id: 1 }` : `await target()`;
-  const needsUser = devices !== undefined && devices.fixture !== 'device';
+  // A user is a real record to act on; other records need a fixture of their own once run() reads them.
+  const target =
+    devices !== undefined ? `await target()` : resource === 'user' ? `{ id: (await createUser()).id }` : `{ id: 1 }`;
+  const needsUser =
+    (devices !== undefined && devices.fixture !== 'device') || (devices === undefined && resource === 'user');
   const helpers =
     devices === undefined ? [] : devices.fixture === 'device' ? ['createDevice'] : ['createAuthority', 'createDevice'];
   return `import { actor${needsUser ? ', createUser' : ''} } from '../support/auth.js';

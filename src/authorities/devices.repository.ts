@@ -1,4 +1,8 @@
 import { Injectable } from '@nestjs/common';
+import { parseListQuery } from '../common/list/list-query.parser.js';
+import { runList } from '../common/list/list-runner.js';
+import type { ListResponse } from '../common/responses.js';
+import type { OwnershipTransferDto } from './dto/device.dto.js';
 import { CacheService } from '../cache/cache.service.js';
 import type { ListSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
@@ -25,6 +29,17 @@ export const DEVICE_LIST: ListSpec = {
 
 type DeviceColumn = 'serial_number' | 'name' | 'model' | 'owner_user_id' | 'created_by' | 'updated_by';
 
+/** `GET /devices/{id}/ownership-transfers`: oldest first. */
+const TRANSFER_LIST: ListSpec = {
+  from: 'ownership_transfers',
+  select: 'id, device_id, from_user_id, to_user_id, reason, transferred_by, transferred_at, request_id',
+  idColumn: 'id',
+  sort: { id: 'id', transferred_at: 'transferred_at' },
+  defaultSort: 'transferred_at:asc',
+  filters: {},
+  search: [],
+};
+
 /** One row of the append-only ownership history. */
 export interface OwnershipTransferRecord {
   readonly device_id: number;
@@ -43,6 +58,14 @@ export class DevicesRepository extends ResourceTable<DeviceRow, DeviceColumn> {
       uow,
       cache,
     );
+  }
+
+  /** A page of the device's ownership history. */
+  transfers(deviceId: number, query: Record<string, unknown>): Promise<ListResponse<OwnershipTransferDto>> {
+    return runList<OwnershipTransferDto>(this.uow.reader, TRANSFER_LIST, parseListQuery(TRANSFER_LIST, query), {
+      where: 'device_id = $1',
+      params: [deviceId],
+    });
   }
 
   /** Appends a row to the ownership history (the table refuses UPDATE and DELETE). */

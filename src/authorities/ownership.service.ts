@@ -6,9 +6,6 @@ import { AuthorizationService } from '../auth/authorization.service.js';
 import { USER_STATUS } from '../auth/roles.js';
 import { ApiError } from '../common/api-error.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { parseListQuery } from '../common/list/list-query.parser.js';
-import { runList } from '../common/list/list-runner.js';
-import type { ListSpec } from '../common/list/list-spec.js';
 import { currentActorId, currentRequest } from '../common/request-context.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { NOW, withoutVersion } from '../database/resource-table.js';
@@ -16,16 +13,6 @@ import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import { AuthoritiesRepository, type AuthorityRow } from './authorities.repository.js';
 import { DevicesRepository, type DeviceRow } from './devices.repository.js';
 import type { OwnershipTransferDto, TransferOwnerDto, TransferResultDto } from './dto/device.dto.js';
-
-const TRANSFER_LIST: ListSpec = {
-  from: 'ownership_transfers',
-  select: 'id, device_id, from_user_id, to_user_id, reason, transferred_by, transferred_at, request_id',
-  idColumn: 'id',
-  sort: { id: 'id', transferred_at: 'transferred_at' },
-  defaultSort: 'transferred_at:asc',
-  filters: {},
-  search: [],
-};
 
 function targetInvalid(userId: number, reason: string, message: string): ApiError {
   return new ApiError('TRANSFER_TARGET_INVALID', message, { new_owner_user_id: userId, reason });
@@ -48,10 +35,7 @@ export class OwnershipService {
   ) {}
 
   history(deviceId: number, query: Record<string, unknown>): Promise<ListResponse<OwnershipTransferDto>> {
-    return runList<OwnershipTransferDto>(this.uow.reader, TRANSFER_LIST, parseListQuery(TRANSFER_LIST, query), {
-      where: 'device_id = $1',
-      params: [deviceId],
-    });
+    return this.devices.transfers(deviceId, query);
   }
 
   transfer(

@@ -10,6 +10,13 @@ export interface UserReference {
   readonly is_deleted: boolean;
 }
 
+/** What a write needs to know about an authority it names in its body. */
+export interface AuthorityReference {
+  readonly id: number;
+  readonly device_id: number;
+  readonly user_id: number;
+}
+
 /** What a write needs to know about a permission it names in its body. */
 export interface PermissionReference {
   readonly id: number;
@@ -47,6 +54,16 @@ export class References {
       [id],
     );
     if (row === undefined) throw ApiError.notFound('PERMISSION_NOT_FOUND', id);
+    return row;
+  }
+
+  /** A live (not deleted) authority; 404 `AUTHORITY_NOT_FOUND` otherwise. */
+  async liveAuthority(db: EntityManager, id: number): Promise<AuthorityReference> {
+    const [row] = await db.query<AuthorityReference[]>(
+      'SELECT id, device_id, user_id FROM authorities WHERE id = $1 AND NOT is_deleted',
+      [id],
+    );
+    if (row === undefined) throw ApiError.notFound('AUTHORITY_NOT_FOUND', id);
     return row;
   }
 

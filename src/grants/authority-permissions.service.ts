@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { References } from '../database/references.js';
 import { AuditService } from '../audit/audit.service.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { AuthorizationService } from '../auth/authorization.service.js';
@@ -28,6 +29,7 @@ export class AuthorityPermissionsService {
     private readonly rows: AuthorityPermissionsRepository,
     private readonly audit: AuditService,
     private readonly authorization: AuthorizationService,
+    private readonly references: References,
   ) {}
 
   async list(actor: AuthContext, query: Record<string, unknown>): Promise<ListResponse<AuthorityPermissionDto>> {
@@ -45,23 +47,10 @@ export class AuthorityPermissionsService {
     actor: AuthContext,
     dto: CreateAuthorityPermissionDto,
   ): Promise<ResourceResponse<AuthorityPermissionDto>> {
-    const [target] = await this.uow.reader.query<
-      {
-        device_id: number | null;
-        holder: number | null;
-        deleted: boolean | null;
-        code: string | null;
-        device_scoped: boolean | null;
-      }[]
-    >(
-      `SELECT a.device_id, a.user_id AS holder, a.is_deleted AS deleted, p.code, p.device_scoped
-       FROM (SELECT 1) one LEFT JOIN authorities a ON a.id = $1 LEFT JOIN permissions p ON p.id = $2`,
-      [dto.authority_id, dto.permission_id],
-    );
-    if (target?.device_id == null || target.deleted === true)
-      throw ApiError.notFound('AUTHORITY_NOT_FOUND', dto.authority_id);
-    if (target.code === null) throw ApiError.notFound('PERMISSION_NOT_FOUND', dto.permission_id);
-    if (target.device_scoped !== true) throw notDeviceScoped(dto.permission_id, target.code);
+    const authority = await this.references.liveAuthority(this.uow.reader, dto.authority_id);
+    const permission = await this.references.permission(this.uow.reader, dto.permission_id);
+    if (!permission.device_scoped) throw notDeviceScoped(dto.permission_id, permission.code);
+    const target = { device_id: authority.device_id, holder: authority.user_id, code: permission.code };
     await this.authorization.assertAllowed(actor, 'authority_permissions.grant', target.device_id);
     if (target.holder === actor.user_id) {
       throw new ApiError(
