@@ -7,6 +7,7 @@ import { loadSettings } from '../dist/src/config/settings.js';
 import { freePort } from './ports.mjs';
 import { AUDIT_EVENTS, seedAuditEvents } from './lib/seed-audit.mjs';
 import {
+  benchAdminSession,
   createBenchDatabase,
   flushBenchRedis,
   JWT_SECRET,
@@ -28,17 +29,7 @@ try {
   log(`seeding ${AUDIT_EVENTS.toLocaleString('en')} audit events…`);
   const seeded = await withClient(database.url, async (client) => {
     const seed = await seedAuditEvents(client, (line) => log(`  ${line}`));
-    const admin = (
-      await client.query(
-        "INSERT INTO users (email, display_name, role_id, status_id) VALUES ('bench-auditor@example.com', 'Bench Auditor', 1, 2) RETURNING id",
-      )
-    ).rows[0];
-    const session = (
-      await client.query(
-        "INSERT INTO auth_sessions (user_id, expires_at) VALUES ($1, now() + interval '2 hours') RETURNING id, user_id, expires_at",
-        [admin.id],
-      )
-    ).rows[0];
+    const session = await benchAdminSession(client, 'bench-auditor@example.com');
     // Real values to filter on, taken from the middle of the data set.
     const sample = (
       await client.query(

@@ -11,6 +11,7 @@ import { stampede } from './scenarios/stampede.mjs';
 import { writeThenRead } from './scenarios/write-read.mjs';
 import { seedMillion } from './lib/seed.mjs';
 import {
+  benchAdminSession,
   createBenchDatabase,
   flushBenchRedis,
   JWT_SECRET,
@@ -31,17 +32,7 @@ try {
   log('seeding 1 000 000 authorities…');
   const seeded = await withClient(database.url, async (client) => {
     const seed = await seedMillion(client, (line) => log(`  ${line}`));
-    const admin = (
-      await client.query(
-        "INSERT INTO users (email, display_name, role_id, status_id) VALUES ('bench-admin@example.com', 'Bench Admin', 1, 2) RETURNING id",
-      )
-    ).rows[0];
-    const session = (
-      await client.query(
-        "INSERT INTO auth_sessions (user_id, expires_at) VALUES ($1, now() + interval '2 hours') RETURNING id, user_id, expires_at",
-        [admin.id],
-      )
-    ).rows[0];
+    const session = await benchAdminSession(client, 'bench-admin@example.com');
     const pick = async (userId, count) =>
       (
         await client.query('SELECT id FROM authorities WHERE user_id = $1 ORDER BY id LIMIT $2', [userId, count])

@@ -36,6 +36,22 @@ export async function createBenchDatabase() {
   return { url: url.toString(), drop };
 }
 
+/** A super_admin with a two-hour session, inserted directly: the caller the benchmarks authenticate as. */
+export async function benchAdminSession(client, email) {
+  const admin = (
+    await client.query(
+      "INSERT INTO users (email, display_name, role_id, status_id) VALUES ($1, 'Bench Admin', 1, 2) RETURNING id",
+      [email],
+    )
+  ).rows[0];
+  return (
+    await client.query(
+      "INSERT INTO auth_sessions (user_id, expires_at) VALUES ($1, now() + interval '2 hours') RETURNING id, user_id, expires_at",
+      [admin.id],
+    )
+  ).rows[0];
+}
+
 export async function flushBenchRedis() {
   const redis = createClient({ url: REDIS_URL });
   await redis.connect();
