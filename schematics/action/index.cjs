@@ -327,7 +327,7 @@ export class ${ActionClass} {
     return this.uow.run(async (tx) => {
       // Lock the record through its repository (404 when missing), assertIfMatch(ifMatch, row.version),
       // check the rules (throw ApiError with a code of the contract), write the change, then:
-      await this.audit.record(tx.db, { action: '${resource}.${snake(verb)}', resource_type: '${resource}', resource_id: id, reason: dto.reason ?? null, changes: {} });
+      await this.audit.record(tx.db, '${resource}.${snake(verb)}', id, { reason: dto.reason ?? null });
       void ifMatch;
       throw new Error('${url} ${verb} is not implemented yet');
     });
@@ -341,9 +341,7 @@ export class ${ActionClass} {
     let controller = read(tree, controllerPath);
     controller = addNamedImports(controller, '@nestjs/common', ['Body', 'Post']);
     controller = addNamedImports(controller, '../auth/authorize.decorator.js', ['Authorize']);
-    controller = addNamedImports(controller, '../common/etag.js', ['IfMatchHeader', 'type IfMatch']);
-    controller = addNamedImports(controller, '../common/id.pipe.js', ['IdParam']);
-    controller = addNamedImports(controller, '../common/openapi/api-envelope.decorator.js', ['ApiEnvelope']);
+    controller = addNamedImports(controller, '../auth/record-write.decorator.js', ['Write', 'type RecordWrite']);
     controller = addNamedImports(controller, '../common/responses.js', ['type ResourceResponse']);
     if (devices !== undefined) controller = addNamedImports(controller, './device-locators.js', [devices.locator]);
     controller = addImport(controller, `import { ${DtoClass}, ${ResultClass} } from './dto/${url}-${verb}.dto.js';`);
@@ -354,9 +352,13 @@ export class ${ActionClass} {
       controller,
       `
   @Post(':id/${verb}')
-  @Authorize({ permission: '${permission}', summary: '${Verb} ${article(resource)} ${resource.replace(/_/g, ' ')}'${device} })
-  @ApiEnvelope(${ResultClass}, { errors: [400, 404, 409, 412] })
-  ${camel(verb)}(@IdParam() id: number, @Body() dto: ${DtoClass}, @IfMatchHeader() ifMatch: IfMatch): Promise<ResourceResponse<${ResultClass}>> {
+  @Authorize({
+    permission: '${permission}',
+    summary: '${Verb} ${article(resource)} ${resource.replace(/_/g, ' ')}'${device},
+    returns: ${ResultClass},
+    errors: [400, 404, 409, 412],
+  })
+  ${camel(verb)}(@Write() { id, ifMatch }: RecordWrite, @Body() dto: ${DtoClass}): Promise<ResourceResponse<${ResultClass}>> {
     return this.${camel(verb)}Action.run(id, dto, ifMatch);
   }
 `,

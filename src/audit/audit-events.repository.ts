@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import { CacheService } from '../cache/cache.service.js';
-import type { ListSpec } from '../common/list/list-spec.js';
+import { listSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import type { AuditEventDto } from './dto/audit-event.dto.js';
@@ -17,24 +18,22 @@ const RESOURCE_COLUMNS = `id, occurred_at, actor_id, action, resource_type, ${RE
  * `GET /audit-events`: every filter has an index in the default order (`occurred_at DESC, id`),
  * and past 10 000 matches the total is the planner's estimate, so pages stay fast at any size.
  */
-export const AUDIT_EVENT_LIST: ListSpec = {
+export const AUDIT_EVENT_LIST = listSpec({
   from: 'audit_events',
   select: RESOURCE_COLUMNS,
-  idColumn: 'id',
-  sort: { id: 'id', occurred_at: 'occurred_at' },
+  sort: ['id', 'occurred_at'],
   defaultSort: 'occurred_at:desc',
   filters: {
-    actor_id: { column: 'actor_id', type: 'int' },
-    action: { column: 'action', type: 'string' },
-    resource_type: { column: 'resource_type', type: 'string' },
-    resource_id: { column: 'resource_id', type: 'string' },
-    request_id: { column: 'request_id', type: 'string' },
+    actor_id: 'int',
+    action: 'string',
+    resource_type: 'string',
+    resource_id: 'string',
+    request_id: 'string',
     occurred_after: { column: 'occurred_at', type: 'timestamp', operator: '>' },
     occurred_before: { column: 'occurred_at', type: 'timestamp', operator: '<' },
   },
-  search: [],
   appendOnly: true,
-};
+});
 
 /** Audit events are never changed, so a cached detail never goes stale (version 1 for ever). */
 @Injectable()
@@ -52,4 +51,39 @@ export class AuditEventsRepository extends ResourceTable<AuditEventRow> {
       cache,
     );
   }
+}
+
+/** One event as it is appended: who and which request come from the request context. */
+export interface NewAuditEvent {
+  readonly action: string;
+  readonly resource_type: string;
+  readonly resource_id: string | null;
+  readonly reason: string | null;
+  readonly changes: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * Appends events in one statement inside the caller's transaction. A plain function, not a
+ * method, so the CLI (which has no Nest container) appends through the same statement.
+ */
+export async function appendAuditEvents(
+  db: EntityManager,
+  by: { readonly actor_id: number | null; readonly request_id: string | null },
+  events: readonly NewAuditEvent[],
+): Promise<void> {
+  if (events.length === 0) return;
+  await db.query(
+    `INSERT INTO audit_events (actor_id, action, resource_type, resource_id, request_id, reason, changes)
+     SELECT $1, e.action, e.resource_type, e.resource_id, $2, e.reason, e.changes
+     FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[]) AS e(action, resource_type, resource_id, reason, changes)`,
+    [
+      by.actor_id,
+      by.request_id,
+      events.map((event) => event.action),
+      events.map((event) => event.resource_type),
+      events.map((event) => event.resource_id),
+      events.map((event) => event.reason),
+      events.map((event) => JSON.stringify(event.changes)),
+    ],
+  );
 }

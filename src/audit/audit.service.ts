@@ -1,56 +1,52 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { currentRequest } from '../common/request-context.js';
+import { appendAuditEvents } from './audit-events.repository.js';
 
-export interface AuditRecord {
-  /** `<resource_type>.<verb>`, e.g. `user.create`. */
-  readonly action: string;
-  readonly resource_type: string;
-  readonly resource_id: number | string | null;
+/** `<resource_type>.<verb>`, e.g. `user.create`: the event's resource type is the prefix. */
+export type AuditAction = `${string}.${string}`;
+
+export type Changes = Readonly<Record<string, readonly [unknown, unknown]>>;
+
+export interface AuditDetails {
   readonly reason?: string | null;
-  readonly changes?: Record<string, readonly [unknown, unknown]>;
+  readonly changes?: Changes;
+}
+
+export interface AuditRecord extends AuditDetails {
+  readonly action: AuditAction;
+  readonly resource_id: number | string | null;
 }
 
 /**
  * Appends audit events inside the caller's transaction, so an event exists exactly when its
- * write committed. The actor and request id come from the request context.
+ * write committed. The actor and request id come from the request context; the resource type
+ * is the action's prefix, so the two can never disagree.
  */
 @Injectable()
 export class AuditService {
-  async record(db: EntityManager, event: AuditRecord): Promise<void> {
-    const context = currentRequest();
-    await db.query(
-      `INSERT INTO audit_events (actor_id, action, resource_type, resource_id, request_id, reason, changes)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [
-        context?.actor_id ?? null,
-        event.action,
-        event.resource_type,
-        event.resource_id === null ? null : String(event.resource_id),
-        context?.request_id ?? null,
-        event.reason ?? null,
-        JSON.stringify(event.changes ?? {}),
-      ],
-    );
+  record(
+    db: EntityManager,
+    action: AuditAction,
+    resourceId: number | string | null,
+    details: AuditDetails = {},
+  ): Promise<void> {
+    return this.recordMany(db, [{ action, resource_id: resourceId, ...details }]);
   }
 
   /** Many events in one statement (bulk writes: one event per changed row, no round trip per item). */
-  async recordMany(db: EntityManager, events: readonly AuditRecord[]): Promise<void> {
-    if (events.length === 0) return;
+  recordMany(db: EntityManager, events: readonly AuditRecord[]): Promise<void> {
     const context = currentRequest();
-    await db.query(
-      `INSERT INTO audit_events (actor_id, action, resource_type, resource_id, request_id, reason, changes)
-       SELECT $1, e.action, e.resource_type, e.resource_id, $2, e.reason, e.changes
-       FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[]) AS e(action, resource_type, resource_id, reason, changes)`,
-      [
-        context?.actor_id ?? null,
-        context?.request_id ?? null,
-        events.map((event) => event.action),
-        events.map((event) => event.resource_type),
-        events.map((event) => (event.resource_id === null ? null : String(event.resource_id))),
-        events.map((event) => event.reason ?? null),
-        events.map((event) => JSON.stringify(event.changes ?? {})),
-      ],
+    return appendAuditEvents(
+      db,
+      { actor_id: context?.actor_id ?? null, request_id: context?.request_id ?? null },
+      events.map((event) => ({
+        action: event.action,
+        resource_type: event.action.slice(0, event.action.indexOf('.')),
+        resource_id: event.resource_id === null ? null : String(event.resource_id),
+        reason: event.reason ?? null,
+        changes: event.changes ?? {},
+      })),
     );
   }
 }

@@ -1,8 +1,8 @@
-import { applyDecorators, SetMetadata } from '@nestjs/common';
+import { applyDecorators, SetMetadata, type Type } from '@nestjs/common';
 import type { ModuleRef } from '@nestjs/core';
 import { ApiBearerAuth, ApiExtension, ApiOperation } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { ApiErrorResponses } from '../common/openapi/api-envelope.decorator.js';
+import { ApiEnvelope, ApiErrorResponses, type EnvelopeOptions } from '../common/openapi/api-envelope.decorator.js';
 import type { PermissionCode } from './permissions.js';
 
 /**
@@ -12,7 +12,7 @@ import type { PermissionCode } from './permissions.js';
  */
 export type DeviceLocator = (request: FastifyRequest, modules: ModuleRef) => Promise<number | undefined>;
 
-export interface AuthorizeOptions {
+export interface AuthorizeOptions extends EnvelopeOptions {
   readonly permission: PermissionCode;
   /** One line for the OpenAPI operation. */
   readonly summary: string;
@@ -24,6 +24,8 @@ export interface AuthorizeOptions {
    * (checked after validation and the 404 of the device).
    */
   readonly check?: 'route' | 'service';
+  /** The model in the success envelope (`data`, or each item of a list). */
+  readonly returns: Type;
 }
 
 export const AUTHORIZE = 'admin-api:authorize';
@@ -31,7 +33,7 @@ export const AUTHORIZE = 'admin-api:authorize';
 /**
  * The one decorator every `/v1/admin` route carries: the permission it requires (checked by
  * the global guard through the authorization evaluator), how to find its device when it is
- * device-scoped, and its OpenAPI description, so the three cannot drift apart.
+ * device-scoped, and its OpenAPI description and envelopes, so they cannot drift apart.
  */
 export function Authorize(options: AuthorizeOptions): MethodDecorator {
   const where =
@@ -49,5 +51,6 @@ export function Authorize(options: AuthorizeOptions): MethodDecorator {
     ApiOperation({ summary: options.summary, description }),
     ApiExtension('x-permission', options.permission),
     ApiErrorResponses([401, 403, 429]),
+    ApiEnvelope(options.returns, options),
   );
 }

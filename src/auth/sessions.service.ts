@@ -20,10 +20,7 @@ export class SessionsService {
   async revokeAllOf(tx: Tx, userId: number, reason: string): Promise<SessionRow[]> {
     const revoked = await revokeSessionsOfUser(tx.db, userId, reason, currentActorId());
     for (const session of revoked) {
-      await this.audit.record(tx.db, {
-        action: 'session.revoke',
-        resource_type: 'session',
-        resource_id: session.id,
+      await this.audit.record(tx.db, 'session.revoke', session.id, {
         reason,
         changes: { revoked_at: [null, session.revoked_at?.toISOString() ?? null] },
       });

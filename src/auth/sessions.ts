@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import type { ListSpec } from '../common/list/list-spec.js';
+import { listSpec } from '../common/list/list-spec.js';
 
 /** The columns of `auth_sessions` the session check needs. */
 export interface SessionRow {
@@ -56,12 +56,9 @@ export function isSessionId(value: string): boolean {
 }
 
 /** `GET /users/{id}/sessions` (part 6.1): never a token, newest first. */
-export const SESSION_LIST: ListSpec = {
+export const SESSION_LIST = listSpec({
   from: 'auth_sessions',
   select: `id, user_id, created_at, expires_at, revoked_at, revoked_by, revoke_reason, (revoked_at IS NULL AND expires_at > now()) AS is_active`,
-  idColumn: 'id',
-  sort: { created_at: 'created_at', expires_at: 'expires_at' },
+  sort: ['created_at', 'expires_at'],
   defaultSort: 'created_at:desc',
-  filters: {},
-  search: [],
-};
+});

@@ -1,12 +1,11 @@
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
+import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../auth/actor.decorator.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Authorize } from '../auth/authorize.decorator.js';
 import { ApiIncludeDeleted, IncludeDeleted } from '../common/include-deleted.js';
-import { IfMatchHeader, type IfMatch } from '../common/etag.js';
 import { IdParam } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import type { ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
 import { NoOptionsDto } from '../common/validation.js';
 import { AuthoritiesService } from './authorities.service.js';
@@ -32,16 +31,23 @@ export class AuthoritiesController {
     summary: 'List authorities',
     description:
       'Without the global `authorities.read`, only rows of devices where an authority gives it. Filters `device_id`, `user_id`, `is_active`, `owner`; `q` over label.',
+    returns: AuthorityDto,
+    list: true,
+    errors: [400],
   })
-  @ApiEnvelope(AuthorityDto, { list: true, errors: [400] })
   list(@Actor() actor: AuthContext, @Query() query: Record<string, unknown>): Promise<ListResponse<AuthorityDto>> {
     return this.authorities.list(actor, query);
   }
 
   @Get(':id')
-  @Authorize({ permission: 'authorities.read', device: ON_ITS_DEVICE, summary: 'Get an authority (cached)' })
+  @Authorize({
+    permission: 'authorities.read',
+    device: ON_ITS_DEVICE,
+    summary: 'Get an authority (cached)',
+    returns: AuthorityDto,
+    errors: [400, 404],
+  })
   @ApiIncludeDeleted()
-  @ApiEnvelope(AuthorityDto, { errors: [400, 404] })
   get(@IdParam() id: number, @IncludeDeleted() includeDeleted: boolean): Promise<ResourceResponse<AuthorityDto>> {
     return this.authorities.get(id, includeDeleted);
   }
@@ -52,8 +58,10 @@ export class AuthoritiesController {
     check: 'service',
     summary: 'Give a user an authority on a device',
     description: 'Checked on the body’s device after validation. An existing pair, deleted or not, is 409 with its id.',
+    returns: AuthorityDto,
+    status: 201,
+    errors: [400, 404, 409, 422],
   })
-  @ApiEnvelope(AuthorityDto, { status: 201, errors: [400, 404, 409, 422] })
   create(@Actor() actor: AuthContext, @Body() dto: CreateAuthorityDto): Promise<ResourceResponse<AuthorityDto>> {
     return this.authorities.create(actor, dto);
   }
@@ -63,13 +71,12 @@ export class AuthoritiesController {
     permission: 'authorities.update',
     device: ON_ITS_DEVICE,
     summary: 'Change an authority’s expiry or label',
+    returns: AuthorityDto,
+    errors: [400, 404, 412, 422],
   })
-  @ApiEnvelope(AuthorityDto, { errors: [400, 404, 412, 422] })
   update(
-    @Actor() actor: AuthContext,
-    @IdParam() id: number,
+    @Write() { actor, id, ifMatch }: RecordWrite,
     @Body() dto: UpdateAuthorityDto,
-    @IfMatchHeader() ifMatch: IfMatch,
   ): Promise<ResourceResponse<AuthorityDto>> {
     return this.authorities.update(actor, id, dto, ifMatch);
   }
@@ -79,15 +86,11 @@ export class AuthoritiesController {
     permission: 'authorities.delete',
     device: ON_ITS_DEVICE,
     summary: 'Soft-delete an authority (not the owner’s; 204 if already deleted)',
-  })
-  @ApiEnvelope(AuthorityDto, {
+    returns: AuthorityDto,
     noContent: 'Already deleted (or revoked): nothing changed',
     errors: [400, 404, 412, 422],
   })
-  remove(
-    @IdParam() id: number,
-    @IfMatchHeader() ifMatch: IfMatch,
-  ): Promise<ResourceResponse<AuthorityDto> | NoContent> {
+  remove(@Write() { id, ifMatch }: RecordWrite): Promise<ResourceResponse<AuthorityDto> | NoContent> {
     return this.actions.remove(id, ifMatch);
   }
 
@@ -96,12 +99,13 @@ export class AuthoritiesController {
     permission: 'authorities.restore',
     device: ON_ITS_DEVICE,
     summary: 'Restore a deleted authority (204 if it is not deleted)',
+    returns: AuthorityDto,
+    noContent: 'Not deleted: nothing changed',
+    errors: [400, 404, 412],
   })
-  @ApiEnvelope(AuthorityDto, { noContent: 'Not deleted: nothing changed', errors: [400, 404, 412] })
   restore(
-    @IdParam() id: number,
+    @Write() { id, ifMatch }: RecordWrite,
     @Body() _options: NoOptionsDto,
-    @IfMatchHeader() ifMatch: IfMatch,
   ): Promise<ResourceResponse<AuthorityDto> | NoContent> {
     return this.actions.restore(id, ifMatch);
   }
@@ -111,12 +115,12 @@ export class AuthoritiesController {
     permission: 'authorities.activate',
     device: ON_ITS_DEVICE,
     summary: 'Activate an inactive authority (a revoked one is 409)',
+    returns: AuthorityDto,
+    errors: [400, 404, 409, 412],
   })
-  @ApiEnvelope(AuthorityDto, { errors: [400, 404, 409, 412] })
   activate(
-    @IdParam() id: number,
+    @Write() { id, ifMatch }: RecordWrite,
     @Body() _options: NoOptionsDto,
-    @IfMatchHeader() ifMatch: IfMatch,
   ): Promise<ResourceResponse<AuthorityDto>> {
     return this.actions.activate(id, ifMatch);
   }
@@ -126,12 +130,12 @@ export class AuthoritiesController {
     permission: 'authorities.deactivate',
     device: ON_ITS_DEVICE,
     summary: 'Deactivate an active authority (not the owner’s)',
+    returns: AuthorityDto,
+    errors: [400, 404, 409, 412, 422],
   })
-  @ApiEnvelope(AuthorityDto, { errors: [400, 404, 409, 412, 422] })
   deactivate(
-    @IdParam() id: number,
+    @Write() { id, ifMatch }: RecordWrite,
     @Body() _options: NoOptionsDto,
-    @IfMatchHeader() ifMatch: IfMatch,
   ): Promise<ResourceResponse<AuthorityDto>> {
     return this.actions.deactivate(id, ifMatch);
   }
@@ -141,12 +145,12 @@ export class AuthoritiesController {
     permission: 'authorities.revoke',
     device: ON_ITS_DEVICE,
     summary: 'Revoke an authority for good (not the owner’s)',
+    returns: AuthorityDto,
+    errors: [400, 404, 409, 412, 422],
   })
-  @ApiEnvelope(AuthorityDto, { errors: [400, 404, 409, 412, 422] })
   revoke(
-    @IdParam() id: number,
+    @Write() { id, ifMatch }: RecordWrite,
     @Body() dto: RevokeAuthorityDto,
-    @IfMatchHeader() ifMatch: IfMatch,
   ): Promise<ResourceResponse<AuthorityDto>> {
     return this.actions.revoke(id, dto.reason, ifMatch);
   }

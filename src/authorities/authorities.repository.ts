@@ -3,7 +3,7 @@ import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js'
 import { CacheService } from '../cache/cache.service.js';
 import type { Subject } from '../auth/auth-context.js';
 import { ApiError } from '../common/api-error.js';
-import type { ListSpec } from '../common/list/list-spec.js';
+import { listSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import type { AuthorityDto } from './dto/authority.dto.js';
@@ -16,21 +16,14 @@ const RESOURCE_COLUMNS = `id, device_id, user_id, owner, is_active, revoked_at, 
   created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by`;
 export const AUTHORITY_COLUMNS = `version, ${RESOURCE_COLUMNS}`;
 
-export const AUTHORITY_LIST: ListSpec = {
+export const AUTHORITY_LIST = listSpec({
   from: 'authorities',
   select: RESOURCE_COLUMNS,
-  idColumn: 'id',
-  sort: { id: 'id', device_id: 'device_id', user_id: 'user_id', created_at: 'created_at', updated_at: 'updated_at' },
-  defaultSort: 'id:asc',
-  filters: {
-    device_id: { column: 'device_id', type: 'int' },
-    user_id: { column: 'user_id', type: 'int' },
-    is_active: { column: 'is_active', type: 'bool' },
-    owner: { column: 'owner', type: 'bool' },
-  },
+  sort: ['id', 'device_id', 'user_id', 'created_at', 'updated_at'],
+  filters: { device_id: 'int', user_id: 'int', is_active: 'bool', owner: 'bool' },
   search: ['label'],
   deletedColumn: 'is_deleted',
-};
+});
 
 /** 422 for an action that would strip the owner of its rights; ownership moves only by transfer. */
 export function ownerProtected(row: Pick<AuthorityRow, 'id' | 'device_id'>, action: string): ApiError {

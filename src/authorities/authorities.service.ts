@@ -77,10 +77,7 @@ export class AuthoritiesService {
         '(device_id, user_id) DO NOTHING',
       );
       if (created === undefined) throw await this.alreadyExists(tx, dto.device_id, dto.user_id);
-      await this.audit.record(tx.db, {
-        action: 'authority.create',
-        resource_type: 'authority',
-        resource_id: created.id,
+      await this.audit.record(tx.db, 'authority.create', created.id, {
         changes: diffChanges(null, created, AUTHORITY_AUDITED_FIELDS),
       });
       return created;
@@ -119,12 +116,7 @@ export class AuthoritiesService {
         ...('label' in changes ? { label: wanted.label } : {}),
         ...updateStamp(),
       });
-      await this.audit.record(tx.db, {
-        action: 'authority.update',
-        resource_type: 'authority',
-        resource_id: id,
-        changes,
-      });
+      await this.audit.record(tx.db, 'authority.update', id, { changes });
       return after;
     });
     return respondWith(row);

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { deletionStamp, restorationStamp, updateStamp } from '../audit/actor-stamps.js';
-import { AuditService } from '../audit/audit.service.js';
+import { AuditService, type AuditAction } from '../audit/audit.service.js';
 import { ApiError } from '../common/api-error.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { NoContent, type ResourceResponse } from '../common/responses.js';
@@ -99,11 +99,11 @@ export class AuthorityActionsService {
   private async finish(
     tx: Tx,
     after: AuthorityRow,
-    action: string,
+    action: AuditAction,
     changes: Record<string, readonly [unknown, unknown]>,
     reason: string | null = null,
   ): Promise<ResourceResponse<AuthorityDto>> {
-    await this.audit.record(tx.db, { action, resource_type: 'authority', resource_id: after.id, reason, changes });
+    await this.audit.record(tx.db, action, after.id, { reason, changes });
     return respondWith(after);
   }
 }

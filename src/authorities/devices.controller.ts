@@ -1,11 +1,11 @@
 import { Body, Controller, Get, Patch, Post, Query } from '@nestjs/common';
+import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../auth/actor.decorator.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Authorize } from '../auth/authorize.decorator.js';
 import { IfMatchHeader, type IfMatch } from '../common/etag.js';
 import { IdParam } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import type { ListResponse, ResourceResponse } from '../common/responses.js';
 import { deviceFromParam } from './device-locators.js';
 import { DevicesService } from './devices.service.js';
@@ -35,22 +35,34 @@ export class DevicesController {
     summary: 'List devices',
     description:
       'Without the global `devices.read`, only devices where an authority gives it. Filter `owner_user_id`; `q` over serial_number and name.',
+    returns: DeviceDto,
+    list: true,
+    errors: [400],
   })
-  @ApiEnvelope(DeviceDto, { list: true, errors: [400] })
   list(@Actor() actor: AuthContext, @Query() query: Record<string, unknown>): Promise<ListResponse<DeviceDto>> {
     return this.devices.list(actor, query);
   }
 
   @Get(':id')
-  @Authorize({ permission: 'devices.read', device: deviceFromParam('id'), summary: 'Get a device (cached)' })
-  @ApiEnvelope(DeviceDto, { errors: [400, 404] })
+  @Authorize({
+    permission: 'devices.read',
+    device: deviceFromParam('id'),
+    summary: 'Get a device (cached)',
+    returns: DeviceDto,
+    errors: [400, 404],
+  })
   get(@IdParam() id: number): Promise<ResourceResponse<DeviceDto>> {
     return this.devices.get(id);
   }
 
   @Post()
-  @Authorize({ permission: 'devices.create', summary: 'Register a device' })
-  @ApiEnvelope(DeviceDto, { status: 201, errors: [400, 409] })
+  @Authorize({
+    permission: 'devices.create',
+    summary: 'Register a device',
+    returns: DeviceDto,
+    status: 201,
+    errors: [400, 409],
+  })
   create(@Body() dto: CreateDeviceDto): Promise<ResourceResponse<DeviceDto>> {
     return this.devices.create(dto);
   }
@@ -60,13 +72,10 @@ export class DevicesController {
     permission: 'devices.update',
     device: deviceFromParam('id'),
     summary: 'Rename a device or change its model',
+    returns: DeviceDto,
+    errors: [400, 404, 412],
   })
-  @ApiEnvelope(DeviceDto, { errors: [400, 404, 412] })
-  update(
-    @IdParam() id: number,
-    @Body() dto: UpdateDeviceDto,
-    @IfMatchHeader() ifMatch: IfMatch,
-  ): Promise<ResourceResponse<DeviceDto>> {
+  update(@Write() { id, ifMatch }: RecordWrite, @Body() dto: UpdateDeviceDto): Promise<ResourceResponse<DeviceDto>> {
     return this.devices.update(id, dto, ifMatch);
   }
 
@@ -76,8 +85,9 @@ export class DevicesController {
     device: deviceFromParam('device_id'),
     summary: 'Make another user the owner of the device',
     description: 'The only way `owner` becomes true; one transaction, one owner at all times, one history row.',
+    returns: TransferResultDto,
+    errors: [400, 404, 412, 422],
   })
-  @ApiEnvelope(TransferResultDto, { errors: [400, 404, 412, 422] })
   transferOwner(
     @Actor() actor: AuthContext,
     @IdParam('device_id') deviceId: number,
@@ -92,8 +102,10 @@ export class DevicesController {
     permission: 'devices.read',
     device: deviceFromParam('device_id'),
     summary: 'The ownership history of a device',
+    returns: OwnershipTransferDto,
+    list: true,
+    errors: [400, 404],
   })
-  @ApiEnvelope(OwnershipTransferDto, { list: true, errors: [400, 404] })
   transfers(
     @IdParam('device_id') deviceId: number,
     @Query() query: Record<string, unknown>,

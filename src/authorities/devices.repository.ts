@@ -4,7 +4,7 @@ import { runList } from '../common/list/list-runner.js';
 import type { ListResponse } from '../common/responses.js';
 import type { OwnershipTransferDto } from './dto/device.dto.js';
 import { CacheService } from '../cache/cache.service.js';
-import type { ListSpec } from '../common/list/list-spec.js';
+import { listSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import type { DeviceDto } from './dto/device.dto.js';
@@ -17,28 +17,23 @@ const RESOURCE_COLUMNS =
   'id, serial_number, name, model, owner_user_id, created_at, updated_at, created_by, updated_by';
 export const DEVICE_COLUMNS = `version, ${RESOURCE_COLUMNS}`;
 
-export const DEVICE_LIST: ListSpec = {
+export const DEVICE_LIST = listSpec({
   from: 'devices',
   select: RESOURCE_COLUMNS,
-  idColumn: 'id',
-  sort: { id: 'id', serial_number: 'serial_number', name: 'name', created_at: 'created_at' },
-  defaultSort: 'id:asc',
-  filters: { owner_user_id: { column: 'owner_user_id', type: 'int' } },
+  sort: ['id', 'serial_number', 'name', 'created_at'],
+  filters: { owner_user_id: 'int' },
   search: ['serial_number', 'name'],
-};
+});
 
 type DeviceColumn = 'serial_number' | 'name' | 'model' | 'owner_user_id' | 'created_by' | 'updated_by';
 
 /** `GET /devices/{id}/ownership-transfers`: oldest first. */
-const TRANSFER_LIST: ListSpec = {
+const TRANSFER_LIST = listSpec({
   from: 'ownership_transfers',
   select: 'id, device_id, from_user_id, to_user_id, reason, transferred_by, transferred_at, request_id',
-  idColumn: 'id',
-  sort: { id: 'id', transferred_at: 'transferred_at' },
+  sort: ['id', 'transferred_at'],
   defaultSort: 'transferred_at:asc',
-  filters: {},
-  search: [],
-};
+});
 
 /** One row of the append-only ownership history. */
 export interface OwnershipTransferRecord {

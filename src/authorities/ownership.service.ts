@@ -76,10 +76,7 @@ export class OwnershipService {
         transferred_by: actor,
         request_id: currentRequest()?.request_id ?? null,
       });
-      await this.audit.record(tx.db, {
-        action: 'device.transfer_owner',
-        resource_type: 'device',
-        resource_id: deviceId,
+      await this.audit.record(tx.db, 'device.transfer_owner', deviceId, {
         reason: dto.reason ?? null,
         changes: {
           owner_user_id: [device.owner_user_id, dto.new_owner_user_id],

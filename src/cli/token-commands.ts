@@ -43,10 +43,7 @@ interface UserState {
 
 async function openSession(db: EntityManager, userId: number, ttlSeconds: number, via: string): Promise<SessionRow> {
   const session = await insertSession(db, userId, ttlSeconds, null);
-  await audit.record(db, {
-    action: 'session.create',
-    resource_type: 'session',
-    resource_id: session.id,
+  await audit.record(db, 'session.create', session.id, {
     reason: via,
     changes: { user_id: [null, userId], expires_at: [null, session.expires_at.toISOString()] },
   });
@@ -69,10 +66,7 @@ async function ensureSuperAdmin(
       [email, displayName ?? email.split('@')[0] ?? email, ROLE.super_admin, USER_STATUS.active],
     );
     if (user === undefined) throw new Error('user insert returned no row');
-    await audit.record(db, {
-      action: 'user.create',
-      resource_type: 'user',
-      resource_id: user.id,
+    await audit.record(db, 'user.create', user.id, {
       reason: 'cli bootstrap-admin',
       changes: { email: [null, email], role_id: [null, ROLE.super_admin], status_id: [null, USER_STATUS.active] },
     });
@@ -88,10 +82,7 @@ async function ensureSuperAdmin(
       ROLE.super_admin,
       USER_STATUS.active,
     ]);
-    await audit.record(db, {
-      action: 'user.update',
-      resource_type: 'user',
-      resource_id: existing.id,
+    await audit.record(db, 'user.update', existing.id, {
       reason: 'cli bootstrap-admin',
       changes: { role_id: [existing.role_id, ROLE.super_admin], status_id: [existing.status_id, USER_STATUS.active] },
     });

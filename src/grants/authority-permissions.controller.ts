@@ -1,11 +1,10 @@
 import { Body, Controller, Delete, Get, Post, Query } from '@nestjs/common';
+import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../auth/actor.decorator.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Authorize } from '../auth/authorize.decorator.js';
-import { IfMatchHeader, type IfMatch } from '../common/etag.js';
 import { IdParam } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import type { ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
 import { AuthorityPermissionsService } from './authority-permissions.service.js';
 import { BulkAuthorityPermissionsService } from './bulk-authority-permissions.service.js';
@@ -33,8 +32,10 @@ export class AuthorityPermissionsController {
     summary: 'List authority permissions',
     description:
       'Without the global read, only rows of devices where an authority gives it. Filters `authority_id`, `permission_id`, `device_id`, `is_active`.',
+    returns: AuthorityPermissionDto,
+    list: true,
+    errors: [400],
   })
-  @ApiEnvelope(AuthorityPermissionDto, { list: true, errors: [400] })
   list(
     @Actor() actor: AuthContext,
     @Query() query: Record<string, unknown>,
@@ -47,8 +48,9 @@ export class AuthorityPermissionsController {
     permission: 'authority_permissions.read',
     device: deviceOfAuthorityPermission('id'),
     summary: 'Get an authority permission (cached)',
+    returns: AuthorityPermissionDto,
+    errors: [400, 404],
   })
-  @ApiEnvelope(AuthorityPermissionDto, { errors: [400, 404] })
   get(@IdParam() id: number): Promise<ResourceResponse<AuthorityPermissionDto>> {
     return this.permissions.get(id);
   }
@@ -58,8 +60,10 @@ export class AuthorityPermissionsController {
     permission: 'authority_permissions.grant',
     check: 'service',
     summary: 'Attach a device-scoped permission to an authority',
+    returns: AuthorityPermissionDto,
+    status: 201,
+    errors: [400, 404, 409, 422],
   })
-  @ApiEnvelope(AuthorityPermissionDto, { status: 201, errors: [400, 404, 409, 422] })
   create(
     @Actor() actor: AuthContext,
     @Body() dto: CreateAuthorityPermissionDto,
@@ -72,15 +76,11 @@ export class AuthorityPermissionsController {
     permission: 'authority_permissions.revoke',
     device: deviceOfAuthorityPermission('id'),
     summary: 'Revoke an authority permission (204 if already revoked)',
-  })
-  @ApiEnvelope(AuthorityPermissionDto, {
+    returns: AuthorityPermissionDto,
     noContent: 'Already deleted (or revoked): nothing changed',
     errors: [400, 404, 412],
   })
-  revoke(
-    @IdParam() id: number,
-    @IfMatchHeader() ifMatch: IfMatch,
-  ): Promise<ResourceResponse<AuthorityPermissionDto> | NoContent> {
+  revoke(@Write() { id, ifMatch }: RecordWrite): Promise<ResourceResponse<AuthorityPermissionDto> | NoContent> {
     return this.permissions.revoke(id, ifMatch);
   }
 
@@ -91,8 +91,9 @@ export class AuthorityPermissionsController {
     summary: 'Grant up to 1000 authority permissions; per-item results in order',
     description:
       'Each item is checked on its own device; a forbidden or invalid item fails alone. `dry_run` writes nothing.',
+    returns: BulkResponseDto,
+    errors: [400],
   })
-  @ApiEnvelope(BulkResponseDto, { errors: [400] })
   bulkGrant(@Actor() actor: AuthContext, @Body() dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
     return this.bulk.run(actor, 'grant', dto);
   }
@@ -104,8 +105,9 @@ export class AuthorityPermissionsController {
     summary: 'Revoke up to 1000 authority permissions; per-item results in order',
     description:
       'Each item is checked on its own device; a forbidden or invalid item fails alone. `dry_run` writes nothing.',
+    returns: BulkResponseDto,
+    errors: [400],
   })
-  @ApiEnvelope(BulkResponseDto, { errors: [400] })
   bulkRevoke(@Actor() actor: AuthContext, @Body() dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
     return this.bulk.run(actor, 'revoke', dto);
   }

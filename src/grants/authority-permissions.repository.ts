@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ApiError } from '../common/api-error.js';
 import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js';
 import { CacheService } from '../cache/cache.service.js';
-import type { ListSpec } from '../common/list/list-spec.js';
+import { listSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import type { AuthorityPermissionDto } from './dto/authority-permission.dto.js';
@@ -18,20 +18,18 @@ export const AUTHORITY_PERMISSION_FROM =
 // A row changes once, when revoked: that is its version 2.
 const COLUMNS = `CASE WHEN ap.revoked_at IS NULL THEN 1 ELSE 2 END AS version, ${RESOURCE_COLUMNS}`;
 
-export const AUTHORITY_PERMISSION_LIST: ListSpec = {
+export const AUTHORITY_PERMISSION_LIST = listSpec({
   from: AUTHORITY_PERMISSION_FROM,
   select: RESOURCE_COLUMNS,
-  idColumn: 'ap.id',
-  sort: { id: 'ap.id', granted_at: 'ap.granted_at' },
-  defaultSort: 'id:asc',
+  alias: 'ap',
+  sort: ['id', 'granted_at'],
   filters: {
-    authority_id: { column: 'ap.authority_id', type: 'int' },
-    permission_id: { column: 'ap.permission_id', type: 'int' },
+    authority_id: 'int',
+    permission_id: 'int',
     device_id: { column: 'a.device_id', type: 'int' },
     is_active: { column: '(ap.revoked_at IS NULL)', type: 'bool' },
   },
-  search: [],
-};
+});
 
 /**
  * Row access for authority permissions. A change alters its device's authority set: bump the

@@ -1,7 +1,6 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../auth/authorize.decorator.js';
-import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import { AuthzCheckService } from './authz-check.service.js';
 import { AuthzCheckQueryDto, AuthzDecisionDto } from './dto/authz-check.dto.js';
 
@@ -16,8 +15,9 @@ export class AuthzController {
     permission: 'permission_grants.read',
     summary: 'Would this user be allowed this permission (on this device)?',
     description: 'Answers with the same evaluator the guards use, and says which layer decided.',
+    returns: AuthzDecisionDto,
+    errors: [400, 404],
   })
-  @ApiEnvelope(AuthzDecisionDto, { errors: [400, 404] })
   check(@Query() query: AuthzCheckQueryDto): Promise<AuthzDecisionDto> {
     return this.authz.check(query);
   }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { AuditService, type AuditRecord } from '../audit/audit.service.js';
+import { AuditService, type AuditAction, type AuditRecord } from '../audit/audit.service.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { AuthorizationService, type DeviceQuestion } from '../auth/authorization.service.js';
 import type { PermissionCode } from '../auth/permissions.js';
@@ -181,7 +181,7 @@ export class BulkAuthorityPermissionsService {
   private async recordChanged(
     tx: Tx,
     ids: readonly number[],
-    action: string,
+    action: AuditAction,
     reason: string | undefined,
   ): Promise<void> {
     const rows = await this.rows.findMany(tx, ids);
@@ -189,7 +189,6 @@ export class BulkAuthorityPermissionsService {
       tx.db,
       rows.map((row): AuditRecord => ({
         action,
-        resource_type: 'authority_permission',
         resource_id: row.id,
         reason: reason ?? null,
         changes: action.endsWith('.grant')

@@ -2,30 +2,19 @@ import { Injectable } from '@nestjs/common';
 import { roleById } from '../auth/roles.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';
 import { runList } from '../common/list/list-runner.js';
-import type { ListSpec } from '../common/list/list-spec.js';
+import { listSpec } from '../common/list/list-spec.js';
 import { ListResponse } from '../common/responses.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import type { PermissionDto, RoleDto } from './catalogue.dto.js';
 
-const PERMISSION_LIST: ListSpec = {
+const PERMISSION_LIST = listSpec({
   from: 'permissions',
   select: 'id, code, device_scoped',
-  idColumn: 'id',
-  sort: { id: 'id', code: 'code' },
-  defaultSort: 'id:asc',
-  filters: {},
+  sort: ['id', 'code'],
   search: ['code'],
-};
+});
 
-const ROLE_LIST: ListSpec = {
-  from: 'roles',
-  select: 'id, code, admin_access',
-  idColumn: 'id',
-  sort: { id: 'id', code: 'code' },
-  defaultSort: 'id:asc',
-  filters: {},
-  search: [],
-};
+const ROLE_LIST = listSpec({ from: 'roles', select: 'id, code, admin_access', sort: ['id', 'code'] });
 
 /** Reads of the seeded catalogue; each role's permissions come from `src/auth/roles.ts`. */
 @Injectable()

@@ -4,7 +4,6 @@ import { Actor } from '../auth/actor.decorator.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Authorize } from '../auth/authorize.decorator.js';
 import { IdParam } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import type { ListResponse, ResourceResponse } from '../common/responses.js';
 import { GrantPermissionDto, PermissionGrantDto, RevokePermissionDto } from './dto/permission-grant.dto.js';
 import { PermissionGrantsService } from './permission-grants.service.js';
@@ -20,29 +19,44 @@ export class PermissionGrantsController {
     permission: 'permission_grants.read',
     summary: 'List permission grants',
     description: 'Filters `user_id`, `permission_id`, `is_active`; sort `id`, `granted_at`.',
+    returns: PermissionGrantDto,
+    list: true,
+    errors: [400],
   })
-  @ApiEnvelope(PermissionGrantDto, { list: true, errors: [400] })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<PermissionGrantDto>> {
     return this.grants.list(query);
   }
 
   @Get(':id')
-  @Authorize({ permission: 'permission_grants.read', summary: 'Get a permission grant (cached)' })
-  @ApiEnvelope(PermissionGrantDto, { errors: [400, 404] })
+  @Authorize({
+    permission: 'permission_grants.read',
+    summary: 'Get a permission grant (cached)',
+    returns: PermissionGrantDto,
+    errors: [400, 404],
+  })
   get(@IdParam() id: number): Promise<ResourceResponse<PermissionGrantDto>> {
     return this.grants.get(id);
   }
 
   @Post('grant')
-  @Authorize({ permission: 'permission_grants.grant', summary: 'Grant a user one permission (a new row)' })
-  @ApiEnvelope(PermissionGrantDto, { status: 201, errors: [400, 404, 409, 422] })
+  @Authorize({
+    permission: 'permission_grants.grant',
+    summary: 'Grant a user one permission (a new row)',
+    returns: PermissionGrantDto,
+    status: 201,
+    errors: [400, 404, 409, 422],
+  })
   grant(@Actor() actor: AuthContext, @Body() dto: GrantPermissionDto): Promise<ResourceResponse<PermissionGrantDto>> {
     return this.grants.grant(actor, dto);
   }
 
   @Post('revoke')
-  @Authorize({ permission: 'permission_grants.revoke', summary: 'Revoke the active grant of a user and permission' })
-  @ApiEnvelope(PermissionGrantDto, { errors: [400, 404] })
+  @Authorize({
+    permission: 'permission_grants.revoke',
+    summary: 'Revoke the active grant of a user and permission',
+    returns: PermissionGrantDto,
+    errors: [400, 404],
+  })
   revoke(@Actor() actor: AuthContext, @Body() dto: RevokePermissionDto): Promise<ResourceResponse<PermissionGrantDto>> {
     return this.grants.revoke(actor, dto);
   }

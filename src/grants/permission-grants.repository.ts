@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AuthContextService } from '../auth/auth-context.service.js';
 import { CacheService } from '../cache/cache.service.js';
-import type { ListSpec } from '../common/list/list-spec.js';
+import { listSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import type { PermissionGrantDto } from './dto/permission-grant.dto.js';
@@ -18,19 +18,13 @@ const FROM = 'permission_grants g JOIN permissions p ON p.id = g.permission_id';
 // A grant changes once, when revoked: that is its version 2.
 const GRANT_COLUMNS = `CASE WHEN g.revoked_at IS NULL THEN 1 ELSE 2 END AS version, ${RESOURCE_COLUMNS}`;
 
-export const GRANT_LIST: ListSpec = {
+export const GRANT_LIST = listSpec({
   from: FROM,
   select: RESOURCE_COLUMNS,
-  idColumn: 'g.id',
-  sort: { id: 'g.id', granted_at: 'g.granted_at' },
-  defaultSort: 'id:asc',
-  filters: {
-    user_id: { column: 'g.user_id', type: 'int' },
-    permission_id: { column: 'g.permission_id', type: 'int' },
-    is_active: { column: ACTIVE, type: 'bool' },
-  },
-  search: [],
-};
+  alias: 'g',
+  sort: ['id', 'granted_at'],
+  filters: { user_id: 'int', permission_id: 'int', is_active: { column: ACTIVE, type: 'bool' } },
+});
 
 /** What a grant may be given. */
 export interface NewGrant {

@@ -62,10 +62,7 @@ export class PermissionGrantsService {
         expires_at: expiresAt,
         granted_by: currentActorId(),
       });
-      await this.audit.record(tx.db, {
-        action: 'permission_grant.grant',
-        resource_type: 'permission_grant',
-        resource_id: created.id,
+      await this.audit.record(tx.db, 'permission_grant.grant', created.id, {
         reason: dto.reason ?? null,
         changes: {
           user_id: [null, created.user_id],
@@ -95,10 +92,7 @@ export class PermissionGrantsService {
         );
       }
       const revoked = await this.grants.revoke(tx, active, currentActorId(), dto.reason ?? null);
-      await this.audit.record(tx.db, {
-        action: 'permission_grant.revoke',
-        resource_type: 'permission_grant',
-        resource_id: active,
+      await this.audit.record(tx.db, 'permission_grant.revoke', active, {
         reason: dto.reason ?? null,
         changes: { revoked_at: [null, revoked.revoked_at] },
       });

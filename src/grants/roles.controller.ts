@@ -1,7 +1,6 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../auth/authorize.decorator.js';
-import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import type { ListResponse } from '../common/responses.js';
 import { RoleDto } from './catalogue.dto.js';
 import { CatalogueService } from './catalogue.service.js';
@@ -13,8 +12,13 @@ export class RolesController {
   constructor(private readonly catalogue: CatalogueService) {}
 
   @Get()
-  @Authorize({ permission: 'permission_grants.read', summary: 'List the roles with the permissions each grants' })
-  @ApiEnvelope(RoleDto, { list: true, errors: [400] })
+  @Authorize({
+    permission: 'permission_grants.read',
+    summary: 'List the roles with the permissions each grants',
+    returns: RoleDto,
+    list: true,
+    errors: [400],
+  })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<RoleDto>> {
     return this.catalogue.roles(query);
   }

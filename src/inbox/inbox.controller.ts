@@ -1,10 +1,9 @@
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
+import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../auth/authorize.decorator.js';
 import { ApiIncludeDeleted, IncludeDeleted } from '../common/include-deleted.js';
-import { IfMatchHeader, type IfMatch } from '../common/etag.js';
 import { IdParam } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import type { AcceptedResponse, ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
 import { NoOptionsDto } from '../common/validation.js';
 import { AcceptedJobDto } from '../jobs/jobs.dto.js';
@@ -34,62 +33,86 @@ export class InboxController {
     summary: 'List inbox messages (newest first)',
     description:
       'Filters `user_id`, `conversation_id`, `type`; `q` over title and body; sort `id`, `created_at`, `updated_at`.',
+    returns: InboxMessageDto,
+    list: true,
+    errors: [400],
   })
-  @ApiEnvelope(InboxMessageDto, { list: true, errors: [400] })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<InboxMessageDto>> {
     return this.messages.list(query);
   }
 
   @Get(':id')
-  @Authorize({ permission: 'inbox.read', summary: 'Get a message (cached)' })
+  @Authorize({
+    permission: 'inbox.read',
+    summary: 'Get a message (cached)',
+    returns: InboxMessageDto,
+    errors: [400, 404],
+  })
   @ApiIncludeDeleted()
-  @ApiEnvelope(InboxMessageDto, { errors: [400, 404] })
   get(@IdParam() id: number, @IncludeDeleted() includeDeleted: boolean): Promise<ResourceResponse<InboxMessageDto>> {
     return this.messages.get(id, includeDeleted);
   }
 
   @Post()
-  @Authorize({ permission: 'inbox.create', summary: 'Send a message to a user’s inbox (creates its read state)' })
-  @ApiEnvelope(InboxMessageDto, { status: 201, errors: [400, 404] })
+  @Authorize({
+    permission: 'inbox.create',
+    summary: 'Send a message to a user’s inbox (creates its read state)',
+    returns: InboxMessageDto,
+    status: 201,
+    errors: [400, 404],
+  })
   create(@Body() dto: CreateMessageDto): Promise<ResourceResponse<InboxMessageDto>> {
     return this.messages.create(dto);
   }
 
   @Post('bulk-delete')
-  @Authorize({ permission: 'inbox.delete', summary: 'Soft-delete up to 1000 messages; per-item results in order' })
-  @ApiEnvelope(BulkDeleteResponseDto, { errors: [400] })
+  @Authorize({
+    permission: 'inbox.delete',
+    summary: 'Soft-delete up to 1000 messages; per-item results in order',
+    returns: BulkDeleteResponseDto,
+    errors: [400],
+  })
   bulkDelete(@Body() dto: BulkDeleteDto): Promise<BulkDeleteResponseDto> {
     return this.bulk.run(dto);
   }
 
   @Patch(':id')
-  @Authorize({ permission: 'inbox.update', summary: 'Change a message’s title, body or data' })
-  @ApiEnvelope(InboxMessageDto, { errors: [400, 404, 412] })
+  @Authorize({
+    permission: 'inbox.update',
+    summary: 'Change a message’s title, body or data',
+    returns: InboxMessageDto,
+    errors: [400, 404, 412],
+  })
   update(
-    @IdParam() id: number,
+    @Write() { id, ifMatch }: RecordWrite,
     @Body() dto: UpdateMessageDto,
-    @IfMatchHeader() ifMatch: IfMatch,
   ): Promise<ResourceResponse<InboxMessageDto>> {
     return this.messages.update(id, dto, ifMatch);
   }
 
   @Delete(':id')
-  @Authorize({ permission: 'inbox.delete', summary: 'Soft-delete a message (204 if already deleted)' })
-  @ApiEnvelope(InboxMessageDto, { noContent: 'Already deleted (or revoked): nothing changed', errors: [400, 404, 412] })
-  remove(
-    @IdParam() id: number,
-    @IfMatchHeader() ifMatch: IfMatch,
-  ): Promise<ResourceResponse<InboxMessageDto> | NoContent> {
+  @Authorize({
+    permission: 'inbox.delete',
+    summary: 'Soft-delete a message (204 if already deleted)',
+    returns: InboxMessageDto,
+    noContent: 'Already deleted (or revoked): nothing changed',
+    errors: [400, 404, 412],
+  })
+  remove(@Write() { id, ifMatch }: RecordWrite): Promise<ResourceResponse<InboxMessageDto> | NoContent> {
     return this.messages.remove(id, ifMatch);
   }
 
   @Post(':id/restore')
-  @Authorize({ permission: 'inbox.restore', summary: 'Restore a deleted message (204 if it is not deleted)' })
-  @ApiEnvelope(InboxMessageDto, { noContent: 'Not deleted: nothing changed', errors: [400, 404, 412] })
+  @Authorize({
+    permission: 'inbox.restore',
+    summary: 'Restore a deleted message (204 if it is not deleted)',
+    returns: InboxMessageDto,
+    noContent: 'Not deleted: nothing changed',
+    errors: [400, 404, 412],
+  })
   restore(
-    @IdParam() id: number,
+    @Write() { id, ifMatch }: RecordWrite,
     @Body() _options: NoOptionsDto,
-    @IfMatchHeader() ifMatch: IfMatch,
   ): Promise<ResourceResponse<InboxMessageDto> | NoContent> {
     return this.messages.restore(id, ifMatch);
   }
@@ -99,13 +122,11 @@ export class InboxController {
     permission: 'inbox.send_push',
     summary: 'Push the message to the recipient’s active devices (202 with a job)',
     description: 'Poll `Location` (`/v1/admin/jobs/{job_id}`) for the result.',
+    returns: AcceptedJobDto,
+    status: 202,
+    errors: [400, 404, 412],
   })
-  @ApiEnvelope(AcceptedJobDto, { status: 202, errors: [400, 404, 412] })
-  sendPush(
-    @IdParam() id: number,
-    @Body() dto: SendPushDto,
-    @IfMatchHeader() ifMatch: IfMatch,
-  ): Promise<AcceptedResponse<AcceptedJobDto>> {
+  sendPush(@Write() { id, ifMatch }: RecordWrite, @Body() dto: SendPushDto): Promise<AcceptedResponse<AcceptedJobDto>> {
     return this.messages.sendPush(id, dto, ifMatch);
   }
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { CacheService } from '../cache/cache.service.js';
-import type { ListSpec } from '../common/list/list-spec.js';
+import { listSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import type { InboxMessageDto } from './inbox.dto.js';
@@ -13,20 +13,15 @@ const RESOURCE_COLUMNS = `id, user_id, conversation_id, type, title, body, data,
   created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by`;
 export const MESSAGE_COLUMNS = `version, ${RESOURCE_COLUMNS}`;
 
-export const MESSAGE_LIST: ListSpec = {
+export const MESSAGE_LIST = listSpec({
   from: 'inbox_messages',
   select: RESOURCE_COLUMNS,
-  idColumn: 'id',
-  sort: { id: 'id', created_at: 'created_at', updated_at: 'updated_at' },
+  sort: ['id', 'created_at', 'updated_at'],
   defaultSort: 'created_at:desc',
-  filters: {
-    user_id: { column: 'user_id', type: 'int' },
-    conversation_id: { column: 'conversation_id', type: 'string' },
-    type: { column: 'type', type: 'string' },
-  },
+  filters: { user_id: 'int', conversation_id: 'string', type: 'string' },
   search: ['title', 'body'],
   deletedColumn: 'is_deleted',
-};
+});
 
 /** The columns a message write may set. */
 type MessageColumn =

@@ -60,10 +60,7 @@ export class MessagesService {
       });
       if (created === undefined) throw new Error('message insert returned no row');
       await this.readState.createFor(tx, created);
-      await this.audit.record(tx.db, {
-        action: 'inbox_message.create',
-        resource_type: 'inbox_message',
-        resource_id: created.id,
+      await this.audit.record(tx.db, 'inbox_message.create', created.id, {
         changes: diffChanges(null, created, AUDITED_FIELDS),
       });
       await this.countsChanged(tx, created);
@@ -90,12 +87,7 @@ export class MessagesService {
         data: wanted.data === null ? null : JSON.stringify(wanted.data),
         ...updateStamp(),
       });
-      await this.audit.record(tx.db, {
-        action: 'inbox_message.update',
-        resource_type: 'inbox_message',
-        resource_id: id,
-        changes,
-      });
+      await this.audit.record(tx.db, 'inbox_message.update', id, { changes });
       return after;
     });
     return respondWith(row);
@@ -117,12 +109,7 @@ export class MessagesService {
       if (!before.is_deleted) return NoContent.instance;
       assertIfMatch(ifMatch, before.version);
       const after = await this.messages.patch(tx, id, restorationStamp());
-      await this.audit.record(tx.db, {
-        action: 'inbox_message.restore',
-        resource_type: 'inbox_message',
-        resource_id: id,
-        changes: { is_deleted: [true, false] },
-      });
+      await this.audit.record(tx.db, 'inbox_message.restore', id, { changes: { is_deleted: [true, false] } });
       await this.readState.messagesChanged(tx, [id]);
       return respondWith(after);
     });
@@ -143,7 +130,6 @@ export class MessagesService {
       tx.db,
       rows.map((row) => ({
         action: 'inbox_message.delete',
-        resource_type: 'inbox_message',
         resource_id: row.id,
         reason,
         changes: { is_deleted: [false, true] },
@@ -166,12 +152,7 @@ export class MessagesService {
         title: dto.title ?? null,
         body: dto.body ?? null,
       });
-      await this.audit.record(tx.db, {
-        action: 'inbox_message.send_push',
-        resource_type: 'inbox_message',
-        resource_id: id,
-        changes: { job_id: [null, job] },
-      });
+      await this.audit.record(tx.db, 'inbox_message.send_push', id, { changes: { job_id: [null, job] } });
       return job;
     });
     return new AcceptedResponse<AcceptedJobDto>(

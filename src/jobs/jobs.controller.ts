@@ -1,7 +1,6 @@
 import { Controller, Get, Param } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../auth/authorize.decorator.js';
-import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import { JobDto } from './jobs.dto.js';
 import { JobsService } from './jobs.service.js';
 
@@ -12,8 +11,12 @@ export class JobsController {
   constructor(private readonly jobs: JobsService) {}
 
   @Get(':job_id')
-  @Authorize({ permission: 'jobs.read', summary: 'A background job: state, attempts, timestamps, result or error' })
-  @ApiEnvelope(JobDto, { errors: [400, 404] })
+  @Authorize({
+    permission: 'jobs.read',
+    summary: 'A background job: state, attempts, timestamps, result or error',
+    returns: JobDto,
+    errors: [400, 404],
+  })
   get(@Param('job_id') jobId: string): Promise<JobDto> {
     return this.jobs.get(jobId);
   }

@@ -1,9 +1,8 @@
 import { Body, Controller, Get, Post, Query } from '@nestjs/common';
+import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../auth/authorize.decorator.js';
-import { IfMatchHeader, type IfMatch } from '../common/etag.js';
 import { IdParam } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import type { ListResponse, ResourceResponse } from '../common/responses.js';
 import {
   DeactivateMobileDeviceDto,
@@ -24,15 +23,21 @@ export class MobileDevicesController {
     permission: 'mobile_devices.read',
     summary: 'List mobile devices',
     description: 'Filters `user_id`, `platform`, `is_active`; sort `id`, `created_at`, `updated_at`.',
+    returns: MobileDeviceDto,
+    list: true,
+    errors: [400],
   })
-  @ApiEnvelope(MobileDeviceDto, { list: true, errors: [400] })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<MobileDeviceDto>> {
     return this.devices.list(query);
   }
 
   @Get(':id')
-  @Authorize({ permission: 'mobile_devices.read', summary: 'Get a mobile device (cached)' })
-  @ApiEnvelope(MobileDeviceDto, { errors: [400, 404] })
+  @Authorize({
+    permission: 'mobile_devices.read',
+    summary: 'Get a mobile device (cached)',
+    returns: MobileDeviceDto,
+    errors: [400, 404],
+  })
   get(@IdParam() id: number): Promise<ResourceResponse<MobileDeviceDto>> {
     return this.devices.get(id);
   }
@@ -42,19 +47,24 @@ export class MobileDevicesController {
     permission: 'mobile_devices.create',
     summary: 'Register a mobile device for push',
     description: 'The token is stored and never returned; `push_token_hint` shows its last 6 characters.',
+    returns: MobileDeviceDto,
+    status: 201,
+    errors: [400, 404, 409],
   })
-  @ApiEnvelope(MobileDeviceDto, { status: 201, errors: [400, 404, 409] })
   register(@Body() dto: RegisterMobileDeviceDto): Promise<ResourceResponse<MobileDeviceDto>> {
     return this.devices.register(dto);
   }
 
   @Post(':id/deactivate')
-  @Authorize({ permission: 'mobile_devices.deactivate', summary: 'Stop pushing to a device' })
-  @ApiEnvelope(MobileDeviceDto, { errors: [400, 404, 409, 412] })
+  @Authorize({
+    permission: 'mobile_devices.deactivate',
+    summary: 'Stop pushing to a device',
+    returns: MobileDeviceDto,
+    errors: [400, 404, 409, 412],
+  })
   deactivate(
-    @IdParam() id: number,
+    @Write() { id, ifMatch }: RecordWrite,
     @Body() dto: DeactivateMobileDeviceDto,
-    @IfMatchHeader() ifMatch: IfMatch,
   ): Promise<ResourceResponse<MobileDeviceDto>> {
     return this.devices.deactivate(id, dto.reason, ifMatch);
   }
@@ -64,12 +74,12 @@ export class MobileDevicesController {
     permission: 'mobile_devices.refresh_token',
     summary: 'Replace the push token',
     description: 'Re-activates a device that was deactivated because the push provider rejected its token.',
+    returns: MobileDeviceDto,
+    errors: [400, 404, 409, 412],
   })
-  @ApiEnvelope(MobileDeviceDto, { errors: [400, 404, 409, 412] })
   refreshToken(
-    @IdParam() id: number,
+    @Write() { id, ifMatch }: RecordWrite,
     @Body() dto: RefreshTokenDto,
-    @IfMatchHeader() ifMatch: IfMatch,
   ): Promise<ResourceResponse<MobileDeviceDto>> {
     return this.devices.refreshToken(id, dto.push_token, ifMatch);
   }

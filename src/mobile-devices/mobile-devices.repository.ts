@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { CacheService } from '../cache/cache.service.js';
-import type { ListSpec } from '../common/list/list-spec.js';
+import { listSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import type { MobileDeviceDto } from './mobile-device.dto.js';
@@ -21,19 +21,12 @@ const RESOURCE_COLUMNS = `id, user_id, platform, right(push_token, 6) AS push_to
 const COLUMNS = `version, ${RESOURCE_COLUMNS}`;
 export const UNREGISTERED = 'unregistered';
 
-export const MOBILE_DEVICE_LIST: ListSpec = {
+export const MOBILE_DEVICE_LIST = listSpec({
   from: 'mobile_devices',
   select: RESOURCE_COLUMNS,
-  idColumn: 'id',
-  sort: { id: 'id', created_at: 'created_at', updated_at: 'updated_at' },
-  defaultSort: 'id:asc',
-  filters: {
-    user_id: { column: 'user_id', type: 'int' },
-    platform: { column: 'platform', type: { enum: ['ios', 'android', 'web'] } },
-    is_active: { column: 'is_active', type: 'bool' },
-  },
-  search: [],
-};
+  sort: ['id', 'created_at', 'updated_at'],
+  filters: { user_id: 'int', platform: { enum: ['ios', 'android', 'web'] }, is_active: 'bool' },
+});
 
 /** The columns a mobile-devices write may set. */
 type MobileDeviceColumn =

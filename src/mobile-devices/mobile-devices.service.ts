@@ -52,10 +52,7 @@ export class MobileDevicesService {
           ...stamp,
         });
         if (created === undefined) throw new Error('mobile device insert returned no row');
-        await this.audit.record(tx.db, {
-          action: 'mobile_device.create',
-          resource_type: 'mobile_device',
-          resource_id: created.id,
+        await this.audit.record(tx.db, 'mobile_device.create', created.id, {
           changes: diffChanges(null, created, [
             'user_id',
             'platform',
@@ -102,10 +99,7 @@ export class MobileDevicesService {
             ? { is_active: true, deactivated_at: null, deactivated_by: null, deactivation_reason: null }
             : {}),
         });
-        await this.audit.record(tx.db, {
-          action: 'mobile_device.refresh_token',
-          resource_type: 'mobile_device',
-          resource_id: id,
+        await this.audit.record(tx.db, 'mobile_device.refresh_token', id, {
           changes: diffChanges(before, after, ['push_token_hint', 'is_active', 'token_refreshed_at']),
         });
         return after;
@@ -138,13 +132,7 @@ export class MobileDevicesService {
       deactivation_reason: reason,
       updated_by: actor,
     });
-    await this.audit.record(tx.db, {
-      action: 'mobile_device.deactivate',
-      resource_type: 'mobile_device',
-      resource_id: id,
-      reason,
-      changes: { is_active: [true, false] },
-    });
+    await this.audit.record(tx.db, 'mobile_device.deactivate', id, { reason, changes: { is_active: [true, false] } });
     return after;
   }
 }

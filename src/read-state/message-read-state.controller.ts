@@ -1,9 +1,8 @@
 import { Body, Controller, Get, Post, Query } from '@nestjs/common';
+import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../auth/authorize.decorator.js';
-import { IfMatchHeader, type IfMatch } from '../common/etag.js';
 import { IdParam } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { ReadCountsService } from './read-counts.service.js';
 import {
@@ -32,8 +31,10 @@ export class MessageReadStateController {
     summary: 'List read state',
     description:
       'Rows of deleted messages are hidden. Filters `user_id`, `message_id`, `conversation_id`, `is_read`, `is_archived`, `is_pinned`.',
+    returns: ReadStateDto,
+    list: true,
+    errors: [400],
   })
-  @ApiEnvelope(ReadStateDto, { list: true, errors: [400] })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<ReadStateDto>> {
     return this.states.list(query);
   }
@@ -42,50 +43,55 @@ export class MessageReadStateController {
   @Authorize({
     permission: 'read_state.read',
     summary: 'Counts of a user’s messages (cached; never stale after a write)',
+    returns: ReadCountsDto,
+    errors: [400],
   })
-  @ApiEnvelope(ReadCountsDto, { errors: [400] })
   async countsOf(@Query() query: ReadCountsQueryDto): Promise<ResourceResponse<ReadCountsDto>> {
     const { counts, cache } = await this.counts.counts(Number(query.user_id), query.conversation_id ?? null);
     return new ResourceResponse(counts, { cache });
   }
 
   @Get(':id')
-  @Authorize({ permission: 'read_state.read', summary: 'Get a read state (cached)' })
-  @ApiEnvelope(ReadStateDto, { errors: [400, 404] })
+  @Authorize({
+    permission: 'read_state.read',
+    summary: 'Get a read state (cached)',
+    returns: ReadStateDto,
+    errors: [400, 404],
+  })
   get(@IdParam() id: number): Promise<ResourceResponse<ReadStateDto>> {
     return this.states.get(id);
   }
 
   @Post(':id/mark-read')
-  @Authorize({ permission: 'read_state.update', summary: 'Mark read (`read: false` marks unread)' })
-  @ApiEnvelope(ReadStateDto, { errors: [400, 404, 412] })
-  markRead(
-    @IdParam() id: number,
-    @Body() dto: MarkReadDto,
-    @IfMatchHeader() ifMatch: IfMatch,
-  ): Promise<ResourceResponse<ReadStateDto>> {
+  @Authorize({
+    permission: 'read_state.update',
+    summary: 'Mark read (`read: false` marks unread)',
+    returns: ReadStateDto,
+    errors: [400, 404, 412],
+  })
+  markRead(@Write() { id, ifMatch }: RecordWrite, @Body() dto: MarkReadDto): Promise<ResourceResponse<ReadStateDto>> {
     return this.states.setFlag(id, 'read', dto.read ?? true, ifMatch);
   }
 
   @Post(':id/archive')
-  @Authorize({ permission: 'read_state.update', summary: 'Archive (`archived: false` un-archives)' })
-  @ApiEnvelope(ReadStateDto, { errors: [400, 404, 412] })
-  archive(
-    @IdParam() id: number,
-    @Body() dto: ArchiveDto,
-    @IfMatchHeader() ifMatch: IfMatch,
-  ): Promise<ResourceResponse<ReadStateDto>> {
+  @Authorize({
+    permission: 'read_state.update',
+    summary: 'Archive (`archived: false` un-archives)',
+    returns: ReadStateDto,
+    errors: [400, 404, 412],
+  })
+  archive(@Write() { id, ifMatch }: RecordWrite, @Body() dto: ArchiveDto): Promise<ResourceResponse<ReadStateDto>> {
     return this.states.setFlag(id, 'archived', dto.archived ?? true, ifMatch);
   }
 
   @Post(':id/pin')
-  @Authorize({ permission: 'read_state.update', summary: 'Pin (`pinned: false` unpins)' })
-  @ApiEnvelope(ReadStateDto, { errors: [400, 404, 412] })
-  pin(
-    @IdParam() id: number,
-    @Body() dto: PinDto,
-    @IfMatchHeader() ifMatch: IfMatch,
-  ): Promise<ResourceResponse<ReadStateDto>> {
+  @Authorize({
+    permission: 'read_state.update',
+    summary: 'Pin (`pinned: false` unpins)',
+    returns: ReadStateDto,
+    errors: [400, 404, 412],
+  })
+  pin(@Write() { id, ifMatch }: RecordWrite, @Body() dto: PinDto): Promise<ResourceResponse<ReadStateDto>> {
     return this.states.setFlag(id, 'pinned', dto.pinned ?? true, ifMatch);
   }
 
@@ -93,13 +99,10 @@ export class MessageReadStateController {
   @Authorize({
     permission: 'read_state.update',
     summary: 'Snooze until a time (at most 365 days ahead) or unsnooze with null',
+    returns: ReadStateDto,
+    errors: [400, 404, 412, 422],
   })
-  @ApiEnvelope(ReadStateDto, { errors: [400, 404, 412, 422] })
-  snooze(
-    @IdParam() id: number,
-    @Body() dto: SnoozeDto,
-    @IfMatchHeader() ifMatch: IfMatch,
-  ): Promise<ResourceResponse<ReadStateDto>> {
+  snooze(@Write() { id, ifMatch }: RecordWrite, @Body() dto: SnoozeDto): Promise<ResourceResponse<ReadStateDto>> {
     return this.states.snooze(id, dto.until, ifMatch);
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../common/api-error.js';
-import type { ListSpec } from '../common/list/list-spec.js';
+import { listSpec } from '../common/list/list-spec.js';
 import { currentActorId } from '../common/request-context.js';
 import { assignments, ResourceTable, type ColumnValues } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
@@ -19,22 +19,20 @@ const RESOURCE_COLUMNS = `rs.id, rs.message_id, rs.user_id, rs.conversation_id, 
 const FROM = 'message_read_state rs JOIN inbox_messages m ON m.id = rs.message_id';
 const COLUMNS = `rs.version, ${RESOURCE_COLUMNS}, m.is_deleted AS message_deleted`;
 
-export const READ_STATE_LIST: ListSpec = {
+export const READ_STATE_LIST = listSpec({
   from: `${FROM} AND NOT m.is_deleted`,
   select: RESOURCE_COLUMNS,
-  idColumn: 'rs.id',
-  sort: { id: 'rs.id', updated_at: 'rs.updated_at', read_at: 'rs.read_at' },
-  defaultSort: 'id:asc',
+  alias: 'rs',
+  sort: ['id', 'updated_at', 'read_at'],
   filters: {
-    user_id: { column: 'rs.user_id', type: 'int' },
-    message_id: { column: 'rs.message_id', type: 'int' },
-    conversation_id: { column: 'rs.conversation_id', type: 'string' },
-    is_read: { column: 'rs.is_read', type: 'bool' },
-    is_archived: { column: 'rs.is_archived', type: 'bool' },
-    is_pinned: { column: 'rs.is_pinned', type: 'bool' },
+    user_id: 'int',
+    message_id: 'int',
+    conversation_id: 'string',
+    is_read: 'bool',
+    is_archived: 'bool',
+    is_pinned: 'bool',
   },
-  search: [],
-};
+});
 
 type ReadStateColumn =
   'is_read' | 'read_at' | 'is_archived' | 'archived_at' | 'is_pinned' | 'pinned_at' | 'snoozed_until' | 'updated_by';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { AuditService } from '../audit/audit.service.js';
+import { AuditService, type AuditAction } from '../audit/audit.service.js';
 import { ApiError } from '../common/api-error.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { currentActorId } from '../common/request-context.js';
@@ -22,7 +22,7 @@ type Flag = 'read' | 'archived' | 'pinned';
 const FLAG_COLUMNS: Readonly<
   Record<
     Flag,
-    { flag: 'is_read' | 'is_archived' | 'is_pinned'; at: 'read_at' | 'archived_at' | 'pinned_at'; action: string }
+    { flag: 'is_read' | 'is_archived' | 'is_pinned'; at: 'read_at' | 'archived_at' | 'pinned_at'; action: AuditAction }
   >
 > = {
   read: { flag: 'is_read', at: 'read_at', action: 'message_read_state.mark_read' },
@@ -64,12 +64,7 @@ export class ReadStateService {
         [at]: on ? NOW : null,
         updated_by: currentActorId(),
       });
-      await this.audit.record(tx.db, {
-        action,
-        resource_type: 'message_read_state',
-        resource_id: id,
-        changes: { [column]: [before[column], on] },
-      });
+      await this.audit.record(tx.db, action, id, { changes: { [column]: [before[column], on] } });
       return after;
     });
   }
@@ -87,10 +82,7 @@ export class ReadStateService {
       const current = before.snoozed_until === null ? null : new Date(before.snoozed_until).toISOString();
       if (current === (at?.toISOString() ?? null)) return before;
       const after = await this.states.patch(tx, id, { snoozed_until: at, updated_by: currentActorId() });
-      await this.audit.record(tx.db, {
-        action: 'message_read_state.snooze',
-        resource_type: 'message_read_state',
-        resource_id: id,
+      await this.audit.record(tx.db, 'message_read_state.snooze', id, {
         changes: { snoozed_until: [current, at?.toISOString() ?? null] },
       });
       return after;

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { deletionStamp, restorationStamp, updateStamp } from '../audit/actor-stamps.js';
-import { AuditService } from '../audit/audit.service.js';
+import { AuditService, type AuditAction } from '../audit/audit.service.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { SessionsService } from '../auth/sessions.service.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
@@ -33,12 +33,7 @@ export class UserActionsService {
       assertIfMatch(ifMatch, before.version);
       const stamp = deletionStamp();
       const after = await this.users.patch(tx, id, stamp);
-      await this.audit.record(tx.db, {
-        action: 'user.delete',
-        resource_type: 'user',
-        resource_id: id,
-        changes: { is_deleted: [false, true] },
-      });
+      await this.audit.record(tx.db, 'user.delete', id, { changes: { is_deleted: [false, true] } });
       await this.sessions.revokeAllOf(tx, id, 'user deleted');
       return respondWith(after);
     });
@@ -52,12 +47,7 @@ export class UserActionsService {
       assertMayWriteUser(actor, before);
       assertIfMatch(ifMatch, before.version);
       const after = await this.users.patch(tx, id, restorationStamp());
-      await this.audit.record(tx.db, {
-        action: 'user.restore',
-        resource_type: 'user',
-        resource_id: id,
-        changes: { is_deleted: [true, false] },
-      });
+      await this.audit.record(tx.db, 'user.restore', id, { changes: { is_deleted: [true, false] } });
       return respondWith(after);
     });
   }
@@ -95,10 +85,7 @@ export class UserActionsService {
     return this.uow.run(async (tx) => {
       const before = await this.prepare(tx, actor, id, ifMatch, 'reset_pin');
       const after = await this.users.patch(tx, id, { pin_hash: pinHash, pin_reset_at: NOW, ...updateStamp() });
-      await this.audit.record(tx.db, {
-        action: 'user.reset_pin',
-        resource_type: 'user',
-        resource_id: id,
+      await this.audit.record(tx.db, 'user.reset_pin', id, {
         changes: { pin_set: [before.pin_set, true], pin_reset_at: [before.pin_reset_at, after.pin_reset_at] },
       });
       const result: PinResetDto = {
@@ -137,17 +124,11 @@ export class UserActionsService {
     tx: Tx,
     before: UserRow,
     statusId: number,
-    action: string,
+    action: AuditAction,
     reason: string | null,
   ): Promise<UserRow> {
     const after = await this.users.patch(tx, before.id, { status_id: statusId, ...updateStamp() });
-    await this.audit.record(tx.db, {
-      action,
-      resource_type: 'user',
-      resource_id: before.id,
-      reason,
-      changes: { status_id: [before.status_id, statusId] },
-    });
+    await this.audit.record(tx.db, action, before.id, { reason, changes: { status_id: [before.status_id, statusId] } });
     return after;
   }
 }

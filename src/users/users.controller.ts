@@ -1,12 +1,11 @@
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
+import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../auth/actor.decorator.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Authorize } from '../auth/authorize.decorator.js';
 import { ApiIncludeDeleted, IncludeDeleted } from '../common/include-deleted.js';
-import { IfMatchHeader, type IfMatch } from '../common/etag.js';
 import { IdParam } from '../common/id.pipe.js';
-import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import type { ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
 import { NoOptionsDto } from '../common/validation.js';
 import { CreateUserDto, SuspendUserDto, UpdateUserDto } from './dto/user-input.dto.js';
@@ -32,36 +31,41 @@ export class UsersController {
     summary: 'List users',
     description:
       'Filters `status_id`, `role_id`; `q` over email and display_name; sort `id`, `email`, `display_name`, `created_at`, `updated_at`.',
+    returns: UserDto,
+    list: true,
+    errors: [400],
   })
-  @ApiEnvelope(UserDto, { list: true, errors: [400] })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<UserDto>> {
     return this.users.list(query);
   }
 
   @Get(':id')
-  @Authorize({ permission: 'users.read', summary: 'Get a user (cached)' })
+  @Authorize({ permission: 'users.read', summary: 'Get a user (cached)', returns: UserDto, errors: [400, 404] })
   @ApiIncludeDeleted()
-  @ApiEnvelope(UserDto, { errors: [400, 404] })
   get(@IdParam() id: number, @IncludeDeleted() includeDeleted: boolean): Promise<ResourceResponse<UserDto>> {
     return this.users.get(id, includeDeleted);
   }
 
   @Post()
-  @Authorize({ permission: 'users.create', summary: 'Create a user (status pending)' })
-  @ApiEnvelope(UserDto, { status: 201, errors: [400, 404, 409] })
+  @Authorize({
+    permission: 'users.create',
+    summary: 'Create a user (status pending)',
+    returns: UserDto,
+    status: 201,
+    errors: [400, 404, 409],
+  })
   create(@Actor() actor: AuthContext, @Body() dto: CreateUserDto): Promise<ResourceResponse<UserDto>> {
     return this.users.create(actor, dto);
   }
 
   @Patch(':id')
-  @Authorize({ permission: 'users.update', summary: 'Change a user’s email, display name, phone or role' })
-  @ApiEnvelope(UserDto, { errors: [400, 404, 409, 412] })
-  update(
-    @Actor() actor: AuthContext,
-    @IdParam() id: number,
-    @Body() dto: UpdateUserDto,
-    @IfMatchHeader() ifMatch: IfMatch,
-  ): Promise<ResourceResponse<UserDto>> {
+  @Authorize({
+    permission: 'users.update',
+    summary: 'Change a user’s email, display name, phone or role',
+    returns: UserDto,
+    errors: [400, 404, 409, 412],
+  })
+  update(@Write() { actor, id, ifMatch }: RecordWrite, @Body() dto: UpdateUserDto): Promise<ResourceResponse<UserDto>> {
     return this.users.update(actor, id, dto, ifMatch);
   }
 
@@ -69,48 +73,53 @@ export class UsersController {
   @Authorize({
     permission: 'users.delete',
     summary: 'Soft-delete a user and revoke its sessions (204 if already deleted)',
+    returns: UserDto,
+    noContent: 'Already deleted (or revoked): nothing changed',
+    errors: [400, 404, 412, 422],
   })
-  @ApiEnvelope(UserDto, { noContent: 'Already deleted (or revoked): nothing changed', errors: [400, 404, 412, 422] })
-  remove(
-    @Actor() actor: AuthContext,
-    @IdParam() id: number,
-    @IfMatchHeader() ifMatch: IfMatch,
-  ): Promise<ResourceResponse<UserDto> | NoContent> {
+  remove(@Write() { actor, id, ifMatch }: RecordWrite): Promise<ResourceResponse<UserDto> | NoContent> {
     return this.actions.remove(actor, id, ifMatch);
   }
 
   @Post(':id/restore')
-  @Authorize({ permission: 'users.restore', summary: 'Restore a deleted user (204 if it is not deleted)' })
-  @ApiEnvelope(UserDto, { noContent: 'Not deleted: nothing changed', errors: [400, 404, 412] })
+  @Authorize({
+    permission: 'users.restore',
+    summary: 'Restore a deleted user (204 if it is not deleted)',
+    returns: UserDto,
+    noContent: 'Not deleted: nothing changed',
+    errors: [400, 404, 412],
+  })
   restore(
-    @Actor() actor: AuthContext,
-    @IdParam() id: number,
+    @Write() { actor, id, ifMatch }: RecordWrite,
     @Body() _options: NoOptionsDto,
-    @IfMatchHeader() ifMatch: IfMatch,
   ): Promise<ResourceResponse<UserDto> | NoContent> {
     return this.actions.restore(actor, id, ifMatch);
   }
 
   @Post(':id/activate')
-  @Authorize({ permission: 'users.activate', summary: 'Activate a pending or suspended user' })
-  @ApiEnvelope(UserDto, { errors: [400, 404, 409, 412] })
+  @Authorize({
+    permission: 'users.activate',
+    summary: 'Activate a pending or suspended user',
+    returns: UserDto,
+    errors: [400, 404, 409, 412],
+  })
   activate(
-    @Actor() actor: AuthContext,
-    @IdParam() id: number,
+    @Write() { actor, id, ifMatch }: RecordWrite,
     @Body() _options: NoOptionsDto,
-    @IfMatchHeader() ifMatch: IfMatch,
   ): Promise<ResourceResponse<UserDto>> {
     return this.actions.activate(actor, id, ifMatch);
   }
 
   @Post(':id/suspend')
-  @Authorize({ permission: 'users.suspend', summary: 'Suspend a pending or active user and revoke its sessions' })
-  @ApiEnvelope(UserDto, { errors: [400, 404, 409, 412, 422] })
+  @Authorize({
+    permission: 'users.suspend',
+    summary: 'Suspend a pending or active user and revoke its sessions',
+    returns: UserDto,
+    errors: [400, 404, 409, 412, 422],
+  })
   suspend(
-    @Actor() actor: AuthContext,
-    @IdParam() id: number,
+    @Write() { actor, id, ifMatch }: RecordWrite,
     @Body() dto: SuspendUserDto,
-    @IfMatchHeader() ifMatch: IfMatch,
   ): Promise<ResourceResponse<UserDto>> {
     return this.actions.suspend(actor, id, dto.reason, ifMatch);
   }
@@ -120,13 +129,12 @@ export class UsersController {
     permission: 'users.reset_pin',
     summary: 'Set a new random 6-digit PIN and return it once',
     description: 'Only a hash is stored; the PIN appears in this response and nowhere else.',
+    returns: PinResetDto,
+    errors: [400, 404, 409, 412],
   })
-  @ApiEnvelope(PinResetDto, { errors: [400, 404, 409, 412] })
   resetPin(
-    @Actor() actor: AuthContext,
-    @IdParam() id: number,
+    @Write() { actor, id, ifMatch }: RecordWrite,
     @Body() _options: NoOptionsDto,
-    @IfMatchHeader() ifMatch: IfMatch,
   ): Promise<ResourceResponse<PinResetDto>> {
     return this.actions.resetPin(actor, id, ifMatch);
   }
@@ -136,8 +144,10 @@ export class UsersController {
     permission: 'users.read',
     summary: 'List a user’s sessions, newest first (never a token)',
     description: 'Sort `created_at`, `expires_at`; default `created_at:desc`. A deleted user’s sessions stay readable.',
+    returns: SessionDto,
+    list: true,
+    errors: [400, 404],
   })
-  @ApiEnvelope(SessionDto, { list: true, errors: [400, 404] })
   listSessions(@IdParam() id: number, @Query() query: Record<string, unknown>): Promise<ListResponse<SessionDto>> {
     return this.sessions.list(id, query);
   }
@@ -148,13 +158,12 @@ export class UsersController {
     summary: 'Revoke every live session of a user',
     description:
       'Every instance refuses those sessions on the next request. `If-Match` is checked against the user’s version.',
+    returns: SessionsRevokedDto,
+    errors: [400, 404, 412, 422],
   })
-  @ApiEnvelope(SessionsRevokedDto, { errors: [400, 404, 412, 422] })
   revokeSessions(
-    @Actor() actor: AuthContext,
-    @IdParam() id: number,
+    @Write() { actor, id, ifMatch }: RecordWrite,
     @Body() dto: RevokeSessionsDto,
-    @IfMatchHeader() ifMatch: IfMatch,
   ): Promise<ResourceResponse<SessionsRevokedDto>> {
     return this.sessions.revokeAll(actor, id, dto.reason, ifMatch);
   }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AuthContextService } from '../auth/auth-context.service.js';
 import { CacheService } from '../cache/cache.service.js';
-import type { ListSpec } from '../common/list/list-spec.js';
+import { listSpec } from '../common/list/list-spec.js';
 import { ResourceTable } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import type { UserDto } from './dto/user.dto.js';
@@ -16,16 +16,14 @@ const RESOURCE_COLUMNS = `id, email, display_name, phone, role_id, status_id, pi
   created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by`;
 export const USER_COLUMNS = `version, ${RESOURCE_COLUMNS}`;
 
-export const USER_LIST: ListSpec = {
+export const USER_LIST = listSpec({
   from: 'users',
   select: RESOURCE_COLUMNS,
-  idColumn: 'id',
-  sort: { id: 'id', email: 'email', display_name: 'display_name', created_at: 'created_at', updated_at: 'updated_at' },
-  defaultSort: 'id:asc',
-  filters: { status_id: { column: 'status_id', type: 'int' }, role_id: { column: 'role_id', type: 'int' } },
+  sort: ['id', 'email', 'display_name', 'created_at', 'updated_at'],
+  filters: { status_id: 'int', role_id: 'int' },
   search: ['email', 'display_name'],
   deletedColumn: 'is_deleted',
-};
+});
 
 /** The columns a users write may set. */
 type UserColumn =

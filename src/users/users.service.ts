@@ -60,10 +60,7 @@ export class UsersService {
           ...stamp,
         });
         if (created === undefined) throw new Error('user insert returned no row');
-        await this.audit.record(tx.db, {
-          action: 'user.create',
-          resource_type: 'user',
-          resource_id: created.id,
+        await this.audit.record(tx.db, 'user.create', created.id, {
           changes: diffChanges(null, created, AUDITED_FIELDS),
         });
         return created;
@@ -100,7 +97,7 @@ export class UsersService {
           role_id: wanted.role_id,
           ...updateStamp(),
         });
-        await this.audit.record(tx.db, { action: 'user.update', resource_type: 'user', resource_id: id, changes });
+        await this.audit.record(tx.db, 'user.update', id, { changes });
         return after;
       })
       .catch((error: unknown) => {

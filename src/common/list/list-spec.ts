@@ -49,3 +49,40 @@ export const DEFAULT_PAGE_SIZE = 25;
 export const MAX_Q_LENGTH = 200;
 /** Up to this many matches `meta.total` is always exact (part 2). */
 export const EXACT_COUNT_LIMIT = 10_000;
+
+/** A list as a resource declares it: names stand for their own columns unless given an expression. */
+export interface ListDeclaration {
+  readonly from: string;
+  readonly select: string;
+  /** The alias that qualifies plain names (`g` makes `user_id` mean `g.user_id`); none for one table. */
+  readonly alias?: string;
+  /** Sortable fields, each its own column. */
+  readonly sort: readonly string[];
+  /** `id:asc` unless said. */
+  readonly defaultSort?: string;
+  /** Filter name → its type (the column of that name), or a full spec for an expression or a range. */
+  readonly filters?: Readonly<Record<string, FilterType | FilterSpec>>;
+  readonly search?: readonly string[];
+  readonly deletedColumn?: string;
+  readonly appendOnly?: boolean;
+}
+
+function isFilterSpec(value: FilterType | FilterSpec): value is FilterSpec {
+  return typeof value === 'object' && 'column' in value;
+}
+
+/** The full `ListSpec` of a declaration. */
+export function listSpec(declaration: ListDeclaration): ListSpec {
+  const { alias, sort, filters = {}, defaultSort = 'id:asc', search = [], ...rest } = declaration;
+  const column = (name: string): string => (alias === undefined ? name : `${alias}.${name}`);
+  return {
+    ...rest,
+    idColumn: column('id'),
+    sort: Object.fromEntries(sort.map((name) => [name, column(name)])),
+    defaultSort,
+    filters: Object.fromEntries(
+      Object.entries(filters).map(([name, type]) => [name, isFilterSpec(type) ? type : { column: column(name), type }]),
+    ),
+    search,
+  };
+}

@@ -20,7 +20,7 @@ function errorExample(status: number): object {
   };
 }
 
-interface EnvelopeOptions {
+export interface EnvelopeOptions {
   readonly status?: 200 | 201 | 202;
   readonly list?: boolean;
   readonly errors?: readonly number[];

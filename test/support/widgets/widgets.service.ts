@@ -10,7 +10,7 @@ import { ApiError } from '../../../src/common/api-error.js';
 import { assertIfMatch, type IfMatch } from '../../../src/common/etag.js';
 import { parseListQuery } from '../../../src/common/list/list-query.parser.js';
 import { runList } from '../../../src/common/list/list-runner.js';
-import type { ListSpec } from '../../../src/common/list/list-spec.js';
+import { listSpec } from '../../../src/common/list/list-spec.js';
 import { ListResponse, NoContent, RawJson, ResourceResponse } from '../../../src/common/responses.js';
 import { UnitOfWork, type Tx } from '../../../src/database/unit-of-work.js';
 import type { CreateWidgetDto, UpdateWidgetDto } from './widget.dto.js';
@@ -28,20 +28,14 @@ export interface Widget {
 const COLUMNS =
   'id, version, name, category, weight, active, created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by';
 
-export const WIDGET_LIST: ListSpec = {
+export const WIDGET_LIST = listSpec({
   from: 'test_widgets',
   select: COLUMNS,
-  idColumn: 'id',
-  sort: { id: 'id', name: 'name', weight: 'weight', created_at: 'created_at' },
-  defaultSort: 'id:asc',
-  filters: {
-    category: { column: 'category', type: { enum: ['tool', 'toy', 'part'] } },
-    weight: { column: 'weight', type: 'int' },
-    active: { column: 'active', type: 'bool' },
-  },
+  sort: ['id', 'name', 'weight', 'created_at'],
+  filters: { category: { enum: ['tool', 'toy', 'part'] }, weight: 'int', active: 'bool' },
   search: ['name', 'category'],
   deletedColumn: 'is_deleted',
-};
+});
 
 function notFound(id: number): ApiError {
   return new ApiError('ROUTE_NOT_FOUND', `Widget ${id} does not exist`, { widget_id: id });
@@ -95,10 +89,7 @@ export class WidgetsService {
         [dto.name, dto.category, dto.weight ?? 0, stamp.created_by, stamp.updated_by],
       );
       if (created === undefined) throw new Error('insert returned no row');
-      await this.audit.record(tx.db, {
-        action: 'test_widget.create',
-        resource_type: 'test_widget',
-        resource_id: created.id,
+      await this.audit.record(tx.db, 'test_widget.create', created.id, {
         changes: diffChanges(null, created, ['name', 'category', 'weight']),
       });
       this.rebuildAfterCommit(tx, created);
@@ -117,10 +108,7 @@ export class WidgetsService {
       );
       const updated = after?.[0];
       if (updated === undefined) throw notFound(id);
-      await this.audit.record(tx.db, {
-        action: 'test_widget.update',
-        resource_type: 'test_widget',
-        resource_id: id,
+      await this.audit.record(tx.db, 'test_widget.update', id, {
         changes: diffChanges(before, updated, ['name', 'weight', 'active']),
       });
       this.rebuildAfterCommit(tx, updated);
@@ -141,12 +129,7 @@ export class WidgetsService {
       );
       const deleted = after?.[0];
       if (deleted === undefined) throw notFound(id);
-      await this.audit.record(tx.db, {
-        action: 'test_widget.delete',
-        resource_type: 'test_widget',
-        resource_id: id,
-        changes: { is_deleted: [false, true] },
-      });
+      await this.audit.record(tx.db, 'test_widget.delete', id, { changes: { is_deleted: [false, true] } });
       this.rebuildAfterCommit(tx, deleted);
       return new ResourceResponse(deleted);
     });
@@ -164,12 +147,7 @@ export class WidgetsService {
       );
       const restored = after?.[0];
       if (restored === undefined) throw notFound(id);
-      await this.audit.record(tx.db, {
-        action: 'test_widget.restore',
-        resource_type: 'test_widget',
-        resource_id: id,
-        changes: { is_deleted: [true, false] },
-      });
+      await this.audit.record(tx.db, 'test_widget.restore', id, { changes: { is_deleted: [true, false] } });
       this.rebuildAfterCommit(tx, restored);
       return new ResourceResponse(restored);
     });
