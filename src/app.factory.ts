@@ -10,7 +10,7 @@ import { createPino, PinoNestLogger } from './common/logger.js';
 import { buildOpenApi, serveDocs } from './common/openapi/openapi.js';
 import { createValidationPipe } from './common/validation.js';
 import { completeIdempotentResponse, IdempotencyInterceptor } from './idempotency/idempotency.interceptor.js';
-import { IdempotencyStore } from './idempotency/idempotency.store.js';
+import { IdempotencyKeysRepository } from './idempotency/idempotency-keys.repository.js';
 
 export interface CreateAppOptions extends AppModuleOptions {
   readonly log?: Pino;
@@ -36,7 +36,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   app
     .getHttpAdapter()
     .getInstance()
-    .addHook('onSend', completeIdempotentResponse(app.get(IdempotencyStore), new Logger('Idempotency')));
+    .addHook('onSend', completeIdempotentResponse(app.get(IdempotencyKeysRepository), new Logger('Idempotency')));
   app.useGlobalPipes(createValidationPipe());
   serveDocs(app, buildOpenApi(app));
   await app.init();

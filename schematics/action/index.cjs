@@ -327,7 +327,7 @@ export class ${ActionClass} {
     return this.uow.run(async (tx) => {
       // Lock the record through its repository (404 when missing), assertIfMatch(ifMatch, row.version),
       // check the rules (throw ApiError with a code of the contract), write the change, then:
-      await this.audit.record(tx.db, '${resource}.${snake(verb)}', id, { reason: dto.reason ?? null });
+      await this.audit.record(tx, '${resource}.${snake(verb)}', id, { reason: dto.reason ?? null });
       void ifMatch;
       throw new Error('${url} ${verb} is not implemented yet');
     });

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { currentRequest } from '../common/request-context.js';
-import { appendAuditEvents } from './audit-events.repository.js';
+import type { Tx } from '../database/unit-of-work.js';
+import { appendAuditEvents, type NewAuditEvent } from './audit-events.repository.js';
 
 /** `<resource_type>.<verb>`, e.g. `user.create`: the event's resource type is the prefix. */
 export type AuditAction = `${string}.${string}`;
@@ -25,30 +25,31 @@ export interface AuditRecord extends AuditDetails {
  */
 @Injectable()
 export class AuditService {
-  record(
-    db: EntityManager,
-    action: AuditAction,
-    resourceId: number | string | null,
-    details: AuditDetails = {},
-  ): Promise<void> {
-    return this.recordMany(db, [{ action, resource_id: resourceId, ...details }]);
+  record(tx: Tx, action: AuditAction, resourceId: number | string | null, details: AuditDetails = {}): Promise<void> {
+    return this.recordMany(tx, [{ action, resource_id: resourceId, ...details }]);
   }
 
   /** Many events in one statement (bulk writes: one event per changed row, no round trip per item). */
-  recordMany(db: EntityManager, events: readonly AuditRecord[]): Promise<void> {
+  recordMany(tx: Tx, events: readonly AuditRecord[]): Promise<void> {
     const context = currentRequest();
+    tx.wrote('audit_events');
     return appendAuditEvents(
-      db,
+      tx.db,
       { actor_id: context?.actor_id ?? null, request_id: context?.request_id ?? null },
-      events.map((event) => ({
-        action: event.action,
-        resource_type: event.action.slice(0, event.action.indexOf('.')),
-        resource_id: event.resource_id === null ? null : String(event.resource_id),
-        reason: event.reason ?? null,
-        changes: event.changes ?? {},
-      })),
+      toAuditEvents(events),
     );
   }
+}
+
+/** The rows to append: the resource type is the action's prefix, ids are stored as text. */
+export function toAuditEvents(events: readonly AuditRecord[]): NewAuditEvent[] {
+  return events.map((event) => ({
+    action: event.action,
+    resource_type: event.action.slice(0, event.action.indexOf('.')),
+    resource_id: event.resource_id === null ? null : String(event.resource_id),
+    reason: event.reason ?? null,
+    changes: event.changes ?? {},
+  }));
 }
 
 /**

@@ -5,30 +5,10 @@ import { objectOf } from '../cache/decode.js';
 import { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../common/api-error.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
+import { AccessFactsRepository, type AuthUserRow } from './access-facts.repository.js';
 import type { AuthContext, GrantFacts, Subject } from './auth-context.js';
 import { roleById, USER_STATUS } from './roles.js';
-import { findSession, isSessionId, type SessionRow } from './sessions.js';
-
-/** The user fields that decide authentication and authorization, with the live grants. */
-interface AuthUserRow {
-  readonly role_id: number;
-  readonly status_id: number;
-  readonly is_deleted: boolean;
-  /** users.version + the user's grants version: both only grow, so their sum labels the projection. */
-  readonly version: number;
-  readonly grants: GrantFacts[];
-}
-
-// One statement, one snapshot of the user row, its grants and the grants' version.
-const AUTH_USER_SQL = `
-  SELECT u.role_id, u.status_id, u.is_deleted,
-         u.version + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user' AND v.id = u.id), 1) AS version,
-         ARRAY(SELECT json_build_object('id', g.id, 'code', p.code,
-                 'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
-               FROM permission_grants g JOIN permissions p ON p.id = g.permission_id
-               WHERE g.user_id = u.id AND g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now())
-               ORDER BY g.id) AS grants
-  FROM users u WHERE u.id = $1`;
+import { findSession, isSessionId, type SessionRow } from './sessions.repository.js';
 
 interface CachedSession {
   readonly user_id: number;
@@ -78,6 +58,7 @@ export class AuthContextService {
   constructor(
     private readonly cache: CacheService,
     private readonly uow: UnitOfWork,
+    private readonly facts: AccessFactsRepository,
   ) {
     this.sessions = new CacheAside(
       cache,
@@ -144,7 +125,7 @@ export class AuthContextService {
   }
 
   private async loadUser(userId: number): Promise<ReturnType<typeof authUserEntry> | undefined> {
-    const [row] = await this.uow.reader.query<AuthUserRow[]>(AUTH_USER_SQL, [userId]);
+    const row = await this.facts.authUser(userId);
     return row === undefined ? undefined : authUserEntry(row);
   }
 }

@@ -2,6 +2,7 @@ import { Global, Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { SETTINGS, type Settings } from '../config/settings.js';
 import { ActorRateLimiter } from './actor-rate-limiter.js';
+import { AccessFactsRepository } from './access-facts.repository.js';
 import { AuthContextService } from './auth-context.service.js';
 import { AuthFailureLimiter } from './auth-failure-limiter.js';
 import { AuthGuard } from './auth.guard.js';
@@ -15,6 +16,7 @@ import { createVerificationKeys, VERIFICATION_KEYS } from './verification-keys.j
 @Global()
 @Module({
   providers: [
+    AccessFactsRepository,
     {
       provide: VERIFICATION_KEYS,
       inject: [SETTINGS],

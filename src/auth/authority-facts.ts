@@ -29,9 +29,3 @@ export function authorityDecision(authority: AuthorityFacts, permission: string,
     return { allowed: true, decided_by: 'authority_permission', authority_id: authority.id, grant_id: null };
   return undefined;
 }
-
-/** SQL producing `AuthorityFacts` rows for `authorities a` (trusted text, no parameters). */
-export const AUTHORITY_FACTS_SELECT = `a.id, a.device_id, a.user_id, a.owner, a.is_active, a.revoked_at IS NOT NULL AS revoked, a.is_deleted AS deleted,
-  to_char(a.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS expires_at,
-  ARRAY(SELECT p.code FROM authority_permissions ap JOIN permissions p ON p.id = ap.permission_id
-        WHERE ap.authority_id = a.id AND ap.revoked_at IS NULL ORDER BY p.code) AS permissions`;

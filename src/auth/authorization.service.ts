@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { ApiError } from '../common/api-error.js';
-import { UnitOfWork } from '../database/unit-of-work.js';
 import type { Subject } from './auth-context.js';
-import { AUTHORITY_FACTS_SELECT, authorityDecision, type AuthorityFacts } from './authority-facts.js';
+import { AccessFactsRepository } from './access-facts.repository.js';
+import { authorityDecision, type AuthorityFacts } from './authority-facts.js';
 import { DENIED, type Decision } from './decision.js';
 import { DeviceAuthoritiesService } from './device-authorities.service.js';
 import { isDeviceScoped, isPermissionCode, type PermissionCode } from './permissions.js';
@@ -41,7 +41,7 @@ export function permissionDenied(permission: string, deviceId?: number): ApiErro
 export class AuthorizationService {
   constructor(
     private readonly devices: DeviceAuthoritiesService,
-    private readonly uow: UnitOfWork,
+    private readonly facts: AccessFactsRepository,
   ) {}
 
   hasAdminAccess(subject: Pick<Subject, 'role'>): boolean {
@@ -133,12 +133,7 @@ export class AuthorizationService {
 
   /** The subject's live authorities (one per device), optionally only on the devices `among`: one query. */
   private async authoritiesOf(subject: Subject, among?: readonly number[]): Promise<Map<number, AuthorityFacts>> {
-    const filter = among === undefined ? '' : 'AND a.device_id = ANY($2::bigint[])';
-    const rows = await this.uow.reader.query<AuthorityFacts[]>(
-      `SELECT ${AUTHORITY_FACTS_SELECT} FROM authorities a
-       WHERE a.user_id = $1 AND NOT a.is_deleted AND a.revoked_at IS NULL AND a.is_active ${filter}`,
-      among === undefined ? [subject.user_id] : [subject.user_id, [...new Set(among)]],
-    );
+    const rows = await this.facts.liveAuthoritiesOf(subject.user_id, among);
     return new Map(rows.map((row) => [Number(row.device_id), row]));
   }
 }

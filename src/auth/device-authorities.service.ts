@@ -1,12 +1,15 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { CacheAside } from '../cache/cache-aside.js';
 import { cacheKeys } from '../cache/cache-keys.js';
 import { arrayOf } from '../cache/decode.js';
 import type { CacheEntry } from '../cache/cache-store.js';
 import { CacheService } from '../cache/cache.service.js';
-import { UnitOfWork } from '../database/unit-of-work.js';
-import { AUTHORITY_FACTS_SELECT, type AuthorityFacts } from './authority-facts.js';
+import { AccessFactsRepository, type DeviceAuthoritySet } from './access-facts.repository.js';
+import type { AuthorityFacts } from './authority-facts.js';
+
+function entryOf(set: DeviceAuthoritySet): CacheEntry {
+  return { version: set.version, deleted: false, json: JSON.stringify(set.authorities) };
+}
 
 /**
  * Each device's authority set, the cached projection layer 3c reads on every device-scoped
@@ -20,12 +23,15 @@ export class DeviceAuthoritiesService {
 
   constructor(
     cache: CacheService,
-    private readonly uow: UnitOfWork,
+    private readonly facts: AccessFactsRepository,
   ) {
     this.cached = new CacheAside(
       cache,
       cacheKeys.deviceAuthorities,
-      (id) => this.load(this.uow.reader, id),
+      async (id) => {
+        const [set] = await this.facts.deviceAuthoritySets([id]);
+        return set === undefined ? undefined : entryOf(set);
+      },
       arrayOf<AuthorityFacts>({
         id: 'number',
         device_id: 'number',
@@ -55,34 +61,7 @@ export class DeviceAuthoritiesService {
   async refresh(deviceIds: readonly number[]): Promise<void> {
     const ids = [...new Set(deviceIds)];
     if (ids.length === 0) return;
-    const rows = await this.uow.reader.query<{ device_id: number; version: number; authorities: AuthorityFacts[] }[]>(
-      `SELECT d.id AS device_id, coalesce(v.version, 1) AS version,
-              (SELECT coalesce(json_agg(f), '[]'::json) FROM (
-                 SELECT ${AUTHORITY_FACTS_SELECT} FROM authorities a
-                 WHERE a.device_id = d.id AND NOT a.is_deleted AND a.revoked_at IS NULL AND a.is_active) f) AS authorities
-       FROM unnest($1::bigint[]) AS d(id) LEFT JOIN projection_versions v ON v.scope = 'device' AND v.id = d.id`,
-      [ids],
-    );
-    await Promise.all(
-      rows.map((row) =>
-        this.cached.refresh(row.device_id, {
-          version: Number(row.version),
-          deleted: false,
-          json: JSON.stringify(row.authorities),
-        }),
-      ),
-    );
-  }
-
-  // One statement, one snapshot: the version read can never be newer than the set it labels.
-  private async load(db: EntityManager, deviceId: number): Promise<CacheEntry> {
-    const [row] = await db.query<{ version: number; authorities: AuthorityFacts[] }[]>(
-      `SELECT coalesce((SELECT version FROM projection_versions WHERE scope = 'device' AND id = $1), 1) AS version,
-              (SELECT coalesce(json_agg(f), '[]'::json) FROM (
-                 SELECT ${AUTHORITY_FACTS_SELECT} FROM authorities a
-                 WHERE a.device_id = $1 AND NOT a.is_deleted AND a.revoked_at IS NULL AND a.is_active) f) AS authorities`,
-      [deviceId],
-    );
-    return { version: Number(row?.version ?? 1), deleted: false, json: JSON.stringify(row?.authorities ?? []) };
+    const sets = await this.facts.deviceAuthoritySets(ids);
+    await Promise.all(sets.map((set) => this.cached.refresh(set.device_id, entryOf(set))));
   }
 }

@@ -3,7 +3,7 @@ import { AuditService } from '../audit/audit.service.js';
 import { AuthContextService } from './auth-context.service.js';
 import { currentActorId } from '../common/request-context.js';
 import type { Tx } from '../database/unit-of-work.js';
-import { revokeSessionsOfUser, type SessionRow } from './sessions.js';
+import { revokeSessionsOfUser, type SessionRow } from './sessions.repository.js';
 
 /** Session writes made on behalf of other writes (suspending or deleting a user). */
 @Injectable()
@@ -18,13 +18,16 @@ export class SessionsService {
    * `session.revoke` audit event each; their cache entries are rebuilt after commit.
    */
   async revokeAllOf(tx: Tx, userId: number, reason: string): Promise<SessionRow[]> {
-    const revoked = await revokeSessionsOfUser(tx.db, userId, reason, currentActorId());
-    for (const session of revoked) {
-      await this.audit.record(tx.db, 'session.revoke', session.id, {
+    const revoked = await revokeSessionsOfUser(tx, userId, reason, currentActorId());
+    await this.audit.recordMany(
+      tx,
+      revoked.map((session) => ({
+        action: 'session.revoke',
+        resource_id: session.id,
         reason,
         changes: { revoked_at: [null, session.revoked_at?.toISOString() ?? null] },
-      });
-    }
+      })),
+    );
     // The session entries of the auth context are rebuilt after commit: refused on every instance.
     tx.afterCommit(() => this.authContexts.refreshSessions(revoked));
     return revoked;

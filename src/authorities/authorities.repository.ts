@@ -115,6 +115,19 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow, Authority
     );
   }
 
+  /** The user's authority on the device, deleted or not (there is at most one). */
+  async findPair(
+    tx: Tx,
+    deviceId: number,
+    userId: number,
+  ): Promise<{ readonly id: number; readonly is_deleted: boolean } | undefined> {
+    const [row] = await tx.db.query<{ id: number; is_deleted: boolean }[]>(
+      'SELECT id, is_deleted FROM authorities WHERE device_id = $1 AND user_id = $2',
+      [deviceId, userId],
+    );
+    return row;
+  }
+
   /**
    * Every write bumps the device's authority-set version in its transaction and rebuilds the set
    * after commit, unless it set only columns no authorization decision reads (a label).
@@ -137,6 +150,7 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow, Authority
    * active, unrevoked and without expiry; a transfer that creates or revives it assigns it anew.
    */
   async makeOwner(tx: Tx, deviceId: number, userId: number, actor: number | null): Promise<AuthorityRow> {
+    tx.wrote('authorities');
     const [promoted] = await tx.db.query<AuthorityRow[]>(
       `INSERT INTO authorities (device_id, user_id, owner, created_by, updated_by, assigned_by) VALUES ($1, $2, true, $3, $3, $3)
        ON CONFLICT (device_id, user_id) DO UPDATE SET owner = true, is_active = true, revoked_at = NULL, revoked_by = NULL,

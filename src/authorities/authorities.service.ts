@@ -77,7 +77,7 @@ export class AuthoritiesService {
         '(device_id, user_id) DO NOTHING',
       );
       if (created === undefined) throw await this.alreadyExists(tx, dto.device_id, dto.user_id);
-      await this.audit.record(tx.db, 'authority.create', created.id, {
+      await this.audit.record(tx, 'authority.create', created.id, {
         changes: diffChanges(null, created, AUTHORITY_AUDITED_FIELDS),
       });
       return created;
@@ -116,7 +116,7 @@ export class AuthoritiesService {
         ...('label' in changes ? { label: wanted.label } : {}),
         ...updateStamp(),
       });
-      await this.audit.record(tx.db, 'authority.update', id, { changes });
+      await this.audit.record(tx, 'authority.update', id, { changes });
       return after;
     });
     return respondWith(row);
@@ -128,10 +128,7 @@ export class AuthoritiesService {
   }
 
   private async alreadyExists(tx: Tx, deviceId: number, userId: number): Promise<ApiError> {
-    const [existing] = await tx.db.query<{ id: number; is_deleted: boolean }[]>(
-      'SELECT id, is_deleted FROM authorities WHERE device_id = $1 AND user_id = $2',
-      [deviceId, userId],
-    );
+    const existing = await this.authorities.findPair(tx, deviceId, userId);
     return new ApiError(
       'AUTHORITY_ALREADY_EXISTS',
       `User ${userId} already has an authority on device ${deviceId}${existing?.is_deleted === true ? ' (deleted; restore it)' : ''}`,

@@ -103,7 +103,7 @@ export class AuthorityActionsService {
     changes: Record<string, readonly [unknown, unknown]>,
     reason: string | null = null,
   ): Promise<ResourceResponse<AuthorityDto>> {
-    await this.audit.record(tx.db, action, after.id, { reason, changes });
+    await this.audit.record(tx, action, after.id, { reason, changes });
     return respondWith(after);
   }
 }

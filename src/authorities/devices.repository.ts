@@ -65,6 +65,7 @@ export class DevicesRepository extends ResourceTable<DeviceRow, DeviceColumn> {
 
   /** Appends a row to the ownership history (the table refuses UPDATE and DELETE). */
   async recordTransfer(tx: Tx, transfer: OwnershipTransferRecord): Promise<void> {
+    tx.wrote('ownership_transfers');
     await tx.db.query(
       'INSERT INTO ownership_transfers (device_id, from_user_id, to_user_id, reason, transferred_by, request_id) VALUES ($1, $2, $3, $4, $5, $6)',
       [

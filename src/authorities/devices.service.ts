@@ -50,7 +50,7 @@ export class DevicesService {
           ...stamp,
         });
         if (created === undefined) throw new Error('device insert returned no row');
-        await this.audit.record(tx.db, 'device.create', created.id, {
+        await this.audit.record(tx, 'device.create', created.id, {
           changes: diffChanges(null, created, AUDITED_FIELDS),
         });
         return created;
@@ -73,7 +73,7 @@ export class DevicesService {
       const changes = diffChanges(before, wanted, AUDITED_FIELDS);
       if (Object.keys(changes).length === 0) return before;
       const after = await this.devices.patch(tx, id, { name: wanted.name, model: wanted.model, ...updateStamp() });
-      await this.audit.record(tx.db, 'device.update', id, { changes });
+      await this.audit.record(tx, 'device.update', id, { changes });
       return after;
     });
     return respondWith(row);

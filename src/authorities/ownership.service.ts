@@ -76,7 +76,7 @@ export class OwnershipService {
         transferred_by: actor,
         request_id: currentRequest()?.request_id ?? null,
       });
-      await this.audit.record(tx.db, 'device.transfer_owner', deviceId, {
+      await this.audit.record(tx, 'device.transfer_owner', deviceId, {
         reason: dto.reason ?? null,
         changes: {
           owner_user_id: [device.owner_user_id, dto.new_owner_user_id],

@@ -10,6 +10,8 @@ export const cacheKeys = {
   deviceAuthorities: (deviceId: number): string => `authz:device:${deviceId}`,
   /** A user's read-state counts, overall (`<user>:*`) or for one conversation (`<user>:<conversation>`). */
   readCounts: (scope: string): string => `read-counts:${scope}`,
+  /** The generation of a table's list pages, bumped after every commit that wrote the table. */
+  tableGeneration: (table: string): string => `table:${table}`,
   /** Requests of one actor in the current window. */
   actorRequests: (userId: number): string => `actor-requests:${userId}`,
   /** Failed authentications of one client address in the current window. */

@@ -29,6 +29,10 @@ export interface CacheStore {
   flushAll(): Promise<void>;
   /** Counts `by` events in a fixed window that starts with the first one; returns the count so far and the time left. */
   increment(key: string, windowMs: number, by?: number): Promise<WindowCount>;
+  /** Adds one to each named generation (never reset, never expired): what was built under the old one is unusable. */
+  bumpGenerations(names: readonly string[]): Promise<void>;
+  /** The named generations now, 0 for one never bumped. */
+  generations(names: readonly string[]): Promise<number[]>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

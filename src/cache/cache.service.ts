@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { CacheEntry, CacheStore, WindowCount } from './cache-store.js';
+import { cacheKeys } from './cache-keys.js';
 import { MemoryCacheStore } from './memory-cache-store.js';
 
 export type CacheState = 'up' | 'down' | 'memory';
@@ -107,6 +108,24 @@ export class CacheService {
   async put(key: string, entry: CacheEntry, afterWrite: boolean): Promise<boolean> {
     const result = await this.guard('set', key, afterWrite, () => this.store.setIfNotOlder(key, entry, this.ttlMs));
     return result.ok;
+  }
+
+  /**
+   * After a commit that wrote these tables: every cached list page built from them becomes
+   * unusable (each table has a generation that only grows). A failure counts as a lost write.
+   */
+  async tablesWritten(tables: readonly string[]): Promise<boolean> {
+    if (tables.length === 0) return true;
+    const names = tables.map((table) => cacheKeys.tableGeneration(table));
+    const result = await this.guard('incr', names.join(','), true, () => this.store.bumpGenerations(names));
+    return result.ok;
+  }
+
+  /** The tables' generations (list pages are keyed by them); undefined when the cache could not be asked. */
+  async tableGenerations(tables: readonly string[]): Promise<number[] | undefined> {
+    const names = tables.map((table) => cacheKeys.tableGeneration(table));
+    const result = await this.guard('mget', names.join(','), false, () => this.store.generations(names));
+    return result.ok ? result.value : undefined;
   }
 
   /**

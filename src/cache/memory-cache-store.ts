@@ -10,6 +10,7 @@ export class MemoryCacheStore implements CacheStore {
   readonly kind = 'memory' as const;
   private readonly slots = new Map<string, Slot>();
   private readonly counters = new Map<string, { count: number; resetAt: number }>();
+  private readonly named = new Map<string, number>();
 
   constructor(private readonly maxEntries = 100_000) {}
 
@@ -25,6 +26,15 @@ export class MemoryCacheStore implements CacheStore {
 
   getMany(keys: readonly string[]): Promise<(CacheEntry | undefined)[]> {
     return Promise.all(keys.map((key) => this.get(key)));
+  }
+
+  bumpGenerations(names: readonly string[]): Promise<void> {
+    for (const name of names) this.named.set(name, (this.named.get(name) ?? 0) + 1);
+    return Promise.resolve();
+  }
+
+  generations(names: readonly string[]): Promise<number[]> {
+    return Promise.resolve(names.map((name) => this.named.get(name) ?? 0));
   }
 
   increment(key: string, windowMs: number, by = 1): Promise<WindowCount> {

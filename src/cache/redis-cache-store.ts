@@ -124,6 +124,19 @@ export class RedisCacheStore implements CacheStore {
     });
   }
 
+  // Outside the cache generation, like the counters: a list page is keyed by the generations it
+  // was built under, so these must only ever grow.
+  async bumpGenerations(names: readonly string[]): Promise<void> {
+    if (names.length === 0) return;
+    await Promise.all(names.map((name) => this.client.incr(`${this.prefix}gen:${name}`)));
+  }
+
+  async generations(names: readonly string[]): Promise<number[]> {
+    if (names.length === 0) return [];
+    const values = await this.client.mGet(names.map((name) => `${this.prefix}gen:${name}`));
+    return values.map((value) => Number(value ?? 0));
+  }
+
   async flushAll(): Promise<void> {
     await this.client.incr(this.generationKey);
   }

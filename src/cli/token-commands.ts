@@ -1,16 +1,20 @@
 import { isEmail } from 'class-validator';
 import type { EntityManager } from 'typeorm';
-import { AuditService } from '../audit/audit.service.js';
+import { toAuditEvents, type AuditRecord } from '../audit/audit.service.js';
+import { appendAuditEvents } from '../audit/audit-events.repository.js';
 import { withJwtSecret } from '../auth/jwt-secret.js';
 import { ROLE, USER_STATUS } from '../auth/roles.js';
-import { DEFAULT_SESSION_TTL_SECONDS, insertSession, type SessionRow } from '../auth/sessions.js';
+import { DEFAULT_SESSION_TTL_SECONDS, insertSession, type SessionRow } from '../auth/sessions.repository.js';
 import { signAccessToken } from '../auth/token-signer.js';
 import { createCacheService } from '../cache/cache.module.js';
 import type { Settings } from '../config/settings.js';
 
 import { CliError, options, say, withDatabase, type Command } from './command.js';
 
-const audit = new AuditService();
+/** The CLI's writes are audited like the API's, with no actor and no request. */
+function recordAudit(db: EntityManager, event: AuditRecord): Promise<void> {
+  return appendAuditEvents(db, { actor_id: null, request_id: null }, toAuditEvents([event]));
+}
 
 function positiveInt(value: string | undefined, name: string, fallback: number, max: number): number {
   if (value === undefined) return fallback;
@@ -43,7 +47,9 @@ interface UserState {
 
 async function openSession(db: EntityManager, userId: number, ttlSeconds: number, via: string): Promise<SessionRow> {
   const session = await insertSession(db, userId, ttlSeconds, null);
-  await audit.record(db, 'session.create', session.id, {
+  await recordAudit(db, {
+    action: 'session.create',
+    resource_id: session.id,
     reason: via,
     changes: { user_id: [null, userId], expires_at: [null, session.expires_at.toISOString()] },
   });
@@ -66,7 +72,9 @@ async function ensureSuperAdmin(
       [email, displayName ?? email.split('@')[0] ?? email, ROLE.super_admin, USER_STATUS.active],
     );
     if (user === undefined) throw new Error('user insert returned no row');
-    await audit.record(db, 'user.create', user.id, {
+    await recordAudit(db, {
+      action: 'user.create',
+      resource_id: user.id,
       reason: 'cli bootstrap-admin',
       changes: { email: [null, email], role_id: [null, ROLE.super_admin], status_id: [null, USER_STATUS.active] },
     });
@@ -82,7 +90,9 @@ async function ensureSuperAdmin(
       ROLE.super_admin,
       USER_STATUS.active,
     ]);
-    await audit.record(db, 'user.update', existing.id, {
+    await recordAudit(db, {
+      action: 'user.update',
+      resource_id: existing.id,
       reason: 'cli bootstrap-admin',
       changes: { role_id: [existing.role_id, ROLE.super_admin], status_id: [existing.status_id, USER_STATUS.active] },
     });

@@ -154,6 +154,7 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
     this.assertPlainTable('insert');
     const { columns, placeholders, params } = assignments(values, 1);
     const conflict = onConflict === undefined ? '' : ` ON CONFLICT ${onConflict}`;
+    tx.wrote(this.options.table);
     const [row] = await tx.db.query<Row[]>(
       `INSERT INTO ${this.options.table} (${columns.join(', ')}) VALUES (${placeholders.join(', ')})${conflict} RETURNING ${this.options.columns}`,
       params,
@@ -171,6 +172,7 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
     const { columns, placeholders, params } = assignments(values, 2);
     if (columns.length === 0) throw new Error(`patch of ${this.options.table} ${id} sets no column`);
     const set = columns.map((column, index) => `${column} = ${placeholders[index] ?? 'NULL'}`).join(', ');
+    tx.wrote(this.options.table);
     const [rows] = await tx.db.query<[Row[], number]>(
       `UPDATE ${this.options.table} SET ${set} WHERE id = $1 RETURNING ${this.options.columns}`,
       [id, ...params],

@@ -16,6 +16,38 @@ export interface Tx {
    * are in the returned map once the transaction has committed (for after-commit work).
    */
   bumpProjections(scope: ProjectionScope, ids: readonly number[]): ReadonlyMap<number, number>;
+  /**
+   * Says which tables the write changed, so their cached list pages become unusable after the
+   * commit (a table generation bump). Repositories call it with each write statement; under test
+   * the unit of work checks the claim against PostgreSQL's own count of the transaction's writes.
+   */
+  wrote(...tables: string[]): void;
+}
+
+// Under Jest every transaction's written tables are compared with what its repositories declared,
+// so a forgotten declaration (a list page that would stay stale) fails the suite.
+const VERIFY_WRITES = process.env.NODE_ENV === 'test';
+
+/**
+ * Rows inserted, updated or deleted per table of ours (not the job queue's schema) by this backend and not yet flushed to the shared
+ * statistics. That includes earlier transactions of the same pooled connection, but nothing is
+ * flushed inside a transaction, so the difference between its start and its end is its own writes.
+ */
+async function writeCounts(db: EntityManager): Promise<Map<string, number>> {
+  const rows = await db.query<{ relname: string; n: string }[]>(
+    'SELECT relname, n_tup_ins + n_tup_upd + n_tup_del AS n FROM pg_stat_xact_user_tables WHERE schemaname = current_schema()',
+  );
+  return new Map(rows.map((row) => [row.relname, Number(row.n)]));
+}
+
+function undeclared(
+  before: ReadonlyMap<string, number>,
+  after: ReadonlyMap<string, number>,
+  declared: ReadonlySet<string>,
+): string[] {
+  return [...after]
+    .filter(([table, n]) => n > (before.get(table) ?? 0) && !declared.has(table))
+    .map(([table]) => table);
 }
 
 /**
@@ -38,7 +70,9 @@ export class UnitOfWork {
 
   async run<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     const tasks: (() => Promise<void>)[] = [];
+    const written = new Set<string>();
     const result = await this.dataSource.transaction(async (db) => {
+      const counted = VERIFY_WRITES ? await writeCounts(db) : undefined;
       const bumps = new Map<ProjectionScope, { ids: Set<number>; versions: Map<number, number> }>();
       const bumpProjections = (scope: ProjectionScope, ids: readonly number[]): ReadonlyMap<number, number> => {
         const pending = bumps.get(scope) ?? { ids: new Set<number>(), versions: new Map<number, number>() };
@@ -46,15 +80,23 @@ export class UnitOfWork {
         for (const id of ids) pending.ids.add(id);
         return pending.versions;
       };
-      const value = await work({ db, afterCommit: (task) => tasks.push(task), bumpProjections });
+      const wrote = (...tables: string[]): void => tables.forEach((table) => written.add(table));
+      const value = await work({ db, afterCommit: (task) => tasks.push(task), bumpProjections, wrote });
       for (const scope of [...bumps.keys()].sort()) {
         const pending = bumps.get(scope);
         if (pending === undefined || pending.ids.size === 0) continue;
+        written.add('projection_versions');
         for (const [id, version] of await bumpProjectionVersions(db, scope, [...pending.ids]))
           pending.versions.set(id, version);
       }
+      if (counted !== undefined) {
+        const missing = undeclared(counted, await writeCounts(db), written);
+        if (missing.length > 0) throw new Error(`tables written without tx.wrote(): ${missing.join(', ')}`);
+      }
       return value;
     });
+    // List pages first: a response may be sent once the after-commit work is done.
+    if (written.size > 0) tasks.unshift(() => this.bumpTables(written));
     await this.afterCommit(tasks);
     return result;
   }
@@ -62,6 +104,11 @@ export class UnitOfWork {
   /** The manager for reads outside a transaction. */
   get reader(): EntityManager {
     return this.dataSource.manager;
+  }
+
+  // A bump that does not land counts as a lost write, which drops the whole cache (see below).
+  private async bumpTables(tables: ReadonlySet<string>): Promise<void> {
+    await this.cache.tablesWritten([...tables].sort());
   }
 
   private async afterCommit(tasks: readonly (() => Promise<void>)[]): Promise<void> {

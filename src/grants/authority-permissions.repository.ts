@@ -102,6 +102,7 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     permissionId: number,
     actor: number | null,
   ): Promise<AuthorityPermissionRow | undefined> {
+    tx.wrote('authority_permissions');
     const [inserted] = await tx.db.query<{ id: number }[]>(
       `INSERT INTO authority_permissions (authority_id, permission_id, granted_by) VALUES ($1, $2, $3)
        ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL DO NOTHING RETURNING id`,
@@ -137,6 +138,7 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     if (locked === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
     if (locked.revoked_at !== null) return 'already';
     beforeWrite();
+    tx.wrote('authority_permissions');
     await tx.db.query('UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = $1', [
       id,
       actor,
@@ -161,6 +163,7 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     pairs: readonly { readonly authority_id: number; readonly permission_id: number }[],
     actor: number | null,
   ): Promise<{ id: number; authority_id: number; permission_id: number }[]> {
+    tx.wrote('authority_permissions');
     return tx.db.query(
       `INSERT INTO authority_permissions (authority_id, permission_id, granted_by)
        SELECT DISTINCT i.authority_id, i.permission_id, $3::bigint FROM unnest($1::bigint[], $2::int[]) AS i(authority_id, permission_id)
@@ -172,6 +175,7 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
 
   /** Bulk revoke (one statement): stamps the live rows among `ids`; answers the ids it revoked. */
   async revokeMany(tx: Tx, ids: readonly number[], actor: number | null): Promise<number[]> {
+    tx.wrote('authority_permissions');
     const [revoked] = await tx.db.query<[{ id: number }[], number]>(
       'UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = ANY($1::bigint[]) AND revoked_at IS NULL RETURNING id',
       [[...ids], actor],

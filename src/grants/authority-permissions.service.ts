@@ -73,7 +73,7 @@ export class AuthorityPermissionsService {
           },
         );
       }
-      await this.audit.record(tx.db, 'authority_permission.grant', created.id, {
+      await this.audit.record(tx, 'authority_permission.grant', created.id, {
         changes: { authority_id: [null, created.authority_id], permission_code: [null, created.permission_code] },
       });
       return created;
@@ -86,7 +86,7 @@ export class AuthorityPermissionsService {
     return this.uow.run(async (tx) => {
       const revoked = await this.rows.revoke(tx, id, currentActorId(), () => assertIfMatch(ifMatch, 1));
       if (revoked === 'already') return NoContent.instance;
-      await this.audit.record(tx.db, 'authority_permission.revoke', id, {
+      await this.audit.record(tx, 'authority_permission.revoke', id, {
         changes: { revoked_at: [null, revoked.revoked_at] },
       });
       return respondWith(revoked);

@@ -186,7 +186,7 @@ export class BulkAuthorityPermissionsService {
   ): Promise<void> {
     const rows = await this.rows.findMany(tx, ids);
     await this.audit.recordMany(
-      tx.db,
+      tx,
       rows.map((row): AuditRecord => ({
         action,
         resource_id: row.id,

@@ -79,6 +79,7 @@ export class PermissionGrantsRepository extends ResourceTable<GrantRow> {
   }
 
   async grant(tx: Tx, grant: NewGrant): Promise<GrantRow> {
+    tx.wrote('permission_grants');
     const [inserted] = await tx.db.query<{ id: number }[]>(
       'INSERT INTO permission_grants (user_id, permission_id, reason, expires_at, granted_by) VALUES ($1, $2, $3, $4, $5) RETURNING id',
       [grant.user_id, grant.permission_id, grant.reason, grant.expires_at, grant.granted_by],
@@ -91,6 +92,7 @@ export class PermissionGrantsRepository extends ResourceTable<GrantRow> {
 
   /** Stamps the revocation (the one change the table allows). */
   async revoke(tx: Tx, id: number, actor: number | null, reason: string | null): Promise<GrantRow> {
+    tx.wrote('permission_grants');
     await tx.db.query(
       'UPDATE permission_grants SET revoked_at = now(), revoked_by = $2, revoke_reason = $3 WHERE id = $1',
       [id, actor, reason],

@@ -62,7 +62,7 @@ export class PermissionGrantsService {
         expires_at: expiresAt,
         granted_by: currentActorId(),
       });
-      await this.audit.record(tx.db, 'permission_grant.grant', created.id, {
+      await this.audit.record(tx, 'permission_grant.grant', created.id, {
         reason: dto.reason ?? null,
         changes: {
           user_id: [null, created.user_id],
@@ -92,7 +92,7 @@ export class PermissionGrantsService {
         );
       }
       const revoked = await this.grants.revoke(tx, active, currentActorId(), dto.reason ?? null);
-      await this.audit.record(tx.db, 'permission_grant.revoke', active, {
+      await this.audit.record(tx, 'permission_grant.revoke', active, {
         reason: dto.reason ?? null,
         changes: { revoked_at: [null, revoked.revoked_at] },
       });

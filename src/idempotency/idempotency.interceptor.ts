@@ -6,7 +6,7 @@ import { ApiError } from '../common/api-error.js';
 import { withoutSecrets } from '../common/secret-fields.js';
 import { overrideStatus } from '../common/status-override.js';
 import { isValidIdempotencyKey, requestFingerprint } from './fingerprint.js';
-import { IdempotencyStore, type KeyScope, type StoredResponse } from './idempotency.store.js';
+import { IdempotencyKeysRepository, type KeyScope, type StoredResponse } from './idempotency-keys.repository.js';
 
 /** Response headers that belong to the stored response and are sent again on a replay. */
 const KEPT_HEADERS = ['content-type', 'etag', 'location', 'retry-after'];
@@ -22,7 +22,7 @@ const inFlight = new WeakMap<FastifyRequest, KeyScope>();
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
-  constructor(private readonly store: IdempotencyStore) {}
+  constructor(private readonly store: IdempotencyKeysRepository) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const http = context.switchToHttp();
@@ -81,7 +81,7 @@ function replay(request: FastifyRequest, reply: FastifyReply, response: StoredRe
  * The onSend half: stores the final response of a claimed key, or frees the key when the
  * response is a 400 or a 5xx (not kept, part 8). Registered after the status override.
  */
-export function completeIdempotentResponse(store: IdempotencyStore, logger: Logger) {
+export function completeIdempotentResponse(store: IdempotencyKeysRepository, logger: Logger) {
   return async (request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> => {
     const scope = inFlight.get(request);
     if (scope === undefined) return payload;

@@ -1,6 +1,6 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { JobQueue } from '../jobs/job-queue.js';
-import { IdempotencyStore } from './idempotency.store.js';
+import { IdempotencyKeysRepository } from './idempotency-keys.repository.js';
 
 /** Expired keys (older than 24 hours) are deleted by a scheduled job every ten minutes. */
 @Injectable()
@@ -9,7 +9,7 @@ export class IdempotencyPurge implements OnModuleInit {
 
   constructor(
     private readonly queue: JobQueue,
-    private readonly store: IdempotencyStore,
+    private readonly store: IdempotencyKeysRepository,
   ) {}
 
   onModuleInit(): void {

@@ -5,12 +5,13 @@ import { BulkDeleteService } from './bulk-delete.service.js';
 import { InboxController } from './inbox.controller.js';
 import { MessagesRepository } from './messages.repository.js';
 import { MessagesService } from './messages.service.js';
+import { PushDeliveriesRepository } from './push-deliveries.repository.js';
 import { SendPushWorker } from './send-push.worker.js';
 
 /** Inbox messages and their push delivery (parts 6.7 and 6.10). */
 @Module({
   imports: [ReadStateModule, MobileDevicesModule],
   controllers: [InboxController],
-  providers: [MessagesRepository, MessagesService, BulkDeleteService, SendPushWorker],
+  providers: [PushDeliveriesRepository, MessagesRepository, MessagesService, BulkDeleteService, SendPushWorker],
 })
 export class InboxModule {}

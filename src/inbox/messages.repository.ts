@@ -69,6 +69,7 @@ export class MessagesRepository extends ResourceTable<MessageRow, MessageColumn>
     ids: readonly number[],
     stamp: { deleted_at: Date; deleted_by: number | null },
   ): Promise<MessageRow[]> {
+    tx.wrote('inbox_messages');
     const [rows] = await tx.db.query<[MessageRow[], number]>(
       `UPDATE inbox_messages SET is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $3 WHERE id = ANY($1::bigint[]) AND NOT is_deleted RETURNING ${MESSAGE_COLUMNS}`,
       [[...ids], stamp.deleted_at, stamp.deleted_by],

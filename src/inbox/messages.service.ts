@@ -60,7 +60,7 @@ export class MessagesService {
       });
       if (created === undefined) throw new Error('message insert returned no row');
       await this.readState.createFor(tx, created);
-      await this.audit.record(tx.db, 'inbox_message.create', created.id, {
+      await this.audit.record(tx, 'inbox_message.create', created.id, {
         changes: diffChanges(null, created, AUDITED_FIELDS),
       });
       await this.countsChanged(tx, created);
@@ -87,7 +87,7 @@ export class MessagesService {
         data: wanted.data === null ? null : JSON.stringify(wanted.data),
         ...updateStamp(),
       });
-      await this.audit.record(tx.db, 'inbox_message.update', id, { changes });
+      await this.audit.record(tx, 'inbox_message.update', id, { changes });
       return after;
     });
     return respondWith(row);
@@ -109,7 +109,7 @@ export class MessagesService {
       if (!before.is_deleted) return NoContent.instance;
       assertIfMatch(ifMatch, before.version);
       const after = await this.messages.patch(tx, id, restorationStamp());
-      await this.audit.record(tx.db, 'inbox_message.restore', id, { changes: { is_deleted: [true, false] } });
+      await this.audit.record(tx, 'inbox_message.restore', id, { changes: { is_deleted: [true, false] } });
       await this.readState.messagesChanged(tx, [id]);
       return respondWith(after);
     });
@@ -127,7 +127,7 @@ export class MessagesService {
     if (ids.length === 0) return [];
     const rows = await this.messages.softDeleteMany(tx, ids, deletionStamp());
     await this.audit.recordMany(
-      tx.db,
+      tx,
       rows.map((row) => ({
         action: 'inbox_message.delete',
         resource_id: row.id,
@@ -152,7 +152,7 @@ export class MessagesService {
         title: dto.title ?? null,
         body: dto.body ?? null,
       });
-      await this.audit.record(tx.db, 'inbox_message.send_push', id, { changes: { job_id: [null, job] } });
+      await this.audit.record(tx, 'inbox_message.send_push', id, { changes: { job_id: [null, job] } });
       return job;
     });
     return new AcceptedResponse<AcceptedJobDto>(

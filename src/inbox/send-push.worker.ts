@@ -7,6 +7,7 @@ import { UnitOfWork } from '../database/unit-of-work.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import { PUSH_PROVIDER, type PushOutcome, type PushProvider } from '../jobs/push/push-provider.js';
 import { MessagesRepository } from './messages.repository.js';
+import { PushDeliveriesRepository } from './push-deliveries.repository.js';
 
 interface SendPushData {
   readonly message_id: number;
@@ -41,6 +42,7 @@ export class SendPushWorker implements OnModuleInit {
     private readonly devices: MobileDevicesService,
     private readonly messages: MessagesRepository,
     private readonly uow: UnitOfWork,
+    private readonly deliveries: PushDeliveriesRepository,
   ) {}
 
   onModuleInit(): void {
@@ -52,14 +54,7 @@ export class SendPushWorker implements OnModuleInit {
   async deliver(job: Job<SendPushData>, lastAttempt: boolean): Promise<SendPushResult> {
     const message = await this.messages.find(this.uow.reader, job.data.message_id);
     if (message === undefined || message.is_deleted) return this.summary(job, job.data.message_id);
-    const settled = new Set(
-      (
-        await this.uow.reader.query<{ id: number }[]>(
-          "SELECT DISTINCT mobile_device_id AS id FROM push_deliveries WHERE job_id = $1 AND outcome <> 'retryable'",
-          [job.id],
-        )
-      ).map((row) => row.id),
-    );
+    const settled = await this.deliveries.settledDevices(job.id);
     const targets = (await this.devices.activeTargets(message.user_id)).filter((target) => !settled.has(target.id));
     const payload = {
       title: job.data.title ?? message.title,
@@ -74,12 +69,13 @@ export class SendPushWorker implements OnModuleInit {
     for (const target of targets) {
       const outcome = await this.attempt(target, payload);
       if (outcome.kind === 'retryable' && !lastAttempt) retryable += 1;
-      await this.record(
-        job.id,
-        message.id,
-        target,
-        outcome.kind === 'retryable' && lastAttempt ? { kind: 'failed', error: outcome.error } : outcome,
-      );
+      await this.deliveries.record({
+        job_id: job.id,
+        message_id: message.id,
+        mobile_device_id: target.id,
+        provider: this.provider.name,
+        outcome: outcome.kind === 'retryable' && lastAttempt ? { kind: 'failed', error: outcome.error } : outcome,
+      });
       if (outcome.kind === 'unregistered') await this.devices.deactivateUnregistered(target.id);
     }
     if (targets.length > 0) await this.markPushed(message.id);
@@ -101,35 +97,13 @@ export class SendPushWorker implements OnModuleInit {
     }
   }
 
-  private async record(jobId: string, messageId: number, target: PushTarget, outcome: PushOutcome): Promise<void> {
-    await this.uow.reader.query(
-      'INSERT INTO push_deliveries (job_id, message_id, mobile_device_id, provider, outcome, error) VALUES ($1, $2, $3, $4, $5, $6)',
-      [jobId, messageId, target.id, this.provider.name, outcome.kind, outcome.kind === 'sent' ? null : outcome.error],
-    );
-  }
-
   private async markPushed(messageId: number): Promise<void> {
     await this.uow.run(async (tx) => {
       await this.messages.patch(tx, messageId, { last_pushed_at: NOW });
     });
   }
 
-  /** Each device's latest outcome for this job, over all its attempts. */
   private async summary(job: Job<SendPushData>, messageId: number): Promise<SendPushResult> {
-    const [row] = await this.uow.reader.query<{ devices: number; sent: number; failed: number; deactivated: number }[]>(
-      `SELECT count(*)::int AS devices,
-              (count(*) FILTER (WHERE outcome = 'sent'))::int AS sent,
-              (count(*) FILTER (WHERE outcome IN ('failed', 'retryable')))::int AS failed,
-              (count(*) FILTER (WHERE outcome = 'unregistered'))::int AS deactivated
-       FROM (SELECT DISTINCT ON (mobile_device_id) outcome FROM push_deliveries WHERE job_id = $1 ORDER BY mobile_device_id, id DESC) latest`,
-      [job.id],
-    );
-    return {
-      message_id: messageId,
-      devices: row?.devices ?? 0,
-      sent: row?.sent ?? 0,
-      failed: row?.failed ?? 0,
-      deactivated: row?.deactivated ?? 0,
-    };
+    return { message_id: messageId, ...(await this.deliveries.tally(job.id)) };
   }
 }

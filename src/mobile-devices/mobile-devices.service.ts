@@ -52,7 +52,7 @@ export class MobileDevicesService {
           ...stamp,
         });
         if (created === undefined) throw new Error('mobile device insert returned no row');
-        await this.audit.record(tx.db, 'mobile_device.create', created.id, {
+        await this.audit.record(tx, 'mobile_device.create', created.id, {
           changes: diffChanges(null, created, [
             'user_id',
             'platform',
@@ -99,7 +99,7 @@ export class MobileDevicesService {
             ? { is_active: true, deactivated_at: null, deactivated_by: null, deactivation_reason: null }
             : {}),
         });
-        await this.audit.record(tx.db, 'mobile_device.refresh_token', id, {
+        await this.audit.record(tx, 'mobile_device.refresh_token', id, {
           changes: diffChanges(before, after, ['push_token_hint', 'is_active', 'token_refreshed_at']),
         });
         return after;
@@ -132,7 +132,7 @@ export class MobileDevicesService {
       deactivation_reason: reason,
       updated_by: actor,
     });
-    await this.audit.record(tx.db, 'mobile_device.deactivate', id, { reason, changes: { is_active: [true, false] } });
+    await this.audit.record(tx, 'mobile_device.deactivate', id, { reason, changes: { is_active: [true, false] } });
     return after;
   }
 }

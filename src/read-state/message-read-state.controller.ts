@@ -4,7 +4,7 @@ import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../auth/authorize.decorator.js';
 import { IdParam } from '../common/id.pipe.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
-import { ReadCountsService } from './read-counts.service.js';
+import { ReadCountsRepository } from './read-counts.repository.js';
 import {
   ArchiveDto,
   MarkReadDto,
@@ -22,7 +22,7 @@ import { ReadStateService } from './read-state.service.js';
 export class MessageReadStateController {
   constructor(
     private readonly states: ReadStateService,
-    private readonly counts: ReadCountsService,
+    private readonly counts: ReadCountsRepository,
   ) {}
 
   @Get()

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { ReadCountsService } from './read-counts.service.js';
+import { ReadCountsRepository } from './read-counts.repository.js';
 import { MessageReadStateController } from './message-read-state.controller.js';
 import { ReadStateRepository } from './read-state.repository.js';
 import { ReadStateService } from './read-state.service.js';
@@ -7,7 +7,7 @@ import { ReadStateService } from './read-state.service.js';
 /** Message read state and its cached counts (part 6.8). */
 @Module({
   controllers: [MessageReadStateController],
-  providers: [ReadStateRepository, ReadStateService, ReadCountsService],
+  providers: [ReadStateRepository, ReadStateService, ReadCountsRepository],
   exports: [ReadStateService],
 })
 export class ReadStateModule {}

@@ -5,7 +5,7 @@ import { listSpec } from '../common/list/list-spec.js';
 import { currentActorId } from '../common/request-context.js';
 import { assignments, ResourceTable, type ColumnValues } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
-import { ReadCountsService } from './read-counts.service.js';
+import { ReadCountsRepository } from './read-counts.repository.js';
 import type { ReadStateDto } from './read-state.dto.js';
 
 export interface ReadStateRow extends ReadStateDto {
@@ -46,7 +46,7 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
   constructor(
     uow: UnitOfWork,
     cache: CacheService,
-    private readonly counts: ReadCountsService,
+    private readonly counts: ReadCountsRepository,
   ) {
     super(
       {
@@ -78,6 +78,7 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
     const { columns, placeholders, params } = assignments(values, 2);
     if (columns.length === 0) throw new Error(`patch of read state ${id} sets no column`);
     const set = columns.map((column, index) => `${column} = ${placeholders[index] ?? 'NULL'}`);
+    tx.wrote('message_read_state');
     const [rows] = await tx.db.query<[ReadStateRow[], number]>(
       `UPDATE message_read_state rs SET ${set.join(', ')} FROM inbox_messages m WHERE rs.id = $1 AND m.id = rs.message_id RETURNING ${COLUMNS}`,
       [id, ...params],
@@ -90,6 +91,7 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
 
   /** The recipient's row, created in the message's own transaction (the message write moves the counts). */
   async createFor(tx: Tx, message: { id: number; user_id: number; conversation_id: string | null }): Promise<void> {
+    tx.wrote('message_read_state');
     await tx.db.query(
       'INSERT INTO message_read_state (message_id, user_id, conversation_id, created_by, updated_by) VALUES ($1, $2, $3, $4, $4)',
       [message.id, message.user_id, message.conversation_id, currentActorId()],
@@ -103,6 +105,7 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
    */
   async touchForMessages(tx: Tx, messageIds: readonly number[]): Promise<void> {
     if (messageIds.length === 0) return;
+    tx.wrote('message_read_state');
     const [touched] = await tx.db.query<[{ id: number; user_id: number; conversation_id: string | null }[], number]>(
       'UPDATE message_read_state SET updated_by = $2 WHERE message_id = ANY($1::bigint[]) RETURNING id, user_id, conversation_id',
       [[...messageIds], currentActorId()],

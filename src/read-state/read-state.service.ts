@@ -6,7 +6,7 @@ import { currentActorId } from '../common/request-context.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { NOW, withoutVersion } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
-import { ReadCountsService, type CountsScope } from './read-counts.service.js';
+import { ReadCountsRepository, type CountsScope } from './read-counts.repository.js';
 import type { ReadStateDto } from './read-state.dto.js';
 import { ReadStateRepository, type ReadStateRow } from './read-state.repository.js';
 
@@ -36,7 +36,7 @@ export class ReadStateService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly audit: AuditService,
-    private readonly counts: ReadCountsService,
+    private readonly counts: ReadCountsRepository,
     private readonly states: ReadStateRepository,
   ) {}
 
@@ -64,7 +64,7 @@ export class ReadStateService {
         [at]: on ? NOW : null,
         updated_by: currentActorId(),
       });
-      await this.audit.record(tx.db, action, id, { changes: { [column]: [before[column], on] } });
+      await this.audit.record(tx, action, id, { changes: { [column]: [before[column], on] } });
       return after;
     });
   }
@@ -82,7 +82,7 @@ export class ReadStateService {
       const current = before.snoozed_until === null ? null : new Date(before.snoozed_until).toISOString();
       if (current === (at?.toISOString() ?? null)) return before;
       const after = await this.states.patch(tx, id, { snoozed_until: at, updated_by: currentActorId() });
-      await this.audit.record(tx.db, 'message_read_state.snooze', id, {
+      await this.audit.record(tx, 'message_read_state.snooze', id, {
         changes: { snoozed_until: [current, at?.toISOString() ?? null] },
       });
       return after;

@@ -33,7 +33,7 @@ export class UserActionsService {
       assertIfMatch(ifMatch, before.version);
       const stamp = deletionStamp();
       const after = await this.users.patch(tx, id, stamp);
-      await this.audit.record(tx.db, 'user.delete', id, { changes: { is_deleted: [false, true] } });
+      await this.audit.record(tx, 'user.delete', id, { changes: { is_deleted: [false, true] } });
       await this.sessions.revokeAllOf(tx, id, 'user deleted');
       return respondWith(after);
     });
@@ -47,7 +47,7 @@ export class UserActionsService {
       assertMayWriteUser(actor, before);
       assertIfMatch(ifMatch, before.version);
       const after = await this.users.patch(tx, id, restorationStamp());
-      await this.audit.record(tx.db, 'user.restore', id, { changes: { is_deleted: [true, false] } });
+      await this.audit.record(tx, 'user.restore', id, { changes: { is_deleted: [true, false] } });
       return respondWith(after);
     });
   }
@@ -85,7 +85,7 @@ export class UserActionsService {
     return this.uow.run(async (tx) => {
       const before = await this.prepare(tx, actor, id, ifMatch, 'reset_pin');
       const after = await this.users.patch(tx, id, { pin_hash: pinHash, pin_reset_at: NOW, ...updateStamp() });
-      await this.audit.record(tx.db, 'user.reset_pin', id, {
+      await this.audit.record(tx, 'user.reset_pin', id, {
         changes: { pin_set: [before.pin_set, true], pin_reset_at: [before.pin_reset_at, after.pin_reset_at] },
       });
       const result: PinResetDto = {
@@ -128,7 +128,7 @@ export class UserActionsService {
     reason: string | null,
   ): Promise<UserRow> {
     const after = await this.users.patch(tx, before.id, { status_id: statusId, ...updateStamp() });
-    await this.audit.record(tx.db, action, before.id, { reason, changes: { status_id: [before.status_id, statusId] } });
+    await this.audit.record(tx, action, before.id, { reason, changes: { status_id: [before.status_id, statusId] } });
     return after;
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ApiError } from '../common/api-error.js';
 import type { AuthContext } from '../auth/auth-context.js';
-import { SESSION_LIST } from '../auth/sessions.js';
+import { SESSION_LIST } from '../auth/sessions.repository.js';
 import { SessionsService } from '../auth/sessions.service.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';

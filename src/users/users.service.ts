@@ -60,7 +60,7 @@ export class UsersService {
           ...stamp,
         });
         if (created === undefined) throw new Error('user insert returned no row');
-        await this.audit.record(tx.db, 'user.create', created.id, {
+        await this.audit.record(tx, 'user.create', created.id, {
           changes: diffChanges(null, created, AUDITED_FIELDS),
         });
         return created;
@@ -97,7 +97,7 @@ export class UsersService {
           role_id: wanted.role_id,
           ...updateStamp(),
         });
-        await this.audit.record(tx.db, 'user.update', id, { changes });
+        await this.audit.record(tx, 'user.update', id, { changes });
         return after;
       })
       .catch((error: unknown) => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { IdempotencyStore } from '../../src/idempotency/idempotency.store.js';
+import { IdempotencyKeysRepository } from '../../src/idempotency/idempotency-keys.repository.js';
 import { actor, createUser, type TestUser } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
@@ -139,7 +139,7 @@ describe('Idempotency-Key (part 8)', () => {
     await post('/v1/admin/users', key, { email: second, display_name: 'New', role_id: 4 }).expect(201);
     expect(await usersWith(second)).toBe(1);
     await sql("UPDATE idempotency_keys SET expires_at = now() - interval '1 minute' WHERE key = $1", [key]);
-    expect(await t.app.get(IdempotencyStore).purgeExpired()).toBeGreaterThanOrEqual(1);
+    expect(await t.app.get(IdempotencyKeysRepository).purgeExpired()).toBeGreaterThanOrEqual(1);
     expect(await sql('SELECT count(*)::int AS n FROM idempotency_keys WHERE key = $1', [key])).toEqual([{ n: 0 }]);
   });
 });

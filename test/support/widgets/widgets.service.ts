@@ -84,12 +84,13 @@ export class WidgetsService {
   async create(dto: CreateWidgetDto): Promise<ResourceResponse<Widget>> {
     const stamp = creationStamp();
     const row = await this.uow.run(async (tx) => {
+      tx.wrote('test_widgets');
       const [created] = await tx.db.query<Widget[]>(
         `INSERT INTO test_widgets (name, category, weight, created_by, updated_by) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
         [dto.name, dto.category, dto.weight ?? 0, stamp.created_by, stamp.updated_by],
       );
       if (created === undefined) throw new Error('insert returned no row');
-      await this.audit.record(tx.db, 'test_widget.create', created.id, {
+      await this.audit.record(tx, 'test_widget.create', created.id, {
         changes: diffChanges(null, created, ['name', 'category', 'weight']),
       });
       this.rebuildAfterCommit(tx, created);
@@ -102,13 +103,14 @@ export class WidgetsService {
     const row = await this.uow.run(async (tx) => {
       const before = await this.lockLive(tx, id);
       assertIfMatch(ifMatch, before.version);
+      tx.wrote('test_widgets');
       const [after] = await tx.db.query<Widget[][]>(
         `UPDATE test_widgets SET name = COALESCE($2, name), weight = COALESCE($3, weight), active = COALESCE($4, active), updated_by = $5 WHERE id = $1 RETURNING ${COLUMNS}`,
         [id, dto.name ?? null, dto.weight ?? null, dto.active ?? null, updateStamp().updated_by],
       );
       const updated = after?.[0];
       if (updated === undefined) throw notFound(id);
-      await this.audit.record(tx.db, 'test_widget.update', id, {
+      await this.audit.record(tx, 'test_widget.update', id, {
         changes: diffChanges(before, updated, ['name', 'weight', 'active']),
       });
       this.rebuildAfterCommit(tx, updated);
@@ -123,13 +125,14 @@ export class WidgetsService {
       if (before.is_deleted) return NoContent.instance;
       assertIfMatch(ifMatch, before.version);
       const stamp = deletionStamp();
+      tx.wrote('test_widgets');
       const [after] = await tx.db.query<Widget[][]>(
         `UPDATE test_widgets SET is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $4 WHERE id = $1 RETURNING ${COLUMNS}`,
         [id, stamp.deleted_at, stamp.deleted_by, stamp.updated_by],
       );
       const deleted = after?.[0];
       if (deleted === undefined) throw notFound(id);
-      await this.audit.record(tx.db, 'test_widget.delete', id, { changes: { is_deleted: [false, true] } });
+      await this.audit.record(tx, 'test_widget.delete', id, { changes: { is_deleted: [false, true] } });
       this.rebuildAfterCommit(tx, deleted);
       return new ResourceResponse(deleted);
     });
@@ -141,13 +144,14 @@ export class WidgetsService {
       if (!before.is_deleted) return NoContent.instance;
       assertIfMatch(ifMatch, before.version);
       const stamp = restorationStamp();
+      tx.wrote('test_widgets');
       const [after] = await tx.db.query<Widget[][]>(
         `UPDATE test_widgets SET is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $2 WHERE id = $1 RETURNING ${COLUMNS}`,
         [id, stamp.updated_by],
       );
       const restored = after?.[0];
       if (restored === undefined) throw notFound(id);
-      await this.audit.record(tx.db, 'test_widget.restore', id, { changes: { is_deleted: [true, false] } });
+      await this.audit.record(tx, 'test_widget.restore', id, { changes: { is_deleted: [true, false] } });
       this.rebuildAfterCommit(tx, restored);
       return new ResourceResponse(restored);
     });

@@ -37,7 +37,7 @@ const DECODE_COUNTS = objectOf<CachedCounts>({
  * are handled by remembering when the next one ends and reloading past it.
  */
 @Injectable()
-export class ReadCountsService {
+export class ReadCountsRepository {
   private readonly cached: CacheAside<CachedCounts, string>;
 
   constructor(

@@ -26,7 +26,7 @@ const KEEP_FOR = "interval '24 hours'";
 
 /** Idempotency keys in PostgreSQL, claimed atomically so concurrent requests with one key run once. */
 @Injectable()
-export class IdempotencyStore {
+export class IdempotencyKeysRepository {
   constructor(private readonly uow: UnitOfWork) {}
 
   async claim(scope: KeyScope, fingerprint: string): Promise<Claim> {

@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { listSpec } from '../common/list/list-spec.js';
+import type { Tx } from '../database/unit-of-work.js';
 
 /** The columns of `auth_sessions` the session check needs. */
 export interface SessionRow {
@@ -36,12 +37,13 @@ export async function insertSession(
 
 /** Revokes every live session of a user (suspension, deletion); returns the rows it changed. */
 export async function revokeSessionsOfUser(
-  db: EntityManager,
+  tx: Tx,
   userId: number,
   reason: string,
   actorId: number | null,
 ): Promise<SessionRow[]> {
-  const [rows] = await db.query<[SessionRow[], number]>(
+  tx.wrote('auth_sessions');
+  const [rows] = await tx.db.query<[SessionRow[], number]>(
     `UPDATE auth_sessions SET revoked_at = now(), revoked_by = $2, revoke_reason = $3, updated_by = $2
      WHERE user_id = $1 AND revoked_at IS NULL RETURNING ${SESSION_COLUMNS}`,
     [userId, actorId, reason],

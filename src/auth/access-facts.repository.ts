@@ -1,0 +1,75 @@
+import { Injectable } from '@nestjs/common';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import type { GrantFacts } from './auth-context.js';
+import type { AuthorityFacts } from './authority-facts.js';
+
+/** The user fields that decide authentication and authorization, with the live grants. */
+export interface AuthUserRow {
+  readonly role_id: number;
+  readonly status_id: number;
+  readonly is_deleted: boolean;
+  /** users.version + the user's grants version: both only grow, so their sum labels the projection. */
+  readonly version: number;
+  readonly grants: GrantFacts[];
+}
+
+/** A device's live authorities with the version of the set. */
+export interface DeviceAuthoritySet {
+  readonly device_id: number;
+  readonly version: number;
+  readonly authorities: AuthorityFacts[];
+}
+
+const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+
+// Trusted text producing `AuthorityFacts` for `authorities a`.
+const AUTHORITY_FACTS = `a.id, a.device_id, a.user_id, a.owner, a.is_active, a.revoked_at IS NOT NULL AS revoked, a.is_deleted AS deleted,
+  to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
+  ARRAY(SELECT p.code FROM authority_permissions ap JOIN permissions p ON p.id = ap.permission_id
+        WHERE ap.authority_id = a.id AND ap.revoked_at IS NULL ORDER BY p.code) AS permissions`;
+const LIVE_AUTHORITY = 'NOT a.is_deleted AND a.revoked_at IS NULL AND a.is_active';
+
+/**
+ * The reads behind authorization's projections (a user's role, status and grants; each device's
+ * authority set; a user's own authorities). Each is one statement, so the version it reads can
+ * never be newer than the facts it labels.
+ */
+@Injectable()
+export class AccessFactsRepository {
+  constructor(private readonly uow: UnitOfWork) {}
+
+  async authUser(userId: number): Promise<AuthUserRow | undefined> {
+    const [row] = await this.uow.reader.query<AuthUserRow[]>(
+      `SELECT u.role_id, u.status_id, u.is_deleted,
+              u.version + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user' AND v.id = u.id), 1) AS version,
+              ARRAY(SELECT json_build_object('id', g.id, 'code', p.code, 'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', ${ISO}))
+                    FROM permission_grants g JOIN permissions p ON p.id = g.permission_id
+                    WHERE g.user_id = u.id AND g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now())
+                    ORDER BY g.id) AS grants
+       FROM users u WHERE u.id = $1`,
+      [userId],
+    );
+    return row;
+  }
+
+  /** The devices' authority sets, one row per id (an empty set for a device without any). */
+  async deviceAuthoritySets(deviceIds: readonly number[]): Promise<DeviceAuthoritySet[]> {
+    const rows = await this.uow.reader.query<DeviceAuthoritySet[]>(
+      `SELECT d.id AS device_id, coalesce(v.version, 1) AS version,
+              (SELECT coalesce(json_agg(f), '[]'::json) FROM (
+                 SELECT ${AUTHORITY_FACTS} FROM authorities a WHERE a.device_id = d.id AND ${LIVE_AUTHORITY}) f) AS authorities
+       FROM unnest($1::bigint[]) AS d(id) LEFT JOIN projection_versions v ON v.scope = 'device' AND v.id = d.id`,
+      [deviceIds],
+    );
+    return rows.map((row) => ({ ...row, device_id: Number(row.device_id), version: Number(row.version) }));
+  }
+
+  /** A user's live authorities, optionally only on the devices `among`. */
+  liveAuthoritiesOf(userId: number, among?: readonly number[]): Promise<AuthorityFacts[]> {
+    const filter = among === undefined ? '' : 'AND a.device_id = ANY($2::bigint[])';
+    return this.uow.reader.query<AuthorityFacts[]>(
+      `SELECT ${AUTHORITY_FACTS} FROM authorities a WHERE a.user_id = $1 AND ${LIVE_AUTHORITY} ${filter}`,
+      among === undefined ? [userId] : [userId, [...new Set(among)]],
+    );
+  }
+}

@@ -1,0 +1,90 @@
+import { createClient } from '@keyv/redis';
+import { CacheService } from '../../src/cache/cache.service.js';
+import { UnitOfWork } from '../../src/database/unit-of-work.js';
+import { actor, type Caller } from '../support/auth.js';
+import { startApp, type TestApp } from '../support/app.js';
+import { createDevice } from '../support/devices.js';
+import { sql } from '../support/db.js';
+import { caller } from '../support/requests.js';
+
+// A Redis database of its own: the generations are shared counters, and other specs write too.
+const REDIS_URL = 'redis://127.0.0.1:6379/12';
+const TABLES = ['users', 'audit_events', 'authorities', 'devices', 'projection_versions'] as const;
+
+describe('table generations: every committed write makes the cached list pages of its tables unusable', () => {
+  let t: TestApp;
+  let root: Caller;
+  let cache: CacheService;
+
+  const generations = async (): Promise<Record<(typeof TABLES)[number], number>> => {
+    const values = await cache.tableGenerations(TABLES);
+    if (values === undefined) throw new Error('cache unreachable');
+    const [users = 0, audit_events = 0, authorities = 0, devices = 0, projection_versions = 0] = values;
+    return { users, audit_events, authorities, devices, projection_versions };
+  };
+
+  beforeAll(async () => {
+    const redis = createClient({ url: REDIS_URL });
+    await redis.connect();
+    await redis.flushDb();
+    await redis.quit();
+    t = await startApp({ redisUrl: REDIS_URL, widgets: false });
+    cache = t.app.get(CacheService);
+    root = await actor('super_admin');
+  });
+  afterAll(() => t.close());
+
+  it('a create bumps its table and the audit trail once, and nothing else', async () => {
+    const before = await generations();
+    const email = `gen-${Date.now()}@example.com`;
+    await caller(t, root).post('/v1/admin/users').send({ email, display_name: 'Gen', role_id: 4 }).expect(201);
+    expect(await generations()).toEqual({ ...before, users: before.users + 1, audit_events: before.audit_events + 1 });
+  });
+
+  it('a write that changes a projection bumps projection_versions too; reads and refused writes bump nothing', async () => {
+    const device = await createDevice();
+    const user = await sql<{ id: number }>(
+      "INSERT INTO users (email, display_name, role_id, status_id) VALUES ($1, 'G', 4, 2) RETURNING id",
+      [`gen-a-${Date.now()}@example.com`],
+    );
+    const before = await generations();
+    await caller(t, root)
+      .post('/v1/admin/authorities')
+      .send({ device_id: device.id, user_id: user[0]?.id })
+      .expect(201);
+    const after = await generations();
+    expect(after).toEqual({
+      ...before,
+      authorities: before.authorities + 1,
+      audit_events: before.audit_events + 1,
+      projection_versions: before.projection_versions + 1,
+    });
+    await caller(t, root).get('/v1/admin/authorities').expect(200);
+    await caller(t, root)
+      .post('/v1/admin/authorities')
+      .send({ device_id: device.id, user_id: user[0]?.id })
+      .expect(409);
+    await caller(t, root)
+      .patch(`/v1/admin/devices/${device.id}`, { name: 'x'.repeat(500) })
+      .expect(400);
+    expect(await generations()).toEqual(after);
+  });
+
+  it('under test, a transaction that writes a table it did not declare is refused and rolled back', async () => {
+    const uow = t.app.get(UnitOfWork);
+    const email = `undeclared-${Date.now()}@example.com`;
+    await expect(
+      uow.run(async (tx) => {
+        await tx.db.query("INSERT INTO users (email, display_name, role_id, status_id) VALUES ($1, 'U', 4, 1)", [
+          email,
+        ]);
+      }),
+    ).rejects.toThrow('tables written without tx.wrote(): users');
+    expect(await sql('SELECT id FROM users WHERE email = $1', [email])).toEqual([]);
+    await uow.run(async (tx) => {
+      tx.wrote('users');
+      await tx.db.query("INSERT INTO users (email, display_name, role_id, status_id) VALUES ($1, 'U', 4, 1)", [email]);
+    });
+    expect(await sql('SELECT id FROM users WHERE email = $1', [email])).toHaveLength(1);
+  });
+});
