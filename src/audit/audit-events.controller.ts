@@ -1,6 +1,7 @@
 import { Controller, Get, Query } from '@nestjs/common';
+import { AUDIT_EVENT_LIST } from './audit-events.repository.js';
 import { ApiTags } from '@nestjs/swagger';
-import { Authorize } from '../auth/authorize.decorator.js';
+import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
 import { IdParam } from '../common/id.pipe.js';
 import type { ListResponse, ResourceResponse } from '../common/responses.js';
 import { AuditEventsService } from './audit-events.service.js';
@@ -12,15 +13,11 @@ import { AuditEventDto } from './dto/audit-event.dto.js';
 export class AuditEventsController {
   constructor(private readonly events: AuditEventsService) {}
 
-  @Get()
-  @Authorize({
+  @ListRoute({
     permission: 'audit.read',
     summary: 'List audit events, newest first',
-    description:
-      'Filters `actor_id`, `action`, `resource_type`, `resource_id`, `request_id`, `occurred_after`, `occurred_before` (ISO-8601 timestamps, exclusive); sort `id`, `occurred_at`; default `occurred_at:desc`.',
     returns: AuditEventDto,
-    list: true,
-    errors: [400],
+    spec: AUDIT_EVENT_LIST,
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<AuditEventDto>> {
     return this.events.list(query);

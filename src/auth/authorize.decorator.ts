@@ -1,8 +1,10 @@
-import { applyDecorators, SetMetadata, type Type } from '@nestjs/common';
+import { applyDecorators, Get, SetMetadata, type Type } from '@nestjs/common';
 import type { ModuleRef } from '@nestjs/core';
 import { ApiBearerAuth, ApiExtension, ApiOperation } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { ApiEnvelope, ApiErrorResponses, type EnvelopeOptions } from '../common/openapi/api-envelope.decorator.js';
+import type { ListSpec } from '../common/list/list-spec.js';
+import { ApiList, listSummary } from '../common/openapi/api-list.decorator.js';
 import type { PermissionCode } from './permissions.js';
 
 /**
@@ -12,7 +14,7 @@ import type { PermissionCode } from './permissions.js';
  */
 export type DeviceLocator = (request: FastifyRequest, modules: ModuleRef) => Promise<number | undefined>;
 
-export interface AuthorizeOptions extends EnvelopeOptions {
+export interface AuthorizeOptions extends Omit<EnvelopeOptions, 'list'> {
   readonly permission: PermissionCode;
   /** One line for the OpenAPI operation. */
   readonly summary: string;
@@ -26,6 +28,8 @@ export interface AuthorizeOptions extends EnvelopeOptions {
   readonly check?: 'route' | 'service';
   /** The model in the success envelope (`data`, or each item of a list). */
   readonly returns: Type;
+  /** A list route: the spec that parses its query, from which its parameters are documented. */
+  readonly list?: ListSpec;
 }
 
 export const AUTHORIZE = 'admin-api:authorize';
@@ -42,7 +46,11 @@ export function Authorize(options: AuthorizeOptions): MethodDecorator {
       : options.device === undefined
         ? ''
         : ' (or an authority on the device that holds it)';
-  const description = [options.description, `Requires the permission \`${options.permission}\`${where}.`]
+  const description = [
+    options.description,
+    options.list === undefined ? undefined : listSummary(options.list),
+    `Requires the permission \`${options.permission}\`${where}.`,
+  ]
     .filter(Boolean)
     .join('\n\n');
   return applyDecorators(
@@ -51,6 +59,24 @@ export function Authorize(options: AuthorizeOptions): MethodDecorator {
     ApiOperation({ summary: options.summary, description }),
     ApiExtension('x-permission', options.permission),
     ApiErrorResponses([401, 403, 429]),
-    ApiEnvelope(options.returns, options),
+    ApiEnvelope(options.returns, { ...options, list: options.list !== undefined }),
+    ...(options.list === undefined ? [] : [ApiList(options.list)]),
+  );
+}
+
+/**
+ * `@Get(path)` with `@Authorize` for a list route: its parameters and envelope come from `spec`,
+ * and a 400 (a bad page, sort or filter) is always possible.
+ */
+export function ListRoute(
+  options: Omit<AuthorizeOptions, 'list' | 'noContent' | 'status'> & {
+    readonly spec: ListSpec;
+    readonly path?: string;
+  },
+): MethodDecorator {
+  const { spec, path, errors = [], ...authorize } = options;
+  return applyDecorators(
+    path === undefined ? Get() : Get(path),
+    Authorize({ ...authorize, list: spec, errors: [400, ...errors.filter((status) => status !== 400)] }),
   );
 }

@@ -1,9 +1,10 @@
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
+import { AUTHORITY_LIST } from './authorities.repository.js';
 import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../auth/actor.decorator.js';
 import type { AuthContext } from '../auth/auth-context.js';
-import { Authorize } from '../auth/authorize.decorator.js';
+import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
 import { ApiIncludeDeleted, IncludeDeleted } from '../common/include-deleted.js';
 import { IdParam } from '../common/id.pipe.js';
 import type { ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
@@ -24,16 +25,13 @@ export class AuthoritiesController {
     private readonly actions: AuthorityActionsService,
   ) {}
 
-  @Get()
-  @Authorize({
+  @ListRoute({
     permission: 'authorities.read',
     check: 'service',
     summary: 'List authorities',
-    description:
-      'Without the global `authorities.read`, only rows of devices where an authority gives it. Filters `device_id`, `user_id`, `is_active`, `owner`; `q` over label.',
+    description: 'Without the global `authorities.read`, only rows of devices where an authority gives it.',
     returns: AuthorityDto,
-    list: true,
-    errors: [400],
+    spec: AUTHORITY_LIST,
   })
   list(@Actor() actor: AuthContext, @Query() query: Record<string, unknown>): Promise<ListResponse<AuthorityDto>> {
     return this.authorities.list(actor, query);

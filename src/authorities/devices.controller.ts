@@ -1,9 +1,10 @@
 import { Body, Controller, Get, Patch, Post, Query } from '@nestjs/common';
+import { DEVICE_LIST, TRANSFER_LIST } from './devices.repository.js';
 import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../auth/actor.decorator.js';
 import type { AuthContext } from '../auth/auth-context.js';
-import { Authorize } from '../auth/authorize.decorator.js';
+import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
 import { IfMatchHeader, type IfMatch } from '../common/etag.js';
 import { IdParam } from '../common/id.pipe.js';
 import type { ListResponse, ResourceResponse } from '../common/responses.js';
@@ -28,16 +29,13 @@ export class DevicesController {
     private readonly ownership: OwnershipService,
   ) {}
 
-  @Get()
-  @Authorize({
+  @ListRoute({
     permission: 'devices.read',
     check: 'service',
     summary: 'List devices',
-    description:
-      'Without the global `devices.read`, only devices where an authority gives it. Filter `owner_user_id`; `q` over serial_number and name.',
+    description: 'Without the global `devices.read`, only devices where an authority gives it.',
     returns: DeviceDto,
-    list: true,
-    errors: [400],
+    spec: DEVICE_LIST,
   })
   list(@Actor() actor: AuthContext, @Query() query: Record<string, unknown>): Promise<ListResponse<DeviceDto>> {
     return this.devices.list(actor, query);
@@ -97,14 +95,14 @@ export class DevicesController {
     return this.ownership.transfer(actor, deviceId, dto, ifMatch);
   }
 
-  @Get(':device_id/ownership-transfers')
-  @Authorize({
+  @ListRoute({
+    path: ':device_id/ownership-transfers',
     permission: 'devices.read',
     device: deviceFromParam('device_id'),
     summary: 'The ownership history of a device',
     returns: OwnershipTransferDto,
-    list: true,
-    errors: [400, 404],
+    spec: TRANSFER_LIST,
+    errors: [404],
   })
   transfers(
     @IdParam('device_id') deviceId: number,

@@ -28,7 +28,7 @@ export const DEVICE_LIST = listSpec({
 type DeviceColumn = 'serial_number' | 'name' | 'model' | 'owner_user_id' | 'created_by' | 'updated_by';
 
 /** `GET /devices/{id}/ownership-transfers`: oldest first. */
-const TRANSFER_LIST = listSpec({
+export const TRANSFER_LIST = listSpec({
   from: 'ownership_transfers',
   select: 'id, device_id, from_user_id, to_user_id, reason, transferred_by, transferred_at, request_id',
   sort: ['id', 'transferred_at'],

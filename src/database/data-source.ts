@@ -2,8 +2,6 @@ import pg from 'pg';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
 import type { Settings } from '../config/settings.js';
-import { ENTITIES } from './entities.js';
-import { SnakeNamingStrategy } from './naming-strategy.js';
 
 // Ids are bigint identities that the contract surfaces as JSON numbers; they stay far below 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
@@ -17,11 +15,11 @@ export function dataSourceOptions(
   return {
     type: 'postgres',
     url,
-    entities: ENTITIES,
+    // No entities: every statement is SQL in a repository (ARCHITECTURE.md, measured traps).
+    entities: [],
     migrations: MIGRATIONS,
     migrationsTableName: 'schema_migrations',
     migrationsTransactionMode: 'each',
-    namingStrategy: new SnakeNamingStrategy(),
     synchronize: false,
     logging: false,
     extra: {

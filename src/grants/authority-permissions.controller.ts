@@ -1,9 +1,10 @@
 import { Body, Controller, Delete, Get, Post, Query } from '@nestjs/common';
+import { AUTHORITY_PERMISSION_LIST } from './authority-permissions.repository.js';
 import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../auth/actor.decorator.js';
 import type { AuthContext } from '../auth/auth-context.js';
-import { Authorize } from '../auth/authorize.decorator.js';
+import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
 import { IdParam } from '../common/id.pipe.js';
 import type { ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
 import { AuthorityPermissionsService } from './authority-permissions.service.js';
@@ -25,16 +26,13 @@ export class AuthorityPermissionsController {
     private readonly bulk: BulkAuthorityPermissionsService,
   ) {}
 
-  @Get()
-  @Authorize({
+  @ListRoute({
     permission: 'authority_permissions.read',
     check: 'service',
     summary: 'List authority permissions',
-    description:
-      'Without the global read, only rows of devices where an authority gives it. Filters `authority_id`, `permission_id`, `device_id`, `is_active`.',
+    description: 'Without the global read, only rows of devices where an authority gives it.',
     returns: AuthorityPermissionDto,
-    list: true,
-    errors: [400],
+    spec: AUTHORITY_PERMISSION_LIST,
   })
   list(
     @Actor() actor: AuthContext,

@@ -7,14 +7,14 @@ import { ListResponse } from '../common/responses.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import type { PermissionDto, RoleDto } from './catalogue.dto.js';
 
-const PERMISSION_LIST = listSpec({
+export const PERMISSION_LIST = listSpec({
   from: 'permissions',
   select: 'id, code, device_scoped',
   sort: ['id', 'code'],
   search: ['code'],
 });
 
-const ROLE_LIST = listSpec({ from: 'roles', select: 'id, code, admin_access', sort: ['id', 'code'] });
+export const ROLE_LIST = listSpec({ from: 'roles', select: 'id, code, admin_access', sort: ['id', 'code'] });
 
 /** Reads of the seeded catalogue; each role's permissions come from `src/auth/roles.ts`. */
 @Injectable()

@@ -1,8 +1,9 @@
 import { Body, Controller, Get, Post, Query } from '@nestjs/common';
+import { GRANT_LIST } from './permission-grants.repository.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../auth/actor.decorator.js';
 import type { AuthContext } from '../auth/auth-context.js';
-import { Authorize } from '../auth/authorize.decorator.js';
+import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
 import { IdParam } from '../common/id.pipe.js';
 import type { ListResponse, ResourceResponse } from '../common/responses.js';
 import { GrantPermissionDto, PermissionGrantDto, RevokePermissionDto } from './dto/permission-grant.dto.js';
@@ -14,14 +15,11 @@ import { PermissionGrantsService } from './permission-grants.service.js';
 export class PermissionGrantsController {
   constructor(private readonly grants: PermissionGrantsService) {}
 
-  @Get()
-  @Authorize({
+  @ListRoute({
     permission: 'permission_grants.read',
     summary: 'List permission grants',
-    description: 'Filters `user_id`, `permission_id`, `is_active`; sort `id`, `granted_at`.',
     returns: PermissionGrantDto,
-    list: true,
-    errors: [400],
+    spec: GRANT_LIST,
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<PermissionGrantDto>> {
     return this.grants.list(query);

@@ -1,9 +1,9 @@
-import { Controller, Get, Query } from '@nestjs/common';
+import { Controller, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { Authorize } from '../auth/authorize.decorator.js';
+import { ListRoute } from '../auth/authorize.decorator.js';
 import type { ListResponse } from '../common/responses.js';
 import { PermissionDto } from './catalogue.dto.js';
-import { CatalogueService } from './catalogue.service.js';
+import { CatalogueService, PERMISSION_LIST } from './catalogue.service.js';
 
 /** `/v1/admin/permissions`: the seeded, read-only permission catalogue (part 6.4). */
 @ApiTags('permissions and roles')
@@ -11,13 +11,11 @@ import { CatalogueService } from './catalogue.service.js';
 export class PermissionsController {
   constructor(private readonly catalogue: CatalogueService) {}
 
-  @Get()
-  @Authorize({
+  @ListRoute({
     permission: 'permission_grants.read',
     summary: 'List the permission catalogue',
     returns: PermissionDto,
-    list: true,
-    errors: [400],
+    spec: PERMISSION_LIST,
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<PermissionDto>> {
     return this.catalogue.permissions(query);

@@ -1,7 +1,8 @@
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
+import { MESSAGE_LIST } from './messages.repository.js';
 import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
-import { Authorize } from '../auth/authorize.decorator.js';
+import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
 import { ApiIncludeDeleted, IncludeDeleted } from '../common/include-deleted.js';
 import { IdParam } from '../common/id.pipe.js';
 import type { AcceptedResponse, ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
@@ -27,15 +28,11 @@ export class InboxController {
     private readonly bulk: BulkDeleteService,
   ) {}
 
-  @Get()
-  @Authorize({
+  @ListRoute({
     permission: 'inbox.read',
     summary: 'List inbox messages (newest first)',
-    description:
-      'Filters `user_id`, `conversation_id`, `type`; `q` over title and body; sort `id`, `created_at`, `updated_at`.',
     returns: InboxMessageDto,
-    list: true,
-    errors: [400],
+    spec: MESSAGE_LIST,
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<InboxMessageDto>> {
     return this.messages.list(query);

@@ -1,7 +1,8 @@
 import { Body, Controller, Get, Post, Query } from '@nestjs/common';
+import { MOBILE_DEVICE_LIST } from './mobile-devices.repository.js';
 import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
-import { Authorize } from '../auth/authorize.decorator.js';
+import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
 import { IdParam } from '../common/id.pipe.js';
 import type { ListResponse, ResourceResponse } from '../common/responses.js';
 import {
@@ -18,14 +19,11 @@ import { MobileDevicesService } from './mobile-devices.service.js';
 export class MobileDevicesController {
   constructor(private readonly devices: MobileDevicesService) {}
 
-  @Get()
-  @Authorize({
+  @ListRoute({
     permission: 'mobile_devices.read',
     summary: 'List mobile devices',
-    description: 'Filters `user_id`, `platform`, `is_active`; sort `id`, `created_at`, `updated_at`.',
     returns: MobileDeviceDto,
-    list: true,
-    errors: [400],
+    spec: MOBILE_DEVICE_LIST,
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<MobileDeviceDto>> {
     return this.devices.list(query);

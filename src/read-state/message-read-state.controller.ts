@@ -1,7 +1,8 @@
 import { Body, Controller, Get, Post, Query } from '@nestjs/common';
+import { READ_STATE_LIST } from './read-state.repository.js';
 import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
-import { Authorize } from '../auth/authorize.decorator.js';
+import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
 import { IdParam } from '../common/id.pipe.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
 import { ReadCountsRepository } from './read-counts.repository.js';
@@ -25,15 +26,12 @@ export class MessageReadStateController {
     private readonly counts: ReadCountsRepository,
   ) {}
 
-  @Get()
-  @Authorize({
+  @ListRoute({
     permission: 'read_state.read',
     summary: 'List read state',
-    description:
-      'Rows of deleted messages are hidden. Filters `user_id`, `message_id`, `conversation_id`, `is_read`, `is_archived`, `is_pinned`.',
+    description: 'Rows of deleted messages are hidden.',
     returns: ReadStateDto,
-    list: true,
-    errors: [400],
+    spec: READ_STATE_LIST,
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<ReadStateDto>> {
     return this.states.list(query);

@@ -1,9 +1,11 @@
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
+import { SESSION_LIST } from '../auth/sessions.repository.js';
+import { USER_LIST } from './users.repository.js';
 import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../auth/actor.decorator.js';
 import type { AuthContext } from '../auth/auth-context.js';
-import { Authorize } from '../auth/authorize.decorator.js';
+import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
 import { ApiIncludeDeleted, IncludeDeleted } from '../common/include-deleted.js';
 import { IdParam } from '../common/id.pipe.js';
 import type { ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
@@ -25,16 +27,7 @@ export class UsersController {
     private readonly sessions: UserSessionsService,
   ) {}
 
-  @Get()
-  @Authorize({
-    permission: 'users.read',
-    summary: 'List users',
-    description:
-      'Filters `status_id`, `role_id`; `q` over email and display_name; sort `id`, `email`, `display_name`, `created_at`, `updated_at`.',
-    returns: UserDto,
-    list: true,
-    errors: [400],
-  })
+  @ListRoute({ permission: 'users.read', summary: 'List users', returns: UserDto, spec: USER_LIST })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<UserDto>> {
     return this.users.list(query);
   }
@@ -139,14 +132,14 @@ export class UsersController {
     return this.actions.resetPin(actor, id, ifMatch);
   }
 
-  @Get(':id/sessions')
-  @Authorize({
+  @ListRoute({
+    path: ':id/sessions',
     permission: 'users.read',
     summary: 'List a user’s sessions, newest first (never a token)',
-    description: 'Sort `created_at`, `expires_at`; default `created_at:desc`. A deleted user’s sessions stay readable.',
+    description: 'A deleted user’s sessions stay readable.',
     returns: SessionDto,
-    list: true,
-    errors: [400, 404],
+    spec: SESSION_LIST,
+    errors: [404],
   })
   listSessions(@IdParam() id: number, @Query() query: Record<string, unknown>): Promise<ListResponse<SessionDto>> {
     return this.sessions.list(id, query);

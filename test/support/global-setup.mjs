@@ -3,7 +3,7 @@
 import { createClient } from '@keyv/redis';
 import pg from 'pg';
 import { loadSettings } from '../../dist/src/config/settings.js';
-import { BASE_RECORD_COLUMNS, SOFT_DELETE_COLUMNS } from '../../dist/src/database/base.entity.js';
+import { BASE_RECORD_COLUMNS_V1, SOFT_DELETE_COLUMNS_V1 } from '../../dist/migrations/record-columns-v1.js';
 import { migrate } from '../../dist/src/database/migrate.js';
 
 export const TEST_DATABASE_SERVER_URL =
@@ -13,7 +13,7 @@ export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6
 // Throw-away table behind the test-only routes that exercise the platform; same base columns
 // and version trigger as the real tables.
 const TEST_SCHEMA = `
-  CREATE TABLE test_widgets (${BASE_RECORD_COLUMNS}, ${SOFT_DELETE_COLUMNS},
+  CREATE TABLE test_widgets (${BASE_RECORD_COLUMNS_V1}, ${SOFT_DELETE_COLUMNS_V1},
     name text NOT NULL,
     category text NOT NULL,
     weight integer NOT NULL DEFAULT 0,
