@@ -128,14 +128,51 @@ function deviceFixture(kind) {
   ];
 }
 
+/** A record of the resources without a device, inserted for a user (`userId`): name and statements. */
+const RECORD_FIXTURES = {
+  inbox_message: {
+    name: 'createMessage',
+    lines: [
+      "const [message] = await sql<{ id: number }>(\"INSERT INTO inbox_messages (user_id, type, title, body) VALUES ($1, 'notice', 'Generated', 'Body') RETURNING id\", [userId]);",
+      'return message?.id ?? 0;',
+    ],
+  },
+  message_read_state: {
+    name: 'createReadState',
+    lines: [
+      "const [message] = await sql<{ id: number }>(\"INSERT INTO inbox_messages (user_id, type, title, body) VALUES ($1, 'notice', 'Generated', 'Body') RETURNING id\", [userId]);",
+      "const [row] = await sql<{ id: number }>('INSERT INTO message_read_state (message_id, user_id) VALUES ($1, $2) RETURNING id', [message?.id, userId]);",
+      'return row?.id ?? 0;',
+    ],
+  },
+  mobile_device: {
+    name: 'createMobileDevice',
+    lines: [
+      'const [row] = await sql<{ id: number }>("INSERT INTO mobile_devices (user_id, platform, push_token) VALUES ($1, \'ios\', $2) RETURNING id", [userId, `token-${Date.now()}-${Math.random()}`]);',
+      'return row?.id ?? 0;',
+    ],
+  },
+  permission_grant: {
+    name: 'createGrant',
+    lines: [
+      'const [row] = await sql<{ id: number }>("INSERT INTO permission_grants (user_id, permission_id) SELECT $1, id FROM permissions WHERE code = \'users.read\' RETURNING id", [userId]);',
+      'return row?.id ?? 0;',
+    ],
+  },
+};
+
 function spec({ domain, verb, url, resource, permission, ActionClass, devices }) {
   const path = (id) => `\`/v1/admin/${url}/\${${id}}/${verb}\``;
   const fixture = devices === undefined ? [] : deviceFixture(devices.fixture);
-  // A user is a real record to act on; other records need a fixture of their own once run() reads them.
+  // Every spec acts on a real record of its resource, created for it.
+  const record = RECORD_FIXTURES[resource];
   const target =
-    devices !== undefined ? `await target()` : resource === 'user' ? `{ id: (await createUser()).id }` : `{ id: 1 }`;
-  const needsUser =
-    (devices !== undefined && devices.fixture !== 'device') || (devices === undefined && resource === 'user');
+    devices !== undefined
+      ? `await target()`
+      : record === undefined
+        ? `{ id: (await createUser()).id }`
+        : `{ id: await ${record.name}((await createUser()).id) }`;
+  const needsUser = devices === undefined || devices.fixture !== 'device';
   const helpers =
     devices === undefined ? [] : devices.fixture === 'device' ? ['createDevice'] : ['createAuthority', 'createDevice'];
   return `import { actor${needsUser ? ', createUser' : ''} } from '../support/auth.js';
@@ -150,15 +187,24 @@ describe('POST /v1/admin/${url}/{id}/${verb}', () => {
   });
   afterAll(() => t.close());
 ${
-  devices === undefined
+  record === undefined || devices !== undefined
     ? ''
     : `
+  /** A ${resource.replace(/_/g, ' ')} of the user, to act on. */
+  async function ${record.name}(userId: number): Promise<number> {
+    ${record.lines.join('\n    ')}
+  }
+`
+}${
+    devices === undefined
+      ? ''
+      : `
   /** A ${resource.replace(/_/g, ' ')} on a device owned by \`owner\`. */
   async function target(owner: { user: { id: number } }): Promise<{ id: number; deviceId: number }> {
     ${fixture.join('\n    ')}
   }
 `
-}
+  }
   it('${verb}s the ${resource.replace(/_/g, ' ')} and records the audit event', async () => {
     const root = await actor('super_admin');
     const { id } = ${devices === undefined ? target : "await target(await actor('operator'))"};
