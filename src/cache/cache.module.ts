@@ -5,15 +5,13 @@ import { CacheService } from './cache.service.js';
 import { MemoryCacheStore } from './memory-cache-store.js';
 import { RedisCacheStore } from './redis-cache-store.js';
 
-export const CACHE_KEY_PREFIX = 'admin-api:';
-
 /** The cache the settings ask for (the CLI builds one too, to drop entries its writes made stale). */
 export function createCacheService(settings: Settings): CacheService {
   const logger = new Logger('Cache');
   const store =
     settings.redisUrl === undefined
       ? new MemoryCacheStore()
-      : new RedisCacheStore(settings.redisUrl, CACHE_KEY_PREFIX, logger);
+      : new RedisCacheStore(settings.redisUrl, settings.cacheKeyPrefix, logger);
   return new CacheService(store, settings.cacheTtlSeconds * 1000, settings.cacheTimeoutMs, logger);
 }
 

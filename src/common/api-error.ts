@@ -68,11 +68,18 @@ export class ApiError extends Error {
     return new ApiError('MALFORMED_JSON', 'The request body is not valid JSON');
   }
 
-  static unavailable(): ApiError {
+  /**
+   * 503 for a dependency that is down or refused the work (part 1): `unreachable` (down, refusing
+   * connections, out of connections) or `contention` (a deadlock or serialization failure that
+   * outlasted the retries).
+   */
+  static unavailable(reason: 'unreachable' | 'contention' = 'unreachable'): ApiError {
     return new ApiError(
       'SERVICE_UNAVAILABLE',
-      'The database is unreachable; retry shortly',
-      {},
+      reason === 'unreachable'
+        ? 'The database is unreachable; retry shortly'
+        : 'The database could not settle concurrent writes; retry shortly',
+      { dependency: 'database', reason },
       { 'Retry-After': '1' },
     );
   }

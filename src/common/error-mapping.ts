@@ -1,19 +1,14 @@
 import { HttpException } from '@nestjs/common';
 import { ApiError } from './api-error.js';
 
-// PostgreSQL SQLSTATEs and socket errors that mean "the database is not reachable right now".
-const UNAVAILABLE_SQLSTATES = new Set([
-  '57P01',
-  '57P02',
-  '57P03',
-  '53300',
-  '57014',
-  '08000',
-  '08001',
-  '08003',
-  '08004',
-  '08006',
-]);
+// PostgreSQL SQLSTATEs that mean "the database cannot take the work right now": the whole classes
+// 08 (connection exception) and 53 (insufficient resources, e.g. 53300 too many connections), and
+// 55000 (a database not accepting connections), 3D000 (the database is gone), 28000/28P01 (the
+// login is refused), 57P01-57P03 (shutdown, crash, not yet accepting), 57014 (statement timeout).
+const UNAVAILABLE_SQLSTATE_CLASSES = ['08', '53'];
+const UNAVAILABLE_SQLSTATES = new Set(['55000', '3D000', '28000', '28P01', '57P01', '57P02', '57P03', '57014']);
+/** A deadlock (40P01) or serialization failure (40001): the transaction may succeed if run again. */
+const RETRYABLE_SQLSTATES = new Set(['40P01', '40001']);
 const UNAVAILABLE_SOCKET_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -26,6 +21,7 @@ const UNAVAILABLE_SOCKET_CODES = new Set([
 const UNAVAILABLE_MESSAGES = [
   /Connection terminated/i,
   /timeout exceeded when trying to connect/i,
+  /Connection terminated due to connection timeout/i,
   /Client has encountered a connection error/i,
   /Connection is not established/i,
   /connection is closed/i,
@@ -35,14 +31,33 @@ function field(value: unknown, name: string): unknown {
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[name] : undefined;
 }
 
+function isUnavailableCode(code: string): boolean {
+  return (
+    UNAVAILABLE_SQLSTATES.has(code) ||
+    UNAVAILABLE_SOCKET_CODES.has(code) ||
+    (/^[0-9A-Z]{5}$/.test(code) && UNAVAILABLE_SQLSTATE_CLASSES.includes(code.slice(0, 2)))
+  );
+}
+
+/** The SQLSTATE of a driver error, also when wrapped by TypeORM. */
+function sqlStateOf(error: unknown): string | undefined {
+  const code = field(field(error, 'driverError') ?? error, 'code');
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** True for a deadlock or serialization failure: the unit of work runs the transaction again. */
+export function isRetryableConflict(error: unknown): boolean {
+  const code = sqlStateOf(error);
+  return code !== undefined && RETRYABLE_SQLSTATES.has(code);
+}
+
 /** True for errors of a lost or refused PostgreSQL connection (also wrapped by TypeORM). */
 export function isDatabaseUnavailable(error: unknown): boolean {
   // Duck-typed rather than `instanceof Error`: socket errors may come from another realm.
   for (const candidate of [error, field(error, 'driverError'), field(error, 'cause')]) {
     const code = field(candidate, 'code');
     const message = field(candidate, 'message');
-    if (typeof code === 'string' && (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code)))
-      return true;
+    if (typeof code === 'string' && isUnavailableCode(code)) return true;
     if (typeof message === 'string' && UNAVAILABLE_MESSAGES.some((pattern) => pattern.test(message))) return true;
   }
   return false;
@@ -114,10 +129,11 @@ export function toApiError(error: unknown): { error: ApiError; internal: boolean
     return { error: mapped, internal: mapped.code === 'INTERNAL_ERROR' };
   }
   if (isDatabaseUnavailable(error)) return { error: ApiError.unavailable(), internal: false };
+  // Outside a unit of work (which retries them) a conflict is still the database refusing the work.
+  if (isRetryableConflict(error)) return { error: ApiError.unavailable('contention'), internal: false };
   // A value PostgreSQL could not take (SQLSTATE class 22: out of range, wrong form) is the
   // client's input slipping past a validator: still a 400, but logged as the bug it is.
-  const sqlState = field(field(error, 'driverError') ?? error, 'code');
-  if (typeof sqlState === 'string' && sqlState.startsWith('22')) {
+  if (sqlStateOf(error)?.startsWith('22') === true) {
     return {
       error: ApiError.field('body', 'range', 'A value is out of range or not of the expected form'),
       internal: true,

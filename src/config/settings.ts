@@ -22,6 +22,8 @@ export interface Settings {
   readonly databaseUrl: string | undefined;
   /** Unset means: use the in-process cache. */
   readonly redisUrl: string | undefined;
+  /** Every Redis key of the service starts with it: deployments (or test runs) sharing a Redis stay apart. */
+  readonly cacheKeyPrefix: string;
   readonly jwtSecret: string | undefined;
   readonly jwtJwksUrl: string | undefined;
   readonly jwtIssuer: string;
@@ -100,6 +102,13 @@ function identifier(env: Env, name: string, fallback: string): string {
   return raw;
 }
 
+function keyPrefix(env: Env, name: string, fallback: string): string {
+  const raw = text(env, name) ?? fallback;
+  if (!/^[A-Za-z0-9._:-]{1,64}$/.test(raw))
+    throw new SettingsError(name, `"${raw}" must be 1-64 characters of A-Z a-z 0-9 . _ : -`);
+  return raw;
+}
+
 function flag(env: Env, name: string, fallback: boolean): boolean {
   const raw = text(env, name);
   if (raw === undefined) return fallback;
@@ -132,6 +141,7 @@ export function loadSettings(env: Env = process.env): Settings {
     host: text(env, 'HOST') ?? '127.0.0.1',
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    cacheKeyPrefix: keyPrefix(env, 'CACHE_KEY_PREFIX', 'admin-api:'),
     jwtSecret,
     jwtJwksUrl,
     jwtIssuer: text(env, 'JWT_ISSUER') ?? 'admin-api',

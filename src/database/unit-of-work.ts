@@ -1,6 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, type EntityManager } from 'typeorm';
 import { CacheService } from '../cache/cache.service.js';
+import { ApiError } from '../common/api-error.js';
+import { isRetryableConflict } from '../common/error-mapping.js';
 import { CacheEpoch } from './cache-epoch.js';
 import { bumpProjectionVersions, type ProjectionScope } from './projection-versions.js';
 
@@ -58,9 +61,14 @@ function undeclared(
  * this instance trusts it again and a cache-epoch bump that makes the others drop it), so no
  * entry from before the write can be served.
  */
+const CONFLICT_ATTEMPTS = 5;
+const CONFLICT_BACKOFF_MS = 15;
+
 @Injectable()
 export class UnitOfWork {
   private readonly logger = new Logger('UnitOfWork');
+  /** Transactions rolled back by a deadlock or serialization failure (each one retried or answered 503). */
+  conflicts = 0;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -68,7 +76,30 @@ export class UnitOfWork {
     private readonly epoch: CacheEpoch,
   ) {}
 
+  /**
+   * Runs `work` in one transaction and its after-commit work once it committed. A deadlock or a
+   * serialization failure rolls the attempt back and runs `work` again (it must only touch the
+   * database through `tx`), a few times with jittered backoff; if the conflict persists the
+   * client gets 503 `SERVICE_UNAVAILABLE` with `Retry-After`, never a 500.
+   */
   async run<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.attempt(work);
+      } catch (error) {
+        if (!isRetryableConflict(error)) throw error;
+        this.conflicts += 1;
+        if (attempt >= CONFLICT_ATTEMPTS) {
+          this.logger.warn({ msg: 'write conflict persisted through the retries', attempts: attempt });
+          throw ApiError.unavailable('contention');
+        }
+        // Jitter keeps the retries of the transactions that collided from colliding again.
+        await sleep(Math.round(CONFLICT_BACKOFF_MS * attempt * (0.5 + Math.random())));
+      }
+    }
+  }
+
+  private async attempt<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     const tasks: (() => Promise<void>)[] = [];
     const written = new Set<string>();
     const result = await this.dataSource.transaction(async (db) => {

@@ -149,6 +149,18 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     return revoked;
   }
 
+  /**
+   * Locks the authorities a write of their permissions touches, in id order: writes on the
+   * same authority take turns (so overlapping bulks end as some serial order of them would),
+   * and two bulks can never wait for each other in a cycle. A separate statement, so that what
+   * is read next is read after the wait.
+   */
+  async lockAuthorities(tx: Tx, authorityIds: readonly number[]): Promise<void> {
+    await tx.db.query('SELECT id FROM authorities WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE', [
+      [...new Set(authorityIds)],
+    ]);
+  }
+
   /** What one statement learns about every item of a bulk body, in the body's order. */
   resolve(tx: Tx, items: readonly [readonly number[], readonly number[]]): Promise<Resolved[]> {
     return tx.db.query<Resolved[]>(RESOLVE, [[...items[0]], [...items[1]]]);
@@ -167,6 +179,7 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     return tx.db.query(
       `INSERT INTO authority_permissions (authority_id, permission_id, granted_by)
        SELECT DISTINCT i.authority_id, i.permission_id, $3::bigint FROM unnest($1::bigint[], $2::int[]) AS i(authority_id, permission_id)
+       ORDER BY i.authority_id, i.permission_id
        ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL DO NOTHING
        RETURNING id, authority_id, permission_id`,
       [pairs.map((pair) => pair.authority_id), pairs.map((pair) => pair.permission_id), actor],
@@ -177,7 +190,9 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
   async revokeMany(tx: Tx, ids: readonly number[], actor: number | null): Promise<number[]> {
     tx.wrote('authority_permissions');
     const [revoked] = await tx.db.query<[{ id: number }[], number]>(
-      'UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = ANY($1::bigint[]) AND revoked_at IS NULL RETURNING id',
+      `UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2
+       WHERE id IN (SELECT id FROM authority_permissions WHERE id = ANY($1::bigint[]) AND revoked_at IS NULL ORDER BY id FOR UPDATE)
+       RETURNING id`,
       [[...ids], actor],
     );
     return revoked.map((row) => row.id);

@@ -61,6 +61,7 @@ export class AuthorityPermissionsService {
     }
     await this.authorization.assertMayDelegate(actor, target.code, target.device_id);
     const row = await this.uow.run(async (tx) => {
+      await this.rows.lockAuthorities(tx, [dto.authority_id]);
       const created = await this.rows.grant(tx, dto.authority_id, dto.permission_id, currentActorId());
       if (created === undefined) {
         throw new ApiError(

@@ -30,6 +30,11 @@ export class BulkAuthorityPermissionsService {
 
   run(actor: AuthContext, mode: Mode, dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
     const work = async (tx: Tx): Promise<BulkResponseDto> => {
+      if (dto.dry_run !== true)
+        await this.rows.lockAuthorities(
+          tx,
+          dto.items.map((item) => item.authority_id),
+        );
       const resolved = await this.rows.resolve(tx, [
         dto.items.map((item) => item.authority_id),
         dto.items.map((item) => item.permission_id),

@@ -37,7 +37,7 @@ export class HealthController {
       throw new ApiError(
         'SERVICE_UNAVAILABLE',
         'The database is unreachable',
-        { database: 'down', cache },
+        { dependency: 'database', database: 'down', cache },
         { 'Retry-After': '1' },
       );
     }

@@ -7,16 +7,16 @@ import { createAuthority, createDevice } from '../support/devices.js';
 import { freePort, OwnRedis } from '../support/redis-server.js';
 import { caller } from '../support/requests.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
-import { testDatabaseUrl } from '../support/test-env.js';
+import { testDatabaseUrl, testCachePrefix } from '../support/test-env.js';
 
 interface Who {
   readonly user: TestUser;
   readonly auth: string;
 }
 
-// A Redis database of this spec's own: the failure drops the whole cache (a generation bump),
-// which must not disturb the other specs sharing the test database 15.
-const REDIS_URL = (process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15').replace(/\/\d+$/, '/11');
+// A key prefix of this spec's own: the failure drops the whole cache (a generation bump), which
+// must not disturb the other specs of the run.
+const cachePrefix = (): string => testCachePrefix('after-commit');
 
 /**
  * Makes every re-read behind a rebuild fail after its write committed: the auth-context and
@@ -42,8 +42,8 @@ describe('work after a commit that fails (part 7): the write answers its success
   let root: Who;
   beforeAll(async () => {
     const env = { DB_STATEMENT_TIMEOUT_MS: '400' };
-    a = await startApp({ widgets: false, redisUrl: REDIS_URL, env });
-    b = await startApp({ widgets: false, redisUrl: REDIS_URL, env });
+    a = await startApp({ widgets: false, cachePrefix: cachePrefix(), env });
+    b = await startApp({ widgets: false, cachePrefix: cachePrefix(), env });
     root = await actor('super_admin');
   });
   afterAll(async () => {

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { createClient } from '@keyv/redis';
-import { CACHE_KEY_PREFIX } from '../../src/cache/cache.module.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { OwnRedis } from '../support/redis-server.js';
-import { TEST_REDIS_URL } from '../support/test-env.js';
+import { TEST_REDIS_URL, testCachePrefix } from '../support/test-env.js';
 import { WidgetsService } from '../support/widgets/widgets.service.js';
 
 async function createWidget(t: TestApp, weight = 1): Promise<number> {
@@ -31,8 +30,9 @@ async function withEntryKey<T>(
   const client = createClient({ url });
   await client.connect();
   try {
-    const generation = (await client.get(`${CACHE_KEY_PREFIX}generation`)) ?? '0';
-    return await work(client, `${CACHE_KEY_PREFIX}${generation}:res:test_widget:${id}`);
+    const prefix = testCachePrefix();
+    const generation = (await client.get(`${prefix}generation`)) ?? '0';
+    return await work(client, `${prefix}${generation}:res:test_widget:${id}`);
   } finally {
     await client.close();
   }

@@ -34,7 +34,7 @@ describe('database unreachable (through a proxy this test owns)', () => {
     expect(list.body.error).toEqual({
       code: 'SERVICE_UNAVAILABLE',
       message: 'The database is unreachable; retry shortly',
-      details: {},
+      details: { dependency: 'database', reason: 'unreachable' },
     });
     const write = await t.http().post('/v1/test/widgets').send({ name: 'lost', category: 'tool' }).expect(503);
     expect(write.body.error.code).toBe('SERVICE_UNAVAILABLE');
@@ -94,7 +94,7 @@ describe('PostgreSQL connections terminated mid-flight (pg_terminate_backend)', 
         expect(response.body.error).toEqual({
           code: 'SERVICE_UNAVAILABLE',
           message: 'The database is unreachable; retry shortly',
-          details: {},
+          details: { dependency: 'database', reason: 'unreachable' },
         });
       }
     } finally {

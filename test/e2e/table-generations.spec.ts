@@ -1,4 +1,3 @@
-import { createClient } from '@keyv/redis';
 import { CacheService } from '../../src/cache/cache.service.js';
 import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { actor, type Caller } from '../support/auth.js';
@@ -6,9 +5,8 @@ import { startApp, type TestApp } from '../support/app.js';
 import { createDevice } from '../support/devices.js';
 import { sql } from '../support/db.js';
 import { caller } from '../support/requests.js';
+import { testCachePrefix } from '../support/test-env.js';
 
-// A Redis database of its own: the generations are shared counters, and other specs write too.
-const REDIS_URL = 'redis://127.0.0.1:6379/12';
 const TABLES = ['users', 'audit_events', 'authorities', 'devices', 'projection_versions'] as const;
 
 describe('table generations: every committed write makes the cached list pages of its tables unusable', () => {
@@ -24,11 +22,8 @@ describe('table generations: every committed write makes the cached list pages o
   };
 
   beforeAll(async () => {
-    const redis = createClient({ url: REDIS_URL });
-    await redis.connect();
-    await redis.flushDb();
-    await redis.quit();
-    t = await startApp({ redisUrl: REDIS_URL, widgets: false });
+    // A key prefix of its own: the generations are shared counters, and other specs write too.
+    t = await startApp({ cachePrefix: testCachePrefix('table-generations'), widgets: false });
     cache = t.app.get(CacheService);
     root = await actor('super_admin');
   });

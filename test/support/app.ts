@@ -5,7 +5,7 @@ import type { Server } from 'node:http';
 import supertest from 'supertest';
 import { createApp } from '../../src/app.factory.js';
 import { loadSettings, type Settings } from '../../src/config/settings.js';
-import { TEST_JWT_SECRET, TEST_REDIS_URL, testDatabaseUrl } from './test-env.js';
+import { TEST_JWT_SECRET, TEST_REDIS_URL, testCachePrefix, testDatabaseUrl } from './test-env.js';
 import { actor, type Caller } from './auth.js';
 import { WidgetsModule } from './widgets/widgets.module.js';
 
@@ -24,6 +24,8 @@ interface StartOptions {
   readonly imports?: ModuleMetadata['imports'];
   /** Mount the test-only widget routes (default true). */
   readonly widgets?: boolean;
+  /** A Redis key prefix of the spec's own (`testCachePrefix('name')`), for specs that drop the whole cache. */
+  readonly cachePrefix?: string;
 }
 
 /** Boots the real Fastify application (guards, pipes, filters, interceptors) for supertest. */
@@ -33,6 +35,7 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
   const settings = loadSettings({
     DATABASE_URL: databaseUrl,
     ...(redisUrl === null ? {} : { REDIS_URL: redisUrl }),
+    CACHE_KEY_PREFIX: options.cachePrefix ?? testCachePrefix(),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...(options.env?.JWT_JWKS_URL === undefined ? { JWT_SECRET: TEST_JWT_SECRET } : {}),
     // Specs share one address (127.0.0.1) and one Redis; the limiter spec sets its own limit.

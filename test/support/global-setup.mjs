@@ -1,6 +1,5 @@
 // Plain ESM (Jest loads global setup outside its module mapper): it uses the compiled dist/,
 // which `npm test` builds first.
-import { createClient } from '@keyv/redis';
 import pg from 'pg';
 import { loadSettings } from '../../dist/src/config/settings.js';
 import { BASE_RECORD_COLUMNS_V1, SOFT_DELETE_COLUMNS_V1 } from '../../dist/migrations/record-columns-v1.js';
@@ -31,18 +30,18 @@ async function withClient(url, work) {
   }
 }
 
-/** Creates this run's database (admin_api_test_*), migrates it once, flushes the test Redis database. */
+/**
+ * Creates this run's database (admin_api_test_*) and migrates it once, and chooses this run's
+ * Redis key prefix: runs share the Redis database and never each other's keys.
+ */
 export default async function globalSetup() {
-  const name = `admin_api_test_${Date.now()}_${process.pid}`;
+  const run = `${Date.now()}_${process.pid}`;
+  const name = `admin_api_test_${run}`;
+  process.env.ADMIN_API_TEST_CACHE_PREFIX = `admin-api-test-${run}:`;
   await withClient(TEST_DATABASE_SERVER_URL, (admin) => admin.query(`CREATE DATABASE ${name}`));
   const url = new URL(TEST_DATABASE_SERVER_URL);
   url.pathname = `/${name}`;
   process.env.ADMIN_API_TEST_DATABASE_URL = url.toString();
   await migrate(loadSettings({ DATABASE_URL: url.toString() }), url.toString());
   await withClient(url.toString(), (db) => db.query(TEST_SCHEMA));
-
-  const redis = createClient({ url: TEST_REDIS_URL });
-  await redis.connect();
-  await redis.flushDb();
-  await redis.close();
 }

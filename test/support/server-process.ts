@@ -15,7 +15,13 @@ export function startServer(env: Record<string, string>): Running {
     Object.entries(process.env).filter(([key]) => !['DATABASE_URL', 'REDIS_URL', 'JWT_SECRET'].includes(key)),
   );
   const child = spawn(process.execPath, [MAIN], {
-    env: { ...clean, LOG_LEVEL: 'info', ...env },
+    // This run's Redis key prefix, like the in-process apps (a spec may choose another).
+    env: {
+      ...clean,
+      LOG_LEVEL: 'info',
+      CACHE_KEY_PREFIX: process.env.ADMIN_API_TEST_CACHE_PREFIX ?? 'admin-api:',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

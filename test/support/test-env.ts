@@ -1,5 +1,16 @@
-/** The test Redis database (global-setup.mjs flushes the same one). */
+/** The test Redis database. Runs share it; each keeps to its own key prefix. */
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
+
+/**
+ * This run's key prefix (set by the global setup, removed with its keys by the teardown), so two
+ * `npm test` on one machine never see each other's entries. A spec that drops or corrupts the
+ * whole cache takes a prefix of its own below it (`testCachePrefix('faults')`).
+ */
+export function testCachePrefix(spec?: string): string {
+  const prefix = process.env.ADMIN_API_TEST_CACHE_PREFIX;
+  if (prefix === undefined) throw new Error('ADMIN_API_TEST_CACHE_PREFIX is unset: run the specs through jest');
+  return spec === undefined ? prefix : `${prefix}${spec}:`;
+}
 
 /** Set by the global setup: the fresh, migrated database of this run. */
 export function testDatabaseUrl(): string {
