@@ -38,6 +38,9 @@ export class DeviceAuthoritiesService {
         user_id: 'number',
         owner: 'boolean',
         is_active: 'boolean',
+        revoked: 'boolean',
+        deleted: 'boolean',
+        expires_at: 'string|null',
         permissions: 'array',
       }),
     );

@@ -24,6 +24,8 @@ export class CacheAside<T, Id extends string | number = number> {
     private readonly keyOf: (id: Id) => string,
     private readonly load: (id: Id) => Promise<CacheEntry | undefined>,
     private readonly decode: Decode<T>,
+    /** The id a value says it is, when it carries one: a value under another record's key is unreadable. */
+    private readonly idOf?: (value: T) => Id,
   ) {}
 
   /** Undefined when the record does not exist at all. */
@@ -38,9 +40,10 @@ export class CacheAside<T, Id extends string | number = number> {
   ): Promise<CachedRead<T> | undefined> {
     if (lookup.entry !== undefined && !isTombstone(lookup.entry)) {
       const value = this.decode(lookup.entry.json);
-      if (value !== undefined) return { value, entry: lookup.entry, cache: 'hit' };
-      // An entry that cannot be read back is a miss: reloaded from the database and replaced.
-      this.cache.stats.unreadable += 1;
+      if (value !== undefined && (this.idOf === undefined || this.idOf(value) === id))
+        return { value, entry: lookup.entry, cache: 'hit' };
+      // An entry that cannot be read back is a miss: removed, reloaded from the database, refilled.
+      await this.cache.dropUnreadable(this.keyOf(id), lookup.entry);
     }
     const entry = await this.loadOnce(this.keyOf(id), id, lookup.ok);
     if (entry === undefined) return undefined;

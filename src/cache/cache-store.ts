@@ -25,6 +25,8 @@ export interface CacheStore {
   setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean>;
   /** `setIfNotOlder` for many entries in one round trip (bulk invalidations). */
   setManyIfNotOlder(entries: readonly (readonly [string, CacheEntry])[], ttlMs: number): Promise<void>;
+  /** Removes the entry only if it is still exactly `entry` (an unreadable one found by a read); true if removed. */
+  deleteIfSame(key: string, entry: CacheEntry): Promise<boolean>;
   /** Makes every existing entry unreachable at once (after an outage in which invalidations were lost). */
   flushAll(): Promise<void>;
   /** Counts `by` events in a fixed window that starts with the first one; returns the count so far and the time left. */
@@ -41,10 +43,16 @@ export function encodeEntry(entry: CacheEntry): string {
   return `${entry.version}|${entry.deleted ? 1 : 0}|${entry.json}`;
 }
 
-/** Returns undefined for an unreadable entry, which the caller treats as a miss. */
+/**
+ * What a value that is not an entry at all decodes to: version 0 (any fill replaces it) and JSON
+ * no decoder accepts, so the read counts it as unreadable and reloads.
+ */
+export const UNREADABLE_ENTRY: CacheEntry = Object.freeze({ version: 0, deleted: false, json: 'unreadable' });
+
+/** Undefined for no value; `UNREADABLE_ENTRY` for a value that is not an entry. */
 export function decodeEntry(raw: string | null | undefined): CacheEntry | undefined {
   if (raw === null || raw === undefined) return undefined;
   const match = /^(\d+)\|([01])\|/.exec(raw);
-  if (match === null) return undefined;
+  if (match === null) return UNREADABLE_ENTRY;
   return { version: Number(match[1]), deleted: match[2] === '1', json: raw.slice(match[0].length) };
 }

@@ -104,6 +104,15 @@ export class CacheService {
     return result.ok;
   }
 
+  /**
+   * Removes an entry a read found unreadable (its version may be anything, even higher than the
+   * record's, which would refuse every fill), unless a write replaced it meanwhile.
+   */
+  async dropUnreadable(key: string, entry: CacheEntry): Promise<void> {
+    this.stats.unreadable += 1;
+    await this.guard('del', key, false, () => this.store.deleteIfSame(key, entry));
+  }
+
   /** Fills after a read (`afterWrite: false`) or rebuilds after a commit (`afterWrite: true`). */
   async put(key: string, entry: CacheEntry, afterWrite: boolean): Promise<boolean> {
     const result = await this.guard('set', key, afterWrite, () => this.store.setIfNotOlder(key, entry, this.ttlMs));

@@ -53,6 +53,13 @@ export class MemoryCacheStore implements CacheStore {
     for (const [key, entry] of entries) await this.setIfNotOlder(key, entry, ttlMs);
   }
 
+  deleteIfSame(key: string, entry: CacheEntry): Promise<boolean> {
+    const current = this.slots.get(key)?.entry;
+    const same = current?.version === entry.version && current.deleted === entry.deleted && current.json === entry.json;
+    if (same) this.slots.delete(key);
+    return Promise.resolve(same);
+  }
+
   setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean> {
     const current = this.slots.get(key);
     if (current !== undefined && current.expiresAt > Date.now() && current.entry.version > entry.version)

@@ -47,6 +47,29 @@ for i = 3, #ARGV, 3 do
 end
 return 1`;
 
+// Adds one to a generation. A value that is not a number (a corrupted key) cannot simply be
+// replaced by 1, which may have been used before: it restarts from the server clock in
+// microseconds, above any count it could have reached.
+const BUMP = `
+local raw = redis.call('GET', KEYS[1])
+local n = 0
+if raw then
+  n = tonumber(raw)
+  if not n then
+    local now = redis.call('TIME')
+    n = tonumber(now[1]) * 1000000 + tonumber(now[2])
+  end
+end
+redis.call('SET', KEYS[1], n + 1)
+return n + 1`;
+
+// Compare-and-delete: removes an entry a read could not use, unless a write replaced it meanwhile.
+const DELETE_IF_SAME = `
+local gen = redis.call('GET', KEYS[1]) or '0'
+local key = ARGV[1] .. gen .. ':' .. ARGV[2]
+if redis.call('GET', key) == ARGV[3] then return redis.call('DEL', key) end
+return 0`;
+
 /** Redis through the client of `@keyv/redis`, with Lua scripts for the versioned operations. */
 export class RedisCacheStore implements CacheStore {
   readonly kind = 'redis' as const;
@@ -104,6 +127,14 @@ export class RedisCacheStore implements CacheStore {
     return { count: Number(count), resetInMs: Number(ttl) };
   }
 
+  async deleteIfSame(key: string, entry: CacheEntry): Promise<boolean> {
+    const deleted = await this.client.eval(DELETE_IF_SAME, {
+      keys: [this.generationKey],
+      arguments: [this.prefix, key, encodeEntry(entry)],
+    });
+    return deleted === 1;
+  }
+
   async setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean> {
     const stored = await this.client.eval(SET_IF_NOT_OLDER, {
       keys: [this.generationKey],
@@ -128,17 +159,17 @@ export class RedisCacheStore implements CacheStore {
   // was built under, so these must only ever grow.
   async bumpGenerations(names: readonly string[]): Promise<void> {
     if (names.length === 0) return;
-    await Promise.all(names.map((name) => this.client.incr(`${this.prefix}gen:${name}`)));
+    await Promise.all(names.map((name) => this.client.eval(BUMP, { keys: [`${this.prefix}gen:${name}`] })));
   }
 
   async generations(names: readonly string[]): Promise<number[]> {
     if (names.length === 0) return [];
     const values = await this.client.mGet(names.map((name) => `${this.prefix}gen:${name}`));
-    return values.map((value) => Number(value ?? 0));
+    return values.map((value) => Number(value ?? 0) || 0);
   }
 
   async flushAll(): Promise<void> {
-    await this.client.incr(this.generationKey);
+    await this.client.eval(BUMP, { keys: [this.generationKey] });
   }
 
   async ping(): Promise<void> {

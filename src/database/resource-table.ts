@@ -91,6 +91,7 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
         return row === undefined ? undefined : this.entryOf(row);
       },
       objectOf<Omit<Row, 'version'>>({ id: 'number' }),
+      (value) => value.id,
     );
   }
 

@@ -1,0 +1,105 @@
+import { createClient } from '@keyv/redis';
+import { actor, createUser, tokenFor, type Caller } from '../support/auth.js';
+import { startApp, type TestApp } from '../support/app.js';
+import { createAuthority, createDevice } from '../support/devices.js';
+import { caller } from '../support/requests.js';
+import { OwnRedis } from '../support/redis-server.js';
+
+type Mangle = (value: string) => string;
+
+/** Rewrites every string value in the Redis (keeping its expiry) and answers how many it changed. */
+async function corruptEverything(url: string, mangle: Mangle): Promise<number> {
+  const client = createClient({ url });
+  await client.connect();
+  let changed = 0;
+  try {
+    for await (const keys of client.scanIterator({ COUNT: 1000 })) {
+      for (const key of keys) {
+        if ((await client.type(key)) !== 'string') continue;
+        const value = (await client.get(key)) ?? '';
+        await client.set(key, mangle(value), { KEEPTTL: true });
+        changed += 1;
+      }
+    }
+  } finally {
+    await client.close();
+  }
+  return changed;
+}
+
+// Each entry is `<version>|<deleted>|<json>`: these keep a readable head and break the rest.
+const MANGLES: readonly (readonly [string, Mangle])[] = [
+  ['truncated to half', (value) => value.slice(0, Math.floor(value.length / 2))],
+  [
+    'valid JSON of the wrong shape, at a far higher version',
+    (value) => (value.includes('|') ? '999999|0|{"x":1}' : value),
+  ],
+  [
+    'another record’s JSON under the key',
+    (value) => value.replace(/"id":(\d+)/, (_, id: string) => `"id":${Number(id) + 1}`),
+  ],
+  ['not an entry at all', (value) => (value.includes('|') ? 'garbage' : value)],
+];
+
+describe('a corrupted cache entry is a miss (part 7): replaced from the database, never sent', () => {
+  let redis: OwnRedis;
+  let t: TestApp;
+  let root: Caller;
+  let operator: Caller;
+  let device: { id: number };
+  let revokedToken: string;
+
+  beforeAll(async () => {
+    redis = await OwnRedis.start();
+    t = await startApp({ redisUrl: redis.url, widgets: false });
+    root = await actor('super_admin');
+    operator = await actor('operator');
+    device = await createDevice();
+    await createAuthority(device.id, operator.user.id, { permissions: ['devices.read', 'devices.update'] });
+    const leaving = await createUser({ role: 'viewer' });
+    revokedToken = await tokenFor(leaving);
+    await caller(t, root).post(`/v1/admin/users/${leaving.id}/revoke-sessions`, {}).expect(200);
+  });
+  afterAll(async () => {
+    await t.close();
+    await redis.stop();
+  });
+
+  /** Every kind of cached read: a detail, a list, the auth context, a device authority set, counts. */
+  async function readEverything(): Promise<Record<string, unknown>> {
+    const detail = await caller(t, root).get(`/v1/admin/users/${operator.user.id}`).expect(200);
+    const list = await caller(t, root).get('/v1/admin/users?page_size=5').expect(200);
+    const onDevice = await caller(t, operator).get(`/v1/admin/devices/${device.id}`).expect(200);
+    const counts = await caller(t, operator)
+      .get(`/v1/admin/message-read-state/counts?user_id=${operator.user.id}`)
+      .expect(200);
+    const refused = await t.http().get('/v1/admin/users').set('Authorization', `Bearer ${revokedToken}`).expect(401);
+    return {
+      detail: { data: detail.body.data as unknown, etag: detail.headers.etag },
+      list: (list.body.data as { id: number }[]).map((user) => user.id),
+      device: { data: onDevice.body.data as unknown, etag: onDevice.headers.etag },
+      counts: counts.body.data as unknown,
+      refused: refused.body.error.code as unknown,
+    };
+  }
+
+  it.each(MANGLES)(
+    '%s: every read answers as before, from the database, and the entry is rebuilt',
+    async (_, mangle) => {
+      const expected = await readEverything();
+      await readEverything(); // every projection is now in the cache
+      expect(await corruptEverything(redis.url, mangle)).toBeGreaterThan(5);
+      const unreadableBefore = (await t.http().get('/health/ready').expect(200)).body.data.cache_stats
+        .unreadable as number;
+      expect(await readEverything()).toEqual(expected);
+      // A write on the device goes through the device-authority layer on the rebuilt set.
+      await caller(t, operator).patch(`/v1/admin/devices/${device.id}`, { name: 'After corruption' }).expect(200);
+      await caller(t, operator).patch(`/v1/admin/devices/${device.id}`, { name: 'Test device' }).expect(200);
+      const stats = (await t.http().get('/health/ready').expect(200)).body.data.cache_stats as { unreadable: number };
+      expect(stats.unreadable).toBeGreaterThan(unreadableBefore);
+      // Replaced, not just bypassed: the detail is a hit again.
+      const again = await caller(t, root).get(`/v1/admin/users/${operator.user.id}`).expect(200);
+      expect(again.body.meta.cache).toBe('hit');
+    },
+  );
+});
