@@ -1,4 +1,5 @@
 import { createPublicKey, createSecretKey, type KeyObject } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import jwt, { type Algorithm } from 'jsonwebtoken';
 import { JwksClient } from 'jwks-rsa';
 import { ApiError } from '../common/api-error.js';
@@ -28,46 +29,84 @@ export function createVerificationKeys(settings: Settings): VerificationKeys {
   return { mode: 'secret', algorithms: ['HS256'], keyFor: () => Promise.resolve(key) };
 }
 
-/** Public keys of the identity provider, fetched by `kid` and kept as `KeyObject`s. */
-function jwksKeys(url: string): VerificationKeys {
-  const client = new JwksClient({
-    jwksUri: url,
-    cache: true,
-    cacheMaxAge: 10 * 60_000,
-    rateLimit: true,
-    jwksRequestsPerMinute: 10,
-    timeout: 3000,
+/** At most one fetch of the provider's key set per this interval, whatever the tokens claim. */
+const REFRESH_INTERVAL_MS = 1000;
+/** A `kid` the provider did not have at a refresh after the token arrived is refused this long without a fetch. */
+const ABSENT_FOR_MS = 60_000;
+const MAX_ABSENT = 10_000;
+
+function jwksUnavailable(): ApiError {
+  // The provider is down, not the token bad: a 401 would make the portal sign the user out.
+  return new ApiError(
+    'SERVICE_UNAVAILABLE',
+    "The identity provider's signing keys could not be fetched; retry shortly",
+    { dependency: 'jwks' },
+    { 'Retry-After': '5' },
+  );
+}
+
+function unknownKid(): ApiError {
+  return new ApiError('AUTH_TOKEN_INVALID', 'No key of the identity provider matches the token', {
+    reason: 'unknown kid',
   });
-  const keys = new Map<string, KeyObject>();
+}
+
+/**
+ * Public keys of the identity provider. The whole key set is fetched at once and kept; a token
+ * whose `kid` is not in it waits for the next refresh, and refreshes happen at most once per
+ * second however many tokens ask (one fetch serves all of them). A `kid` still absent after a
+ * refresh made since the token arrived is refused, and remembered for a minute, so junk tokens
+ * cost no fetch at all and can never use up what a real key rotation needs: a token signed with
+ * a newly published key waits at most a second for the refresh that finds it.
+ */
+function jwksKeys(url: string): VerificationKeys {
+  const client = new JwksClient({ jwksUri: url, cache: false, rateLimit: false, timeout: 3000 });
+  let keys = new Map<string, KeyObject>();
+  let fetchedAt = 0;
+  let refreshing: Promise<void> | undefined;
+  const absent = new Map<string, number>();
+
+  const refresh = (): Promise<void> => {
+    refreshing ??= (async () => {
+      const wait = fetchedAt + REFRESH_INTERVAL_MS - Date.now();
+      if (wait > 0) await sleep(wait);
+      // When the fetch started: only a set fetched after a token arrived can prove its kid absent.
+      const started = Date.now();
+      try {
+        const signing = await client.getSigningKeys();
+        keys = new Map(signing.map((key) => [key.kid ?? '', createPublicKey(key.getPublicKey())]));
+      } finally {
+        fetchedAt = started;
+      }
+    })().finally(() => {
+      refreshing = undefined;
+    });
+    return refreshing;
+  };
+
   return {
     mode: 'jwks',
     // Asymmetric only: an HS256 token "signed" with the public key is refused (algorithm confusion).
     algorithms: ['RS256', 'ES256'],
     async keyFor(token: string): Promise<KeyObject> {
-      const decoded = jwt.decode(token, { complete: true });
-      const kid = decoded?.header.kid;
-      const known = keys.get(kid ?? '');
+      const kid = jwt.decode(token, { complete: true })?.header.kid ?? '';
+      const known = keys.get(kid);
       if (known !== undefined) return known;
-      try {
-        const signing = await client.getSigningKey(kid);
-        const key = createPublicKey(signing.getPublicKey());
-        if (keys.size > 100) keys.clear();
-        keys.set(kid ?? '', key);
-        return key;
-      } catch (error) {
-        if (error instanceof Error && error.name === 'SigningKeyNotFoundError') {
-          throw new ApiError('AUTH_TOKEN_INVALID', 'No key of the identity provider matches the token', {
-            reason: 'unknown kid',
-          });
+      if ((absent.get(kid) ?? 0) > Date.now()) throw unknownKid();
+      const arrived = Date.now();
+      // A refresh already running may have started before this token arrived: then wait for the next.
+      while (fetchedAt < arrived) {
+        try {
+          await refresh();
+        } catch {
+          throw jwksUnavailable();
         }
-        // The provider is down, not the token bad: a 401 would make the portal sign the user out.
-        throw new ApiError(
-          'SERVICE_UNAVAILABLE',
-          "The identity provider's signing keys could not be fetched; retry shortly",
-          { dependency: 'jwks' },
-          { 'Retry-After': '5' },
-        );
       }
+      const found = keys.get(kid);
+      if (found !== undefined) return found;
+      if (absent.size >= MAX_ABSENT) absent.clear();
+      absent.set(kid, Date.now() + ABSENT_FOR_MS);
+      throw unknownKid();
     },
   };
 }

@@ -13,19 +13,25 @@ function jwk(key: KeyObject, kid: string, alg: string): Record<string, unknown> 
   return { ...key.export({ format: 'jwk' }), kid, alg, use: 'sig' };
 }
 
-/** A stand-in identity provider: serves its public keys as a JWKS on loopback. */
-async function startJwksServer(): Promise<{ url: string; requests: () => number; close: () => Promise<void> }> {
+/** A stand-in identity provider: serves its public keys as a JWKS on loopback, and counts the fetches. */
+async function startJwksServer(): Promise<{
+  url: string;
+  requests: () => number;
+  publish: (key: Record<string, unknown>) => void;
+  close: () => Promise<void>;
+}> {
   let requests = 0;
-  const body = JSON.stringify({ keys: [jwk(rsa.publicKey, 'rsa-1', 'RS256'), jwk(ec.publicKey, 'ec-1', 'ES256')] });
+  const keys = [jwk(rsa.publicKey, 'rsa-1', 'RS256'), jwk(ec.publicKey, 'ec-1', 'ES256')];
   const server: Server = createServer((_request, response) => {
     requests += 1;
-    response.writeHead(200, { 'content-type': 'application/json' }).end(body);
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/.well-known/jwks.json`,
     requests: () => requests,
+    publish: (key) => keys.push(key),
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
@@ -125,5 +131,57 @@ describe('authentication in JWKS mode (RS256/ES256 from an identity provider)', 
     } finally {
       await down.close();
     }
+  });
+
+  it('junk kids are refused without using up the key fetches: the provider is asked at most once a second', async () => {
+    const valid = sign(rsa.privateKey, 'RS256', 'rsa-1');
+    await t.http().get('/v1/admin/users?page_size=1').set('Authorization', `Bearer ${valid}`).expect(200);
+    const before = jwks.requests();
+    const started = Date.now();
+    // 40 tokens, each with a kid of its own, all at once: below the failed-authentication limit of the spec.
+    const junk = await Promise.all(
+      Array.from({ length: 40 }, (_, index) =>
+        t
+          .http()
+          .get('/v1/admin/users')
+          .set('Authorization', `Bearer ${sign(rsa.privateKey, 'RS256', `junk-${index}-${Date.now()}`)}`),
+      ),
+    );
+    expect(new Set(junk.map((response) => `${response.status} ${response.body.error.code}`))).toEqual(
+      new Set(['401 AUTH_TOKEN_INVALID']),
+    );
+    const seconds = Math.ceil((Date.now() - started) / 1000);
+    expect(jwks.requests() - before).toBeLessThanOrEqual(seconds + 1);
+    // The same junk again: answered from what the last fetch showed, no fetch at all.
+    const afterBurst = jwks.requests();
+    const repeated = sign(rsa.privateKey, 'RS256', 'junk-repeated');
+    await t.http().get('/v1/admin/users').set('Authorization', `Bearer ${repeated}`).expect(401);
+    const fetchesForRepeat = jwks.requests();
+    for (let index = 0; index < 5; index += 1)
+      await t.http().get('/v1/admin/users').set('Authorization', `Bearer ${repeated}`).expect(401);
+    expect(jwks.requests()).toBe(fetchesForRepeat);
+    expect(fetchesForRepeat - afterBurst).toBeLessThanOrEqual(1);
+    // A real token keeps working throughout, without a fetch.
+    await t.http().get('/v1/admin/users?page_size=1').set('Authorization', `Bearer ${valid}`).expect(200);
+    expect(jwks.requests()).toBe(fetchesForRepeat);
+  });
+
+  it('a key published right after a burst of junk is found: rotation is never refused because of junk', async () => {
+    const rotated = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    await Promise.all(
+      Array.from({ length: 15 }, (_, index) =>
+        t
+          .http()
+          .get('/v1/admin/users')
+          .set('Authorization', `Bearer ${sign(rsa.privateKey, 'RS256', `junk-rotation-${index}`)}`)
+          .expect(401),
+      ),
+    );
+    jwks.publish(jwk(rotated.publicKey, 'rsa-2', 'RS256'));
+    const response = await t
+      .http()
+      .get('/v1/admin/users?page_size=1')
+      .set('Authorization', `Bearer ${sign(rotated.privateKey, 'RS256', 'rsa-2')}`);
+    expect(response.status).toBe(200);
   });
 });
