@@ -1,8 +1,11 @@
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyInstance } from 'fastify';
-import type { IncomingMessage } from 'node:http';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Logger as Pino } from 'pino';
 import { ApiError, BODY_LIMIT_BYTES } from './api-error.js';
+import { errorBody } from './error-mapping.js';
 import { resolveRequestId, runInRequestContext, type RequestContext } from './request-context.js';
 import { applyStatusOverride } from './status-override.js';
 
@@ -19,8 +22,61 @@ export function createHttpAdapter(trustProxyHops = 0): FastifyAdapter {
     genReqId: (raw: IncomingMessage) => resolveRequestId(raw.headers['x-request-id']),
     requestIdHeader: false,
     logger: false,
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: routerError,
+    clientErrorHandler: clientError,
   });
+}
+
+const MAX_PARAM_LENGTH = 200;
+
+/*
+ * The HTTP layer's own refusals, answered in the contract's envelope with X-Request-Id and
+ * Cache-Control like every other answer (part 1). The contract has no codes of their own for 414,
+ * 431 and 408: they are VALIDATION_FAILED with that status and the part of the request named.
+ */
+
+/** The router's: a path segment over the limit (414) or a path that is not valid percent-encoding (400). */
+function routerError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const tooLong = error.code === 'FST_ERR_MAX_PARAM_LENGTH';
+  const refusal = tooLong
+    ? ApiError.field('path', 'max_length', `A path segment is longer than ${MAX_PARAM_LENGTH} characters`)
+    : ApiError.field('path', 'encoding', 'The path is not valid percent-encoding');
+  void reply
+    .code(tooLong ? 414 : 400)
+    .header('x-request-id', request.id)
+    .header('cache-control', 'no-store')
+    .header('content-type', 'application/json; charset=utf-8')
+    .send(errorBody(refusal, request.id));
+}
+
+/** Node's HTTP parser's: headers over the limit (431), a request not sent in time (408), anything malformed (400). */
+function clientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  // A reset connection has nobody left to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, refusal] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, ApiError.field('headers', 'max_size', 'The request headers are larger than the server accepts')]
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, ApiError.field('request', 'timeout', 'The request was not received in time')]
+        : [400, ApiError.field('request', 'syntax', 'The request is not valid HTTP/1.1')];
+  const id = randomUUID();
+  const body = errorBody(refusal, id);
+  if (socket.writable) {
+    socket.write(
+      [
+        `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}`,
+        'Content-Type: application/json; charset=utf-8',
+        `Content-Length: ${Buffer.byteLength(body)}`,
+        `X-Request-Id: ${id}`,
+        'Cache-Control: no-store',
+        'Connection: close',
+        '',
+        body,
+      ].join('\r\n'),
+    );
+  }
+  socket.destroy(error);
 }
 
 /**

@@ -1,5 +1,31 @@
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
+
+/** Sends bytes as they are (no client library would send these) and reads the answer until the server closes or 1 s passes. */
+function rawRequest(port: number, text: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    let answer = '';
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString('utf8')));
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve(answer));
+    socket.write(text);
+    setTimeout(() => socket.end(), 300);
+    setTimeout(() => socket.destroy(), 1000);
+  });
+}
+
+/** Status line, lower-cased headers and the JSON body of a raw answer. */
+function parseAnswer(answer: string): { status: number; headers: Record<string, string>; body: unknown } {
+  const [head = '', ...rest] = answer.split('\r\n\r\n');
+  const [statusLine = '', ...lines] = head.split('\r\n');
+  const headers = Object.fromEntries(
+    lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+  );
+  return { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(rest.join('\r\n\r\n')) as unknown };
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -278,6 +304,49 @@ describe('HTTP contract: envelopes, errors and headers', () => {
       expect(await sql('SELECT count(*)::int AS n FROM audit_events WHERE action = $1', ['tampered'])).toEqual([
         { n: 0 },
       ]);
+    });
+  });
+
+  describe("the HTTP layer's own refusals (part 1): the envelope, X-Request-Id and Cache-Control too", () => {
+    let port: number;
+    beforeAll(async () => {
+      await t.app.listen(0, '127.0.0.1');
+      port = (t.app.getHttpServer().address() as AddressInfo).port;
+    });
+
+    it.each([
+      [
+        'headers over the limit',
+        431,
+        'headers',
+        `GET /v1/admin/users HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      ],
+      ['a malformed header', 400, 'request', 'GET /v1/admin/users HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n'],
+      ['a request line that is not HTTP', 400, 'request', 'GARBAGE\r\n\r\n'],
+      [
+        'a path segment over the limit',
+        414,
+        'path',
+        `GET /v1/admin/users/${'1'.repeat(300)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+      ],
+      ['a path that is not percent-encoding', 400, 'path', 'GET /v1/admin/users/%E0%A4%A HTTP/1.1\r\nHost: x\r\n\r\n'],
+      [
+        'a body cut short by the client',
+        400,
+        'request',
+        'POST /v1/admin/users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":',
+      ],
+    ])('%s: %i with VALIDATION_FAILED naming the %s', async (_, status, field, text) => {
+      const answer = parseAnswer(await rawRequest(port, text));
+      expect(answer.status).toBe(status);
+      expect(answer.headers['x-request-id']).toMatch(UUID);
+      expect(answer.headers['cache-control']).toBe('no-store');
+      expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(answer.body).toMatchObject({
+        success: false,
+        error: { code: 'VALIDATION_FAILED', details: { fields: [{ field }] } },
+        meta: { request_id: answer.headers['x-request-id'] },
+      });
     });
   });
 });
