@@ -5,6 +5,7 @@ import { InboxDevicesPush1763942400000 } from './1763942400000-inbox-devices-pus
 import { IdempotencyKeys1764028800000 } from './1764028800000-idempotency-keys.js';
 import { ListIndexes1764115200000 } from './1764115200000-list-indexes.js';
 import { Trust1764201600000 } from './1764201600000-trust.js';
+import { NextPermissions1764288000000 } from './1764288000000-next-permissions.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   IdempotencyKeys1764028800000,
   ListIndexes1764115200000,
   Trust1764201600000,
+  NextPermissions1764288000000,
 ];

@@ -3,6 +3,7 @@ import { AuditModule } from './audit/audit.module.js';
 import { AuthModule } from './auth/auth.module.js';
 import { AuthoritiesModule } from './authorities/authorities.module.js';
 import { CacheModule } from './cache/cache.module.js';
+import { CacheRebuildModule } from './cache/cache-rebuild.module.js';
 import { ConfigModule } from './config/config.module.js';
 import type { Settings } from './config/settings.js';
 import { DatabaseModule } from './database/database.module.js';
@@ -42,6 +43,7 @@ export class AppModule {
         InboxModule,
         ReadStateModule,
         MobileDevicesModule,
+        CacheRebuildModule,
         ...(options.imports ?? []),
       ],
     };

@@ -72,4 +72,13 @@ export class AccessFactsRepository {
       among === undefined ? [userId] : [userId, [...new Set(among)]],
     );
   }
+
+  /** A page of device ids in order, after `afterId` (a triggered rebuild warms every device's set). */
+  async deviceIdsAfter(afterId: number, limit: number): Promise<number[]> {
+    const rows = await this.uow.reader.query<{ id: number }[]>(
+      'SELECT id FROM devices WHERE id > $1 ORDER BY id LIMIT $2',
+      [afterId, limit],
+    );
+    return rows.map((row) => Number(row.id));
+  }
 }

@@ -8,7 +8,7 @@ import { UnitOfWork } from '../database/unit-of-work.js';
 import { AccessFactsRepository, type AuthUserRow } from './access-facts.repository.js';
 import type { AuthContext, GrantFacts, Subject } from './auth-context.js';
 import { roleById, USER_STATUS } from './roles.js';
-import { findSession, isSessionId, type SessionRow } from './sessions.repository.js';
+import { findSession, isSessionId, liveSessionsAfter, type SessionRow } from './sessions.repository.js';
 
 interface CachedSession {
   readonly user_id: number;
@@ -97,6 +97,23 @@ export class AuthContextService {
   async refreshUser(userId: number): Promise<void> {
     const entry = await this.loadUser(userId);
     if (entry !== undefined) await this.users.refresh(userId, entry);
+  }
+
+  /**
+   * A triggered rebuild: the contexts of every live session (its entry and its user's), in
+   * pages; answers how many entries were written.
+   */
+  async warm(): Promise<number> {
+    let written = 0;
+    for (let after: string | null = null; ;) {
+      const sessions = await liveSessionsAfter(this.uow.reader, after, 500);
+      if (sessions.length === 0) return written;
+      await this.refreshSessions(sessions);
+      const users = [...new Set(sessions.map((session) => session.user_id))];
+      await Promise.all(users.map((userId) => this.refreshUser(userId)));
+      written += sessions.length + users.length;
+      after = sessions[sessions.length - 1]?.id ?? null;
+    }
   }
 
   /** After a commit that created or revoked sessions. */

@@ -67,4 +67,16 @@ export class DeviceAuthoritiesService {
     const sets = await this.facts.deviceAuthoritySets(ids);
     await Promise.all(sets.map((set) => this.cached.refresh(set.device_id, entryOf(set))));
   }
+
+  /** A triggered rebuild: every device's set, a thousand devices per statement; answers how many. */
+  async warmAll(): Promise<number> {
+    let written = 0;
+    for (let after = 0; ;) {
+      const ids = await this.facts.deviceIdsAfter(after, 1000);
+      if (ids.length === 0) return written;
+      await this.refresh(ids);
+      written += ids.length;
+      after = ids[ids.length - 1] ?? after;
+    }
+  }
 }

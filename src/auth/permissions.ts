@@ -44,6 +44,11 @@ export const PERMISSIONS = [
   { id: 39, code: 'audit.read' },
   { id: 40, code: 'jobs.read' },
   { id: 41, code: 'users.revoke_sessions' },
+  { id: 42, code: 'events.read' },
+  { id: 43, code: 'webhooks.read' },
+  { id: 44, code: 'webhooks.manage' },
+  { id: 45, code: 'access.read' },
+  { id: 46, code: 'cache.rebuild' },
 ] as const;
 
 export type PermissionCode = (typeof PERMISSIONS)[number]['code'];

@@ -14,16 +14,21 @@ const READS = PERMISSION_CODES.filter((code) => code.endsWith('.read'));
 
 const ROLE_PERMISSIONS: Readonly<Record<RoleCode, readonly PermissionCode[]>> = {
   super_admin: PERMISSION_CODES,
-  admin: PERMISSION_CODES.filter((code) => code !== 'permission_grants.grant' && code !== 'permission_grants.revoke'),
+  admin: PERMISSION_CODES.filter(
+    (code) =>
+      !['permission_grants.grant', 'permission_grants.revoke', 'webhooks.manage', 'cache.rebuild'].includes(code),
+  ),
   // Everything on devices comes from the operator's authorities (layer 3c), never from the role.
   operator: [
-    ...READS.filter((code) => code !== 'audit.read' && !isDeviceScoped(code)),
+    ...READS.filter(
+      (code) => !['audit.read', 'events.read', 'webhooks.read', 'access.read'].includes(code) && !isDeviceScoped(code),
+    ),
     'inbox.create',
     'inbox.send_push',
     'read_state.update',
     'mobile_devices.deactivate',
   ],
-  viewer: READS.filter((code) => code !== 'audit.read'),
+  viewer: READS.filter((code) => code !== 'audit.read' && code !== 'events.read'),
   member: [],
 };
 

@@ -51,6 +51,20 @@ export async function revokeSessionsOfUser(
   return rows;
 }
 
+/** A page of the live (unrevoked, unexpired) sessions in id order, after `afterId` (a triggered rebuild). */
+export async function liveSessionsAfter(
+  db: EntityManager,
+  afterId: string | null,
+  limit: number,
+): Promise<SessionRow[]> {
+  return db.query<SessionRow[]>(
+    `SELECT ${SESSION_COLUMNS} FROM auth_sessions
+     WHERE revoked_at IS NULL AND expires_at > now() AND ($1::uuid IS NULL OR id > $1::uuid)
+     ORDER BY id LIMIT $2`,
+    [afterId, limit],
+  );
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function isSessionId(value: string): boolean {

@@ -1,5 +1,7 @@
 /** Every cache key of the service is built here, so invalidations and reads cannot drift apart. */
 export const cacheKeys = {
+  /** The key prefixes of each kind of projection, for a triggered rebuild that drops one kind. */
+  prefixes: { details: 'res:', auth: 'auth:', devices: 'authz:device:', readCounts: 'read-counts:' },
   /** Detail projection of one record, e.g. `resource('user', 42)`. */
   resource: (type: string, id: number | string): string => `res:${type}:${id}`,
   /** The session half of the auth context: owner, expiry, revocation. */

@@ -27,6 +27,8 @@ export interface CacheStore {
   setManyIfNotOlder(entries: readonly (readonly [string, CacheEntry])[], ttlMs: number): Promise<void>;
   /** Removes the entry only if it is still exactly `entry` (an unreadable one found by a read); true if removed. */
   deleteIfSame(key: string, entry: CacheEntry): Promise<boolean>;
+  /** Removes every entry whose key starts with `keyPrefix` (in batches); answers how many. */
+  deleteByPrefix(keyPrefix: string): Promise<number>;
   /** Makes every existing entry unreachable at once (after an outage in which invalidations were lost). */
   flushAll(): Promise<void>;
   /** Counts `by` events in a fixed window that starts with the first one; returns the count so far and the time left. */

@@ -138,6 +138,22 @@ export class CacheService {
   }
 
   /**
+   * Drops the entries of one kind of projection (`auth:`, `res:`, …) for a triggered rebuild;
+   * undefined when the cache could not be reached (the rebuild then fails and is retried).
+   */
+  async dropByPrefix(keyPrefix: string): Promise<number | undefined> {
+    // A background job walking the whole key space: its own budget, not the 50 ms of a request.
+    const result = await this.guard(
+      'scan-del',
+      `${keyPrefix}*`,
+      false,
+      () => this.store.deleteByPrefix(keyPrefix),
+      60_000,
+    );
+    return result.ok ? result.value : undefined;
+  }
+
+  /**
    * Drops every entry at once (a generation bump on Redis), for writers outside the server's
    * write path such as the CLI; returns false if the cache could not be reached.
    */
@@ -162,6 +178,7 @@ export class CacheService {
     key: string,
     afterWrite: boolean,
     call: () => Promise<T>,
+    budgetMs = this.budgetMs,
   ): Promise<{ ok: true; value: T } | { ok: false }> {
     if (this.store.kind === 'memory') return { ok: true, value: await call() };
     if (Date.now() < this.openUntil) {
@@ -175,7 +192,7 @@ export class CacheService {
         this.dirty = false;
         this.logger.warn({ msg: 'cache flushed after an outage in which invalidations were lost' });
       }
-      const value = await this.withBudget(call);
+      const value = await this.withBudget(call, budgetMs);
       this.consecutiveFailures = 0;
       return { ok: true, value };
     } catch (error) {
@@ -208,10 +225,10 @@ export class CacheService {
     });
   }
 
-  private async withBudget<T>(call: () => Promise<T>): Promise<T> {
+  private async withBudget<T>(call: () => Promise<T>, budgetMs = this.budgetMs): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new CacheTimeout(this.budgetMs)), this.budgetMs);
+      timer = setTimeout(() => reject(new CacheTimeout(budgetMs)), budgetMs);
     });
     try {
       return await Promise.race([call(), timeout]);

@@ -53,6 +53,12 @@ export class MemoryCacheStore implements CacheStore {
     for (const [key, entry] of entries) await this.setIfNotOlder(key, entry, ttlMs);
   }
 
+  deleteByPrefix(keyPrefix: string): Promise<number> {
+    const keys = [...this.slots.keys()].filter((key) => key.startsWith(keyPrefix));
+    for (const key of keys) this.slots.delete(key);
+    return Promise.resolve(keys.length);
+  }
+
   deleteIfSame(key: string, entry: CacheEntry): Promise<boolean> {
     const current = this.slots.get(key)?.entry;
     const same = current?.version === entry.version && current.deleted === entry.deleted && current.json === entry.json;

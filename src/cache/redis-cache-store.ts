@@ -135,6 +135,18 @@ export class RedisCacheStore implements CacheStore {
     return deleted === 1;
   }
 
+  async deleteByPrefix(keyPrefix: string): Promise<number> {
+    const generation = (await this.client.get(this.generationKey)) ?? '0';
+    let deleted = 0;
+    for await (const keys of this.client.scanIterator({
+      MATCH: `${this.prefix}${generation}:${keyPrefix}*`,
+      COUNT: 1000,
+    })) {
+      if (keys.length > 0) deleted += await this.client.unlink(keys);
+    }
+    return deleted;
+  }
+
   async setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean> {
     const stored = await this.client.eval(SET_IF_NOT_OLDER, {
       keys: [this.generationKey],

@@ -15,6 +15,7 @@ import type { Tx } from '../database/unit-of-work.js';
 export const QUEUES = {
   'send-push': { retryLimit: 3, retryDelay: 1, retryBackoff: true, retryDelayMax: 60 },
   'purge-idempotency-keys': { retryLimit: 1, retryDelay: 60, retryBackoff: false },
+  'cache-rebuild': { retryLimit: 2, retryDelay: 5, retryBackoff: true, retryDelayMax: 60 },
 } as const;
 export type QueueName = keyof typeof QUEUES;
 

@@ -88,6 +88,22 @@ export class ReadCountsRepository {
     return Promise.resolve();
   }
 
+  /** A triggered rebuild: every recipient's overall counts, in pages; answers how many entries were written. */
+  async warm(): Promise<number> {
+    let written = 0;
+    for (let after = 0; ;) {
+      const rows = await this.uow.reader.query<{ user_id: number }[]>(
+        'SELECT DISTINCT user_id FROM message_read_state WHERE user_id > $1 ORDER BY user_id LIMIT 500',
+        [after],
+      );
+      if (rows.length === 0) return written;
+      const keys = rows.map((row) => `${row.user_id}:${ALL}`);
+      await Promise.all(keys.map(async (key) => this.cached.refresh(key, await this.load(key))));
+      written += keys.length;
+      after = Number(rows[rows.length - 1]?.user_id ?? after);
+    }
+  }
+
   // One statement: the version and the counts come from the same snapshot.
   private async load(key: string): Promise<CacheEntry> {
     const separator = key.indexOf(':');

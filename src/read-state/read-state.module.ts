@@ -8,6 +8,6 @@ import { ReadStateService } from './read-state.service.js';
 @Module({
   controllers: [MessageReadStateController],
   providers: [ReadStateRepository, ReadStateService, ReadCountsRepository],
-  exports: [ReadStateService],
+  exports: [ReadStateService, ReadCountsRepository],
 })
 export class ReadStateModule {}

@@ -101,6 +101,7 @@ const EXPECTED = [
   'POST /v1/admin/authority-permissions → authority_permissions.grant (per device, in the service)',
   'POST /v1/admin/authority-permissions/bulk-grant → authority_permissions.grant (per device, in the service)',
   'POST /v1/admin/authority-permissions/bulk-revoke → authority_permissions.revoke (per device, in the service)',
+  'POST /v1/admin/cache/rebuild → cache.rebuild',
   'POST /v1/admin/devices → devices.create',
   'POST /v1/admin/devices/:device_id/transfer-owner → devices.transfer_owner (or on its device)',
   'POST /v1/admin/inbox → inbox.create',

@@ -5,17 +5,26 @@ import { assertTransition } from '../../src/users/user-lifecycle.js';
 describe('role → permission table (part 5)', () => {
   const permissionsOf = (id: number): string[] => [...(roleById(id)?.permissions ?? [])].sort();
 
-  it('has the 41 permissions of the contract with ids 1..41 (users.revoke_sessions is 41)', () => {
-    expect(PERMISSIONS.map((permission) => permission.id)).toEqual(Array.from({ length: 41 }, (_, index) => index + 1));
-    expect(new Set(PERMISSION_CODES).size).toBe(41);
-    expect(PERMISSIONS.find((permission) => permission.id === 41)?.code).toBe('users.revoke_sessions');
+  it('has the 46 permissions of the contract with ids 1..46, the newest in the contract’s order', () => {
+    expect(PERMISSIONS.map((permission) => permission.id)).toEqual(Array.from({ length: 46 }, (_, index) => index + 1));
+    expect(new Set(PERMISSION_CODES).size).toBe(46);
+    expect(PERMISSIONS.slice(40).map((permission) => permission.code)).toEqual([
+      'users.revoke_sessions',
+      'events.read',
+      'webhooks.read',
+      'webhooks.manage',
+      'access.read',
+      'cache.rebuild',
+    ]);
   });
 
-  it('gives super_admin everything and admin everything but granting and revoking permission grants', () => {
+  it('gives super_admin everything and admin everything but permission grants, webhook management and cache rebuilds', () => {
     expect(permissionsOf(ROLE.super_admin)).toEqual([...PERMISSION_CODES].sort());
     expect(PERMISSION_CODES.filter((code) => !roleById(ROLE.admin)?.permissions.has(code))).toEqual([
       'permission_grants.grant',
       'permission_grants.revoke',
+      'webhooks.manage',
+      'cache.rebuild',
     ]);
   });
 
@@ -36,9 +45,11 @@ describe('role → permission table (part 5)', () => {
     );
   });
 
-  it('gives viewer every read except audit.read, and member nothing and no admin access', () => {
+  it('gives viewer every read except audit.read and events.read, and member nothing and no admin access', () => {
     expect(permissionsOf(ROLE.viewer)).toEqual(
-      PERMISSION_CODES.filter((code) => code.endsWith('.read') && code !== 'audit.read').sort(),
+      PERMISSION_CODES.filter(
+        (code) => code.endsWith('.read') && code !== 'audit.read' && code !== 'events.read',
+      ).sort(),
     );
     expect(permissionsOf(ROLE.member)).toEqual([]);
     expect(ROLES.filter((role) => !role.admin_access).map((role) => role.code)).toEqual(['member']);

@@ -1,0 +1,93 @@
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { AuditService } from '../audit/audit.service.js';
+import { AuthContextService } from '../auth/auth-context.service.js';
+import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js';
+import { AcceptedResponse } from '../common/responses.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import type { AcceptedJobDto } from '../jobs/jobs.dto.js';
+import { JobQueue } from '../jobs/job-queue.js';
+import { ReadCountsRepository } from '../read-state/read-counts.repository.js';
+import { cacheKeys } from './cache-keys.js';
+import { CacheService } from './cache.service.js';
+import type { CacheRebuildResultDto, RebuildScope } from './rebuild-cache.dto.js';
+
+/** Tables whose list pages are cached (their generations are bumped by a `lists` rebuild). */
+const LIST_TABLES = [
+  'users',
+  'auth_sessions',
+  'devices',
+  'ownership_transfers',
+  'authorities',
+  'authority_permissions',
+  'permission_grants',
+  'permissions',
+  'roles',
+  'inbox_messages',
+  'message_read_state',
+  'mobile_devices',
+  'audit_events',
+];
+
+/**
+ * `POST /cache/rebuild` (part 6.14): drops the chosen projections and warms them from the
+ * database, in a job. Reads stay correct meanwhile: a dropped entry is a miss, and a warm entry
+ * is written with the same compare-and-set as every rebuild, so it never replaces a newer one a
+ * concurrent write made.
+ */
+@Injectable()
+export class CacheRebuildService implements OnModuleInit {
+  private readonly logger = new Logger('CacheRebuild');
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly jobs: JobQueue,
+    private readonly audit: AuditService,
+    private readonly cache: CacheService,
+    private readonly authContexts: AuthContextService,
+    private readonly deviceAuthorities: DeviceAuthoritiesService,
+    private readonly readCounts: ReadCountsRepository,
+  ) {}
+
+  onModuleInit(): void {
+    this.jobs.register<{ scope: RebuildScope }>('cache-rebuild', (job) => this.rebuild(job.data.scope));
+  }
+
+  async request(scope: RebuildScope): Promise<AcceptedResponse<AcceptedJobDto>> {
+    const jobId = await this.uow.run(async (tx) => {
+      const job = await this.jobs.enqueue(tx, 'cache-rebuild', { scope });
+      await this.audit.record(tx, 'cache.rebuild', null, { changes: { scope: [null, scope], job_id: [null, job] } });
+      return job;
+    });
+    return new AcceptedResponse<AcceptedJobDto>({ job_id: jobId, state: 'queued' }, `/v1/admin/jobs/${jobId}`, 2);
+  }
+
+  async rebuild(scope: RebuildScope): Promise<CacheRebuildResultDto> {
+    const started = Date.now();
+    if (scope === 'all' && !(await this.cache.invalidateAll())) throw new Error('the cache could not be dropped');
+    let written = 0;
+    if (scope === 'all' || scope === 'auth') {
+      await this.drop(scope, cacheKeys.prefixes.auth);
+      written += await this.authContexts.warm();
+    }
+    if (scope === 'all' || scope === 'devices') {
+      await this.drop(scope, cacheKeys.prefixes.devices);
+      written += await this.deviceAuthorities.warmAll();
+    }
+    if (scope === 'all' || scope === 'details') {
+      await this.drop(scope, cacheKeys.prefixes.details);
+      await this.drop(scope, cacheKeys.prefixes.readCounts);
+      written += await this.readCounts.warm();
+    }
+    if ((scope === 'all' || scope === 'lists') && !(await this.cache.tablesWritten(LIST_TABLES)))
+      throw new Error('the list generations could not be bumped');
+    this.logger.log({ msg: 'cache rebuilt', scope, entries_written: written, duration_ms: Date.now() - started });
+    return { scope, entries_written: written };
+  }
+
+  /** After `all` the whole cache is already gone; otherwise only this kind of entry. */
+  private async drop(scope: RebuildScope, keyPrefix: string): Promise<void> {
+    if (scope === 'all') return;
+    if ((await this.cache.dropByPrefix(keyPrefix)) === undefined)
+      throw new Error(`the cache could not be reached to drop ${keyPrefix}* entries`);
+  }
+}
