@@ -3,7 +3,7 @@
 import { createClient } from '@keyv/redis';
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { loadSettings } from '../dist/src/config/settings.js';
@@ -59,11 +59,11 @@ export async function flushBenchRedis() {
   await redis.close();
 }
 
-/** Starts `node <script>` with env and waits until `readyUrl` answers 200. */
-export async function startChild(script, env, readyUrl) {
+/** Starts `node <script>` with env (its log lines into `logFile` if given) and waits until `readyUrl` answers 200. */
+export async function startChild(script, env, readyUrl, logFile) {
   const child = spawn(process.execPath, [script], {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', logFile === undefined ? 'ignore' : openSync(logFile, 'w'), 'pipe'],
   });
   let errors = '';
   child.stderr.on('data', (chunk) => (errors += chunk.toString()));

@@ -51,8 +51,17 @@ export function isRetryableConflict(error: unknown): boolean {
   return code !== undefined && RETRYABLE_SQLSTATES.has(code);
 }
 
+// TypeORM's errors for a transaction whose connection died under it (terminated backend, reset
+// socket): the statements that follow, the COMMIT included, fail with these instead of the cause.
+const RELEASED_CONNECTION_ERRORS = new Set([
+  'QueryRunnerAlreadyReleasedError',
+  'QueryRunnerProviderAlreadyReleasedError',
+]);
+
 /** True for errors of a lost or refused PostgreSQL connection (also wrapped by TypeORM). */
 export function isDatabaseUnavailable(error: unknown): boolean {
+  const name = field(error, 'name');
+  if (typeof name === 'string' && RELEASED_CONNECTION_ERRORS.has(name)) return true;
   // Duck-typed rather than `instanceof Error`: socket errors may come from another realm.
   for (const candidate of [error, field(error, 'driverError'), field(error, 'cause')]) {
     const code = field(candidate, 'code');
