@@ -31,8 +31,11 @@ export function createVerificationKeys(settings: Settings): VerificationKeys {
 
 /** At most one fetch of the provider's key set per this interval, whatever the tokens claim. */
 const REFRESH_INTERVAL_MS = 1000;
-/** A `kid` the provider did not have at a refresh after the token arrived is refused this long without a fetch. */
-const ABSENT_FOR_MS = 60_000;
+/**
+ * A `kid` the provider did not have at a refresh after the token arrived is refused this long
+ * without a fetch. Short: a kid guessed before its key is published delays that key at most this.
+ */
+const ABSENT_FOR_MS = 5_000;
 const MAX_ABSENT = 10_000;
 
 function jwksUnavailable(): ApiError {
@@ -55,9 +58,9 @@ function unknownKid(): ApiError {
  * Public keys of the identity provider. The whole key set is fetched at once and kept; a token
  * whose `kid` is not in it waits for the next refresh, and refreshes happen at most once per
  * second however many tokens ask (one fetch serves all of them). A `kid` still absent after a
- * refresh made since the token arrived is refused, and remembered for a minute, so junk tokens
- * cost no fetch at all and can never use up what a real key rotation needs: a token signed with
- * a newly published key waits at most a second for the refresh that finds it.
+ * refresh made since the token arrived is refused, and remembered for five seconds, so repeated
+ * junk costs no fetch at all and no junk can use up what a real key rotation needs: a token
+ * signed with a newly published key waits at most a second for the refresh that finds it.
  */
 function jwksKeys(url: string): VerificationKeys {
   const client = new JwksClient({ jwksUri: url, cache: false, rateLimit: false, timeout: 3000 });

@@ -63,19 +63,18 @@ export class CacheRebuildService implements OnModuleInit {
 
   async rebuild(scope: RebuildScope): Promise<CacheRebuildResultDto> {
     const started = Date.now();
-    if (scope === 'all' && !(await this.cache.invalidateAll())) throw new Error('the cache could not be dropped');
     let written = 0;
     if (scope === 'all' || scope === 'auth') {
-      await this.drop(scope, cacheKeys.prefixes.auth);
+      await this.drop(cacheKeys.prefixes.auth);
       written += await this.authContexts.warm();
     }
     if (scope === 'all' || scope === 'devices') {
-      await this.drop(scope, cacheKeys.prefixes.devices);
+      await this.drop(cacheKeys.prefixes.devices);
       written += await this.deviceAuthorities.warmAll();
     }
     if (scope === 'all' || scope === 'details') {
-      await this.drop(scope, cacheKeys.prefixes.details);
-      await this.drop(scope, cacheKeys.prefixes.readCounts);
+      await this.drop(cacheKeys.prefixes.details);
+      await this.drop(cacheKeys.prefixes.readCounts);
       written += await this.readCounts.warm();
     }
     if ((scope === 'all' || scope === 'lists') && !(await this.cache.tablesWritten(LIST_TABLES)))
@@ -84,9 +83,12 @@ export class CacheRebuildService implements OnModuleInit {
     return { scope, entries_written: written };
   }
 
-  /** After `all` the whole cache is already gone; otherwise only this kind of entry. */
-  private async drop(scope: RebuildScope, keyPrefix: string): Promise<void> {
-    if (scope === 'all') return;
+  /**
+   * Makes this kind of entry a miss. Not a generation bump, even for `all`: the tombstones keep
+   * each entry's version, so a read that loaded a row before a concurrent write cannot store it
+   * after the write's rebuild.
+   */
+  private async drop(keyPrefix: string): Promise<void> {
     if ((await this.cache.dropByPrefix(keyPrefix)) === undefined)
       throw new Error(`the cache could not be reached to drop ${keyPrefix}* entries`);
   }

@@ -10,6 +10,8 @@ export interface CacheEntry {
   /** Soft-deleted records are cached too; detail reads turn them into 404s without parsing the JSON. */
   readonly deleted: boolean;
   readonly json: string;
+  /** The stored value, when it is not an entry at all (so a compare-and-delete can match it). */
+  readonly raw?: string;
 }
 
 /**
@@ -27,7 +29,10 @@ export interface CacheStore {
   setManyIfNotOlder(entries: readonly (readonly [string, CacheEntry])[], ttlMs: number): Promise<void>;
   /** Removes the entry only if it is still exactly `entry` (an unreadable one found by a read); true if removed. */
   deleteIfSame(key: string, entry: CacheEntry): Promise<boolean>;
-  /** Removes every entry whose key starts with `keyPrefix` (in batches); answers how many. */
+  /**
+   * Makes every entry whose key starts with `keyPrefix` a miss (in batches), keeping the version
+   * floor that refuses older fills; answers how many.
+   */
   deleteByPrefix(keyPrefix: string): Promise<number>;
   /** Makes every existing entry unreachable at once (after an outage in which invalidations were lost). */
   flushAll(): Promise<void>;
@@ -55,6 +60,6 @@ export const UNREADABLE_ENTRY: CacheEntry = Object.freeze({ version: 0, deleted:
 export function decodeEntry(raw: string | null | undefined): CacheEntry | undefined {
   if (raw === null || raw === undefined) return undefined;
   const match = /^(\d+)\|([01])\|/.exec(raw);
-  if (match === null) return UNREADABLE_ENTRY;
+  if (match === null) return { ...UNREADABLE_ENTRY, raw };
   return { version: Number(match[1]), deleted: match[2] === '1', json: raw.slice(match[0].length) };
 }

@@ -54,8 +54,9 @@ export class MemoryCacheStore implements CacheStore {
   }
 
   deleteByPrefix(keyPrefix: string): Promise<number> {
-    const keys = [...this.slots.keys()].filter((key) => key.startsWith(keyPrefix));
-    for (const key of keys) this.slots.delete(key);
+    const keys = [...this.slots].filter(([key]) => key.startsWith(keyPrefix));
+    for (const [key, slot] of keys)
+      this.slots.set(key, { ...slot, entry: { version: slot.entry.version, deleted: false, json: '' } });
     return Promise.resolve(keys.length);
   }
 

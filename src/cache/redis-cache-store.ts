@@ -30,7 +30,7 @@ local gen = redis.call('GET', KEYS[1]) or '0'
 local key = ARGV[1] .. gen .. ':' .. ARGV[2]
 local current = redis.call('GET', key)
 if current then
-  local version = tonumber(string.match(current, '^(%d+)|'))
+  local version = tonumber(string.match(current, '^(%d+)|[01]|'))
   if version and version > tonumber(ARGV[3]) then return 0 end
 end
 redis.call('SET', key, ARGV[4], 'PX', ARGV[5])
@@ -42,7 +42,7 @@ local gen = redis.call('GET', KEYS[1]) or '0'
 for i = 3, #ARGV, 3 do
   local key = ARGV[1] .. gen .. ':' .. ARGV[i]
   local current = redis.call('GET', key)
-  local version = current and tonumber(string.match(current, '^(%d+)|'))
+  local version = current and tonumber(string.match(current, '^(%d+)|[01]|'))
   if not (version and version > tonumber(ARGV[i + 1])) then redis.call('SET', key, ARGV[i + 2], 'PX', ARGV[2]) end
 end
 return 1`;
@@ -62,6 +62,20 @@ if raw then
 end
 redis.call('SET', KEYS[1], n + 1)
 return n + 1`;
+
+// A triggered rebuild's drop: each entry becomes a tombstone at its own version (a miss for reads
+// that still refuses an older fill, as every invalidation does); a value that is not an entry goes.
+const TOMBSTONE = `
+local dropped = 0
+for i = 1, #KEYS do
+  local current = redis.call('GET', KEYS[i])
+  if current then
+    local version = string.match(current, '^(%d+)|[01]|')
+    if version then redis.call('SET', KEYS[i], version .. '|0|', 'KEEPTTL') else redis.call('DEL', KEYS[i]) end
+    dropped = dropped + 1
+  end
+end
+return dropped`;
 
 // Compare-and-delete: removes an entry a read could not use, unless a write replaced it meanwhile.
 const DELETE_IF_SAME = `
@@ -130,21 +144,21 @@ export class RedisCacheStore implements CacheStore {
   async deleteIfSame(key: string, entry: CacheEntry): Promise<boolean> {
     const deleted = await this.client.eval(DELETE_IF_SAME, {
       keys: [this.generationKey],
-      arguments: [this.prefix, key, encodeEntry(entry)],
+      arguments: [this.prefix, key, entry.raw ?? encodeEntry(entry)],
     });
     return deleted === 1;
   }
 
   async deleteByPrefix(keyPrefix: string): Promise<number> {
     const generation = (await this.client.get(this.generationKey)) ?? '0';
-    let deleted = 0;
+    let dropped = 0;
     for await (const keys of this.client.scanIterator({
       MATCH: `${this.prefix}${generation}:${keyPrefix}*`,
       COUNT: 1000,
     })) {
-      if (keys.length > 0) deleted += await this.client.unlink(keys);
+      if (keys.length > 0) dropped += Number(await this.client.eval(TOMBSTONE, { keys }));
     }
-    return deleted;
+    return dropped;
   }
 
   async setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean> {

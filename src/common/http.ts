@@ -62,7 +62,9 @@ function clientError(error: NodeJS.ErrnoException, socket: Duplex): void {
         : [400, ApiError.field('request', 'syntax', 'The request is not valid HTTP/1.1')];
   const id = randomUUID();
   const body = errorBody(refusal, id);
-  if (socket.writable) {
+  // As Node's own handler: never write into a response already under way (a pipelined request).
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (socket.writable && inFlight?.headersSent !== true) {
     socket.write(
       [
         `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}`,

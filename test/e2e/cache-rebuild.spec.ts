@@ -4,6 +4,7 @@ import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
+import { CacheService } from '../../src/cache/cache.service.js';
 import { caller } from '../support/requests.js';
 import { TEST_REDIS_URL, testCachePrefix } from '../support/test-env.js';
 
@@ -12,7 +13,10 @@ describe('POST /cache/rebuild (part 6.14): drops and warms projections in a job,
   let root: Caller;
   const prefix = (): string => testCachePrefix('rebuild');
 
-  /** The keys of this app's current cache generation, without the prefix and generation. */
+  /**
+   * The keys of this app's current cache generation that hold a live entry (not a tombstone),
+   * without the prefix and generation.
+   */
   async function cachedKeys(): Promise<Set<string>> {
     const client = createClient({ url: TEST_REDIS_URL });
     await client.connect();
@@ -21,7 +25,8 @@ describe('POST /cache/rebuild (part 6.14): drops and warms projections in a job,
       const head = `${prefix()}${generation}:`;
       const keys = new Set<string>();
       for await (const batch of client.scanIterator({ MATCH: `${head}*`, COUNT: 1000 }))
-        for (const key of batch) keys.add(key.slice(head.length));
+        for (const key of batch)
+          if (!/^\d+\|0\|$/.test((await client.get(key)) ?? '')) keys.add(key.slice(head.length));
       return keys;
     } finally {
       await client.close();
@@ -85,6 +90,20 @@ describe('POST /cache/rebuild (part 6.14): drops and warms projections in a job,
     expect(after.has(`authz:device:${device.id}`)).toBe(true);
     expect(after.has(`res:user:${owner.user.id}`)).toBe(true);
     expect(after.has(`auth:user:${owner.user.id}`)).toBe(true);
+  });
+
+  it('a drop keeps each entry’s version: a fill loaded before a write cannot land after the rebuild dropped it', async () => {
+    const cache = t.app.get(CacheService);
+    const key = `res:probe:${Date.now()}`;
+    // A write stored version 2; the rebuild drops it; a read that had loaded version 1 fills late.
+    await cache.put(key, { version: 2, deleted: false, json: '{"id":1,"name":"new"}' }, true);
+    expect(await cache.dropByPrefix('res:probe:')).toBeGreaterThan(0);
+    expect(await cache.put(key, { version: 1, deleted: false, json: '{"id":1,"name":"old"}' }, false)).toBe(true);
+    const after = await cache.get(key);
+    expect(after.entry?.json ?? '').not.toContain('old');
+    // A fill at the current version (or newer) is stored again.
+    await cache.put(key, { version: 2, deleted: false, json: '{"id":1,"name":"new"}' }, false);
+    expect((await cache.get(key)).entry?.json).toContain('new');
   });
 
   it('is refused without cache.rebuild (an admin, a viewer) and for an unknown scope', async () => {
