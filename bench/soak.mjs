@@ -5,8 +5,8 @@
 // and the server's RSS at start and end. Exits 1 on a stale read or any 5xx other than 503.
 import jwt from 'jsonwebtoken';
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort } from './ports.mjs';
 import {
   JWT_SECRET,
   benchAdminSession,
@@ -23,16 +23,6 @@ const DEVICES_PER_WORKER = 5;
 const APPLICATION = `admin-api-soak-${process.pid}`;
 // The server's error and warning lines, for the reason behind any 5xx.
 const LOG_FILE = process.env.SOAK_LOG ?? 'bench/results/soak-server.log';
-
-function freePort() {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const say = (message) => process.stderr.write(`soak: ${message}\n`);
 
