@@ -13,8 +13,8 @@ import {
   JWT_SECRET,
   load,
   printTable,
-  REDIS_URL,
   saveResults,
+  serviceEnv,
   startChild,
   withClient,
 } from './support.mjs';
@@ -41,15 +41,7 @@ try {
   });
   log(`seeded in ${seeded.seconds} s`);
   const port = await freePort();
-  const env = {
-    DATABASE_URL: database.url,
-    REDIS_URL,
-    JWT_SECRET,
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_MINUTE: '1000000',
-    JOB_WORKERS: 'false',
-    DB_POOL_SIZE: '20',
-  };
+  const env = serviceEnv(database.url);
   service = await startChild(
     new URL('../dist/src/main.js', import.meta.url).pathname,
     { ...env, PORT: String(port) },

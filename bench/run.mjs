@@ -16,8 +16,8 @@ import {
   flushBenchRedis,
   JWT_SECRET,
   printTable,
-  REDIS_URL,
   saveResults,
+  serviceEnv,
   startChild,
   withClient,
 } from './support.mjs';
@@ -46,15 +46,7 @@ try {
     };
   });
   log(`seeded in ${seeded.seconds} s`);
-  const env = {
-    DATABASE_URL: database.url,
-    REDIS_URL,
-    JWT_SECRET,
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_MINUTE: '1000000',
-    JOB_WORKERS: 'false',
-    DB_POOL_SIZE: '20',
-  };
+  const env = serviceEnv(database.url);
   const port = await freePort();
   service = await startChild(
     new URL('../dist/src/main.js', import.meta.url).pathname,

@@ -3,9 +3,10 @@
 // PostgreSQL backends are terminated, twice each. Prints the count of each status, the stale
 // reads a checker found (a read after a successful write that shows an older version; must be 0),
 // and the server's RSS at start and end. Exits 1 on a stale read or any 5xx other than 503.
-import jwt from 'jsonwebtoken';
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { signAccessToken } from '../dist/src/auth/token-signer.js';
+import { loadSettings } from '../dist/src/config/settings.js';
 import { freePort } from './ports.mjs';
 import {
   JWT_SECRET,
@@ -13,6 +14,7 @@ import {
   createBenchDatabase,
   rssMb,
   saveResults,
+  serviceEnv,
   startChild,
   withClient,
 } from './support.mjs';
@@ -43,26 +45,17 @@ async function main() {
   try {
     server = await startChild(
       'dist/src/main.js',
-      {
-        DATABASE_URL: database.url,
+      serviceEnv(database.url, {
         REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-        JWT_SECRET,
         PORT: String(port),
         DB_APPLICATION_NAME: APPLICATION,
-        RATE_LIMIT_PER_MINUTE: '1000000',
-        LOG_LEVEL: 'warn',
-        JOB_WORKERS: 'false',
-      },
+        DB_POOL_SIZE: '10',
+      }),
       `${base}/health/ready`,
       LOG_FILE,
     );
     const session = await withClient(database.url, (client) => benchAdminSession(client, 'soak@example.com'));
-    const token = jwt.sign({ sub: String(session.user_id), sid: session.id }, JWT_SECRET, {
-      algorithm: 'HS256',
-      issuer: 'admin-api',
-      audience: 'admin-portal',
-      expiresIn: 7200,
-    });
+    const token = signAccessToken(loadSettings({ DATABASE_URL: database.url, JWT_SECRET }), session);
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const statuses = new Map();
     const count = (status) => statuses.set(status, (statuses.get(status) ?? 0) + 1);

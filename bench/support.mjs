@@ -59,6 +59,20 @@ export async function flushBenchRedis() {
   await redis.close();
 }
 
+/** The settings every benchmarked instance runs with: no rate limit to hit, no job workers. */
+export function serviceEnv(databaseUrl, overrides = {}) {
+  return {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL,
+    JWT_SECRET,
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    JOB_WORKERS: 'false',
+    DB_POOL_SIZE: '20',
+    ...overrides,
+  };
+}
+
 /** Starts `node <script>` with env (its log lines into `logFile` if given) and waits until `readyUrl` answers 200. */
 export async function startChild(script, env, readyUrl, logFile) {
   const child = spawn(process.execPath, [script], {

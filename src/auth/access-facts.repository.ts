@@ -39,17 +39,22 @@ export class AccessFactsRepository {
   constructor(private readonly uow: UnitOfWork) {}
 
   async authUser(userId: number): Promise<AuthUserRow | undefined> {
-    const [row] = await this.uow.reader.query<AuthUserRow[]>(
-      `SELECT u.role_id, u.status_id, u.is_deleted,
+    const [row] = await this.authUsers([userId]);
+    return row;
+  }
+
+  /** `authUser` for many users in one statement (a triggered rebuild), each row with its `id`. */
+  authUsers(userIds: readonly number[]): Promise<(AuthUserRow & { readonly id: number })[]> {
+    return this.uow.reader.query<(AuthUserRow & { id: number })[]>(
+      `SELECT u.id, u.role_id, u.status_id, u.is_deleted,
               u.version + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user' AND v.id = u.id), 1) AS version,
               ARRAY(SELECT json_build_object('id', g.id, 'code', p.code, 'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', ${ISO}))
                     FROM permission_grants g JOIN permissions p ON p.id = g.permission_id
                     WHERE g.user_id = u.id AND g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now())
                     ORDER BY g.id) AS grants
-       FROM users u WHERE u.id = $1`,
-      [userId],
+       FROM users u WHERE u.id = ANY($1::bigint[])`,
+      [[...userIds]],
     );
-    return row;
   }
 
   /** The devices' authority sets, one row per id (an empty set for a device without any). */

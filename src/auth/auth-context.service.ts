@@ -109,8 +109,8 @@ export class AuthContextService {
       const sessions = await liveSessionsAfter(this.uow.reader, after, 500);
       if (sessions.length === 0) return written;
       await this.refreshSessions(sessions);
-      const users = [...new Set(sessions.map((session) => session.user_id))];
-      await Promise.all(users.map((userId) => this.refreshUser(userId)));
+      const users = await this.facts.authUsers([...new Set(sessions.map((session) => session.user_id))]);
+      await Promise.all(users.map((row) => this.users.refresh(Number(row.id), authUserEntry(row))));
       written += sessions.length + users.length;
       after = sessions[sessions.length - 1]?.id ?? null;
     }

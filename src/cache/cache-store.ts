@@ -33,7 +33,7 @@ export interface CacheStore {
    * Makes every entry whose key starts with `keyPrefix` a miss (in batches), keeping the version
    * floor that refuses older fills; answers how many.
    */
-  deleteByPrefix(keyPrefix: string): Promise<number>;
+  tombstoneByPrefix(keyPrefix: string): Promise<number>;
   /** Makes every existing entry unreachable at once (after an outage in which invalidations were lost). */
   flushAll(): Promise<void>;
   /** Counts `by` events in a fixed window that starts with the first one; returns the count so far and the time left. */

@@ -147,7 +147,7 @@ export class CacheService {
       'scan-del',
       `${keyPrefix}*`,
       false,
-      () => this.store.deleteByPrefix(keyPrefix),
+      () => this.store.tombstoneByPrefix(keyPrefix),
       60_000,
     );
     return result.ok ? result.value : undefined;

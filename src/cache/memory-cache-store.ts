@@ -53,7 +53,7 @@ export class MemoryCacheStore implements CacheStore {
     for (const [key, entry] of entries) await this.setIfNotOlder(key, entry, ttlMs);
   }
 
-  deleteByPrefix(keyPrefix: string): Promise<number> {
+  tombstoneByPrefix(keyPrefix: string): Promise<number> {
     const keys = [...this.slots].filter(([key]) => key.startsWith(keyPrefix));
     for (const [key, slot] of keys)
       this.slots.set(key, { ...slot, entry: { version: slot.entry.version, deleted: false, json: '' } });

@@ -149,7 +149,7 @@ export class RedisCacheStore implements CacheStore {
     return deleted === 1;
   }
 
-  async deleteByPrefix(keyPrefix: string): Promise<number> {
+  async tombstoneByPrefix(keyPrefix: string): Promise<number> {
     const generation = (await this.client.get(this.generationKey)) ?? '0';
     let dropped = 0;
     for await (const keys of this.client.scanIterator({
