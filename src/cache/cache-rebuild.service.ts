@@ -1,4 +1,5 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AuditService } from '../audit/audit.service.js';
 import { AuthContextService } from '../auth/auth-context.service.js';
 import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js';
@@ -89,7 +90,10 @@ export class CacheRebuildService implements OnModuleInit {
    * after the write's rebuild.
    */
   private async drop(keyPrefix: string): Promise<void> {
-    if ((await this.cache.dropByPrefix(keyPrefix)) === undefined)
-      throw new Error(`the cache could not be reached to drop ${keyPrefix}* entries`);
+    // A breaker opened by a busy moment closes within a second: wait for it rather than fail the job.
+    for (let attempt = 1; (await this.cache.dropByPrefix(keyPrefix)) === undefined; attempt += 1) {
+      if (attempt >= 5) throw new Error(`the cache could not be reached to drop ${keyPrefix}* entries`);
+      await sleep(1000);
+    }
   }
 }
