@@ -18,7 +18,7 @@ export interface CreateAppOptions extends AppModuleOptions {
 
 /** Builds the fully wired application (server and e2e tests use exactly this); not yet listening. */
 export async function createApp(options: CreateAppOptions): Promise<NestFastifyApplication> {
-  const log = options.log ?? createPino(options.settings.logLevel);
+  const log = options.log ?? createPino(options.settings.logLevel, options.settings.logFormat);
   const app = await NestFactory.create<NestFastifyApplication>(
     AppModule.forRoot(options),
     createHttpAdapter(options.settings.trustProxyHops),

@@ -9,7 +9,7 @@ import { migrate } from './database/migrate.js';
 /** Every command; the usage text and the dispatch are both derived from this table. */
 const COMMANDS: Readonly<Record<string, Command>> = {
   migrate: {
-    summary: 'apply pending database migrations',
+    summary: 'apply pending database migrations (embedded or DATABASE_URL); safe while servers run',
     async run(settings, databaseUrl) {
       const applied = await migrate(settings, databaseUrl);
       say(applied.length === 0 ? 'database schema is up to date' : `applied: ${applied.join(', ')}`);
@@ -20,25 +20,60 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   'seed-demo': SEED_DEMO,
 };
 
-const USAGE = `usage: npm run cli -- <command> [options]
+const USAGE = `usage: admin-api <command> [options]    (in the project: npx admin-api …, or npm run cli -- …)
 
 commands:
 ${Object.entries(COMMANDS)
   .map(([name, command]) => `  ${name} ${command.usage ?? ''}\n      ${command.summary}`)
-  .join('\n')}`;
+  .join('\n')}
+
+admin-api <command> --help describes a command's options.`;
+
+function commandHelp(name: string, command: Command): string {
+  const options = command.options ?? [];
+  const width = Math.max(0, ...options.map(([flag]) => flag.length));
+  return [
+    `usage: admin-api ${name} ${command.usage ?? ''}`.trimEnd(),
+    '',
+    command.summary,
+    ...(options.length > 0
+      ? ['', 'options:', ...options.map(([flag, meaning]) => `  ${flag.padEnd(width)}  ${meaning}`)]
+      : []),
+  ].join('\n');
+}
+
+/** Help goes to stdout (it is what was asked for); problems go to stderr. */
+function printHelp(text: string): void {
+  process.stdout.write(`${text}\n`);
+}
 
 async function main(argv: readonly string[]): Promise<number> {
   const [name, ...args] = argv;
-  if (name === undefined || name === '--help' || name === 'help') {
+  if (name === '--help' || name === '-h' || name === 'help') {
+    const topic = args[0] !== undefined && Object.hasOwn(COMMANDS, args[0]) ? args[0] : undefined;
+    printHelp(topic === undefined ? USAGE : commandHelp(topic, COMMANDS[topic] as Command));
+    return 0;
+  }
+  if (name === undefined) {
     say(USAGE);
-    return name === undefined ? 2 : 0;
+    return 2;
   }
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (command === undefined) {
     say(`unknown command "${name}"\n\n${USAGE}`);
     return 2;
   }
-  command.validate?.(args);
+  if (args.includes('--help') || args.includes('-h')) {
+    printHelp(commandHelp(name, command));
+    return 0;
+  }
+  try {
+    command.validate?.(args);
+  } catch (error) {
+    if (error instanceof CliError)
+      throw new CliError(`${name}: ${error.message} (admin-api ${name} --help lists the options)`, error.exitCode);
+    throw error;
+  }
   const settings = loadSettings();
   const database = await resolveDatabase(settings, say);
   try {

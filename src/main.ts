@@ -25,7 +25,7 @@ async function main(): Promise<void> {
     process.stderr.write(`${error.message}\n`);
     process.exit(1);
   });
-  const log = createPino(settings.logLevel);
+  const log = createPino(settings.logLevel, settings.logFormat);
   const database = await resolveDatabase(settings, (line) => log.info(line));
   let app: Awaited<ReturnType<typeof createApp>>;
   try {
@@ -41,13 +41,16 @@ async function main(): Promise<void> {
     await database.embedded?.stopIfUnused().catch(() => undefined);
     throw error;
   }
+  const url = await app.getUrl();
+  const ready = {
+    url,
+    docs: `${url}/docs`,
+    database: database.embedded === undefined ? 'external' : 'embedded',
+    cache: settings.redisUrl === undefined ? 'memory' : 'redis',
+  };
   log.info(
-    {
-      url: await app.getUrl(),
-      database: database.embedded === undefined ? 'external' : 'embedded',
-      cache: settings.redisUrl === undefined ? 'memory' : 'redis',
-    },
-    'admin-api is listening',
+    ready,
+    `admin-api ready on ${ready.url} · docs ${ready.docs} · database ${ready.database} · cache ${ready.cache}`,
   );
 
   let stopping = false;

@@ -24,6 +24,8 @@ export interface Command {
   readonly summary: string;
   /** Option synopsis shown in the usage text. */
   readonly usage?: string;
+  /** Each option with what it means and its rule, for `<command> --help`. */
+  readonly options?: readonly (readonly [flag: string, meaning: string])[];
   /** Checks the options before the database is resolved (and an embedded one started); throws `CliError`. */
   validate?(args: readonly string[]): void;
   run(settings: Settings, databaseUrl: string, args: readonly string[]): Promise<number>;
@@ -54,6 +56,17 @@ export function options<T extends Record<string, { type: 'string' }>>(
   try {
     return parseArgs({ args: [...args], options: spec, strict: true, allowPositionals: false }).values;
   } catch (error) {
-    throw new CliError(error instanceof Error ? error.message : String(error), 2);
+    throw new CliError(parseArgsProblem(error instanceof Error ? error.message : String(error)), 2);
   }
+}
+
+/** Node's parseArgs messages, said in the CLI's own terms (the option, then what is wrong). */
+function parseArgsProblem(message: string): string {
+  const unknown = /^Unknown option '([^']+)'/.exec(message);
+  if (unknown) return `unknown option ${unknown[1]}`;
+  const missing = /^Option '(--[\w-]+)[^']*' argument missing/.exec(message);
+  if (missing) return `${missing[1]} needs a value`;
+  const positional = /^Unexpected argument '([^']*)'/.exec(message);
+  if (positional) return `unexpected argument "${positional[1]}": options take the form --name value`;
+  return message;
 }

@@ -114,14 +114,47 @@ async function seedChunk(db: EntityManager, from: number, to: number): Promise<v
   );
 }
 
+/** The demo rows of each resource, by the stable names seedChunk keys them on. */
+const DEMO_ROWS = `SELECT
+  (SELECT count(*) FROM users WHERE email LIKE 'demo-user-%@demo.example.com')::int AS users,
+  (SELECT count(*) FROM devices WHERE serial_number LIKE 'DEMO-%')::int AS devices,
+  (SELECT count(*) FROM authorities a JOIN devices d ON d.id = a.device_id WHERE d.serial_number LIKE 'DEMO-%')::int AS authorities,
+  (SELECT count(*) FROM permission_grants WHERE reason = 'demo data')::int AS permission_grants,
+  (SELECT count(*) FROM inbox_messages WHERE data ? 'demo_key')::int AS inbox_messages,
+  (SELECT count(*) FROM mobile_devices WHERE push_token LIKE 'demo-token-%')::int AS mobile_devices`;
+
+/** The first active demo super_admin (else admin) and a demo device, for hints with real ids. */
+const DEMO_HINTS = `SELECT
+  (SELECT id FROM users WHERE email LIKE 'demo-user-%@demo.example.com' AND status_id = 2 AND NOT is_deleted
+   ORDER BY role_id, id LIMIT 1)::int AS admin_id,
+  (SELECT role_id FROM users WHERE email LIKE 'demo-user-%@demo.example.com' AND status_id = 2 AND NOT is_deleted
+   ORDER BY role_id, id LIMIT 1)::int AS admin_role,
+  (SELECT id FROM devices WHERE serial_number LIKE 'DEMO-%' ORDER BY id LIMIT 1)::int AS device_id`;
+
+type Counts = Record<string, number>;
+
+function describeCounts(before: Counts, after: Counts): string[] {
+  return Object.keys(after).map((name) => {
+    const added = (after[name] ?? 0) - (before[name] ?? 0);
+    return `  ${name.padEnd(18)} ${String(added).padStart(8)} added, ${String(before[name] ?? 0).padStart(8)} already there`;
+  });
+}
+
 export const SEED_DEMO: Command = {
   summary: 'fill demo data across every resource (idempotent: a re-run adds nothing twice)',
-  usage: '[--users N]  (default 200)',
+  usage: '[--users N]',
+  options: [
+    [
+      '--users N',
+      'how many demo users, 10–1000000 (default 200); each second one owns a device that the next two share, with messages, grants and phones',
+    ],
+  ],
   validate: usersOption,
   async run(settings: Settings, databaseUrl: string, args: readonly string[]) {
     const users = usersOption(args);
     return withDatabase(settings, databaseUrl, async (dataSource) => {
       const started = Date.now();
+      const [before = {}] = await dataSource.query<Counts[]>(DEMO_ROWS);
       say(`seeding demo data for ${users} users…`);
       const report = progress(users);
       for (let from = 1; from <= users; from += CHUNK) {
@@ -129,17 +162,23 @@ export const SEED_DEMO: Command = {
         await dataSource.transaction((db) => seedChunk(db, from, to));
         report(to);
       }
-      const [counts] = await dataSource.query<Record<string, number>[]>(
-        `SELECT (SELECT count(*) FROM users WHERE email LIKE 'demo-user-%')::int AS users, (SELECT count(*) FROM devices WHERE serial_number LIKE 'DEMO-%')::int AS devices,
-                (SELECT count(*) FROM authorities)::int AS authorities, (SELECT count(*) FROM permission_grants)::int AS grants,
-                (SELECT count(*) FROM inbox_messages)::int AS messages, (SELECT count(*) FROM mobile_devices)::int AS mobile_devices`,
-      );
-      say(
-        `done in ${((Date.now() - started) / 1000).toFixed(1)} s: ${Object.entries(counts ?? {})
-          .map(([name, count]) => `${count} ${name}`)
-          .join(', ')}`,
-      );
-      say('sign in as a demo super admin: npm run cli -- issue-token --user-id <id of demo-user-50@demo.example.com>');
+      const [after = {}] = await dataSource.query<Counts[]>(DEMO_ROWS);
+      const [hints] =
+        await dataSource.query<{ admin_id: number | null; admin_role: number | null; device_id: number | null }[]>(
+          DEMO_HINTS,
+        );
+      say(`done in ${((Date.now() - started) / 1000).toFixed(1)} s:`);
+      for (const line of describeCounts(before, after)) say(line);
+      if (hints?.admin_id != null) {
+        const role = hints.admin_role === 1 ? 'super_admin' : 'admin';
+        say(
+          `sign in as demo ${role} ${hints.admin_id}: TOKEN=$(npx admin-api issue-token --user-id ${hints.admin_id})`,
+        );
+      }
+      if (hints?.device_id != null)
+        say(
+          `then: curl -H "Authorization: Bearer $TOKEN" "localhost:${settings.port}/v1/admin/authorities?device_id=${hints.device_id}"`,
+        );
       return 0;
     });
   },

@@ -125,7 +125,7 @@ const SESSION_OPTIONS = { 'user-id': { type: 'string' }, 'ttl-seconds': { type: 
 
 function sessionOptions(args: readonly string[]): { userId: number; ttl: number } {
   const values = options(args, SESSION_OPTIONS);
-  if (values['user-id'] === undefined) throw new CliError('--user-id is required', 2);
+  if (values['user-id'] === undefined) throw new CliError('--user-id is required: the id of an active user', 2);
   return {
     userId: positiveInt(values['user-id'], 'user-id', 0, Number.MAX_SAFE_INTEGER),
     ttl: positiveInt(values['ttl-seconds'], 'ttl-seconds', DEFAULT_SESSION_TTL_SECONDS, MAX_TTL_SECONDS),
@@ -164,6 +164,10 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
   'bootstrap-admin': {
     summary: 'create (or reuse) an active super_admin and print a token for a new 12-hour session',
     usage: '--email E [--display-name N]',
+    options: [
+      ['--email E', 'the account to create, or to reuse and make an active super_admin (required)'],
+      ['--display-name N', 'its display name, 1–100 characters (default: the part of the email before @)'],
+    ],
     validate: bootstrapOptions,
     async run(loaded, databaseUrl, args) {
       const { email, displayName } = bootstrapOptions(args);
@@ -189,6 +193,13 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
   'issue-token': {
     summary: 'print a token for a new session of an active user (secret mode only)',
     usage: '--user-id N [--ttl-seconds S]',
+    options: [
+      ['--user-id N', 'the id of an active, not deleted user (required)'],
+      [
+        '--ttl-seconds S',
+        `how long the session lives, 1–${MAX_TTL_SECONDS} seconds (default ${DEFAULT_SESSION_TTL_SECONDS}, 12 hours)`,
+      ],
+    ],
     validate: sessionOptions,
     async run(loaded, databaseUrl, args) {
       const settings = await withJwtSecret(loaded);
@@ -202,6 +213,13 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
   'create-session': {
     summary: 'print the id of a new session of an active user, for tokens minted by an identity provider (their sid)',
     usage: '--user-id N [--ttl-seconds S]',
+    options: [
+      ['--user-id N', 'the id of an active, not deleted user (required)'],
+      [
+        '--ttl-seconds S',
+        `how long the session lives, 1–${MAX_TTL_SECONDS} seconds (default ${DEFAULT_SESSION_TTL_SECONDS}, 12 hours)`,
+      ],
+    ],
     validate: sessionOptions,
     async run(settings, databaseUrl, args) {
       const { userId, session } = await sessionOfActiveUser(settings, databaseUrl, args, 'cli create-session');

@@ -1,16 +1,41 @@
 import type { LoggerService } from '@nestjs/common';
 import pino, { type Logger as Pino } from 'pino';
-import type { LogLevel } from '../config/settings.js';
+import pretty from 'pino-pretty';
+import type { LogFormat, LogLevel } from '../config/settings.js';
 
-/** The process's JSON logger (stdout). Secrets never reach it: callers log ids and codes, not bodies. */
-export function createPino(level: LogLevel): Pino {
-  return pino({
+/**
+ * The process's logger (stdout): JSON for machines, or one readable line per event on a terminal
+ * (`LOG_FORMAT`). Secrets never reach it: callers log ids and codes, not bodies.
+ */
+export function createPino(level: LogLevel, format: LogFormat = 'json'): Pino {
+  const options = {
     level,
     base: { service: 'admin-api' },
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: { paths: ['*.authorization', '*.password', '*.push_token', '*.temporary_pin', '*.token'], remove: true },
-  });
+  };
+  const readable = format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true);
+  if (!readable) return pino(options);
+  // In-process and synchronous (no worker thread): a line is on the terminal before the next one starts.
+  return pino(
+    options,
+    pretty({
+      colorize: process.stdout.isTTY === true,
+      sync: true,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname,service',
+    }),
+  );
 }
+
+/** Nest's start-up chatter (a line per module and per route) is for debugging, not for every start. */
+const START_UP_CONTEXTS = new Set([
+  'InstanceLoader',
+  'RoutesResolver',
+  'RouterExplorer',
+  'NestFactory',
+  'NestApplication',
+]);
 
 /** Routes Nest's own logging through pino, so every line is JSON with the same fields. */
 export class PinoNestLogger implements LoggerService {
@@ -31,7 +56,8 @@ export class PinoNestLogger implements LoggerService {
   }
 
   log(message: unknown, ...params: unknown[]): void {
-    this.write('info', message, params);
+    const context = params[params.length - 1];
+    this.write(typeof context === 'string' && START_UP_CONTEXTS.has(context) ? 'debug' : 'info', message, params);
   }
   error(message: unknown, ...params: unknown[]): void {
     this.write('error', message, params);

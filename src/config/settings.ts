@@ -13,6 +13,8 @@ export class SettingsError extends Error {
 
 export type PushProvider = 'log' | 'fcm';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+/** `auto`: readable lines on a terminal, JSON otherwise (a file, a pipe, a log collector). */
+export type LogFormat = 'auto' | 'json' | 'pretty';
 
 /** Every knob the service reads, parsed and validated once (part 11 of the contract). */
 export interface Settings {
@@ -38,6 +40,7 @@ export interface Settings {
   readonly fcmEndpoint: string | undefined;
   readonly fcmCredentials: string | undefined;
   readonly logLevel: LogLevel;
+  readonly logFormat: LogFormat;
   /** Where embedded-mode state lives (PostgreSQL data, generated secrets). */
   readonly dataDir: string;
   readonly embeddedPostgresPort: number;
@@ -154,6 +157,7 @@ export function loadSettings(env: Env = process.env): Settings {
     fcmEndpoint: fcmEndpoint ?? 'https://fcm.googleapis.com',
     fcmCredentials,
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    logFormat: oneOf<LogFormat>(env, 'LOG_FORMAT', ['auto', 'json', 'pretty'], 'auto'),
     dataDir: isAbsolute(dataDir) ? dataDir : resolve(process.cwd(), dataDir),
     embeddedPostgresPort: integer(env, 'EMBEDDED_POSTGRES_PORT', 54329, 1024, 65535),
     dbPoolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 500),

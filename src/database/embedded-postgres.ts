@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { arch, platform, userInfo } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 
@@ -91,10 +91,39 @@ export class EmbeddedPostgres {
     await run(file, args, { ...(this.osUser ?? {}), env: { ...process.env, LC_ALL: 'C' } });
   }
 
+  /** Whether the server's OS user can run `file` (every directory above it open to that user). */
+  private async reachable(file: string): Promise<boolean> {
+    return run('/bin/sh', ['-c', 'test -x "$0"', file], this.osUser ?? {}).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /**
+   * As root, the server runs as `postgres`, which must reach the binaries (in node_modules) and the
+   * data directory. A clone under a 0700 directory (a root home, a private temp dir) would otherwise
+   * fail with a bare `spawn initdb EACCES`: name the closed directory and what to do instead.
+   */
+  private async checkReachable(bin: Binaries): Promise<void> {
+    if (this.osUser === undefined) return;
+    for (const target of [bin.initdb, this.dataDir]) {
+      if (await this.reachable(target)) continue;
+      let closed = resolve(target);
+      for (let dir = dirname(closed); dir !== dirname(dir); dir = dirname(dir)) {
+        if (!(await this.reachable(dir))) closed = dir;
+      }
+      throw new Error(
+        `embedded PostgreSQL runs as the OS user "postgres" (it refuses root), and that user cannot enter ${closed}: ` +
+          `run \`chmod o+x ${closed}\`, or clone the project where others can enter, or run as a non-root user, or set DATABASE_URL`,
+      );
+    }
+  }
+
   /** Initialises the cluster on first use and starts it unless it already runs. Returns whether we started it. */
   async ensureRunning(): Promise<boolean> {
     mkdirSync(this.dataDir, { recursive: true });
     const bin = await this.binaries();
+    await this.checkReachable(bin);
     if (!existsSync(join(this.pgDir, 'PG_VERSION'))) {
       this.log(`initialising embedded PostgreSQL in ${this.pgDir}`);
       mkdirSync(this.pgDir, { recursive: true, mode: 0o700 });

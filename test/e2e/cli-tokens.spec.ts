@@ -87,16 +87,67 @@ describe('CLI token commands (part 11)', () => {
     expect({ code: first.code, stdout: first.stdout }).toEqual({ code: 0, stdout: '' });
     const after = await count();
     expect(after).toEqual([{ users: 30, messages: 90, devices: 15 }]);
-    await runCli(['seed-demo', '--users', '30'], env);
+    expect(first.stderr).toMatch(/users +30 added, +0 already there/);
+    expect(first.stderr).toMatch(/devices +15 added, +0 already there/);
+    // Its hint names a real, active demo admin (30 users: no super_admin among them) and a real device.
+    const [admin] = await sql<{ id: number }>(
+      "SELECT id FROM users WHERE email LIKE 'demo-user-%' AND role_id = 2 AND status_id = 2 ORDER BY id LIMIT 1",
+    );
+    const [device] = await sql<{ id: number }>(
+      "SELECT id FROM devices WHERE serial_number LIKE 'DEMO-%' ORDER BY id LIMIT 1",
+    );
+    expect(first.stderr).toContain(
+      `sign in as demo admin ${admin?.id}: TOKEN=$(npx admin-api issue-token --user-id ${admin?.id})`,
+    );
+    expect(first.stderr).toContain(`/v1/admin/authorities?device_id=${device?.id}"`);
+    const second = await runCli(['seed-demo', '--users', '30'], env);
     expect(await count()).toEqual(after);
+    expect(second.stderr).toMatch(/users +0 added, +30 already there/);
+    expect(second.stderr).toMatch(/inbox_messages +0 added, +90 already there/);
     expect((await runCli(['seed-demo', '--users', 'lots'], env)).code).toBe(2);
   }, 60_000);
+
+  it('every command describes itself on stdout with --help, exit 0, without touching the database', async () => {
+    const top = await runCli(['--help'], {});
+    expect({ code: top.code, stderr: top.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(top.stdout).toContain('usage: admin-api <command> [options]');
+    const commands = ['migrate', 'bootstrap-admin', 'issue-token', 'create-session', 'seed-demo'];
+    for (const command of commands) {
+      expect(top.stdout).toContain(`  ${command}`);
+      // No DATABASE_URL and no JWT_SECRET: help must not need them (nor start an embedded PostgreSQL).
+      for (const args of [
+        [command, '--help'],
+        ['help', command],
+      ]) {
+        const run = await runCli(args, { DATA_DIR: '/nonexistent/admin-api-help' });
+        expect({ args, code: run.code, stderr: run.stderr }).toEqual({ args, code: 0, stderr: '' });
+        expect(run.stdout).toContain(`usage: admin-api ${command}`);
+      }
+    }
+    const tokenHelp = await runCli(['issue-token', '--help'], {});
+    expect(tokenHelp.stdout).toContain('--ttl-seconds S  how long the session lives, 1–2592000 seconds');
+  });
 
   it('fails with one clear line and nothing on stdout for bad input', async () => {
     const suspended = await createUser({ status: 'suspended' });
     const cases: [string[], Record<string, string>, number, string][] = [
       [['bootstrap-admin'], env, 2, '--email must be an email address'],
-      [['bootstrap-admin', '--email', 'a@example.com', '--admin'], env, 2, "Unknown option '--admin'"],
+      [
+        ['bootstrap-admin', '--email', 'a@example.com', '--admin'],
+        env,
+        2,
+        'bootstrap-admin: unknown option --admin (admin-api bootstrap-admin --help lists the options)',
+      ],
+      [['issue-token'], env, 2, 'issue-token: --user-id is required: the id of an active user'],
+      [['issue-token', '--user-id'], env, 2, 'issue-token: --user-id needs a value'],
+      [
+        ['issue-token', '--user-id', '1', '--ttl-seconds', '0'],
+        env,
+        2,
+        '--ttl-seconds must be an integer between 1 and 2592000',
+      ],
+      [['seed-demo', 'now'], env, 2, 'seed-demo: unexpected argument "now": options take the form --name value'],
+      [['launch'], env, 2, 'unknown command "launch"'],
       [['issue-token', '--user-id', String(suspended.id)], env, 1, `user ${suspended.id} is not active`],
       [['issue-token', '--user-id', '987654321'], env, 1, 'user 987654321 does not exist'],
       [['issue-token', '--user-id', 'x'], env, 2, '--user-id must be an integer'],

@@ -33,6 +33,22 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
     expect(ready.status).toBe(200);
     expect(ready.body.data).toMatchObject({ database: 'up', cache: 'memory' });
     expect(first.output()).toContain('database schema is up to date');
+    // Not a terminal: JSON lines; one ready line with the URL, the docs URL and both modes; no route table.
+    const lines = first
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.filter((line) => typeof line.docs === 'string')).toEqual([
+      expect.objectContaining({
+        url: `http://127.0.0.1:${port}`,
+        docs: `http://127.0.0.1:${port}/docs`,
+        database: 'embedded',
+        cache: 'memory',
+        msg: `admin-api ready on http://127.0.0.1:${port} · docs http://127.0.0.1:${port}/docs · database embedded · cache memory`,
+      }),
+    ]);
+    expect(first.output()).not.toContain('Mapped {');
     const users = await fetch(`http://127.0.0.1:${port}/v1/admin/users`, {
       headers: { authorization: `Bearer ${bootstrap.stdout.trim()}` },
     });
@@ -49,7 +65,9 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
     const seeded = await runCli(['seed-demo', '--users', '10000'], env);
     expect(seeded.code).toBe(0);
     expect(seeded.stderr).toContain('] 100% 10000/10000 users');
-    expect(seeded.stderr).toMatch(/done in [\d.]+ s: 10000 users, 5000 devices/);
+    expect(seeded.stderr).toMatch(
+      /done in [\d.]+ s:\n {2}users +10000 added, +0 already there\n {2}devices +5000 added/,
+    );
 
     const second = startServer(env);
     expect((await waitReady(port, second)).status).toBe(200);
@@ -91,6 +109,43 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
     expect(await second.exited).toBe(0);
     expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
   }, 120_000);
+
+  it('on a terminal format (LOG_FORMAT=pretty) prints readable lines, not JSON', async () => {
+    const port = await freePort();
+    const env = {
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      EMBEDDED_POSTGRES_PORT: String(await freePort()),
+      LOG_FORMAT: 'pretty',
+    };
+    const server = startServer(env);
+    expect((await waitReady(port, server)).status).toBe(200);
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+    const output = server.output();
+    expect(output).toMatch(
+      /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: admin-api ready on http:\/\/127\.0\.0\.1:\d+ · docs .*\/docs · database embedded · cache memory$/m,
+    );
+    expect(output.split('\n').filter((line) => line.startsWith('{'))).toEqual([]);
+  }, 60_000);
+
+  it('as root, stops with one line naming the directory the postgres OS user cannot enter', async () => {
+    if (process.getuid?.() !== 0) return; // only root hands the embedded server to the postgres user
+    const closed = mkdtempSync(join(tmpdir(), 'admin-api-closed-'));
+    try {
+      chmodSync(closed, 0o700);
+      const run = await runCli(['migrate'], {
+        DATA_DIR: join(closed, 'data'),
+        EMBEDDED_POSTGRES_PORT: String(await freePort()),
+      });
+      expect(run.code).toBe(1);
+      expect(run.stderr.trim().split('\n')).toEqual([
+        `error: embedded PostgreSQL runs as the OS user "postgres" (it refuses root), and that user cannot enter ${closed}: run \`chmod o+x ${closed}\`, or clone the project where others can enter, or run as a non-root user, or set DATABASE_URL`,
+      ]);
+    } finally {
+      rmSync(closed, { recursive: true, force: true });
+    }
+  });
 
   it('refuses a bad setting with one line naming it', async () => {
     const server = startServer({ PORT: 'eighty', DATA_DIR: dataDir });

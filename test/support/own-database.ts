@@ -24,14 +24,16 @@ async function onServer(work: (client: pg.Client) => Promise<unknown>): Promise<
  */
 export async function createOwnDatabase(
   tag: string,
-  options: { migrateUpTo?: string } = {},
+  options: { migrateUpTo?: string; empty?: boolean } = {},
 ): Promise<{ url: string; drop: () => Promise<void> }> {
   const name = `admin_api_test_${tag}_${Date.now()}_${process.pid}`;
   await onServer((client) => client.query(`CREATE DATABASE ${name}`));
   const url = new URL(testDatabaseUrl());
   url.pathname = `/${name}`;
   const settings = loadSettings({ DATABASE_URL: url.toString() });
-  if (options.migrateUpTo === undefined) {
+  if (options.empty === true) {
+    // Left empty: the process under test applies the migrations itself.
+  } else if (options.migrateUpTo === undefined) {
     await migrate(settings, url.toString());
   } else {
     // Only the migrations up to and including `migrateUpTo`: a data migration's test seeds the schema before it.

@@ -1,4 +1,4 @@
-import { load } from 'js-yaml';
+import { CORE_SCHEMA, load, mergeTag } from 'js-yaml';
 import { readFileSync } from 'node:fs';
 
 /*
@@ -10,6 +10,8 @@ const read = (path: string): string => readFileSync(new URL(`../../${path}`, imp
 
 interface ComposeService {
   image?: string;
+  pull_policy?: string;
+  volumes?: string[];
   build?: { context: string; dockerfile: string };
   environment?: Record<string, string>;
   depends_on?: Record<string, { condition: string }>;
@@ -19,7 +21,11 @@ interface ComposeService {
 
 describe('docker/', () => {
   const dockerfile = read('docker/Dockerfile');
-  const compose = load(read('docker/compose.yaml')) as { services: Record<string, ComposeService> };
+  // Compose resolves YAML merge keys (`<<: *app`); so does this parse.
+  const compose = load(read('docker/compose.yaml'), { schema: CORE_SCHEMA.withTags(mergeTag) }) as {
+    services: Record<string, ComposeService>;
+    volumes?: Record<string, unknown>;
+  };
   const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
 
   it('the image runs what npm run start:prod runs', () => {
@@ -32,15 +38,26 @@ describe('docker/', () => {
     expect(dockerfile.match(/^FROM node:24[-\w.]* AS build$/m)).not.toBeNull();
     expect(dockerfile.match(/^FROM node:24/gm)).toHaveLength(2);
     expect(dockerfile).toContain('npm prune --omit=dev');
+    // npm ci links the file: dependency admin-api-schematics; the build stage must copy it first.
+    expect(dockerfile.indexOf('COPY schematics')).toBeGreaterThan(-1);
+    expect(dockerfile.indexOf('COPY schematics')).toBeLessThan(dockerfile.indexOf('RUN npm ci'));
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/^HEALTHCHECK .*\/health\/ready/m);
   });
 
-  it('the compose file parses and runs two app instances on one PostgreSQL and one Redis', () => {
+  it('the compose file parses and runs two app instances of one image on one PostgreSQL and one Redis', () => {
     expect(Object.keys(compose.services).sort()).toEqual(['app', 'app2', 'postgres', 'redis']);
+    // Built once: app builds the image, app2 runs it and never pulls it from a registry.
+    expect(compose.services.app?.build).toEqual({ context: '..', dockerfile: 'docker/Dockerfile' });
+    expect(compose.services.app2?.build).toBeUndefined();
+    expect(compose.services.app2?.pull_policy).toBe('never');
+    expect(compose.services.app2?.image).toBe(compose.services.app?.image);
+    expect(compose.services.app?.image).toEqual(expect.any(String));
+    // PostgreSQL's data outlives its container.
+    expect(compose.services.postgres?.volumes).toEqual(['pgdata:/var/lib/postgresql/data']);
+    expect(Object.keys(compose.volumes ?? {})).toEqual(['pgdata']);
     for (const name of ['app', 'app2']) {
       const app = compose.services[name];
-      expect(app?.build).toEqual({ context: '..', dockerfile: 'docker/Dockerfile' });
       expect(app?.environment).toMatchObject({
         DATABASE_URL: expect.stringContaining('@postgres:5432/'),
         REDIS_URL: expect.stringContaining('redis://redis:6379'),

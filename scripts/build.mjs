@@ -1,0 +1,79 @@
+// Builds dist/ only when its inputs changed, so `npm start`, `npm test` and every CLI call on a
+// built tree skip the compiler. The inputs' paths, sizes and modification times are hashed into
+// dist/.build-stamp; the compiler is plain `tsc` (nest build with the tsc builder does nothing more
+// here: no assets, no plugins). `--force` rebuilds anyway. Progress goes to stderr, so a CLI call's
+// stdout still carries only its result.
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const STAMP = join(root, 'dist', '.build-stamp');
+const INPUT_DIRS = ['src', 'migrations'];
+const INPUT_FILES = ['tsconfig.json', 'tsconfig.build.json', 'package-lock.json'];
+
+function* filesUnder(dir) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) yield* filesUnder(path);
+    else if (entry.isFile()) yield path;
+  }
+}
+
+function inputs() {
+  const files = [
+    ...INPUT_DIRS.flatMap((dir) => [...filesUnder(join(root, dir))]),
+    ...INPUT_FILES.map((f) => join(root, f)),
+  ];
+  return files
+    .filter((file) => existsSync(file))
+    .map((file) => {
+      const { size, mtimeMs } = statSync(file);
+      return `${relative(root, file)}\t${size}\t${Math.trunc(mtimeMs)}`;
+    })
+    .sort();
+}
+
+function readStamp() {
+  try {
+    return JSON.parse(readFileSync(STAMP, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+const current = inputs();
+const digest = createHash('sha256').update(current.join('\n')).digest('hex');
+const stamp = readStamp();
+const force = process.argv.includes('--force');
+if (!force && stamp?.digest === digest && existsSync(join(root, 'dist', 'src', 'main.js'))) process.exit(0);
+
+const sources = (lines) => new Set(lines.map((line) => line.split('\t')[0]));
+const removed = stamp ? [...sources(stamp.inputs)].filter((file) => !sources(current).has(file)) : [];
+if (removed.length > 0 || force) {
+  // A deleted source (a migration above all) must not live on as a compiled file: start clean.
+  for (const dir of ['src', 'migrations']) rmSync(join(root, 'dist', dir), { recursive: true, force: true });
+  rmSync(join(root, 'dist', '.tsbuildinfo.build'), { force: true });
+}
+
+process.stderr.write(stamp ? 'building dist/ (sources changed)…\n' : 'building dist/…\n');
+const started = Date.now();
+const tsc = spawnSync(
+  process.execPath,
+  [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+  {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+  },
+);
+if (tsc.stdout) process.stderr.write(tsc.stdout);
+if (tsc.status !== 0) {
+  process.stderr.write(`build failed (tsc exit ${tsc.status ?? tsc.signal}); dist/ is not up to date\n`);
+  rmSync(STAMP, { force: true });
+  process.exit(1);
+}
+writeFileSync(STAMP, JSON.stringify({ digest, inputs: current }));
+process.stderr.write(`built in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
