@@ -1,7 +1,7 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import { ApiParam } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { parseIfMatch, type IfMatch } from '../common/etag.js';
+import { documentIfMatch, parseIfMatch, type IfMatch } from '../common/etag.js';
 import { pathId } from '../common/id.pipe.js';
 import { authContextOf, type AuthContext } from './auth-context.js';
 
@@ -30,5 +30,6 @@ export const Write = createParamDecorator(
       const descriptor = Object.getOwnPropertyDescriptor(target, key);
       if (descriptor !== undefined) ApiParam({ name: 'id', type: Number, required: true })(target, key, descriptor);
     },
+    documentIfMatch,
   ],
 );

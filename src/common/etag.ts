@@ -1,4 +1,5 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import { ApiHeader } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from './api-error.js';
 
@@ -23,7 +24,24 @@ export function assertIfMatch(ifMatch: IfMatch, currentVersion: number): void {
   if (!ifMatch.includes(currentVersion)) throw ApiError.preconditionFailed(currentVersion);
 }
 
+/** Documents `If-Match` on the route a parameter decorator reads it for (so generated clients can send it). */
+export function documentIfMatch(target: object, key: string | symbol | undefined): void {
+  if (key === undefined) return;
+  const descriptor = Object.getOwnPropertyDescriptor(target, key);
+  if (descriptor === undefined) return;
+  ApiHeader({
+    name: 'If-Match',
+    required: false,
+    description:
+      'The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins.',
+    schema: { type: 'string', example: '"1"' },
+  })(target, key, descriptor);
+}
+
 /** Route parameter decorator: the request's parsed `If-Match` header. */
-export const IfMatchHeader = createParamDecorator((_: unknown, context: ExecutionContext): IfMatch => {
-  return parseIfMatch(context.switchToHttp().getRequest<FastifyRequest>().headers['if-match']);
-});
+export const IfMatchHeader = createParamDecorator(
+  (_: unknown, context: ExecutionContext): IfMatch => {
+    return parseIfMatch(context.switchToHttp().getRequest<FastifyRequest>().headers['if-match']);
+  },
+  [documentIfMatch],
+);

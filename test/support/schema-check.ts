@@ -2,6 +2,7 @@
 export interface Schema {
   $ref?: string;
   allOf?: Schema[];
+  anyOf?: Schema[];
   type?: string;
   format?: string;
   enum?: unknown[];
@@ -24,7 +25,7 @@ export function resolve(schema: Schema, components: Components): Schema {
   if (schema.$ref !== undefined)
     return resolve(components[schema.$ref.replace('#/components/schemas/', '')] ?? {}, components);
   if (schema.allOf !== undefined && schema.allOf.length === 1 && schema.allOf[0] !== undefined) {
-    return { ...resolve(schema.allOf[0], components), nullable: schema.nullable };
+    return resolve(schema.allOf[0], components);
   }
   return schema;
 }
@@ -37,6 +38,10 @@ const DATE_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
  */
 export function check(schema: Schema, value: unknown, components: Components, at = '$'): string[] {
   const resolved = resolve(schema, components);
+  if (resolved.anyOf !== undefined) {
+    const branches = resolved.anyOf.map((branch) => check(branch, value, components, at));
+    return branches.some((problems) => problems.length === 0) ? [] : (branches[0] ?? []);
+  }
   if (value === null) return resolved.nullable === true ? [] : [`${at}: null is not allowed`];
   if (resolved.enum !== undefined && !resolved.enum.includes(value))
     return [`${at}: ${JSON.stringify(value)} is not one of ${JSON.stringify(resolved.enum)}`];

@@ -1,5 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import { refineDocument } from './document-refinements.js';
 
 /** The OpenAPI document of the running app; its committed copy is `openapi.json` (checked for drift). */
 export function buildOpenApi(app: INestApplication): OpenAPIObject {
@@ -11,9 +12,11 @@ export function buildOpenApi(app: INestApplication): OpenAPIObject {
     .setVersion('1')
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
     .build();
-  return SwaggerModule.createDocument(app, config, {
-    operationIdFactory: (controller, method) => `${controller.replace(/Controller$/, '')}_${method}`,
-  });
+  return refineDocument(
+    SwaggerModule.createDocument(app, config, {
+      operationIdFactory: (controller, method) => `${controller.replace(/Controller$/, '')}_${method}`,
+    }),
+  );
 }
 
 /** Swagger UI at /docs and the JSON document at /docs/openapi.json. */
