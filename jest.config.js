@@ -15,7 +15,7 @@ export default {
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
     '^.+\\.ts$': ['@swc/jest', swc],
-    // @fastify/static (CommonJS) requires this ESM-only package; Jest on Node 20 cannot require(esm).
+    // @fastify/static (CommonJS) requires this ESM-only package; Jest's module runtime cannot require(esm).
     'node_modules/content-disposition/.+\\.js$': ['@swc/jest', { module: { type: 'commonjs' } }],
   },
   transformIgnorePatterns: ['/node_modules/(?!content-disposition/)'],
