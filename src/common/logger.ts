@@ -17,13 +17,15 @@ export function createPino(level: LogLevel, format: LogFormat = 'json'): Pino {
   const readable = format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true);
   if (!readable) return pino(options);
   // In-process and synchronous (no worker thread): a line is on the terminal before the next one starts.
+  // The start-up lines' fields are already in their message (or, for the migration names, only
+  // noise on a terminal); JSON keeps them for machines.
   return pino(
     options,
     pretty({
       colorize: process.stdout.isTTY === true,
       sync: true,
       translateTime: 'SYS:HH:MM:ss.l',
-      ignore: 'pid,hostname,service',
+      ignore: 'pid,hostname,service,url,docs,database,cache,applied',
     }),
   );
 }
