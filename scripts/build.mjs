@@ -5,8 +5,8 @@
 // stdout still carries only its result.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -14,12 +14,25 @@ const STAMP = join(root, 'dist', '.build-stamp');
 const INPUT_DIRS = ['src', 'migrations'];
 const INPUT_FILES = ['tsconfig.json', 'tsconfig.build.json', 'package-lock.json'];
 
+// Only what the compiler reads: a data directory or an editor's file under src/ is not an input.
+const SOURCE = /\.(ts|json)$/;
+
 function* filesUnder(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) yield* filesUnder(path);
-    else if (entry.isFile()) yield path;
+    else if (entry.isFile() && SOURCE.test(entry.name)) yield path;
   }
+}
+
+/** The compiled file of each TypeScript source (what must exist for dist/ to be complete). */
+function outputsOf(lines) {
+  return lines
+    .map((line) => line.split('\t')[0])
+    .filter(
+      (file) => file.endsWith('.ts') && !file.endsWith('.d.ts') && INPUT_DIRS.some((dir) => file.startsWith(`${dir}/`)),
+    )
+    .map((file) => join(root, 'dist', file.replace(/\.ts$/, '.js')));
 }
 
 function inputs() {
@@ -48,31 +61,40 @@ const current = inputs();
 const digest = createHash('sha256').update(current.join('\n')).digest('hex');
 const stamp = readStamp();
 const force = process.argv.includes('--force');
-if (!force && stamp?.digest === digest && existsSync(join(root, 'dist', 'src', 'main.js'))) process.exit(0);
+const complete = () => outputsOf(current).every((file) => existsSync(file));
+if (!force && stamp?.digest === digest && complete()) process.exit(0);
 
 const sources = (lines) => new Set(lines.map((line) => line.split('\t')[0]));
 const removed = stamp ? [...sources(stamp.inputs)].filter((file) => !sources(current).has(file)) : [];
-if (removed.length > 0 || force) {
-  // A deleted source (a migration above all) must not live on as a compiled file: start clean.
-  for (const dir of ['src', 'migrations']) rmSync(join(root, 'dist', dir), { recursive: true, force: true });
+const clean = () => {
+  for (const dir of INPUT_DIRS) rmSync(join(root, 'dist', dir), { recursive: true, force: true });
   rmSync(join(root, 'dist', '.tsbuildinfo.build'), { force: true });
-}
+};
+// No stamp (a fresh tree, or a build that never finished), a deleted source (a migration above
+// all must not live on as a compiled file) or --force: build from clean.
+if (!stamp?.digest || removed.length > 0 || force) clean();
 
-process.stderr.write(stamp ? 'building dist/ (sources changed)…\n' : 'building dist/…\n');
+process.stderr.write(stamp?.digest ? 'building dist/ (sources changed)…\n' : 'building dist/…\n');
 const started = Date.now();
-const tsc = spawnSync(
-  process.execPath,
-  [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
-  {
+const compile = () =>
+  spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
     encoding: 'utf8',
-  },
-);
+  });
+let tsc = compile();
+if (tsc.status === 0 && !complete()) {
+  // The compiler's incremental state says nothing changed, but outputs were deleted: start clean.
+  clean();
+  tsc = compile();
+}
 if (tsc.stdout) process.stderr.write(tsc.stdout);
-if (tsc.status !== 0) {
+if (tsc.status !== 0 || !complete()) {
   process.stderr.write(`build failed (tsc exit ${tsc.status ?? tsc.signal}); dist/ is not up to date\n`);
-  rmSync(STAMP, { force: true });
+  // Remember every source seen so far, so a source deleted before the next build is still cleaned.
+  const seen = [...new Set([...(stamp?.inputs ?? []), ...current])];
+  mkdirSync(dirname(STAMP), { recursive: true });
+  writeFileSync(STAMP, JSON.stringify({ digest: null, inputs: seen }));
   process.exit(1);
 }
 writeFileSync(STAMP, JSON.stringify({ digest, inputs: current }));

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { CliError, say, type Command } from './cli/command.js';
+import { CliError, options, say, type Command } from './cli/command.js';
 import { SEED_DEMO } from './cli/seed-demo.js';
 import { TOKEN_COMMANDS } from './cli/token-commands.js';
 import { loadSettings, SettingsError } from './config/settings.js';
@@ -10,6 +10,7 @@ import { migrate } from './database/migrate.js';
 const COMMANDS: Readonly<Record<string, Command>> = {
   migrate: {
     summary: 'apply pending database migrations (embedded or DATABASE_URL); safe while servers run',
+    validate: (args) => void options(args, {}),
     async run(settings, databaseUrl) {
       const applied = await migrate(settings, databaseUrl);
       say(applied.length === 0 ? 'database schema is up to date' : `applied: ${applied.join(', ')}`);
@@ -50,8 +51,16 @@ function printHelp(text: string): void {
 async function main(argv: readonly string[]): Promise<number> {
   const [name, ...args] = argv;
   if (name === '--help' || name === '-h' || name === 'help') {
-    const topic = args[0] !== undefined && Object.hasOwn(COMMANDS, args[0]) ? args[0] : undefined;
-    printHelp(topic === undefined ? USAGE : commandHelp(topic, COMMANDS[topic] as Command));
+    const [topic] = args;
+    if (topic === undefined) {
+      printHelp(USAGE);
+      return 0;
+    }
+    if (!Object.hasOwn(COMMANDS, topic)) {
+      say(`unknown command "${topic}"\n\n${USAGE}`);
+      return 2;
+    }
+    printHelp(commandHelp(topic, COMMANDS[topic] as Command));
     return 0;
   }
   if (name === undefined) {

@@ -76,5 +76,7 @@ export const SESSION_LIST = listSpec({
   from: 'auth_sessions',
   select: `id, user_id, created_at, expires_at, revoked_at, revoked_by, revoke_reason, (revoked_at IS NULL AND expires_at > now()) AS is_active`,
   sort: ['created_at', 'expires_at'],
+  // `is_active` is judged at now(): a page is good until the next session expires.
+  changesAt: 'expires_at',
   defaultSort: 'created_at:desc',
 });

@@ -1,6 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { parseListQuery } from '../common/list/list-query.parser.js';
-import { runList } from '../common/list/list-runner.js';
 import type { ListResponse } from '../common/responses.js';
 import type { OwnershipTransferDto } from './dto/device.dto.js';
 import { CacheService } from '../cache/cache.service.js';
@@ -57,10 +55,7 @@ export class DevicesRepository extends ResourceTable<DeviceRow, DeviceColumn> {
 
   /** A page of the device's ownership history. */
   transfers(deviceId: number, query: Record<string, unknown>): Promise<ListResponse<OwnershipTransferDto>> {
-    return runList<OwnershipTransferDto>(this.uow.reader, TRANSFER_LIST, parseListQuery(TRANSFER_LIST, query), {
-      where: 'device_id = $1',
-      params: [deviceId],
-    });
+    return this.pages.read<OwnershipTransferDto>(TRANSFER_LIST, query, { where: 'device_id = $1', params: [deviceId] });
   }
 
   /** Appends a row to the ownership history (the table refuses UPDATE and DELETE). */

@@ -12,6 +12,8 @@ export const cacheKeys = {
   deviceAuthorities: (deviceId: number): string => `authz:device:${deviceId}`,
   /** A user's read-state counts, overall (`<user>:*`) or for one conversation (`<user>:<conversation>`). */
   readCounts: (scope: string): string => `read-counts:${scope}`,
+  /** One cached list page: the digest of its resource, normalised query and row scope. */
+  listPage: (digest: string): string => `list:${digest}`,
   /** The generation of a table's list pages, bumped after every commit that wrote the table. */
   tableGeneration: (table: string): string => `table:${table}`,
   /** Requests of one actor in the current window. */

@@ -42,6 +42,11 @@ export interface CacheStore {
   bumpGenerations(names: readonly string[]): Promise<void>;
   /** The named generations now, 0 for one never bumped. */
   generations(names: readonly string[]): Promise<number[]>;
+  /** An entry and the named generations in one round trip (a list page and the tables it was built from). */
+  getWithGenerations(
+    key: string,
+    names: readonly string[],
+  ): Promise<{ entry: CacheEntry | undefined; generations: number[] }>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

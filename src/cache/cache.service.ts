@@ -138,6 +138,20 @@ export class CacheService {
   }
 
   /**
+   * A list page's entry with the current generations of its tables, in one round trip; `ok: false`
+   * when the cache could not be asked (the page is then read from the database: `bypass`).
+   */
+  async listPage(
+    key: string,
+    tables: readonly string[],
+  ): Promise<{ ok: boolean; entry: CacheEntry | undefined; generations: number[] }> {
+    const names = tables.map((table) => cacheKeys.tableGeneration(table));
+    const result = await this.guard('get', key, false, () => this.store.getWithGenerations(key, names));
+    if (!result.ok) return { ok: false, entry: undefined, generations: [] };
+    return { ok: true, ...result.value };
+  }
+
+  /**
    * Drops the entries of one kind of projection (`auth:`, `res:`, …) for a triggered rebuild;
    * undefined when the cache could not be reached (the rebuild then fails and is retried).
    */

@@ -37,6 +37,13 @@ export class MemoryCacheStore implements CacheStore {
     return Promise.resolve(names.map((name) => this.named.get(name) ?? 0));
   }
 
+  async getWithGenerations(
+    key: string,
+    names: readonly string[],
+  ): Promise<{ entry: CacheEntry | undefined; generations: number[] }> {
+    return { entry: await this.get(key), generations: await this.generations(names) };
+  }
+
   increment(key: string, windowMs: number, by = 1): Promise<WindowCount> {
     const now = Date.now();
     let counter = this.counters.get(key);

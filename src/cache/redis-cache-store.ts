@@ -14,6 +14,14 @@ local found = {}
 for i = 2, #ARGV do found[i - 1] = redis.call('GET', ARGV[1] .. gen .. ':' .. ARGV[i]) end
 return found`;
 
+// A list page and the generations of the tables it was read from, in one round trip: the page is
+// under the cache generation, the table generations outside it (they only ever grow).
+const GET_WITH_GENERATIONS = `
+local gen = redis.call('GET', KEYS[1]) or '0'
+local found = { redis.call('GET', ARGV[1] .. gen .. ':' .. ARGV[2]) or '' }
+for i = 3, #ARGV do found[i - 1] = redis.call('GET', ARGV[1] .. 'gen:' .. ARGV[i]) or '0' end
+return found`;
+
 // Counters live outside the generation: dropping the cache must not reset a rate limit.
 const INCREMENT = `
 local n = redis.call('INCRBY', KEYS[1], ARGV[2])
@@ -192,6 +200,21 @@ export class RedisCacheStore implements CacheStore {
     if (names.length === 0) return [];
     const values = await this.client.mGet(names.map((name) => `${this.prefix}gen:${name}`));
     return values.map((value) => Number(value ?? 0) || 0);
+  }
+
+  async getWithGenerations(
+    key: string,
+    names: readonly string[],
+  ): Promise<{ entry: CacheEntry | undefined; generations: number[] }> {
+    const raw = await this.client.eval(GET_WITH_GENERATIONS, {
+      keys: [this.generationKey],
+      arguments: [this.prefix, key, ...names],
+    });
+    const [page, ...generations] = Array.isArray(raw) ? (raw as unknown[]) : [];
+    return {
+      entry: typeof page === 'string' && page !== '' ? decodeEntry(page) : undefined,
+      generations: names.map((_, index) => Number(generations[index] ?? 0) || 0),
+    };
   }
 
   async flushAll(): Promise<void> {

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { DataSource } from 'typeorm';
+import { createCacheService } from '../cache/cache.module.js';
 import { createDataSource } from '../database/data-source.js';
 import { migrate } from '../database/migrate.js';
 import type { Settings } from '../config/settings.js';
@@ -48,14 +49,41 @@ export async function withDatabase<T>(
   }
 }
 
+/**
+ * After a CLI write, running servers drop what they cached (a user's old role, list pages without
+ * the new rows): Redis at once, and every instance, an in-process cache included, within
+ * CACHE_EPOCH_POLL_MS through the database's cache epoch.
+ */
+export async function dropServerCaches(settings: Settings, databaseUrl: string): Promise<void> {
+  await withDatabase(settings, databaseUrl, (dataSource) =>
+    dataSource.query('UPDATE cache_epoch SET epoch = epoch + 1'),
+  );
+  if (settings.redisUrl === undefined) return;
+  const cache = createCacheService(settings);
+  try {
+    if (!(await cache.invalidateAll()))
+      say('warning: could not reach Redis; running servers drop their cache within CACHE_EPOCH_POLL_MS instead');
+  } finally {
+    await cache.close();
+  }
+}
+
 /** The command's `--name value` options, strictly: an unknown option is a usage error (exit 2). */
 export function options<T extends Record<string, { type: 'string' }>>(
   args: readonly string[],
   spec: T,
 ): Partial<Record<keyof T, string>> {
   try {
-    return parseArgs({ args: [...args], options: spec, strict: true, allowPositionals: false }).values;
+    const parsed = parseArgs({ args: [...args], options: spec, strict: true, allowPositionals: false, tokens: true });
+    const seen = new Set<string>();
+    for (const token of parsed.tokens) {
+      if (token.kind !== 'option') continue;
+      if (seen.has(token.name)) throw new CliError(`--${token.name} is given twice; give it once`, 2);
+      seen.add(token.name);
+    }
+    return parsed.values;
   } catch (error) {
+    if (error instanceof CliError) throw error;
     throw new CliError(parseArgsProblem(error instanceof Error ? error.message : String(error)), 2);
   }
 }
@@ -66,6 +94,8 @@ function parseArgsProblem(message: string): string {
   if (unknown) return `unknown option ${unknown[1]}`;
   const missing = /^Option '(--[\w-]+)[^']*' argument missing/.exec(message);
   if (missing) return `${missing[1]} needs a value`;
+  const dashed = /^Option '(--[\w-]+)[^']*' argument is ambiguous/.exec(message);
+  if (dashed) return `${dashed[1]} needs a value; a value starting with "-" goes as ${dashed[1]}=<value>`;
   const positional = /^Unexpected argument '([^']*)'/.exec(message);
   if (positional) return `unexpected argument "${positional[1]}": options take the form --name value`;
   return message;

@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { Settings } from '../config/settings.js';
 
-import { CliError, options, say, withDatabase, type Command } from './command.js';
+import { CliError, dropServerCaches, options, say, withDatabase, type Command } from './command.js';
 
 const CHUNK = 1000;
 
@@ -152,7 +152,7 @@ export const SEED_DEMO: Command = {
   validate: usersOption,
   async run(settings: Settings, databaseUrl: string, args: readonly string[]) {
     const users = usersOption(args);
-    return withDatabase(settings, databaseUrl, async (dataSource) => {
+    const code = await withDatabase(settings, databaseUrl, async (dataSource) => {
       const started = Date.now();
       const [before = {}] = await dataSource.query<Counts[]>(DEMO_ROWS);
       say(`seeding demo data for ${users} users…`);
@@ -181,5 +181,7 @@ export const SEED_DEMO: Command = {
         );
       return 0;
     });
+    await dropServerCaches(settings, databaseUrl);
+    return code;
   },
 };

@@ -6,10 +6,9 @@ import { withJwtSecret } from '../auth/jwt-secret.js';
 import { ROLE, USER_STATUS } from '../auth/roles.js';
 import { DEFAULT_SESSION_TTL_SECONDS, insertSession, type SessionRow } from '../auth/sessions.repository.js';
 import { signAccessToken } from '../auth/token-signer.js';
-import { createCacheService } from '../cache/cache.module.js';
 import type { Settings } from '../config/settings.js';
 
-import { CliError, options, say, withDatabase, type Command } from './command.js';
+import { CliError, dropServerCaches, options, say, withDatabase, type Command } from './command.js';
 
 /** The CLI's writes are audited like the API's, with no actor and no request. */
 function recordAudit(db: EntityManager, event: AuditRecord): Promise<void> {
@@ -21,20 +20,6 @@ function positiveInt(value: string | undefined, name: string, fallback: number, 
   if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > max)
     throw new CliError(`--${name} must be an integer between 1 and ${max}`, 2);
   return Number(value);
-}
-
-/** Running servers may hold the user's old role or status in a shared cache: drop it. */
-async function dropSharedCache(settings: Settings): Promise<void> {
-  if (settings.redisUrl === undefined) return;
-  const cache = createCacheService(settings);
-  try {
-    if (!(await cache.invalidateAll()))
-      say(
-        'warning: could not reach Redis to drop cached entries; running servers may take up to CACHE_TTL_SECONDS to see this change',
-      );
-  } finally {
-    await cache.close();
-  }
 }
 
 interface UserState {
@@ -182,7 +167,7 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
           };
         }),
       );
-      if (!created) await dropSharedCache(settings);
+      if (!created) await dropServerCaches(settings, databaseUrl);
       say(
         `${created ? 'created' : 'reusing'} super_admin user ${user.id} (${user.email}); session ${session.id} valid until ${session.expires_at.toISOString()}`,
       );

@@ -34,6 +34,10 @@ export class EnvelopeInterceptor implements NestInterceptor {
         total: result.total,
         total_exact: result.total_exact,
       });
+      if (result.items instanceof RawJson) {
+        void reply.header('content-type', 'application/json; charset=utf-8');
+        return `{"success":true,"data":${result.items.json},"meta":${JSON.stringify(meta)}}`;
+      }
       return { success: true, data: result.items, meta };
     }
     if (result instanceof AcceptedResponse) {

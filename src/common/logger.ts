@@ -26,6 +26,7 @@ export function createPino(level: LogLevel, format: LogFormat = 'json'): Pino {
       sync: true,
       translateTime: 'SYS:HH:MM:ss.l',
       ignore: 'pid,hostname,service,url,docs,database,cache,applied',
+      singleLine: true,
     }),
   );
 }

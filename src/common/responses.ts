@@ -32,7 +32,8 @@ export class ResourceResponse<T extends object> {
 /** A page of a list (part 2). */
 export class ListResponse<T> {
   constructor(
-    readonly items: readonly T[],
+    /** The rows, or (a cached page) the rows already serialised, sent without re-parsing. */
+    readonly items: readonly T[] | RawJson,
     readonly page: number,
     readonly page_size: number,
     readonly total: number,

@@ -1,4 +1,5 @@
 import { isAbsolute, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /** Thrown for the first invalid setting; its message is the one line printed at start-up. */
 export class SettingsError extends Error {
@@ -60,6 +61,11 @@ export interface Settings {
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
+
+/** `.data` at the project root: this file is src/config/settings.ts, compiled to dist/src/config/settings.js. */
+const PROJECT_DATA_DIR = fileURLToPath(
+  new URL(import.meta.url.includes('/dist/src/') ? '../../../.data' : '../../.data', import.meta.url),
+);
 
 function text(env: Env, name: string): string | undefined {
   const value = env[name];
@@ -138,7 +144,9 @@ export function loadSettings(env: Env = process.env): Settings {
   if (pushProvider === 'fcm' && fcmCredentials === undefined) {
     throw new SettingsError('FCM_CREDENTIALS', 'is required when PUSH_PROVIDER is fcm');
   }
-  const dataDir = text(env, 'DATA_DIR') ?? '.data';
+  // The default is the project's own `.data`, wherever the command runs from (`npx admin-api` finds
+  // the project from any subdirectory); a relative DATA_DIR is relative to the working directory.
+  const dataDir = text(env, 'DATA_DIR') ?? PROJECT_DATA_DIR;
   return Object.freeze({
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: text(env, 'HOST') ?? '127.0.0.1',

@@ -36,8 +36,7 @@ export class CacheEpoch implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   onApplicationBootstrap(): void {
-    // One instance with its own memory has nobody to tell.
-    if (this.cache.kind !== 'redis') return;
+    // Also with an in-process cache: the CLI's writes (seed-demo, bootstrap-admin) move the epoch.
     this.timer = setInterval(() => void this.check(), this.settings.cacheEpochPollMs);
     this.timer.unref();
     void this.check();

@@ -4,6 +4,7 @@ import type { Settings } from '../config/settings.js';
 import { CacheEpoch } from './cache-epoch.js';
 import { dataSourceOptions } from './data-source.js';
 import { DATABASE_URL } from './database.tokens.js';
+import { ListPages } from './list-pages.js';
 import { References } from './references.js';
 import { UnitOfWork } from './unit-of-work.js';
 
@@ -18,8 +19,8 @@ export class DatabaseModule {
           useFactory: () => ({ ...dataSourceOptions(settings, databaseUrl), retryAttempts: 2, retryDelay: 1000 }),
         }),
       ],
-      providers: [UnitOfWork, CacheEpoch, References, { provide: DATABASE_URL, useValue: databaseUrl }],
-      exports: [UnitOfWork, References, DATABASE_URL],
+      providers: [UnitOfWork, ListPages, CacheEpoch, References, { provide: DATABASE_URL, useValue: databaseUrl }],
+      exports: [UnitOfWork, ListPages, References, DATABASE_URL],
     };
   }
 }

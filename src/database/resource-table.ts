@@ -6,11 +6,10 @@ import type { CacheEntry } from '../cache/cache-store.js';
 import type { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../common/api-error.js';
 import type { RecordNotFoundCode } from '../common/error-codes.js';
-import { parseListQuery } from '../common/list/list-query.parser.js';
-import { runList } from '../common/list/list-runner.js';
 import type { Scope } from '../common/list/list-sql.js';
 import type { ListSpec } from '../common/list/list-spec.js';
 import { RawJson, ResourceResponse, type ListResponse } from '../common/responses.js';
+import { ListPages } from './list-pages.js';
 import type { Tx, UnitOfWork } from './unit-of-work.js';
 
 /** A row as read: the resource's fields plus its version (the ETag, kept out of the JSON). */
@@ -77,12 +76,15 @@ export function withoutVersion<Row extends VersionedRow>(row: Row): Omit<Row, 'v
  */
 export class ResourceTable<Row extends VersionedRow, Column extends string = string> {
   private readonly cached: CacheAside<Omit<Row, 'version'>>;
+  /** Cached list pages, also for the table's other lists (a device's ownership history). */
+  protected readonly pages: ListPages;
 
   constructor(
     private readonly options: ResourceTableOptions,
     protected readonly uow: UnitOfWork,
     cache: CacheService,
   ) {
+    this.pages = new ListPages(uow, cache);
     this.cached = new CacheAside(
       cache,
       (id) => cacheKeys.resource(options.type, id),
@@ -96,13 +98,18 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
   }
 
   /**
-   * A page of the list route: the query parsed against the table's `ListSpec` (every problem a
-   * 400), an optional extra condition (authorization row filtering), the capped count.
+   * A page of the list route through the cache: the query parsed against the table's `ListSpec`
+   * (every problem a 400), an optional extra condition (authorization row filtering), the capped
+   * count, and `present` applied to the rows before they are cached.
    */
-  list<Item = Omit<Row, 'version'>>(query: Record<string, unknown>, scope?: Scope): Promise<ListResponse<Item>> {
+  list<Listed = Omit<Row, 'version'>, Item = Listed>(
+    query: Record<string, unknown>,
+    scope?: Scope,
+    present?: (rows: readonly Listed[]) => Item[],
+  ): Promise<ListResponse<Item>> {
     const spec = this.options.list;
     if (spec === undefined) throw new Error(`${this.options.table} has no list spec`);
-    return runList<Item>(this.uow.reader, spec, parseListQuery(spec, query), scope);
+    return this.pages.read<Listed, Item>(spec, query, scope, present);
   }
 
   /** The cached detail; undefined when the record does not exist at all. */

@@ -22,6 +22,8 @@ export const GRANT_LIST = listSpec({
   from: FROM,
   select: RESOURCE_COLUMNS,
   alias: 'g',
+  // `is_active` is judged at now(): a page is good until the next grant expires.
+  changesAt: 'g.expires_at',
   sort: ['id', 'granted_at'],
   filters: { user_id: 'int', permission_id: 'int', is_active: { column: ACTIVE, type: 'bool' } },
 });

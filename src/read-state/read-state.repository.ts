@@ -23,6 +23,8 @@ export const READ_STATE_LIST = listSpec({
   from: `${FROM} AND NOT m.is_deleted`,
   select: RESOURCE_COLUMNS,
   alias: 'rs',
+  // `is_snoozed` is judged at now(): a page is good until the next snooze ends.
+  changesAt: 'rs.snoozed_until',
   sort: ['id', 'updated_at', 'read_at'],
   filters: {
     user_id: 'int',

@@ -41,9 +41,7 @@ export class ReadStateService {
   ) {}
 
   list(query: Record<string, unknown>): Promise<ListResponse<ReadStateDto>> {
-    return this.states
-      .list<ReadStateRow>(query)
-      .then((page) => Object.assign(page, { items: page.items.map(present) }) as ListResponse<ReadStateDto>);
+    return this.states.list<ReadStateRow, ReadStateDto>(query, undefined, (rows) => rows.map(present));
   }
 
   async get(id: number): Promise<ResourceResponse<ReadStateDto>> {

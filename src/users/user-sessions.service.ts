@@ -5,8 +5,8 @@ import { SESSION_LIST } from '../auth/sessions.repository.js';
 import { SessionsService } from '../auth/sessions.service.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { parseListQuery } from '../common/list/list-query.parser.js';
-import { runList } from '../common/list/list-runner.js';
 import { ResourceResponse, type ListResponse } from '../common/responses.js';
+import { ListPages } from '../database/list-pages.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import type { SessionDto, SessionsRevokedDto } from './dto/session.dto.js';
 import { assertMayWriteUser, assertNotSelf } from '../auth/user-rules.js';
@@ -19,13 +19,14 @@ export class UserSessionsService {
     private readonly uow: UnitOfWork,
     private readonly users: UsersRepository,
     private readonly sessions: SessionsService,
+    private readonly pages: ListPages,
   ) {}
 
   /** Newest first. A deleted user's sessions stay readable (an auditor's question); an unknown user is 404. */
   async list(userId: number, query: Record<string, unknown>): Promise<ListResponse<SessionDto>> {
-    const parsed = parseListQuery(SESSION_LIST, query);
+    parseListQuery(SESSION_LIST, query); // a bad query is a 400 before the user's 404
     if ((await this.users.read(userId)) === undefined) throw ApiError.notFound('USER_NOT_FOUND', userId);
-    return runList<SessionDto>(this.uow.reader, SESSION_LIST, parsed, { where: 'user_id = $1', params: [userId] });
+    return this.pages.read<SessionDto>(SESSION_LIST, query, { where: 'user_id = $1', params: [userId] });
   }
 
   /**

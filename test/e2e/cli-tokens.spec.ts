@@ -1,5 +1,8 @@
 import jwt from 'jsonwebtoken';
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { createUser } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { runCli } from '../support/cli.js';
@@ -107,6 +110,30 @@ describe('CLI token commands (part 11)', () => {
     expect((await runCli(['seed-demo', '--users', 'lots'], env)).code).toBe(2);
   }, 60_000);
 
+  it('the package bin (npx admin-api) runs the same CLI on Node 24, with only the result on stdout', async () => {
+    const user = await createUser({ role: 'viewer' });
+    const bin = fileURLToPath(new URL('../../bin/admin-api', import.meta.url));
+    // From another directory, the way an alias or a symlink would run it.
+    const run = spawnSync(bin, ['issue-token', '--user-id', String(user.id)], {
+      cwd: tmpdir(),
+      env: { ...process.env, ...env },
+      encoding: 'utf8',
+    });
+    expect({ status: run.status, stdout: run.stdout.replace(/[\w-]+\.[\w-]+\.[\w-]+\n/, '<token>') }).toEqual({
+      status: 0,
+      stdout: '<token>',
+    });
+    await works(run.stdout.trim());
+    const version = spawnSync(
+      '/bin/sh',
+      ['-c', `. ${fileURLToPath(new URL('../../scripts/node.sh', import.meta.url))} && node -p process.versions.node`],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(Number(version.stdout.split('.')[0])).toBeGreaterThanOrEqual(24);
+  }, 60_000);
+
   it('every command describes itself on stdout with --help, exit 0, without touching the database', async () => {
     const top = await runCli(['--help'], {});
     expect({ code: top.code, stderr: top.stderr }).toEqual({ code: 0, stderr: '' });
@@ -148,6 +175,21 @@ describe('CLI token commands (part 11)', () => {
       ],
       [['seed-demo', 'now'], env, 2, 'seed-demo: unexpected argument "now": options take the form --name value'],
       [['launch'], env, 2, 'unknown command "launch"'],
+      [['help', 'launch'], env, 2, 'unknown command "launch"'],
+      [['migrate', '--dry-run'], env, 2, 'migrate: unknown option --dry-run'],
+      [
+        ['issue-token', '--user-id', '1', '--user-id', '2'],
+        env,
+        2,
+        'issue-token: --user-id is given twice; give it once',
+      ],
+      [
+        ['issue-token', '--user-id', '-1'],
+        env,
+        2,
+        'issue-token: --user-id needs a value; a value starting with "-" goes as --user-id=<value>',
+      ],
+      [['issue-token', '--user-id=-1'], env, 2, '--user-id must be an integer between 1 and'],
       [['issue-token', '--user-id', String(suspended.id)], env, 1, `user ${suspended.id} is not active`],
       [['issue-token', '--user-id', '987654321'], env, 1, 'user 987654321 does not exist'],
       [['issue-token', '--user-id', 'x'], env, 2, '--user-id must be an integer'],

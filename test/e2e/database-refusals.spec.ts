@@ -85,6 +85,10 @@ describe('the database refuses the service (part 1): every refusal is 503 with t
   });
 
   const get = (path: string) => t.http().get(path).set('Authorization', auth);
+  // A page the cache holds is served without the database (as it should be); each check asks
+  // for a page never asked before, so it must reach the database.
+  let uncached = 0;
+  const uncachedDevices = () => `/v1/admin/devices?q=refused-${(uncached += 1)}`;
 
   /** Breaks the database one way, checks reads and writes answer 503 as the contract says, repairs it. */
   async function refused(breakIt: () => Promise<unknown>, repair: () => Promise<unknown>): Promise<void> {
@@ -93,7 +97,7 @@ describe('the database refuses the service (part 1): every refusal is 503 with t
     await terminate();
     try {
       for (const response of [
-        await get('/v1/admin/devices'),
+        await get(uncachedDevices()),
         await t
           .http()
           .post('/v1/admin/devices')
@@ -117,7 +121,7 @@ describe('the database refuses the service (part 1): every refusal is 503 with t
     } finally {
       await repair();
     }
-    await get('/v1/admin/devices').expect(200);
+    await get(uncachedDevices()).expect(200);
   }
 
   it('55000: the database does not accept connections (ALLOW_CONNECTIONS false)', async () => {
@@ -171,7 +175,7 @@ describe('the database refuses the service (part 1): every refusal is 503 with t
       // Holds the pool's only connection, waiting for the lock (a detail read: one statement).
       const held = get(`/v1/admin/users/${rootId}`).then((response) => response);
       await sleep(200);
-      const starved = await get('/v1/admin/devices');
+      const starved = await get(uncachedDevices());
       expect(starved.status).toBe(503);
       expect(starved.body.error.details).toEqual({ dependency: 'database', reason: 'unreachable' });
       await locker.query('ROLLBACK');

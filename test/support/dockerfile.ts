@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync } from 'node:fs';
-import { join, posix } from 'node:path';
+import { join, posix, relative } from 'node:path';
 
 /*
  * Replays a Dockerfile without a Docker engine: each stage gets a scratch root, WORKDIR and ENV
@@ -42,6 +42,21 @@ function run(command: string, cwd: string, env: Record<string, string>, log: (li
   );
 }
 
+/** The build context's `.dockerignore` patterns (plain paths and `*` globs, as this project uses them). */
+function ignoredBy(context: string): (path: string) => boolean {
+  let lines: string[] = [];
+  try {
+    lines = readFileSync(join(context, '.dockerignore'), 'utf8').split('\n');
+  } catch {
+    return () => false;
+  }
+  const patterns = lines
+    .map((line) => line.trim().replace(/^\/+|\/+$/g, ''))
+    .filter((line) => line !== '' && !line.startsWith('#'))
+    .map((line) => new RegExp(`^${line.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll('*', '[^/]*')}(/|$)`));
+  return (path) => patterns.some((pattern) => pattern.test(posix.normalize(path).replace(/^\.\//, '')));
+}
+
 /** Replays `dockerfile` with `context` as the build context under `scratch`; returns the stages, last one final. */
 export async function replayDockerfile(
   dockerfile: string,
@@ -50,6 +65,7 @@ export async function replayDockerfile(
   log: (line: string) => void = () => undefined,
 ): Promise<Stage[]> {
   const stages: Stage[] = [];
+  const ignored = ignoredBy(context);
   const inStage = (stage: Stage, path: string): string => join(stage.root, posix.resolve(stage.workdir, path));
   for (const raw of readFileSync(dockerfile, 'utf8').split('\n')) {
     const line = raw.trim();
@@ -77,10 +93,16 @@ export async function replayDockerfile(
       const source = from === undefined ? undefined : stages.find((candidate) => candidate.name === from);
       if (from !== undefined && source === undefined) throw new Error(`COPY --from=${from}: no such stage`);
       for (const path of rest) {
+        // Docker never sends an ignored path to the builder: COPY of it fails, and inside a copied directory it is absent.
+        if (source === undefined && ignored(path)) throw new Error(`COPY ${path}: excluded by .dockerignore`);
         const origin = source === undefined ? join(context, path) : join(source.root, path);
         const target = inStage(stage, dest.endsWith('/') ? posix.join(dest, posix.basename(path)) : dest);
         log(`COPY ${from === undefined ? '' : `--from=${from} `}${path} ${dest}`);
-        cpSync(origin, target, { recursive: true, verbatimSymlinks: true });
+        cpSync(origin, target, {
+          recursive: true,
+          verbatimSymlinks: true,
+          filter: (file) => source !== undefined || !ignored(relative(context, file)),
+        });
       }
     } else if (instruction === 'RUN') {
       await run(args, join(stage.root, stage.workdir), stage.env, log);

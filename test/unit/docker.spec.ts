@@ -1,5 +1,8 @@
 import { CORE_SCHEMA, load, mergeTag } from 'js-yaml';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { replayDockerfile } from '../support/dockerfile.js';
 
 /*
  * No Docker engine runs on the development machines, so the container files are validated as
@@ -73,5 +76,42 @@ describe('docker/', () => {
 
   it('keeps local state and build output out of the build context', () => {
     expect(read('.dockerignore').split('\n')).toEqual(expect.arrayContaining(['node_modules', 'dist', '.data']));
+  });
+
+  describe('the replay (test/support/dockerfile.ts) is faithful where a real build would fail', () => {
+    let context: string;
+    beforeEach(() => {
+      context = mkdtempSync(join(tmpdir(), 'admin-api-replay-'));
+      mkdirSync(join(context, 'app', 'nested'), { recursive: true });
+      writeFileSync(join(context, 'app', 'kept.txt'), 'kept');
+      writeFileSync(join(context, 'app', 'nested', 'secret.env'), 'secret');
+      writeFileSync(join(context, 'private.key'), 'key');
+      writeFileSync(join(context, '.dockerignore'), 'private.key\napp/nested\n');
+    });
+    afterEach(() => rmSync(context, { recursive: true, force: true }));
+    const replay = (lines: string[]) => {
+      writeFileSync(join(context, 'Dockerfile'), `${lines.join('\n')}\n`);
+      return replayDockerfile(join(context, 'Dockerfile'), context, join(context, 'scratch'));
+    };
+
+    it('COPY of a path .dockerignore excludes fails, and an excluded file inside a copied directory is absent', async () => {
+      await expect(replay(['FROM node:24 AS build', 'WORKDIR /w', 'COPY private.key ./'])).rejects.toThrow(
+        'COPY private.key: excluded by .dockerignore',
+      );
+      const [stage] = await replay([
+        'FROM node:24 AS build',
+        'WORKDIR /w',
+        'COPY app ./app',
+        'RUN test -f app/kept.txt',
+      ]);
+      expect(readFileSync(join(stage?.root ?? '', 'w', 'app', 'kept.txt'), 'utf8')).toBe('kept');
+      await expect(
+        replay(['FROM node:24', 'WORKDIR /w', 'COPY app ./app', 'RUN test -f app/nested/secret.env']),
+      ).rejects.toThrow('RUN test -f app/nested/secret.env exited with 1');
+    });
+
+    it('an instruction it does not understand fails the replay', async () => {
+      await expect(replay(['FROM node:24', 'ADD https://example.com/x /x'])).rejects.toThrow('does not understand ADD');
+    });
   });
 });

@@ -4,6 +4,7 @@ import { buildOrderBy, buildPageSql, buildWhere } from '../../src/common/list/li
 import type { ListSpec } from '../../src/common/list/list-spec.js';
 
 const SPEC: ListSpec = {
+  tables: ['widgets'],
   from: 'things t',
   select: 't.*',
   idColumn: 't.id',

@@ -26,6 +26,18 @@ export async function runList<T>(
   return new ListResponse(rows, query.page, query.page_size, total.value, total.exact);
 }
 
+/**
+ * When what a list shows next changes by the clock alone (`spec.changesAt`: the next expiry in
+ * the whole table, whatever the filters), in epoch milliseconds; undefined when nothing will.
+ */
+export async function nextChangeOf(db: EntityManager, spec: ListSpec): Promise<number | undefined> {
+  if (spec.changesAt === undefined) return undefined;
+  const [row] = await db.query<{ at: Date | null }[]>(
+    `SELECT min(${spec.changesAt}) AS at FROM ${spec.from} WHERE ${spec.changesAt} > now()`,
+  );
+  return row?.at == null ? undefined : row.at.getTime();
+}
+
 /** Filters of append-only lists (the database refuses UPDATE, DELETE and TRUNCATE) known to match more than the exact-count limit; bounded. */
 const OVER_LIMIT = new Set<string>();
 const OVER_LIMIT_MAX = 10_000;

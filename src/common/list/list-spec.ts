@@ -30,6 +30,13 @@ export interface ListSpec {
    * 10 000 rows always will, so its capped count need not be run again.
    */
   readonly appendOnly?: boolean;
+  /** Every table the page is read from: a write to any of them makes its cached pages unusable (part 7). */
+  readonly tables: readonly string[];
+  /**
+   * A timestamp column whose passing changes what the page shows (an expiry judged at `now()`):
+   * a cached page is only good until the next such moment in the table.
+   */
+  readonly changesAt?: string;
 }
 
 export type SortDirection = 'asc' | 'desc';
@@ -65,6 +72,15 @@ export interface ListDeclaration {
   readonly search?: readonly string[];
   readonly deletedColumn?: string;
   readonly appendOnly?: boolean;
+  /** See `ListSpec.changesAt`. */
+  readonly changesAt?: string;
+}
+
+/** The tables a FROM clause names (its first table and every JOIN), for list-page invalidation. */
+export function tablesOf(from: string): string[] {
+  return [...from.matchAll(/(?:^\s*|\bJOIN\s+)([a-z_][a-z0-9_]*)/gi)].map((match) =>
+    (match[1] as string).toLowerCase(),
+  );
 }
 
 function isFilterSpec(value: FilterType | FilterSpec): value is FilterSpec {
@@ -77,6 +93,7 @@ export function listSpec(declaration: ListDeclaration): ListSpec {
   const column = (name: string): string => (alias === undefined ? name : `${alias}.${name}`);
   return {
     ...rest,
+    tables: tablesOf(declaration.from),
     idColumn: column('id'),
     sort: Object.fromEntries(sort.map((name) => [name, column(name)])),
     defaultSort,

@@ -1,0 +1,182 @@
+import { Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import { cacheKeys } from '../cache/cache-keys.js';
+import type { CacheEntry } from '../cache/cache-store.js';
+import { CacheService } from '../cache/cache.service.js';
+import { parseListQuery } from '../common/list/list-query.parser.js';
+import { nextChangeOf, runList } from '../common/list/list-runner.js';
+import type { Scope } from '../common/list/list-sql.js';
+import type { ListQuery, ListSpec } from '../common/list/list-spec.js';
+import { ListResponse, RawJson } from '../common/responses.js';
+import { UnitOfWork } from './unit-of-work.js';
+
+/** What a cached page remembers besides its rows: what it was built under and its totals. */
+interface PageHeader {
+  /** The page's own digest: another page's entry found under this key is unreadable, not a hit. */
+  readonly k: string;
+  /** A digest of the rows as stored: a page altered in the store is unreadable, never sent. */
+  readonly h: string;
+  /** The generations of `spec.tables` read before the page was loaded. */
+  readonly g: readonly number[];
+  /** Epoch ms after which the clock alone changes the page (an expiry), or null. */
+  readonly u: number | null;
+  readonly total: number;
+  readonly exact: boolean;
+}
+
+const sameGenerations = (a: readonly number[], b: readonly number[]): boolean =>
+  a.length === b.length && a.every((value, index) => value === b[index]);
+
+/**
+ * List pages through the cache (parts 2 and 7). A page is keyed by its resource, its normalised
+ * query and the row scope the actor's authorization gave it, and stored with the generations of
+ * the tables it was read from, taken before the database read. A write bumps its tables'
+ * generations after its commit and before its response, so once that response is sent every page
+ * built earlier mismatches and is reloaded: no key scan, no stale page. Pages whose rows are judged
+ * at `now()` also carry the next expiry in the table and are reloaded when it passes.
+ */
+@Injectable()
+export class ListPages {
+  private readonly inflight = new Map<string, Promise<ListResponse<unknown>>>();
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly cache: CacheService,
+  ) {}
+
+  /** A page of the list route: the raw query parsed against the spec (every problem a 400). */
+  async read<Row, Item = Row>(
+    spec: ListSpec,
+    rawQuery: Record<string, unknown>,
+    scope?: Scope,
+    present?: (rows: readonly Row[]) => Item[],
+  ): Promise<ListResponse<Item>> {
+    const query = parseListQuery(spec, rawQuery);
+    const pageDigest = digest(spec, query, scope);
+    const key = cacheKeys.listPage(pageDigest);
+    const lookup = await this.cache.listPage(key, spec.tables);
+    if (lookup.ok) {
+      const cached =
+        lookup.entry === undefined ? 'absent' : decodePage(lookup.entry, pageDigest, lookup.generations, query);
+      if (cached instanceof ListResponse) {
+        this.cache.stats.hits += 1;
+        return cached as ListResponse<Item>;
+      }
+      this.cache.stats.misses += 1;
+      // Not a page at all (its version may be anything, which would refuse every fill): removed.
+      if (cached === 'unreadable' && lookup.entry !== undefined) await this.cache.dropUnreadable(key, lookup.entry);
+    }
+    const page = await this.loadOnce(
+      key,
+      pageDigest,
+      spec,
+      query,
+      scope,
+      present,
+      lookup.ok ? lookup.generations : undefined,
+    );
+    return new ListResponse(
+      page.items as Item[],
+      page.page,
+      page.page_size,
+      page.total,
+      page.total_exact,
+      lookup.ok ? 'miss' : 'bypass',
+    );
+  }
+
+  /** Concurrent misses of one page share a single database read (per instance). */
+  private loadOnce<Row, Item>(
+    key: string,
+    pageDigest: string,
+    spec: ListSpec,
+    query: ListQuery,
+    scope: Scope | undefined,
+    present: ((rows: readonly Row[]) => Item[]) | undefined,
+    generations: readonly number[] | undefined,
+  ): Promise<ListResponse<unknown>> {
+    const running = this.inflight.get(key);
+    if (running !== undefined) return running;
+    const loading = (async () => {
+      this.cache.stats.loads += 1;
+      const [page, changesAt] = await Promise.all([
+        runList<Row>(this.uow.reader, spec, query, scope),
+        generations === undefined ? undefined : nextChangeOf(this.uow.reader, spec),
+      ]);
+      const items = present === undefined ? (page.items as unknown as Item[]) : present(page.items as Row[]);
+      const result = new ListResponse<unknown>(items, page.page, page.page_size, page.total, page.total_exact);
+      if (generations !== undefined)
+        await this.cache.put(key, encodePage(pageDigest, result, generations, changesAt), false);
+      return result;
+    })().finally(() => this.inflight.delete(key));
+    this.inflight.set(key, loading);
+    return loading;
+  }
+}
+
+function digest(spec: ListSpec, query: ListQuery, scope: Scope | undefined): string {
+  return createHash('sha1')
+    .update(JSON.stringify([spec.from, spec.select, query, scope?.where ?? null, scope?.params ?? null]))
+    .digest('base64url');
+}
+
+function rowsDigest(rows: string): string {
+  return createHash('sha1').update(rows).digest('base64url');
+}
+
+/** The header line, then the rows as JSON: a hit splices the rows into the response unparsed. */
+function encodePage(
+  pageDigest: string,
+  page: ListResponse<unknown>,
+  generations: readonly number[],
+  changesAt: number | undefined,
+): CacheEntry {
+  const rows = JSON.stringify(page.items);
+  const header: PageHeader = {
+    k: pageDigest,
+    h: rowsDigest(rows),
+    g: generations,
+    u: changesAt ?? null,
+    total: page.total,
+    exact: page.total_exact,
+  };
+  return {
+    // Generations only grow: a page built under newer ones is never replaced by an older fill.
+    version: generations.reduce((sum, value) => sum + value, 0),
+    deleted: false,
+    json: `${JSON.stringify(header)}\n${rows}`,
+  };
+}
+
+/** The cached page if it is still good; `stale` when a table was written or an expiry passed since. */
+function decodePage(
+  entry: CacheEntry,
+  pageDigest: string,
+  generations: readonly number[],
+  query: ListQuery,
+): ListResponse<unknown> | 'stale' | 'unreadable' {
+  if (entry.json === '') return 'stale'; // a tombstone left by a triggered rebuild
+  const newline = entry.json.indexOf('\n');
+  if (newline < 0) return 'unreadable';
+  let header: Partial<PageHeader>;
+  try {
+    header = JSON.parse(entry.json.slice(0, newline)) as Partial<PageHeader>;
+  } catch {
+    return 'unreadable';
+  }
+  const rows = entry.json.slice(newline + 1);
+  if (
+    header.k !== pageDigest ||
+    header.h !== rowsDigest(rows) ||
+    !Array.isArray(header.g) ||
+    typeof header.total !== 'number' ||
+    typeof header.exact !== 'boolean' ||
+    (header.u !== null && typeof header.u !== 'number') ||
+    !rows.startsWith('[') ||
+    !rows.endsWith(']')
+  )
+    return 'unreadable';
+  if (!sameGenerations(header.g, generations)) return 'stale';
+  if (typeof header.u === 'number' && Date.now() >= header.u) return 'stale';
+  return new ListResponse<unknown>(new RawJson(rows), query.page, query.page_size, header.total, header.exact, 'hit');
+}

@@ -1,0 +1,173 @@
+import { createClient } from '@keyv/redis';
+import { randomUUID } from 'node:crypto';
+import { actor, createUser, permissionId, type Caller } from '../support/auth.js';
+import { startApp, type TestApp } from '../support/app.js';
+import { sql } from '../support/db.js';
+import { createDevice } from '../support/devices.js';
+import { caller } from '../support/requests.js';
+import { TEST_REDIS_URL, testCachePrefix } from '../support/test-env.js';
+
+/*
+ * List pages through the cache (parts 2 and 7): `meta.cache` on every list, a repeated page is a
+ * hit, any write to a table makes its cached pages unusable before the write's response is sent
+ * (on every instance), the row scope of the actor is part of the key, and a page judged at now()
+ * is reloaded when the next expiry passes.
+ */
+describe('cached list pages', () => {
+  let a: TestApp;
+  let b: TestApp;
+  let root: Caller;
+  beforeAll(async () => {
+    [a, b] = await Promise.all([startApp({ widgets: false }), startApp({ widgets: false })]);
+    root = await actor('super_admin');
+  });
+  afterAll(async () => {
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  const emails = (body: { data: { email: string }[] }): string[] => body.data.map((user) => user.email);
+
+  it('answers a repeated page from the cache with the same body, and a normalised query hits the same page', async () => {
+    const tag = randomUUID().slice(0, 8);
+    for (const n of [1, 2, 3]) await createUser({ email: `lc-${tag}-${n}@example.com` });
+    const first = await caller(a, root).get(`/v1/admin/users?q=lc-${tag}&sort=email:asc&page_size=2`).expect(200);
+    expect(first.body.meta).toMatchObject({ cache: 'miss', total: 3, total_exact: true, page: 1, page_size: 2 });
+    const again = await caller(a, root)
+      .get(`/v1/admin/users?page_size=2&sort=email:asc&q=lc-${tag}&page=1`)
+      .expect(200);
+    expect(again.body.meta.cache).toBe('hit');
+    expect(again.body.data).toEqual(first.body.data);
+    expect(again.body.meta.total).toBe(3);
+    expect(emails(again.body)).toEqual([`lc-${tag}-1@example.com`, `lc-${tag}-2@example.com`]);
+    // Another instance shares the page through Redis.
+    expect(
+      (await caller(b, root).get(`/v1/admin/users?q=lc-${tag}&sort=email:asc&page_size=2`).expect(200)).body.meta.cache,
+    ).toBe('hit');
+  });
+
+  it("a write through the API makes the table's cached pages unusable on every instance before it answers", async () => {
+    const tag = randomUUID().slice(0, 8);
+    const path = `/v1/admin/users?q=lw-${tag}&sort=email:asc`;
+    await createUser({ email: `lw-${tag}-1@example.com` });
+    await caller(a, root).get(path).expect(200);
+    expect((await caller(b, root).get(path).expect(200)).body.meta.cache).toBe('hit');
+    // Written on a, read at once on b: the new user is there.
+    await caller(a, root)
+      .post('/v1/admin/users', { email: `lw-${tag}-2@example.com`, display_name: 'New', role_id: 4 })
+      .expect(201);
+    const after = await caller(b, root).get(path).expect(200);
+    expect(after.body.meta.cache).toBe('miss');
+    expect(emails(after.body)).toEqual([`lw-${tag}-1@example.com`, `lw-${tag}-2@example.com`]);
+    // A write to another table leaves the users pages alone.
+    await caller(a, root)
+      .post('/v1/admin/devices', { serial_number: `LW-${tag}`, name: 'Other table' })
+      .expect(201);
+    expect((await caller(b, root).get(path).expect(200)).body.meta.cache).toBe('hit');
+    // An update (not only an insert) of a row on the page.
+    const [user] = await sql<{ id: number }>('SELECT id FROM users WHERE email = $1', [`lw-${tag}-2@example.com`]);
+    await caller(a, root).patch(`/v1/admin/users/${user?.id}`, { display_name: 'Renamed' }).expect(200);
+    const renamed = await caller(b, root).get(path).expect(200);
+    expect(renamed.body.meta.cache).toBe('miss');
+    expect((renamed.body.data as { display_name: string }[]).map((row) => row.display_name)).toEqual([
+      'Test viewer',
+      'Renamed',
+    ]);
+  });
+
+  it("keys row-filtered lists by the actor's scope: each operator sees its own devices, and a new authority shows at once", async () => {
+    const [one, two] = [await actor('operator'), await actor('operator')];
+    const mine = await createDevice({ ownerId: one.user.id });
+    const theirs = await createDevice({ ownerId: two.user.id });
+    const ids = (body: { data: { id: number }[] }): number[] => body.data.map((device) => device.id);
+    await caller(a, one).get('/v1/admin/devices?sort=id:asc').expect(200);
+    const oneHit = await caller(a, one).get('/v1/admin/devices?sort=id:asc').expect(200);
+    expect(oneHit.body.meta.cache).toBe('hit');
+    expect(ids(oneHit.body)).toEqual([mine.id]);
+    const twoFirst = await caller(a, two).get('/v1/admin/devices?sort=id:asc').expect(200);
+    expect(twoFirst.body.meta.cache).toBe('miss');
+    expect(ids(twoFirst.body)).toEqual([theirs.id]);
+    // Operator one gains an authority on the other device through the API: its page changes.
+    await caller(a, root).post('/v1/admin/authorities', { device_id: theirs.id, user_id: one.user.id }).expect(201);
+    await caller(a, root)
+      .post('/v1/admin/authority-permissions', {
+        authority_id: (
+          await sql<{ id: number }>('SELECT id FROM authorities WHERE device_id = $1 AND user_id = $2', [
+            theirs.id,
+            one.user.id,
+          ])
+        )[0]?.id,
+        permission_id: permissionId('devices.read'),
+      })
+      .expect(201);
+    expect(ids((await caller(b, one).get('/v1/admin/devices?sort=id:asc').expect(200)).body)).toEqual([
+      mine.id,
+      theirs.id,
+    ]);
+  });
+
+  it('reloads a page judged at now() when the next expiry in its table passes', async () => {
+    const user = await createUser();
+    await caller(a, root)
+      .post('/v1/admin/permission-grants/grant', {
+        user_id: user.id,
+        permission_id: permissionId('audit.read'),
+        expires_at: new Date(Date.now() + 1500).toISOString(),
+      })
+      .expect(201);
+    const path = `/v1/admin/permission-grants?user_id=${user.id}`;
+    await caller(a, root).get(path).expect(200);
+    const before = await caller(a, root).get(path).expect(200);
+    expect(before.body.meta.cache).toBe('hit');
+    expect(before.body.data).toEqual([expect.objectContaining({ is_active: true })]);
+    await new Promise((resolve) => setTimeout(resolve, 1700));
+    const after = await caller(a, root).get(path).expect(200);
+    expect(after.body.meta.cache).toBe('miss');
+    expect(after.body.data).toEqual([expect.objectContaining({ is_active: false })]);
+  });
+
+  it('treats a corrupted page as a miss and replaces it', async () => {
+    const tag = randomUUID().slice(0, 8);
+    await createUser({ email: `lx-${tag}@example.com` });
+    const path = `/v1/admin/users?q=lx-${tag}`;
+    const expected = (await caller(a, root).get(path).expect(200)).body.data as unknown;
+    const client = createClient({ url: TEST_REDIS_URL });
+    await client.connect();
+    try {
+      const prefix = testCachePrefix();
+      const generation = (await client.get(`${prefix}generation`)) ?? '0';
+      const keys: string[] = [];
+      for await (const batch of client.scanIterator({ MATCH: `${prefix}${generation}:list:*`, COUNT: 1000 }))
+        keys.push(...batch);
+      expect(keys.length).toBeGreaterThan(0);
+      for (const key of keys) await client.set(key, '999999999|0|{"g":[1]}\n[{"email":"intruder"}');
+    } finally {
+      await client.close();
+    }
+    const unreadable = (await a.http().get('/health/ready').expect(200)).body.data.cache_stats.unreadable as number;
+    const read = await caller(a, root).get(path).expect(200);
+    expect(read.body.meta.cache).toBe('miss');
+    expect(read.body.data).toEqual(expected);
+    expect((await a.http().get('/health/ready').expect(200)).body.data.cache_stats.unreadable).toBeGreaterThan(
+      unreadable,
+    );
+    expect((await caller(a, root).get(path).expect(200)).body.meta.cache).toBe('hit');
+  });
+
+  it('says bypass when the cache cannot be asked, and miss/hit with the in-process cache', async () => {
+    const down = await startApp({ widgets: false, redisUrl: 'redis://127.0.0.1:9/0' });
+    try {
+      expect((await caller(down, root).get('/v1/admin/roles').expect(200)).body.meta.cache).toBe('bypass');
+    } finally {
+      await down.close();
+    }
+    const memory = await startApp({ widgets: false, redisUrl: null });
+    try {
+      expect((await caller(memory, root).get('/v1/admin/roles').expect(200)).body.meta.cache).toBe('miss');
+      const hit = await caller(memory, root).get('/v1/admin/roles').expect(200);
+      expect(hit.body.meta.cache).toBe('hit');
+      expect((hit.body.data as { permissions: string[] }[])[0]?.permissions.length).toBeGreaterThan(0);
+    } finally {
+      await memory.close();
+    }
+  });
+});
