@@ -71,7 +71,13 @@ try {
     holderId: seeded.users[0],
     bulkHolderId: seeded.users[2],
     writeIds: seeded.writeIds,
-    ports: { detail: await freePort(), list: await freePort(), writeRead: await freePort() },
+    writeUserId: seeded.users[3],
+    ports: {
+      detail: await freePort(),
+      list: await freePort(),
+      listUncached: await freePort(),
+      writeRead: await freePort(),
+    },
   };
   const rows = [
     {

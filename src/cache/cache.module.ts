@@ -12,7 +12,7 @@ export function createCacheService(settings: Settings): CacheService {
     settings.redisUrl === undefined
       ? new MemoryCacheStore()
       : new RedisCacheStore(settings.redisUrl, settings.cacheKeyPrefix, logger);
-  return new CacheService(store, settings.cacheTtlSeconds * 1000, settings.cacheTimeoutMs, logger);
+  return new CacheService(store, settings.cacheTtlSeconds * 1000, settings.cacheTimeoutMs, logger, settings.listCache);
 }
 
 /** Redis through `@keyv/redis` when REDIS_URL is set, an in-process store otherwise. */

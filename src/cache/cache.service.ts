@@ -61,6 +61,8 @@ export class CacheService {
     readonly ttlMs: number,
     private readonly budgetMs: number,
     private readonly logger: Logger = new Logger('Cache'),
+    /** Whether list pages are cached (LIST_CACHE); table generations are kept either way. */
+    readonly listPages = true,
   ) {}
 
   get kind(): 'redis' | 'memory' {
@@ -145,6 +147,7 @@ export class CacheService {
     key: string,
     tables: readonly string[],
   ): Promise<{ ok: boolean; entry: CacheEntry | undefined; generations: number[] }> {
+    if (!this.listPages) return { ok: false, entry: undefined, generations: [] };
     const names = tables.map((table) => cacheKeys.tableGeneration(table));
     const result = await this.guard('get', key, false, () => this.store.getWithGenerations(key, names));
     if (!result.ok) return { ok: false, entry: undefined, generations: [] };

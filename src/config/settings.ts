@@ -32,6 +32,8 @@ export interface Settings {
   readonly jwtIssuer: string;
   readonly jwtAudience: string;
   readonly cacheTtlSeconds: number;
+  /** Whether list pages go through the cache (false: always the database, `meta.cache: "bypass"`). */
+  readonly listCache: boolean;
   readonly rateLimitPerMinute: number;
   /** Proxies in front of the service whose X-Forwarded-For entries are trusted (0: use the socket address). */
   readonly trustProxyHops: number;
@@ -158,6 +160,7 @@ export function loadSettings(env: Env = process.env): Settings {
     jwtIssuer: text(env, 'JWT_ISSUER') ?? 'admin-api',
     jwtAudience: text(env, 'JWT_AUDIENCE') ?? 'admin-portal',
     cacheTtlSeconds: integer(env, 'CACHE_TTL_SECONDS', 300, 1, 86_400),
+    listCache: flag(env, 'LIST_CACHE', true),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
     authFailureLimitPerMinute: integer(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 30, 1, 1_000_000),
     trustProxyHops: integer(env, 'TRUST_PROXY_HOPS', 0, 0, 10),

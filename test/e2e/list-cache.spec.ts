@@ -153,12 +153,19 @@ describe('cached list pages', () => {
     expect((await caller(a, root).get(path).expect(200)).body.meta.cache).toBe('hit');
   });
 
-  it('says bypass when the cache cannot be asked, and miss/hit with the in-process cache', async () => {
+  it('says bypass when the cache cannot be asked or LIST_CACHE is off, and miss/hit with the in-process cache', async () => {
     const down = await startApp({ widgets: false, redisUrl: 'redis://127.0.0.1:9/0' });
     try {
       expect((await caller(down, root).get('/v1/admin/roles').expect(200)).body.meta.cache).toBe('bypass');
     } finally {
       await down.close();
+    }
+    const off = await startApp({ widgets: false, env: { LIST_CACHE: 'false' } });
+    try {
+      await caller(off, root).get('/v1/admin/roles').expect(200);
+      expect((await caller(off, root).get('/v1/admin/roles').expect(200)).body.meta.cache).toBe('bypass');
+    } finally {
+      await off.close();
     }
     const memory = await startApp({ widgets: false, redisUrl: null });
     try {

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, posix, relative } from 'node:path';
 
 /*
@@ -44,12 +44,9 @@ function run(command: string, cwd: string, env: Record<string, string>, log: (li
 
 /** The build context's `.dockerignore` patterns (plain paths and `*` globs, as this project uses them). */
 function ignoredBy(context: string): (path: string) => boolean {
-  let lines: string[] = [];
-  try {
-    lines = readFileSync(join(context, '.dockerignore'), 'utf8').split('\n');
-  } catch {
-    return () => false;
-  }
+  const file = join(context, '.dockerignore');
+  if (!existsSync(file)) return () => false;
+  const lines = readFileSync(file, 'utf8').split('\n');
   const patterns = lines
     .map((line) => line.trim().replace(/^\/+|\/+$/g, ''))
     .filter((line) => line !== '' && !line.startsWith('#'))
