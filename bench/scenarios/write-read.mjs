@@ -3,11 +3,24 @@
 // the label just written is counted as stale.
 import { ratio, startChild } from '../support.mjs';
 
-async function pairs(base, ids, headers, seconds) {
+/** The authority's label as a detail read shows it. */
+const detailRead = (base, headers) => async (id) => {
+  const response = await fetch(`${base}/v1/admin/authorities/${id}`, { headers });
+  const body = await response.json();
+  return { status: response.status, label: body.data?.label, cache: body.meta?.cache };
+};
+
+/** The authority's label as the list page holding all 50 authorities shows it (cached between writes). */
+const listRead = (base, headers, userId) => async (id) => {
+  const response = await fetch(`${base}/v1/admin/authorities?user_id=${userId}&sort=id:asc&page_size=50`, { headers });
+  const body = await response.json();
+  return { status: response.status, label: body.data?.find((row) => row.id === id)?.label, cache: body.meta?.cache };
+};
+
+/** Each connection writes its own authority's label, then reads it back with `read`. */
+async function pairs(base, ids, headers, seconds, read) {
   const deadline = Date.now() + seconds * 1000;
-  let done = 0;
-  let stale = 0;
-  let errors = 0;
+  const counts = { done: 0, stale: 0, errors: 0, hits: 0 };
   await Promise.all(
     ids.map(async (id, worker) => {
       for (let n = 0; Date.now() < deadline; n += 1) {
@@ -18,52 +31,33 @@ async function pairs(base, ids, headers, seconds) {
           body: JSON.stringify({ label }),
         });
         await write.arrayBuffer();
-        const readBack = await fetch(`${base}/v1/admin/authorities/${id}`, { headers });
-        const body = await readBack.json();
-        if (write.status !== 200 || readBack.status !== 200) errors += 1;
-        else if (body.data.label !== label) stale += 1;
-        done += 1;
+        const seen = await read(id);
+        if (write.status !== 200 || seen.status !== 200) counts.errors += 1;
+        else if (seen.label !== label) counts.stale += 1;
+        if (seen.cache === 'hit') counts.hits += 1;
+        counts.done += 1;
       }
     }),
   );
-  return { pairsPerSecond: Math.round(done / seconds), stale, errors };
-}
-
-/** Like `pairs`, but the read is the list page holding all 50 authorities (cached between writes). */
-async function listPairs(base, ids, userId, headers, seconds) {
-  const deadline = Date.now() + seconds * 1000;
-  let done = 0;
-  let stale = 0;
-  let errors = 0;
-  let hits = 0;
-  await Promise.all(
-    ids.map(async (id, worker) => {
-      for (let n = 0; Date.now() < deadline; n += 1) {
-        const label = `l${worker}-${n}`;
-        const write = await fetch(`${base}/v1/admin/authorities/${id}`, {
-          method: 'PATCH',
-          headers: { ...headers, 'content-type': 'application/json' },
-          body: JSON.stringify({ label }),
-        });
-        await write.arrayBuffer();
-        const page = await fetch(`${base}/v1/admin/authorities?user_id=${userId}&sort=id:asc&page_size=50`, {
-          headers,
-        });
-        const body = await page.json();
-        if (write.status !== 200 || page.status !== 200) errors += 1;
-        else if (body.data.find((row) => row.id === id)?.label !== label) stale += 1;
-        if (body.meta?.cache === 'hit') hits += 1;
-        done += 1;
-      }
-    }),
-  );
-  return { pairsPerSecond: Math.round(done / seconds), stale, errors, hits, done };
+  return { ...counts, pairsPerSecond: Math.round(counts.done / seconds) };
 }
 
 export async function writeThenRead(ctx) {
   const headers = { authorization: `Bearer ${ctx.token}` };
-  const listed = await listPairs(ctx.serviceUrl, ctx.writeIds, ctx.writeUserId, headers, ctx.shortDuration);
-  const service = await pairs(ctx.serviceUrl, ctx.writeIds, headers, ctx.shortDuration);
+  const listed = await pairs(
+    ctx.serviceUrl,
+    ctx.writeIds,
+    headers,
+    ctx.shortDuration,
+    listRead(ctx.serviceUrl, headers, ctx.writeUserId),
+  );
+  const service = await pairs(
+    ctx.serviceUrl,
+    ctx.writeIds,
+    headers,
+    ctx.shortDuration,
+    detailRead(ctx.serviceUrl, headers),
+  );
   const baseline = await startChild(
     new URL('../baselines/write-read-server.mjs', import.meta.url).pathname,
     { ...ctx.env, PORT: String(ctx.ports.writeRead) },
@@ -71,7 +65,8 @@ export async function writeThenRead(ctx) {
   );
   let base;
   try {
-    base = await pairs(`http://127.0.0.1:${ctx.ports.writeRead}`, ctx.writeIds, {}, ctx.shortDuration);
+    const baseUrl = `http://127.0.0.1:${ctx.ports.writeRead}`;
+    base = await pairs(baseUrl, ctx.writeIds, {}, ctx.shortDuration, detailRead(baseUrl, {}));
   } finally {
     await baseline.stop();
   }
