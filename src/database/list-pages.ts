@@ -85,7 +85,12 @@ export class ListPages {
     );
   }
 
-  /** Concurrent misses of one page share a single database read (per instance). */
+  /**
+   * Concurrent misses of one page share a single database read (per instance), but only misses
+   * that saw the same table generations: a read that starts after a write's response sees the
+   * bumped generation and must not join a load that began before that write committed. Without
+   * generations (the cache could not be asked, or LIST_CACHE is off) every read loads alone.
+   */
   private loadOnce<Row, Item>(
     key: string,
     pageDigest: string,
@@ -95,22 +100,36 @@ export class ListPages {
     present: ((rows: readonly Row[]) => Item[]) | undefined,
     generations: readonly number[] | undefined,
   ): Promise<ListResponse<unknown>> {
-    const running = this.inflight.get(key);
+    if (generations === undefined) return this.load(key, pageDigest, spec, query, scope, present, undefined);
+    const flight = `${key}@${generations.join('.')}`;
+    const running = this.inflight.get(flight);
     if (running !== undefined) return running;
-    const loading = (async () => {
-      this.cache.stats.loads += 1;
-      const [page, changesAt] = await Promise.all([
-        runList<Row>(this.uow.reader, spec, query, scope),
-        generations === undefined ? undefined : nextChangeOf(this.uow.reader, spec),
-      ]);
-      const items = present === undefined ? (page.items as unknown as Item[]) : present(page.items as Row[]);
-      const result = new ListResponse<unknown>(items, page.page, page.page_size, page.total, page.total_exact);
-      if (generations !== undefined)
-        await this.cache.put(key, encodePage(pageDigest, result, generations, changesAt), false);
-      return result;
-    })().finally(() => this.inflight.delete(key));
-    this.inflight.set(key, loading);
+    const loading = this.load(key, pageDigest, spec, query, scope, present, generations).finally(() =>
+      this.inflight.delete(flight),
+    );
+    this.inflight.set(flight, loading);
     return loading;
+  }
+
+  private async load<Row, Item>(
+    key: string,
+    pageDigest: string,
+    spec: ListSpec,
+    query: ListQuery,
+    scope: Scope | undefined,
+    present: ((rows: readonly Row[]) => Item[]) | undefined,
+    generations: readonly number[] | undefined,
+  ): Promise<ListResponse<unknown>> {
+    this.cache.stats.loads += 1;
+    const [page, changesAt] = await Promise.all([
+      runList<Row>(this.uow.reader, spec, query, scope),
+      generations === undefined ? undefined : nextChangeOf(this.uow.reader, spec),
+    ]);
+    const items = present === undefined ? (page.items as unknown as Item[]) : present(page.items as Row[]);
+    const result = new ListResponse<unknown>(items, page.page, page.page_size, page.total, page.total_exact);
+    if (generations !== undefined)
+      await this.cache.put(key, encodePage(pageDigest, result, generations, changesAt), false);
+    return result;
   }
 }
 

@@ -125,6 +125,34 @@ describe('cached list pages', () => {
     expect(after.body.data).toEqual([expect.objectContaining({ is_active: false })]);
   });
 
+  it('never answers a read made after a write with a page loaded before it (concurrent writers, one shared page)', async () => {
+    const holder = await createUser();
+    const ids: number[] = [];
+    for (let n = 0; n < 40; n += 1) {
+      const device = await createDevice();
+      const [row] = await sql<{ id: number }>(
+        'INSERT INTO authorities (device_id, user_id, label) VALUES ($1, $2, $3) RETURNING id',
+        [device.id, holder.id, 'start'],
+      );
+      ids.push(row?.id ?? 0);
+    }
+    const page = `/v1/admin/authorities?user_id=${holder.id}&sort=id:asc&page_size=50`;
+    const stale: string[] = [];
+    await Promise.all(
+      ids.map(async (id, worker) => {
+        for (let n = 0; n < 8; n += 1) {
+          const label = `w${worker}-${n}`;
+          // One instance: a read there could join a load that instance began before the write.
+          await caller(a, root).patch(`/v1/admin/authorities/${id}`, { label }).expect(200);
+          const read = await caller(a, root).get(page).expect(200);
+          const seen = (read.body.data as { id: number; label: string }[]).find((row) => row.id === id)?.label;
+          if (seen !== label) stale.push(`${label} read as ${seen} (${read.body.meta.cache})`);
+        }
+      }),
+    );
+    expect(stale).toEqual([]);
+  }, 60_000);
+
   it('treats a corrupted page as a miss and replaces it', async () => {
     const tag = randomUUID().slice(0, 8);
     await createUser({ email: `lx-${tag}@example.com` });
