@@ -6,6 +6,7 @@ import { IdempotencyKeys1764028800000 } from './1764028800000-idempotency-keys.j
 import { ListIndexes1764115200000 } from './1764115200000-list-indexes.js';
 import { Trust1764201600000 } from './1764201600000-trust.js';
 import { NextPermissions1764288000000 } from './1764288000000-next-permissions.js';
+import { JobResults1764374400000 } from './1764374400000-job-results.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   ListIndexes1764115200000,
   Trust1764201600000,
   NextPermissions1764288000000,
+  JobResults1764374400000,
 ];

@@ -2,6 +2,8 @@ import { ERRORS, statusOf, type ErrorCode, type RecordNotFoundCode } from './err
 
 /** The contract's request body limit (part 10). */
 export const BODY_LIMIT_BYTES = 1_048_576;
+/** The bulk routes' bodies: up to 100 000 items as a job (part 6.6) do not fit in 1 MiB. */
+export const BULK_BODY_LIMIT_BYTES = 8 * 1_048_576;
 
 export interface FieldProblem {
   readonly field: string;
@@ -54,8 +56,10 @@ export class ApiError extends Error {
     });
   }
 
-  static payloadTooLarge(this: void): ApiError {
-    return new ApiError('PAYLOAD_TOO_LARGE', 'The request body exceeds 1 MiB', { limit_bytes: BODY_LIMIT_BYTES });
+  static payloadTooLarge(this: void, limitBytes = BODY_LIMIT_BYTES): ApiError {
+    return new ApiError('PAYLOAD_TOO_LARGE', `The request body exceeds ${limitBytes / 1_048_576} MiB`, {
+      limit_bytes: limitBytes,
+    });
   }
 
   static unsupportedMediaType(this: void): ApiError {

@@ -1,5 +1,6 @@
 import { Catch, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from './api-error.js';
 import { errorBody, toApiError } from './error-mapping.js';
 
 /** The single place where failures become the contract's error envelope. */
@@ -14,7 +15,14 @@ export class ApiExceptionFilter implements ExceptionFilter {
 }
 
 export function sendError(exception: unknown, request: FastifyRequest, reply: FastifyReply, logger: Logger): void {
-  const { error, internal } = toApiError(exception);
+  const mapped = toApiError(exception);
+  const { internal } = mapped;
+  // The limit a body exceeded is the route's own (the bulk routes take more than 1 MiB).
+  const routeLimit = request.routeOptions.bodyLimit;
+  const error =
+    mapped.error.code === 'PAYLOAD_TOO_LARGE' && typeof routeLimit === 'number'
+      ? ApiError.payloadTooLarge(routeLimit)
+      : mapped.error;
   if (internal) {
     logger.error({ msg: 'unhandled error', request_id: request.id, route: request.routeOptions.url, err: exception });
   } else if (error.code === 'SERVICE_UNAVAILABLE') {

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger as Pino } from 'pino';
-import { ApiError, BODY_LIMIT_BYTES } from './api-error.js';
+import { ApiError, BODY_LIMIT_BYTES, BULK_BODY_LIMIT_BYTES } from './api-error.js';
 import { errorBody } from './error-mapping.js';
 import { resolveRequestId, runInRequestContext, type RequestContext } from './request-context.js';
 import { applyStatusOverride } from './status-override.js';
@@ -88,26 +88,28 @@ function clientError(error: NodeJS.ErrnoException, socket: Duplex): void {
 export function configureHttp(app: NestFastifyApplication, log: Pino): void {
   const fastify: FastifyInstance = app.getHttpAdapter().getInstance();
 
+  // Every body is at most 1 MiB (the server's limit), but the bulk routes' (part 6.6). The parser
+  // sets no limit of its own, so Fastify applies the route's while the body streams in.
+  fastify.addHook('onRoute', (route) => {
+    if (route.method === 'POST' && /\/(bulk-grant|bulk-revoke|bulk-delete)$/.test(route.url))
+      route.bodyLimit = BULK_BODY_LIMIT_BYTES;
+  });
   fastify.removeAllContentTypeParsers();
   const parseJson = fastify.getDefaultJsonParser('error', 'error');
-  fastify.addContentTypeParser(
-    'application/json',
-    { parseAs: 'string', bodyLimit: BODY_LIMIT_BYTES },
-    (request, body, done) => {
-      // An action called with Content-Type: application/json and no body means "no options".
-      if (typeof body === 'string' && body.trim() === '') {
-        done(null, undefined);
+  fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    // An action called with Content-Type: application/json and no body means "no options".
+    if (typeof body === 'string' && body.trim() === '') {
+      done(null, undefined);
+      return;
+    }
+    void parseJson(request, typeof body === 'string' ? body : body.toString('utf8'), (error, value) => {
+      if (error === null && nestedDeeperThan(value, MAX_JSON_DEPTH)) {
+        done(ApiError.field('body', 'depth', `JSON nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
         return;
       }
-      void parseJson(request, typeof body === 'string' ? body : body.toString('utf8'), (error, value) => {
-        if (error === null && nestedDeeperThan(value, MAX_JSON_DEPTH)) {
-          done(ApiError.field('body', 'depth', `JSON nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
-          return;
-        }
-        done(error, value);
-      });
-    },
-  );
+      done(error, value);
+    });
+  });
 
   fastify.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id).header('cache-control', 'no-store');

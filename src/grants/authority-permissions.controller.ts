@@ -6,7 +6,10 @@ import { Actor } from '../auth/actor.decorator.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
 import { IdParam } from '../common/id.pipe.js';
-import type { ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
+import type { AcceptedResponse, ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
+import { assertSynchronousSize, BulkJobs } from '../jobs/bulk-jobs.service.js';
+import { BulkJobRoute, PrefersAsync } from '../jobs/bulk-job-route.decorator.js';
+import type { AcceptedJobDto } from '../jobs/jobs.dto.js';
 import { AuthorityPermissionsService } from './authority-permissions.service.js';
 import { BulkAuthorityPermissionsService } from './bulk-authority-permissions.service.js';
 import { deviceOfAuthorityPermission } from './device-locators.js';
@@ -24,6 +27,7 @@ export class AuthorityPermissionsController {
   constructor(
     private readonly permissions: AuthorityPermissionsService,
     private readonly bulk: BulkAuthorityPermissionsService,
+    private readonly jobs: BulkJobs,
   ) {}
 
   @ListRoute({
@@ -86,13 +90,20 @@ export class AuthorityPermissionsController {
   @Authorize({
     permission: 'authority_permissions.grant',
     check: 'service',
-    summary: 'Grant up to 1000 authority permissions; per-item results in order',
+    summary: 'Grant up to 1000 authority permissions (100 000 as a job); per-item results in order',
     description:
       'Each item is checked on its own device; a forbidden or invalid item fails alone. `dry_run` writes nothing.',
     returns: BulkResponseDto,
     errors: [400],
   })
-  bulkGrant(@Actor() actor: AuthContext, @Body() dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
+  @BulkJobRoute()
+  bulkGrant(
+    @Actor() actor: AuthContext,
+    @Body() dto: BulkAuthorityPermissionsDto,
+    @PrefersAsync() async: boolean,
+  ): Promise<BulkResponseDto | AcceptedResponse<AcceptedJobDto>> {
+    if (async) return this.jobs.accept('authority_permissions.grant', actor, dto.items, dto);
+    assertSynchronousSize(dto.items);
     return this.bulk.run(actor, 'grant', dto);
   }
 
@@ -100,13 +111,20 @@ export class AuthorityPermissionsController {
   @Authorize({
     permission: 'authority_permissions.revoke',
     check: 'service',
-    summary: 'Revoke up to 1000 authority permissions; per-item results in order',
+    summary: 'Revoke up to 1000 authority permissions (100 000 as a job); per-item results in order',
     description:
       'Each item is checked on its own device; a forbidden or invalid item fails alone. `dry_run` writes nothing.',
     returns: BulkResponseDto,
     errors: [400],
   })
-  bulkRevoke(@Actor() actor: AuthContext, @Body() dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
+  @BulkJobRoute()
+  bulkRevoke(
+    @Actor() actor: AuthContext,
+    @Body() dto: BulkAuthorityPermissionsDto,
+    @PrefersAsync() async: boolean,
+  ): Promise<BulkResponseDto | AcceptedResponse<AcceptedJobDto>> {
+    if (async) return this.jobs.accept('authority_permissions.revoke', actor, dto.items, dto);
+    assertSynchronousSize(dto.items);
     return this.bulk.run(actor, 'revoke', dto);
   }
 }

@@ -1,10 +1,11 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { AuditService, type AuditAction, type AuditRecord } from '../audit/audit.service.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { AuthorizationService, type DeviceQuestion } from '../auth/authorization.service.js';
 import type { PermissionCode } from '../auth/permissions.js';
 import { currentActorId } from '../common/request-context.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { BulkJobs } from '../jobs/bulk-jobs.service.js';
 import { AuthorityPermissionsRepository, type Resolved } from './authority-permissions.repository.js';
 import type { BulkAuthorityPermissionsDto, BulkResponseDto, BulkResultDto } from './dto/authority-permission.dto.js';
 
@@ -20,99 +21,109 @@ function failure(code: string, message: string): BulkResultDto['error'] {
  * the others go through. `dry_run` computes the same answer and rolls back.
  */
 @Injectable()
-export class BulkAuthorityPermissionsService {
+export class BulkAuthorityPermissionsService implements OnModuleInit {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly rows: AuthorityPermissionsRepository,
     private readonly audit: AuditService,
     private readonly authorization: AuthorizationService,
+    private readonly jobs: BulkJobs,
   ) {}
 
+  onModuleInit(): void {
+    for (const mode of ['grant', 'revoke'] as const)
+      this.jobs.register(`authority_permissions.${mode}`, (tx, actor, items, options) =>
+        this.runIn(tx, actor, mode, { ...options, items: items as BulkAuthorityPermissionsDto['items'] }),
+      );
+  }
+
   run(actor: AuthContext, mode: Mode, dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
-    const work = async (tx: Tx): Promise<BulkResponseDto> => {
-      if (dto.dry_run !== true)
-        await this.rows.lockAuthorities(
-          tx,
-          dto.items.map((item) => item.authority_id),
-        );
-      const resolved = await this.rows.resolve(tx, [
+    return this.uow.run((tx) => this.runIn(tx, actor, mode, dto));
+  }
+
+  /** One bulk (at most 1000 items) inside the caller's transaction: a request's, or a job chunk's. */
+  async runIn(tx: Tx, actor: AuthContext, mode: Mode, dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
+    if (dto.dry_run !== true)
+      await this.rows.lockAuthorities(
+        tx,
         dto.items.map((item) => item.authority_id),
-        dto.items.map((item) => item.permission_id),
-      ]);
-      const permission: PermissionCode =
-        mode === 'grant' ? 'authority_permissions.grant' : 'authority_permissions.revoke';
-      const allowed = await this.allowedPerItem(actor, mode, permission, resolved);
-      const results = dto.items.map((item, index): BulkResultDto => {
-        const row = resolved[index];
-        const base = {
-          index,
-          authority_id: item.authority_id,
-          permission_id: item.permission_id,
-          authority_permission_id: null,
-          error: null,
-        };
-        if (row === undefined || row.device_id === null || row.authority_deleted === true)
-          return {
-            ...base,
-            status: 'failed',
-            error: failure('AUTHORITY_NOT_FOUND', `Authority ${item.authority_id} does not exist`),
-          };
-        if (row.code === null)
-          return {
-            ...base,
-            status: 'failed',
-            error: failure('PERMISSION_NOT_FOUND', `Permission ${item.permission_id} does not exist`),
-          };
-        if (row.device_scoped !== true)
-          return {
-            ...base,
-            status: 'failed',
-            error: failure('PERMISSION_NOT_DEVICE_SCOPED', `${row.code} is not a device-scoped permission`),
-          };
-        const verdict = allowed[index];
-        if (verdict?.route !== true)
-          return {
-            ...base,
-            status: 'failed',
-            error: failure('PERMISSION_DENIED', `Missing the permission ${permission} on device ${row.device_id}`),
-          };
-        if (mode === 'grant') {
-          if (row.authority_user_id === actor.user_id)
-            return {
-              ...base,
-              status: 'failed',
-              error: failure(
-                'SELF_ACTION_FORBIDDEN',
-                'You cannot grant an authority permission to an authority of your own',
-              ),
-            };
-          if (verdict.delegation !== true)
-            return {
-              ...base,
-              status: 'failed',
-              error: failure(
-                'DELEGATION_FORBIDDEN',
-                `You cannot hand on ${row.code} on device ${row.device_id}: you do not hold it yourself`,
-              ),
-            };
-          return {
-            ...base,
-            status: row.active_id === null ? 'granted' : 'already_granted',
-            authority_permission_id: row.active_id,
-          };
-        }
+      );
+    const resolved = await this.rows.resolve(tx, [
+      dto.items.map((item) => item.authority_id),
+      dto.items.map((item) => item.permission_id),
+    ]);
+    const permission: PermissionCode =
+      mode === 'grant' ? 'authority_permissions.grant' : 'authority_permissions.revoke';
+    const allowed = await this.allowedPerItem(actor, mode, permission, resolved);
+    const results = dto.items.map((item, index): BulkResultDto => {
+      const row = resolved[index];
+      const base = {
+        index,
+        authority_id: item.authority_id,
+        permission_id: item.permission_id,
+        authority_permission_id: null,
+        error: null,
+      };
+      if (row === undefined || row.device_id === null || row.authority_deleted === true)
         return {
           ...base,
-          status: row.active_id === null ? 'not_granted' : 'revoked',
+          status: 'failed',
+          error: failure('AUTHORITY_NOT_FOUND', `Authority ${item.authority_id} does not exist`),
+        };
+      if (row.code === null)
+        return {
+          ...base,
+          status: 'failed',
+          error: failure('PERMISSION_NOT_FOUND', `Permission ${item.permission_id} does not exist`),
+        };
+      if (row.device_scoped !== true)
+        return {
+          ...base,
+          status: 'failed',
+          error: failure('PERMISSION_NOT_DEVICE_SCOPED', `${row.code} is not a device-scoped permission`),
+        };
+      const verdict = allowed[index];
+      if (verdict?.route !== true)
+        return {
+          ...base,
+          status: 'failed',
+          error: failure('PERMISSION_DENIED', `Missing the permission ${permission} on device ${row.device_id}`),
+        };
+      if (mode === 'grant') {
+        if (row.authority_user_id === actor.user_id)
+          return {
+            ...base,
+            status: 'failed',
+            error: failure(
+              'SELF_ACTION_FORBIDDEN',
+              'You cannot grant an authority permission to an authority of your own',
+            ),
+          };
+        if (verdict.delegation !== true)
+          return {
+            ...base,
+            status: 'failed',
+            error: failure(
+              'DELEGATION_FORBIDDEN',
+              `You cannot hand on ${row.code} on device ${row.device_id}: you do not hold it yourself`,
+            ),
+          };
+        return {
+          ...base,
+          status: row.active_id === null ? 'granted' : 'already_granted',
           authority_permission_id: row.active_id,
         };
-      });
-      if (dto.dry_run !== true)
-        await (mode === 'grant' ? this.grant(tx, results, dto.reason) : this.revoke(tx, results, dto.reason));
-      const failed = results.filter((result) => result.status === 'failed').length;
-      return { accepted: results.length, processed: results.length - failed, failed, results };
-    };
-    return this.uow.run(work);
+      }
+      return {
+        ...base,
+        status: row.active_id === null ? 'not_granted' : 'revoked',
+        authority_permission_id: row.active_id,
+      };
+    });
+    if (dto.dry_run !== true)
+      await (mode === 'grant' ? this.grant(tx, results, dto.reason) : this.revoke(tx, results, dto.reason));
+    const failed = results.filter((result) => result.status === 'failed').length;
+    return { accepted: results.length, processed: results.length - failed, failed, results };
   }
 
   /**

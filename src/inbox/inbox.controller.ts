@@ -2,11 +2,15 @@ import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/commo
 import { MESSAGE_LIST } from './messages.repository.js';
 import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
+import { Actor } from '../auth/actor.decorator.js';
+import type { AuthContext } from '../auth/auth-context.js';
 import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
 import { ApiIncludeDeleted, IncludeDeleted } from '../common/include-deleted.js';
 import { IdParam } from '../common/id.pipe.js';
 import type { AcceptedResponse, ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
 import { NoOptionsDto } from '../common/validation.js';
+import { assertSynchronousSize, BulkJobs } from '../jobs/bulk-jobs.service.js';
+import { BulkJobRoute, PrefersAsync } from '../jobs/bulk-job-route.decorator.js';
 import { AcceptedJobDto } from '../jobs/jobs.dto.js';
 import { BulkDeleteService } from './bulk-delete.service.js';
 import {
@@ -26,6 +30,7 @@ export class InboxController {
   constructor(
     private readonly messages: MessagesService,
     private readonly bulk: BulkDeleteService,
+    private readonly jobs: BulkJobs,
   ) {}
 
   @ListRoute({
@@ -65,11 +70,18 @@ export class InboxController {
   @Post('bulk-delete')
   @Authorize({
     permission: 'inbox.delete',
-    summary: 'Soft-delete up to 1000 messages; per-item results in order',
+    summary: 'Soft-delete up to 1000 messages (100 000 as a job); per-item results in order',
     returns: BulkDeleteResponseDto,
     errors: [400],
   })
-  bulkDelete(@Body() dto: BulkDeleteDto): Promise<BulkDeleteResponseDto> {
+  @BulkJobRoute()
+  bulkDelete(
+    @Actor() actor: AuthContext,
+    @Body() dto: BulkDeleteDto,
+    @PrefersAsync() async: boolean,
+  ): Promise<BulkDeleteResponseDto | AcceptedResponse<AcceptedJobDto>> {
+    if (async) return this.jobs.accept('inbox.delete', actor, dto.items, dto);
+    assertSynchronousSize(dto.items);
     return this.bulk.run(dto);
   }
 

@@ -94,10 +94,15 @@ export class BulkDeleteItemDto {
 }
 
 export class BulkDeleteDto {
-  @ApiProperty({ type: [BulkDeleteItemDto], minItems: 1, maxItems: 1000 })
+  @ApiProperty({
+    type: [BulkDeleteItemDto],
+    minItems: 1,
+    maxItems: 100_000,
+    description: 'At most 1000 items, or 100 000 with `Prefer: respond-async`',
+  })
   @IsArray()
   @ArrayMinSize(1)
-  @ArrayMaxSize(1000)
+  @ArrayMaxSize(100_000)
   @ValidateNested({ each: true })
   @Type(() => BulkDeleteItemDto)
   items!: BulkDeleteItemDto[];

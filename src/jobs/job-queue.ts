@@ -16,6 +16,8 @@ export const QUEUES = {
   'send-push': { retryLimit: 3, retryDelay: 1, retryBackoff: true, retryDelayMax: 60 },
   'purge-idempotency-keys': { retryLimit: 1, retryDelay: 60, retryBackoff: false },
   'cache-rebuild': { retryLimit: 2, retryDelay: 5, retryBackoff: true, retryDelayMax: 60 },
+  // A retried bulk resumes after its last stored chunk.
+  bulk: { retryLimit: 2, retryDelay: 5, retryBackoff: true, retryDelayMax: 60 },
 } as const;
 export type QueueName = keyof typeof QUEUES;
 

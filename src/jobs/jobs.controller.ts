@@ -1,7 +1,9 @@
-import { Controller, Get, Param } from '@nestjs/common';
+import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { Authorize } from '../auth/authorize.decorator.js';
-import { JobDto } from './jobs.dto.js';
+import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
+import type { ListResponse } from '../common/responses.js';
+import { JOB_RESULT_LIST } from './job-results.repository.js';
+import { JobDto, JobResultDto } from './jobs.dto.js';
 import { JobsService } from './jobs.service.js';
 
 /** `/v1/admin/jobs/{job_id}` (part 6.10). */
@@ -19,5 +21,18 @@ export class JobsController {
   })
   get(@Param('job_id') jobId: string): Promise<JobDto> {
     return this.jobs.get(jobId);
+  }
+
+  @ListRoute({
+    permission: 'jobs.read',
+    summary: "A finished bulk job's per-item results, in item order",
+    description: '409 `INVALID_STATE_TRANSITION` while the job is queued or running.',
+    returns: JobResultDto,
+    spec: JOB_RESULT_LIST,
+    path: ':job_id/results',
+    errors: [404, 409],
+  })
+  results(@Param('job_id') jobId: string, @Query() query: Record<string, unknown>): Promise<ListResponse<object>> {
+    return this.jobs.results(jobId, query);
   }
 }

@@ -30,3 +30,15 @@ export class AcceptedJobDto {
   @ApiProperty({ format: 'uuid' }) job_id!: string;
   @ApiProperty({ enum: ['queued'] }) state!: 'queued';
 }
+
+/** One item's result in a bulk job: the bulk route's own per-item result (`index` is the item's place). */
+export class JobResultDto {
+  @ApiProperty({ description: "The item's place in the request's `items`, from 0" }) index!: number;
+  @ApiProperty({
+    description:
+      'granted, already_granted, revoked, not_granted, deleted, already_deleted or failed, as the bulk route answers',
+  })
+  status!: string;
+  @ApiProperty({ type: Object, nullable: true, description: '`{code, message}` for a failed item' })
+  error!: { code: string; message: string } | null;
+}

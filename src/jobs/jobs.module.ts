@@ -1,6 +1,8 @@
 import { Global, Module } from '@nestjs/common';
 import { SETTINGS, type Settings } from '../config/settings.js';
+import { BulkJobs } from './bulk-jobs.service.js';
 import { JobQueue } from './job-queue.js';
+import { JobResultsRepository } from './job-results.repository.js';
 import { JobsController } from './jobs.controller.js';
 import { JobsService } from './jobs.service.js';
 import { FcmPushProvider, parseFcmCredentials } from './push/fcm-push.provider.js';
@@ -18,7 +20,13 @@ function createPushProvider(settings: Settings): PushProvider {
 @Global()
 @Module({
   controllers: [JobsController],
-  providers: [JobQueue, JobsService, { provide: PUSH_PROVIDER, inject: [SETTINGS], useFactory: createPushProvider }],
-  exports: [JobQueue, PUSH_PROVIDER],
+  providers: [
+    JobQueue,
+    JobsService,
+    JobResultsRepository,
+    BulkJobs,
+    { provide: PUSH_PROVIDER, inject: [SETTINGS], useFactory: createPushProvider },
+  ],
+  exports: [JobQueue, BulkJobs, PUSH_PROVIDER],
 })
 export class JobsModule {}

@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { JobWithMetadata } from 'pg-boss';
 import { ApiError } from '../common/api-error.js';
+import type { ListResponse } from '../common/responses.js';
 import { JobQueue, QUEUES, type QueueName } from './job-queue.js';
+import { JobResultsRepository } from './job-results.repository.js';
 import type { JobDto } from './jobs.dto.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -35,7 +37,25 @@ function errorOf(output: unknown): { message: string } {
 /** `GET /jobs/{job_id}`: a job's state in the contract's words. */
 @Injectable()
 export class JobsService {
-  constructor(private readonly queue: JobQueue) {}
+  constructor(
+    private readonly queue: JobQueue,
+    private readonly jobResults: JobResultsRepository,
+  ) {}
+
+  /** A finished job's per-item results (bulk jobs; other jobs have none); 409 before it finished. */
+  async results(jobId: string, query: Record<string, unknown>): Promise<ListResponse<object>> {
+    const job = await this.get(jobId);
+    if (job.state === 'queued' || job.state === 'running')
+      throw new ApiError(
+        'INVALID_STATE_TRANSITION',
+        `Job ${jobId} is ${job.state}: its results come when it has finished`,
+        {
+          from: job.state,
+          action: 'read_results',
+        },
+      );
+    return this.jobResults.page(jobId, query);
+  }
 
   async get(jobId: string): Promise<JobDto> {
     if (!UUID.test(jobId)) throw ApiError.field('job_id', 'uuid', 'job_id must be a UUID');

@@ -680,7 +680,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Grant up to 1000 authority permissions; per-item results in order
+         * Grant up to 1000 authority permissions (100 000 as a job); per-item results in order
          * @description Each item is checked on its own device; a forbidden or invalid item fails alone. `dry_run` writes nothing.
          *
          *     Requires the permission `authority_permissions.grant` (checked per device by the service).
@@ -702,7 +702,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Revoke up to 1000 authority permissions; per-item results in order
+         * Revoke up to 1000 authority permissions (100 000 as a job); per-item results in order
          * @description Each item is checked on its own device; a forbidden or invalid item fails alone. `dry_run` writes nothing.
          *
          *     Requires the permission `authority_permissions.revoke` (checked per device by the service).
@@ -748,6 +748,30 @@ export interface paths {
          * @description Requires the permission `jobs.read`.
          */
         get: operations["Jobs_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/jobs/{job_id}/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A finished bulk job's per-item results, in item order
+         * @description 409 `INVALID_STATE_TRANSITION` while the job is queued or running.
+         *
+         *     sort `id` (default `id:asc`).
+         *
+         *     Requires the permission `jobs.read`.
+         */
+        get: operations["Jobs_results"];
         put?: never;
         post?: never;
         delete?: never;
@@ -820,7 +844,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Soft-delete up to 1000 messages; per-item results in order
+         * Soft-delete up to 1000 messages (100 000 as a job); per-item results in order
          * @description Requires the permission `inbox.delete`.
          */
         post: operations["Inbox_bulkDelete"];
@@ -1530,6 +1554,12 @@ export interface components {
             /** @description A device-scoped permission */
             permission_id: number;
         };
+        AcceptedJobDto: {
+            /** Format: uuid */
+            job_id: string;
+            /** @enum {string} */
+            state: "queued";
+        };
         BulkErrorDto: {
             code: string;
             message: string;
@@ -1557,6 +1587,7 @@ export interface components {
             permission_id: number;
         };
         BulkAuthorityPermissionsDto: {
+            /** @description At most 1000 items, or 100 000 with `Prefer: respond-async` */
             items: components["schemas"]["BulkItemDto"][];
             reason?: string;
             /**
@@ -1598,6 +1629,14 @@ export interface components {
             error: {
                 [key: string]: unknown;
             } | null;
+        };
+        JobResultDto: {
+            /** @description The item's place in the request's `items`, from 0 */
+            index: number;
+            /** @description granted, already_granted, revoked, not_granted, deleted, already_deleted or failed, as the bulk route answers */
+            status: string;
+            /** @description `{code, message}` for a failed item */
+            error: Record<string, never> | null;
         };
         InboxMessageDto: {
             /** Format: date-time */
@@ -1656,6 +1695,7 @@ export interface components {
             id: number;
         };
         BulkDeleteDto: {
+            /** @description At most 1000 items, or 100 000 with `Prefer: respond-async` */
             items: components["schemas"]["BulkDeleteItemDto"][];
             reason?: string;
             /** @default false */
@@ -1668,12 +1708,6 @@ export interface components {
             data?: {
                 [key: string]: unknown;
             } | null;
-        };
-        AcceptedJobDto: {
-            /** Format: uuid */
-            job_id: string;
-            /** @enum {string} */
-            state: "queued";
         };
         SendPushDto: {
             /** @description Defaults to the message title */
@@ -5146,6 +5180,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description `respond-async`: run as a job (up to 100000 items, else 1000); answers 202 with the job, whose per-item results `GET /v1/admin/jobs/{job_id}/results` pages. */
+                Prefer?: string;
                 /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
                 "Idempotency-Key"?: string;
             };
@@ -5168,6 +5204,20 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: components["schemas"]["BulkResponseDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description Success envelope */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AcceptedJobDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -5214,6 +5264,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description `respond-async`: run as a job (up to 100000 items, else 1000); answers 202 with the job, whose per-item results `GET /v1/admin/jobs/{job_id}/results` pages. */
+                Prefer?: string;
                 /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
                 "Idempotency-Key"?: string;
             };
@@ -5236,6 +5288,20 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: components["schemas"]["BulkResponseDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description Success envelope */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AcceptedJobDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -5407,6 +5473,94 @@ export interface operations {
             };
             /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    Jobs_results: {
+        parameters: {
+            query?: {
+                page?: number;
+                page_size?: number;
+                /** @description Comma-separated `field:asc` or `field:desc`; fields: id. */
+                sort?: string;
+                /** @description `exact` always counts; `auto` estimates past 10 000 matches (`meta.total_exact: false`). */
+                count?: "exact" | "auto";
+            };
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["JobResultDto"][];
+                        meta: components["schemas"]["ListMetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5834,6 +5988,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description `respond-async`: run as a job (up to 100000 items, else 1000); answers 202 with the job, whose per-item results `GET /v1/admin/jobs/{job_id}/results` pages. */
+                Prefer?: string;
                 /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
                 "Idempotency-Key"?: string;
             };
@@ -5856,6 +6012,20 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: components["schemas"]["BulkDeleteResponseDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description Success envelope */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AcceptedJobDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };

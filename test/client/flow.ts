@@ -85,15 +85,16 @@ export async function adminFlow(client: AdminClient, tag: string): Promise<FlowR
     await client.GET('/v1/admin/permissions', { params: { query: { q: 'authorities.', page_size: 100 } } }),
   );
   const wanted = catalogue.filter((permission) => ['authorities.read', 'authorities.update'].includes(permission.code));
-  const bulk = expectData(
-    'bulk grant',
-    await client.POST('/v1/admin/authority-permissions/bulk-grant', {
-      body: {
-        items: wanted.map((permission) => ({ authority_id: holderAuthority.id, permission_id: permission.id })),
-        reason: 'client flow',
-      },
-    }),
-  );
+  // Without `Prefer: respond-async` the answer is the bulk's own (200); with it, a job (202).
+  const bulkAnswer = await client.POST('/v1/admin/authority-permissions/bulk-grant', {
+    body: {
+      items: wanted.map((permission) => ({ authority_id: holderAuthority.id, permission_id: permission.id })),
+      reason: 'client flow',
+    },
+  });
+  if (bulkAnswer.data === undefined || !('results' in bulkAnswer.data.data))
+    throw new Error(`bulk grant: ${bulkAnswer.response.status} ${JSON.stringify(bulkAnswer.error ?? null)}`);
+  const bulk = bulkAnswer.data.data;
 
   // 6. A message to the new user, a push of it (no body: title and body default to the message's), its job.
   const message = expectData(

@@ -77,6 +77,7 @@ const EXPECTED = [
   'GET /v1/admin/inbox → inbox.read',
   'GET /v1/admin/inbox/:id → inbox.read',
   'GET /v1/admin/jobs/:job_id → jobs.read',
+  'GET /v1/admin/jobs/:job_id/results → jobs.read',
   'GET /v1/admin/message-read-state → read_state.read',
   'GET /v1/admin/message-read-state/:id → read_state.read',
   'GET /v1/admin/message-read-state/counts → read_state.read',

@@ -1,0 +1,134 @@
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import type { Job } from 'pg-boss';
+import type { AuthContext } from '../auth/auth-context.js';
+import { AuthContextService } from '../auth/auth-context.service.js';
+import { ApiError } from '../common/api-error.js';
+import { currentRequest, runInRequestContext } from '../common/request-context.js';
+import { AcceptedResponse } from '../common/responses.js';
+import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { JobQueue } from './job-queue.js';
+import { JobResultsRepository } from './job-results.repository.js';
+import type { AcceptedJobDto } from './jobs.dto.js';
+
+/** The bulk routes that also run as jobs (part 6.6), by the permission each needs. */
+export type BulkKind = 'authority_permissions.grant' | 'authority_permissions.revoke' | 'inbox.delete';
+
+export interface BulkOptions {
+  readonly reason?: string;
+  readonly dry_run?: boolean;
+}
+
+/** One chunk of a bulk, inside the chunk's transaction: the same code the synchronous route runs. */
+export type BulkRunner = (
+  tx: Tx,
+  actor: AuthContext,
+  items: readonly object[],
+  options: BulkOptions,
+) => Promise<{ results: readonly { index: number; status: string }[] }>;
+
+interface BulkJobData extends BulkOptions {
+  readonly kind: BulkKind;
+  readonly actor_id: number;
+  readonly session_id: string;
+  readonly request_id: string;
+  readonly items: readonly object[];
+}
+
+/** Items per transaction: the synchronous bulk's own size, whose statements are measured. */
+export const BULK_CHUNK = 1000;
+/** Items a bulk accepts as a job (with `Prefer: respond-async`). */
+export const BULK_JOB_MAX_ITEMS = 100_000;
+
+/** Whether the request asked for the answer later (RFC 7240 `Prefer: respond-async`). */
+export function prefersAsync(prefer: string | undefined): boolean {
+  return (prefer ?? '')
+    .split(',')
+    .some((preference) => preference.split(';')[0]?.trim().toLowerCase() === 'respond-async');
+}
+
+/** Without `Prefer: respond-async` a bulk takes at most 1000 items (part 10). */
+export function assertSynchronousSize(items: readonly unknown[]): void {
+  if (items.length > BULK_CHUNK)
+    throw ApiError.field(
+      'items',
+      'maxItems',
+      `items must contain at most ${BULK_CHUNK} entries; send Prefer: respond-async to run up to ${BULK_JOB_MAX_ITEMS} as a job`,
+    );
+}
+
+/**
+ * Heavy bulks as jobs (part 6.6): the route answers 202 with the job; the worker runs the items in
+ * chunks of 1000, each chunk one transaction with its writes, its audit events and its per-item
+ * results (`job_results`), so results are never held in memory and a retried job resumes after the
+ * last stored chunk. It acts as the requester, through the session that asked: a session revoked
+ * (or a user suspended) in the meantime fails the job. The job's result is the bulk answer without
+ * `results`; `GET /jobs/{job_id}/results` pages those.
+ */
+@Injectable()
+export class BulkJobs implements OnModuleInit {
+  private readonly logger = new Logger('BulkJobs');
+  private readonly runners = new Map<BulkKind, BulkRunner>();
+
+  constructor(
+    private readonly queue: JobQueue,
+    private readonly uow: UnitOfWork,
+    private readonly results: JobResultsRepository,
+    private readonly auth: AuthContextService,
+  ) {}
+
+  /** Each domain registers the chunk runner of its bulk route. */
+  register(kind: BulkKind, runner: BulkRunner): void {
+    this.runners.set(kind, runner);
+  }
+
+  onModuleInit(): void {
+    this.queue.register<BulkJobData>('bulk', (job) => this.run(job));
+  }
+
+  /** 202 with the job, enqueued in its own transaction. */
+  async accept(
+    kind: BulkKind,
+    actor: AuthContext,
+    items: readonly object[],
+    options: BulkOptions,
+  ): Promise<AcceptedResponse<AcceptedJobDto>> {
+    const data: BulkJobData = {
+      kind,
+      actor_id: actor.user_id,
+      session_id: actor.session_id,
+      request_id: currentRequest()?.request_id ?? 'job',
+      items,
+      ...(options.reason === undefined ? {} : { reason: options.reason }),
+      ...(options.dry_run === undefined ? {} : { dry_run: options.dry_run }),
+    };
+    const jobId = await this.uow.run((tx) => this.queue.enqueue(tx, 'bulk', data));
+    return new AcceptedResponse({ job_id: jobId, state: 'queued' }, `/v1/admin/jobs/${jobId}`, 1);
+  }
+
+  private async run(job: Job<BulkJobData>): Promise<object> {
+    const { kind, actor_id, session_id, request_id, items, reason, dry_run } = job.data;
+    const runner = this.runners.get(kind);
+    if (runner === undefined) throw new Error(`no runner for bulk ${kind}`);
+    const actor = await this.auth.resolve(actor_id, session_id).catch((error: unknown) => {
+      throw new Error(
+        `the requester can no longer act (${error instanceof ApiError ? error.code : 'unknown'}): user ${actor_id}`,
+      );
+    });
+    const context = { request_id, ip: 'job', actor_id };
+    // Each chunk stores its results with its writes, atomically: what is stored is what is done.
+    const { stored } = await this.results.tally(job.id);
+    for (let offset = stored; offset < items.length; offset += BULK_CHUNK) {
+      const chunk = items.slice(offset, offset + BULK_CHUNK);
+      await runInRequestContext(context, () =>
+        this.uow.run(async (tx) => {
+          const { results } = await runner(tx, actor, chunk, { reason, dry_run });
+          const indexed = results.map((result) => ({ ...result, index: result.index + offset }));
+          await this.results.append(tx, job.id, offset, indexed);
+        }),
+      );
+    }
+    const { stored: accepted, failed } = await this.results.tally(job.id);
+    this.logger.log({ msg: 'bulk job finished', job_id: job.id, kind, accepted, failed });
+    return { accepted, processed: accepted - failed, failed };
+  }
+}
