@@ -22,8 +22,12 @@ local found = { redis.call('GET', ARGV[1] .. gen .. ':' .. ARGV[2]) or '' }
 for i = 3, #ARGV do found[i - 1] = redis.call('GET', ARGV[1] .. 'gen:' .. ARGV[i]) or '0' end
 return found`;
 
-// Counters live outside the generation: dropping the cache must not reset a rate limit.
+// Counters live outside the generation: dropping the cache must not reset a rate limit. A value
+// that is not a count (a corrupted key) would fail INCRBY on every request, and those failures
+// would open the circuit for the whole cache: it starts the window again instead.
 const INCREMENT = `
+local current = redis.call('GET', KEYS[1])
+if current and not tonumber(current) then redis.call('DEL', KEYS[1]) end
 local n = redis.call('INCRBY', KEYS[1], ARGV[2])
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then

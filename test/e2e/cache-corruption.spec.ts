@@ -85,6 +85,28 @@ describe('a corrupted cache entry is a miss (part 7): replaced from the database
     };
   }
 
+  it('a rate-limit counter that is not a number starts its window again instead of failing every request', async () => {
+    const client = createClient({ url: redis.url });
+    await client.connect();
+    try {
+      await caller(t, root).get('/v1/admin/roles').expect(200);
+      await new Promise((resolve) => setTimeout(resolve, 300)); // the limiter's next flush creates the counter
+      const counters: string[] = [];
+      for await (const keys of client.scanIterator({ MATCH: '*count:*', COUNT: 1000 })) counters.push(...keys);
+      expect(counters.length).toBeGreaterThan(0);
+      for (const key of counters) await client.set(key, '', { KEEPTTL: true });
+    } finally {
+      await client.close();
+    }
+    const failures = (await t.http().get('/health/ready').expect(200)).body.data.cache_stats.failures as number;
+    // The limiter adds its counts every 200 ms: let several of those run on the corrupted counters.
+    for (let n = 0; n < 5; n += 1) {
+      expect((await caller(t, root).get('/v1/admin/roles').expect(200)).body.meta.cache).toBe('hit');
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect((await t.http().get('/health/ready').expect(200)).body.data.cache_stats.failures).toBe(failures);
+  });
+
   it.each(MANGLES)(
     '%s: every read answers as before, from the database, and the entry is rebuilt',
     async (_, mangle) => {
