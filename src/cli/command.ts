@@ -68,6 +68,30 @@ export async function dropServerCaches(settings: Settings, databaseUrl: string):
   }
 }
 
+/**
+ * After a CLI write of new rows (a session, a user, their audit events): the running servers'
+ * cached list pages of those tables become unusable. With Redis, by bumping the tables'
+ * generations (nothing else is dropped); with each server's own memory, through the epoch.
+ */
+export async function tablesWrittenByCli(
+  settings: Settings,
+  databaseUrl: string,
+  tables: readonly string[],
+): Promise<void> {
+  if (settings.redisUrl === undefined) {
+    await withDatabase(settings, databaseUrl, (dataSource) =>
+      dataSource.query('UPDATE cache_epoch SET epoch = epoch + 1'),
+    );
+    return;
+  }
+  const cache = createCacheService(settings);
+  try {
+    if (!(await cache.tablesWritten(tables))) await dropServerCaches(settings, databaseUrl);
+  } finally {
+    await cache.close();
+  }
+}
+
 /** The command's `--name value` options, strictly: an unknown option is a usage error (exit 2). */
 export function options<T extends Record<string, { type: 'string' }>>(
   args: readonly string[],

@@ -8,7 +8,7 @@ import { DEFAULT_SESSION_TTL_SECONDS, insertSession, type SessionRow } from '../
 import { signAccessToken } from '../auth/token-signer.js';
 import type { Settings } from '../config/settings.js';
 
-import { CliError, dropServerCaches, options, say, withDatabase, type Command } from './command.js';
+import { CliError, dropServerCaches, options, say, tablesWrittenByCli, withDatabase, type Command } from './command.js';
 
 /** The CLI's writes are audited like the API's, with no actor and no request. */
 function recordAudit(db: EntityManager, event: AuditRecord): Promise<void> {
@@ -167,7 +167,8 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
           };
         }),
       );
-      if (!created) await dropServerCaches(settings, databaseUrl);
+      if (created) await tablesWrittenByCli(settings, databaseUrl, ['users', 'auth_sessions', 'audit_events']);
+      else await dropServerCaches(settings, databaseUrl);
       say(
         `${created ? 'created' : 'reusing'} super_admin user ${user.id} (${user.email}); session ${session.id} valid until ${session.expires_at.toISOString()}`,
       );
@@ -190,6 +191,7 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
       const settings = await withJwtSecret(loaded);
       requireSecretMode(settings, 'issue-token');
       const { userId, session } = await sessionOfActiveUser(settings, databaseUrl, args, 'cli issue-token');
+      await tablesWrittenByCli(settings, databaseUrl, ['auth_sessions', 'audit_events']);
       say(`session ${session.id} for user ${userId} valid until ${session.expires_at.toISOString()}`);
       process.stdout.write(`${signAccessToken(settings, session)}\n`);
       return 0;
@@ -208,6 +210,7 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
     validate: sessionOptions,
     async run(settings, databaseUrl, args) {
       const { userId, session } = await sessionOfActiveUser(settings, databaseUrl, args, 'cli create-session');
+      await tablesWrittenByCli(settings, databaseUrl, ['auth_sessions', 'audit_events']);
       say(
         `session for user ${userId} valid until ${session.expires_at.toISOString()}; put it in the token's sid claim with sub "${userId}"`,
       );

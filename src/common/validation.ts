@@ -9,10 +9,18 @@ function ruleName(constraint: string): string {
   return stripped.charAt(0).toLowerCase() + stripped.slice(1);
 }
 
+/** At most this many problems are listed (a 100 000-item bulk could have hundreds of thousands). */
+const MAX_PROBLEMS = 100;
+
 export function flattenValidationErrors(errors: readonly ValidationError[], prefix = ''): FieldProblem[] {
   const problems: FieldProblem[] = [];
-  for (const error of errors) {
-    const field = prefix === '' ? error.property : `${prefix}.${error.property}`;
+  // Depth-first without recursion or spreading: a body of 100 000 bad items must not overflow the stack.
+  const pending: { error: ValidationError; prefix: string }[] = [...errors]
+    .reverse()
+    .map((error) => ({ error, prefix }));
+  while (pending.length > 0 && problems.length < MAX_PROBLEMS) {
+    const { error, prefix: parent } = pending.pop() as { error: ValidationError; prefix: string };
+    const field = parent === '' ? error.property : `${parent}.${error.property}`;
     for (const [constraint, message] of Object.entries(error.constraints ?? {})) {
       const text =
         constraint === 'whitelistValidation'
@@ -20,11 +28,11 @@ export function flattenValidationErrors(errors: readonly ValidationError[], pref
           : message.replace(error.property, field);
       problems.push({ field, rule: ruleName(constraint), message: text });
     }
-    if (error.children !== undefined && error.children.length > 0) {
-      problems.push(...flattenValidationErrors(error.children, field));
-    }
+    const children = error.children ?? [];
+    for (let index = children.length - 1; index >= 0; index -= 1)
+      pending.push({ error: children[index] as ValidationError, prefix: field });
   }
-  return problems;
+  return problems.slice(0, MAX_PROBLEMS);
 }
 
 /**

@@ -121,10 +121,10 @@ export class ListPages {
     generations: readonly number[] | undefined,
   ): Promise<ListResponse<unknown>> {
     this.cache.stats.loads += 1;
-    const [page, changesAt] = await Promise.all([
-      runList<Row>(this.uow.reader, spec, query, scope),
-      generations === undefined ? undefined : nextChangeOf(this.uow.reader, spec),
-    ]);
+    // The next expiry first: judged no later than the page, it can only be early (a reload too
+    // soon), never late (an expired row shown as live).
+    const changesAt = generations === undefined ? undefined : await nextChangeOf(this.uow.reader, spec);
+    const page = await runList<Row>(this.uow.reader, spec, query, scope);
     const items = present === undefined ? (page.items as unknown as Item[]) : present(page.items as Row[]);
     const result = new ListResponse<unknown>(items, page.page, page.page_size, page.total, page.total_exact);
     if (generations !== undefined)

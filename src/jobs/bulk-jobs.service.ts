@@ -2,6 +2,7 @@ import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { Job } from 'pg-boss';
 import type { AuthContext } from '../auth/auth-context.js';
 import { AuthContextService } from '../auth/auth-context.service.js';
+import { AuthorizationService } from '../auth/authorization.service.js';
 import { ApiError } from '../common/api-error.js';
 import { currentRequest, runInRequestContext } from '../common/request-context.js';
 import { AcceptedResponse } from '../common/responses.js';
@@ -74,6 +75,7 @@ export class BulkJobs implements OnModuleInit {
     private readonly uow: UnitOfWork,
     private readonly results: JobResultsRepository,
     private readonly auth: AuthContextService,
+    private readonly authorization: AuthorizationService,
   ) {}
 
   /** Each domain registers the chunk runner of its bulk route. */
@@ -83,6 +85,12 @@ export class BulkJobs implements OnModuleInit {
 
   onModuleInit(): void {
     this.queue.register<BulkJobData>('bulk', (job) => this.run(job));
+    // Results outlive their job by a day at most (jobs are kept 7 days after they finish).
+    this.queue.register('purge-job-results', async () => {
+      await this.uow.run((tx) => this.results.purge(tx));
+      return {};
+    });
+    this.queue.scheduleEvery('purge-job-results', '17 * * * *');
   }
 
   /** 202 with the job, enqueued in its own transaction. */
@@ -105,20 +113,34 @@ export class BulkJobs implements OnModuleInit {
     return new AcceptedResponse({ job_id: jobId, state: 'queued' }, `/v1/admin/jobs/${jobId}`, 1);
   }
 
+  /** The requester now: a live session of an active user whose role still reaches the route. */
+  private async actor(kind: BulkKind, userId: number, sessionId: string): Promise<AuthContext> {
+    const actor = await this.auth.resolve(userId, sessionId).catch((error: unknown) => {
+      throw new Error(
+        `the requester can no longer act (${error instanceof ApiError ? error.code : 'unknown'}): user ${userId}`,
+      );
+    });
+    // The device-scoped bulks check the route's permission per item, on each item's device.
+    const allowed =
+      kind === 'inbox.delete'
+        ? this.authorization.decideGlobally(actor, kind).allowed
+        : this.authorization.hasAdminAccess(actor);
+    if (!allowed) throw new Error(`the requester no longer holds ${kind}: user ${userId}`);
+    return actor;
+  }
+
   private async run(job: Job<BulkJobData>): Promise<object> {
     const { kind, actor_id, session_id, request_id, items, reason, dry_run } = job.data;
     const runner = this.runners.get(kind);
     if (runner === undefined) throw new Error(`no runner for bulk ${kind}`);
-    const actor = await this.auth.resolve(actor_id, session_id).catch((error: unknown) => {
-      throw new Error(
-        `the requester can no longer act (${error instanceof ApiError ? error.code : 'unknown'}): user ${actor_id}`,
-      );
-    });
     const context = { request_id, ip: 'job', actor_id };
     // Each chunk stores its results with its writes, atomically: what is stored is what is done.
     const { stored } = await this.results.tally(job.id);
     for (let offset = stored; offset < items.length; offset += BULK_CHUNK) {
       const chunk = items.slice(offset, offset + BULK_CHUNK);
+      // Who may act is judged at each chunk, as each request would be: a session revoked, a role
+      // lowered or a grant expired since the job was accepted stops it there.
+      const actor = await this.actor(kind, actor_id, session_id);
       await runInRequestContext(context, () =>
         this.uow.run(async (tx) => {
           const { results } = await runner(tx, actor, chunk, { reason, dry_run });

@@ -96,7 +96,16 @@ describe('bulk routes as jobs (Prefer: respond-async)', () => {
       .set('Prefer', 'respond-async')
       .expect(400);
     expect(JSON.stringify(over.body.error.details)).toContain('items');
-  });
+    // 100 000 bad items: a 400 listing the first 100 problems, not a crash of the validation.
+    const bad = Array.from({ length: 100_000 }, () => ({ authority_id: 0, permission_id: 0 }));
+    const invalid = await caller(t, root)
+      .post('/v1/admin/authority-permissions/bulk-grant', { items: bad })
+      .set('Prefer', 'respond-async')
+      .expect(400);
+    expect(invalid.body.error.code).toBe('VALIDATION_FAILED');
+    expect(invalid.body.error.details.fields).toHaveLength(100);
+    expect(invalid.body.error.details.fields[0]).toMatchObject({ field: 'items.0.authority_id' });
+  }, 60_000);
 
   it("refuses a body over the bulk routes' 8 MiB with 413 naming that limit, and other routes keep 1 MiB", async () => {
     const big = JSON.stringify({ items: [], padding: 'x'.repeat(9 * 1_048_576) });
@@ -191,6 +200,32 @@ describe('bulk routes as jobs (Prefer: respond-async)', () => {
       expect(
         (await caller(enqueuer, root).get(`/v1/admin/jobs/${randomUUID()}/results`).expect(404)).body.error.code,
       ).toBe('JOB_NOT_FOUND');
+    }, 120_000);
+
+    it('judges the requester again when the job runs: an admin lowered to viewer meanwhile fails the job, which deletes nothing', async () => {
+      const admin = await actor('admin');
+      const user = await createUser();
+      const message = (
+        await caller(enqueuer, root)
+          .post('/v1/admin/inbox', { user_id: user.id, type: 'notice', title: 'keep me', body: 'b' })
+          .expect(201)
+      ).body.data.id as number;
+      const accepted = await caller(enqueuer, admin)
+        .post('/v1/admin/inbox/bulk-delete', { items: [{ id: message }] })
+        .set('Prefer', 'respond-async')
+        .expect(202);
+      await caller(enqueuer, root).patch(`/v1/admin/users/${admin.user.id}`, { role_id: 4 }).expect(200);
+      const worker = await startApp({ widgets: false, env: { JOBS_SCHEMA: idle, JOB_WORKERS: 'true' } });
+      try {
+        const job = await waitForJob(worker, root.auth, accepted.body.data.job_id as string, 60_000);
+        expect(job).toMatchObject({ state: 'failed' });
+        expect(JSON.stringify(job.error)).toContain('no longer holds inbox.delete');
+      } finally {
+        await worker.close();
+      }
+      expect(await sql('SELECT is_deleted FROM inbox_messages WHERE id = $1', [message])).toEqual([
+        { is_deleted: false },
+      ]);
     }, 120_000);
   });
 });
