@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { createCacheService } from '../cache/cache.module.js';
 import { createDataSource } from '../database/data-source.js';
 import { migrate } from '../database/migrate.js';
@@ -50,46 +50,42 @@ export async function withDatabase<T>(
 }
 
 /**
- * After a CLI write, running servers drop what they cached (a user's old role, list pages without
- * the new rows): Redis at once, and every instance, an in-process cache included, within
- * CACHE_EPOCH_POLL_MS through the database's cache epoch.
+ * What a CLI write does to the running servers' caches. In the write's own transaction it moves
+ * the cache epoch, which every instance polls each CACHE_EPOCH_POLL_MS (an in-process cache
+ * included), unless Redis can be told more precisely after the commit: `tables` bumps only those
+ * tables' list-page generations. A Redis that cannot be reached falls back to the epoch.
  */
-export async function dropServerCaches(settings: Settings, databaseUrl: string): Promise<void> {
-  await withDatabase(settings, databaseUrl, (dataSource) =>
-    dataSource.query('UPDATE cache_epoch SET epoch = epoch + 1'),
-  );
-  if (settings.redisUrl === undefined) return;
-  const cache = createCacheService(settings);
-  try {
-    if (!(await cache.invalidateAll()))
+export class ServerCaches {
+  constructor(
+    private readonly settings: Settings,
+    private readonly databaseUrl: string,
+    /** The tables the write touches; undefined: anything cached may be stale (drop it all). */
+    private readonly tables?: readonly string[],
+  ) {}
+
+  /** In the write's transaction. */
+  async inTransaction(db: EntityManager): Promise<void> {
+    if (this.settings.redisUrl === undefined || this.tables === undefined) await moveCacheEpoch(db);
+  }
+
+  /** After the commit. */
+  async afterCommit(): Promise<void> {
+    if (this.settings.redisUrl === undefined) return;
+    const cache = createCacheService(this.settings);
+    try {
+      const told = this.tables === undefined ? await cache.invalidateAll() : await cache.tablesWritten(this.tables);
+      if (told) return;
       say('warning: could not reach Redis; running servers drop their cache within CACHE_EPOCH_POLL_MS instead');
-  } finally {
-    await cache.close();
+      if (this.tables !== undefined)
+        await withDatabase(this.settings, this.databaseUrl, (dataSource) => moveCacheEpoch(dataSource.manager));
+    } finally {
+      await cache.close();
+    }
   }
 }
 
-/**
- * After a CLI write of new rows (a session, a user, their audit events): the running servers'
- * cached list pages of those tables become unusable. With Redis, by bumping the tables'
- * generations (nothing else is dropped); with each server's own memory, through the epoch.
- */
-export async function tablesWrittenByCli(
-  settings: Settings,
-  databaseUrl: string,
-  tables: readonly string[],
-): Promise<void> {
-  if (settings.redisUrl === undefined) {
-    await withDatabase(settings, databaseUrl, (dataSource) =>
-      dataSource.query('UPDATE cache_epoch SET epoch = epoch + 1'),
-    );
-    return;
-  }
-  const cache = createCacheService(settings);
-  try {
-    if (!(await cache.tablesWritten(tables))) await dropServerCaches(settings, databaseUrl);
-  } finally {
-    await cache.close();
-  }
+function moveCacheEpoch(db: EntityManager): Promise<unknown> {
+  return db.query('UPDATE cache_epoch SET epoch = epoch + 1');
 }
 
 /** The command's `--name value` options, strictly: an unknown option is a usage error (exit 2). */

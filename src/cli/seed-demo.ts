@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { Settings } from '../config/settings.js';
 
-import { CliError, dropServerCaches, options, say, withDatabase, type Command } from './command.js';
+import { CliError, options, say, ServerCaches, withDatabase, type Command } from './command.js';
 
 const CHUNK = 1000;
 
@@ -152,6 +152,8 @@ export const SEED_DEMO: Command = {
   validate: usersOption,
   async run(settings: Settings, databaseUrl: string, args: readonly string[]) {
     const users = usersOption(args);
+    // Many tables, many chunks: running servers drop their whole cache once it is done.
+    const caches = new ServerCaches(settings, databaseUrl);
     const code = await withDatabase(settings, databaseUrl, async (dataSource) => {
       const started = Date.now();
       const [before = {}] = await dataSource.query<Counts[]>(DEMO_ROWS);
@@ -162,6 +164,7 @@ export const SEED_DEMO: Command = {
         await dataSource.transaction((db) => seedChunk(db, from, to));
         report(to);
       }
+      await caches.inTransaction(dataSource.manager);
       const [after = {}] = await dataSource.query<Counts[]>(DEMO_ROWS);
       const [hints] =
         await dataSource.query<{ admin_id: number | null; admin_role: number | null; device_id: number | null }[]>(
@@ -181,7 +184,7 @@ export const SEED_DEMO: Command = {
         );
       return 0;
     });
-    await dropServerCaches(settings, databaseUrl);
+    await caches.afterCommit();
     return code;
   },
 };

@@ -8,7 +8,7 @@ import { DEFAULT_SESSION_TTL_SECONDS, insertSession, type SessionRow } from '../
 import { signAccessToken } from '../auth/token-signer.js';
 import type { Settings } from '../config/settings.js';
 
-import { CliError, dropServerCaches, options, say, tablesWrittenByCli, withDatabase, type Command } from './command.js';
+import { CliError, options, say, ServerCaches, withDatabase, type Command } from './command.js';
 
 /** The CLI's writes are audited like the API's, with no actor and no request. */
 function recordAudit(db: EntityManager, event: AuditRecord): Promise<void> {
@@ -136,12 +136,15 @@ async function sessionOfActiveUser(
   via: string,
 ): Promise<{ userId: number; session: SessionRow }> {
   const { userId, ttl } = sessionOptions(args);
+  const caches = new ServerCaches(settings, databaseUrl, ['auth_sessions', 'audit_events']);
   const session = await withDatabase(settings, databaseUrl, (dataSource) =>
     dataSource.transaction(async (db) => {
       await activeUser(db, userId);
+      await caches.inTransaction(db);
       return openSession(db, userId, ttl, via);
     }),
   );
+  await caches.afterCommit();
   return { userId, session };
 }
 
@@ -158,17 +161,21 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
       const { email, displayName } = bootstrapOptions(args);
       const settings = await withJwtSecret(loaded);
       requireSecretMode(settings, 'bootstrap-admin');
-      const { user, created, session } = await withDatabase(settings, databaseUrl, (dataSource) =>
+      const { user, created, session, caches } = await withDatabase(settings, databaseUrl, (dataSource) =>
         dataSource.transaction(async (db) => {
           const account = await ensureSuperAdmin(db, email, displayName);
+          // A reused account may be cached with its old role or status: drop everything. A new one only adds rows.
+          const written = account.created ? ['users', 'auth_sessions', 'audit_events'] : undefined;
+          const serverCaches = new ServerCaches(settings, databaseUrl, written);
+          await serverCaches.inTransaction(db);
           return {
             ...account,
+            caches: serverCaches,
             session: await openSession(db, account.user.id, DEFAULT_SESSION_TTL_SECONDS, 'cli bootstrap-admin'),
           };
         }),
       );
-      if (created) await tablesWrittenByCli(settings, databaseUrl, ['users', 'auth_sessions', 'audit_events']);
-      else await dropServerCaches(settings, databaseUrl);
+      await caches.afterCommit();
       say(
         `${created ? 'created' : 'reusing'} super_admin user ${user.id} (${user.email}); session ${session.id} valid until ${session.expires_at.toISOString()}`,
       );
@@ -191,7 +198,6 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
       const settings = await withJwtSecret(loaded);
       requireSecretMode(settings, 'issue-token');
       const { userId, session } = await sessionOfActiveUser(settings, databaseUrl, args, 'cli issue-token');
-      await tablesWrittenByCli(settings, databaseUrl, ['auth_sessions', 'audit_events']);
       say(`session ${session.id} for user ${userId} valid until ${session.expires_at.toISOString()}`);
       process.stdout.write(`${signAccessToken(settings, session)}\n`);
       return 0;
@@ -210,7 +216,6 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
     validate: sessionOptions,
     async run(settings, databaseUrl, args) {
       const { userId, session } = await sessionOfActiveUser(settings, databaseUrl, args, 'cli create-session');
-      await tablesWrittenByCli(settings, databaseUrl, ['auth_sessions', 'audit_events']);
       say(
         `session for user ${userId} valid until ${session.expires_at.toISOString()}; put it in the token's sid claim with sub "${userId}"`,
       );

@@ -24,6 +24,18 @@ interface PageHeader {
   readonly exact: boolean;
 }
 
+type Present = (rows: readonly unknown[]) => unknown[];
+
+/** One page to load: what it is, how its rows are presented, and the generations it was asked under. */
+interface PageLoad {
+  readonly pageDigest: string;
+  readonly spec: ListSpec;
+  readonly query: ListQuery;
+  readonly scope: Scope | undefined;
+  readonly present: Present | undefined;
+  readonly generations: readonly number[] | undefined;
+}
+
 const sameGenerations = (a: readonly number[], b: readonly number[]): boolean =>
   a.length === b.length && a.every((value, index) => value === b[index]);
 
@@ -66,15 +78,14 @@ export class ListPages {
       // Not a page at all (its version may be anything, which would refuse every fill): removed.
       if (cached === 'unreadable' && lookup.entry !== undefined) await this.cache.dropUnreadable(key, lookup.entry);
     }
-    const page = await this.loadOnce(
-      key,
+    const page = await this.loadOnce({
       pageDigest,
       spec,
       query,
       scope,
-      present,
-      lookup.ok ? lookup.generations : undefined,
-    );
+      present: present as Present | undefined,
+      generations: lookup.ok ? lookup.generations : undefined,
+    });
     return new ListResponse(
       page.items as Item[],
       page.page,
@@ -91,44 +102,37 @@ export class ListPages {
    * bumped generation and must not join a load that began before that write committed. Without
    * generations (the cache could not be asked, or LIST_CACHE is off) every read loads alone.
    */
-  private loadOnce<Row, Item>(
-    key: string,
-    pageDigest: string,
-    spec: ListSpec,
-    query: ListQuery,
-    scope: Scope | undefined,
-    present: ((rows: readonly Row[]) => Item[]) | undefined,
-    generations: readonly number[] | undefined,
-  ): Promise<ListResponse<unknown>> {
-    if (generations === undefined) return this.load(key, pageDigest, spec, query, scope, present, undefined);
-    const flight = `${key}@${generations.join('.')}`;
+  private loadOnce(load: PageLoad): Promise<ListResponse<unknown>> {
+    if (load.generations === undefined) return this.load(load);
+    const flight = `${load.pageDigest}@${load.generations.join('.')}`;
     const running = this.inflight.get(flight);
     if (running !== undefined) return running;
-    const loading = this.load(key, pageDigest, spec, query, scope, present, generations).finally(() =>
-      this.inflight.delete(flight),
-    );
+    const loading = this.load(load).finally(() => this.inflight.delete(flight));
     this.inflight.set(flight, loading);
     return loading;
   }
 
-  private async load<Row, Item>(
-    key: string,
-    pageDigest: string,
-    spec: ListSpec,
-    query: ListQuery,
-    scope: Scope | undefined,
-    present: ((rows: readonly Row[]) => Item[]) | undefined,
-    generations: readonly number[] | undefined,
-  ): Promise<ListResponse<unknown>> {
+  private async load({
+    pageDigest,
+    spec,
+    query,
+    scope,
+    present,
+    generations,
+  }: PageLoad): Promise<ListResponse<unknown>> {
     this.cache.stats.loads += 1;
     // The next expiry first: judged no later than the page, it can only be early (a reload too
     // soon), never late (an expired row shown as live).
     const changesAt = generations === undefined ? undefined : await nextChangeOf(this.uow.reader, spec);
-    const page = await runList<Row>(this.uow.reader, spec, query, scope);
-    const items = present === undefined ? (page.items as unknown as Item[]) : present(page.items as Row[]);
+    const page = await runList<unknown>(this.uow.reader, spec, query, scope);
+    const items = present === undefined ? page.items : present(page.items as readonly unknown[]);
     const result = new ListResponse<unknown>(items, page.page, page.page_size, page.total, page.total_exact);
     if (generations !== undefined)
-      await this.cache.put(key, encodePage(pageDigest, result, generations, changesAt), false);
+      await this.cache.put(
+        cacheKeys.listPage(pageDigest),
+        encodePage(pageDigest, result, generations, changesAt),
+        false,
+      );
     return result;
   }
 }

@@ -7,7 +7,7 @@ import type { AuthContext } from '../auth/auth-context.js';
 import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
 import { IdParam } from '../common/id.pipe.js';
 import type { AcceptedResponse, ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
-import { assertSynchronousSize, BulkJobs } from '../jobs/bulk-jobs.service.js';
+import { BulkJobs } from '../jobs/bulk-jobs.service.js';
 import { BulkJobRoute, PrefersAsync } from '../jobs/bulk-job-route.decorator.js';
 import type { AcceptedJobDto } from '../jobs/jobs.dto.js';
 import { AuthorityPermissionsService } from './authority-permissions.service.js';
@@ -102,9 +102,7 @@ export class AuthorityPermissionsController {
     @Body() dto: BulkAuthorityPermissionsDto,
     @PrefersAsync() async: boolean,
   ): Promise<BulkResponseDto | AcceptedResponse<AcceptedJobDto>> {
-    if (async) return this.jobs.accept('authority_permissions.grant', actor, dto.items, dto);
-    assertSynchronousSize(dto.items);
-    return this.bulk.run(actor, 'grant', dto);
+    return this.jobs.answer('authority_permissions.grant', actor, dto, async, () => this.bulk.run(actor, 'grant', dto));
   }
 
   @Post('bulk-revoke')
@@ -123,8 +121,8 @@ export class AuthorityPermissionsController {
     @Body() dto: BulkAuthorityPermissionsDto,
     @PrefersAsync() async: boolean,
   ): Promise<BulkResponseDto | AcceptedResponse<AcceptedJobDto>> {
-    if (async) return this.jobs.accept('authority_permissions.revoke', actor, dto.items, dto);
-    assertSynchronousSize(dto.items);
-    return this.bulk.run(actor, 'revoke', dto);
+    return this.jobs.answer('authority_permissions.revoke', actor, dto, async, () =>
+      this.bulk.run(actor, 'revoke', dto),
+    );
   }
 }

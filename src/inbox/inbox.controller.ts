@@ -9,7 +9,7 @@ import { ApiIncludeDeleted, IncludeDeleted } from '../common/include-deleted.js'
 import { IdParam } from '../common/id.pipe.js';
 import type { AcceptedResponse, ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
 import { NoOptionsDto } from '../common/validation.js';
-import { assertSynchronousSize, BulkJobs } from '../jobs/bulk-jobs.service.js';
+import { BulkJobs } from '../jobs/bulk-jobs.service.js';
 import { BulkJobRoute, PrefersAsync } from '../jobs/bulk-job-route.decorator.js';
 import { AcceptedJobDto } from '../jobs/jobs.dto.js';
 import { BulkDeleteService } from './bulk-delete.service.js';
@@ -80,9 +80,7 @@ export class InboxController {
     @Body() dto: BulkDeleteDto,
     @PrefersAsync() async: boolean,
   ): Promise<BulkDeleteResponseDto | AcceptedResponse<AcceptedJobDto>> {
-    if (async) return this.jobs.accept('inbox.delete', actor, dto.items, dto);
-    assertSynchronousSize(dto.items);
-    return this.bulk.run(dto);
+    return this.jobs.answer('inbox.delete', actor, dto, async, () => this.bulk.run(dto));
   }
 
   @Patch(':id')

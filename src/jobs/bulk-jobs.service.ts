@@ -48,7 +48,7 @@ export function prefersAsync(prefer: string | undefined): boolean {
 }
 
 /** Without `Prefer: respond-async` a bulk takes at most 1000 items (part 10). */
-export function assertSynchronousSize(items: readonly unknown[]): void {
+function assertSynchronousSize(items: readonly unknown[]): void {
   if (items.length > BULK_CHUNK)
     throw ApiError.field(
       'items',
@@ -91,6 +91,19 @@ export class BulkJobs implements OnModuleInit {
       return {};
     });
     this.queue.scheduleEvery('purge-job-results', '17 * * * *');
+  }
+
+  /** A bulk route's answer: the job with `Prefer: respond-async`, else at most 1000 items at once. */
+  answer<T>(
+    kind: BulkKind,
+    actor: AuthContext,
+    dto: BulkOptions & { readonly items: readonly object[] },
+    async: boolean,
+    now: () => Promise<T>,
+  ): Promise<T | AcceptedResponse<AcceptedJobDto>> {
+    if (async) return this.accept(kind, actor, dto.items, dto);
+    assertSynchronousSize(dto.items);
+    return now();
   }
 
   /** 202 with the job, enqueued in its own transaction. */
