@@ -24,6 +24,8 @@ import {
 
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
 const duration = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
+// BENCH_SCENARIOS=1,3 runs only those scenarios (by their leading number), for profiling one path.
+const only = process.env.BENCH_SCENARIOS?.split(',').map((part) => part.trim());
 
 const database = await createBenchDatabase();
 let service;
@@ -50,7 +52,8 @@ try {
   const port = await freePort();
   service = await startChild(
     new URL('../dist/src/main.js', import.meta.url).pathname,
-    { ...env, PORT: String(port) },
+    // BENCH_SERVICE_NODE_OPTIONS=--cpu-prof profiles the service under load (the profile lands in its cwd).
+    { ...env, PORT: String(port), NODE_OPTIONS: process.env.BENCH_SERVICE_NODE_OPTIONS ?? '' },
     `http://127.0.0.1:${port}/health/ready`,
   );
   const settings = loadSettings({ DATABASE_URL: database.url, JWT_SECRET });
@@ -98,11 +101,12 @@ try {
     ['4 write then read', writeThenRead],
     ['5 stampede', stampede],
   ]) {
+    if (only !== undefined && !only.some((number) => name.split(' ')[0].split('+').includes(number))) continue;
     log(`scenario ${name}…`);
     rows.push(...(await scenario(ctx)));
   }
   printTable(rows.map((row) => ({ ...row, met: row.met ? 'yes' : 'NO' })));
-  log(`results: ${saveResults('latest', { duration_seconds: duration, rows })}`);
+  log(`results: ${saveResults(only === undefined ? 'latest' : 'partial', { duration_seconds: duration, rows })}`);
 } finally {
   await service?.stop();
   await database.drop();

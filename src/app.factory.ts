@@ -9,7 +9,7 @@ import { configureHttp, createHttpAdapter } from './common/http.js';
 import { createPino, PinoNestLogger } from './common/logger.js';
 import { buildOpenApi, serveDocs } from './common/openapi/openapi.js';
 import { createValidationPipe } from './common/validation.js';
-import { completeIdempotentResponse, IdempotencyInterceptor } from './idempotency/idempotency.interceptor.js';
+import { completeIdempotentResponse, IdempotentRequests } from './idempotency/idempotent-requests.js';
 import { IdempotencyKeysRepository } from './idempotency/idempotency-keys.repository.js';
 
 export interface CreateAppOptions extends AppModuleOptions {
@@ -28,15 +28,11 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       logger: new PinoNestLogger(log),
     },
   );
-  configureHttp(app, log);
+  // The stored idempotent response is completed after the status override, so it is the one sent.
+  configureHttp(app, log, completeIdempotentResponse(app.get(IdempotencyKeysRepository), new Logger('Idempotency')));
   app.useGlobalFilters(new ApiExceptionFilter());
   // Idempotency wraps the envelope: a replay is the stored envelope, sent as it was.
-  app.useGlobalInterceptors(app.get(IdempotencyInterceptor), new EnvelopeInterceptor());
-  // After configureHttp's status override, so the stored status is the one sent.
-  app
-    .getHttpAdapter()
-    .getInstance()
-    .addHook('onSend', completeIdempotentResponse(app.get(IdempotencyKeysRepository), new Logger('Idempotency')));
+  app.useGlobalInterceptors(new EnvelopeInterceptor(app.get(IdempotentRequests)));
   app.useGlobalPipes(createValidationPipe());
   serveDocs(app, buildOpenApi(app));
   await app.init();

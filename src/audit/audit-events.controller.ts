@@ -6,6 +6,7 @@ import { IdParam } from '../common/id.pipe.js';
 import type { ListResponse, ResourceResponse } from '../common/responses.js';
 import { AuditEventsService } from './audit-events.service.js';
 import { AuditEventDto } from './dto/audit-event.dto.js';
+import { detailOf } from '../cache/cache-keys.js';
 
 /** `/v1/admin/audit-events` (part 6.10). */
 @ApiTags('audit events')
@@ -25,6 +26,7 @@ export class AuditEventsController {
 
   @Get(':id')
   @Authorize({
+    prefetch: detailOf('audit_event'),
     permission: 'audit.read',
     summary: 'Get an audit event (cached)',
     returns: AuditEventDto,

@@ -4,6 +4,7 @@ import { cacheKeys } from '../cache/cache-keys.js';
 import { objectOf } from '../cache/decode.js';
 import { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../common/api-error.js';
+import { currentRequest } from '../common/request-context.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { AccessFactsRepository, type AuthUserRow } from './access-facts.repository.js';
 import type { AuthContext, GrantFacts, Subject } from './auth-context.js';
@@ -74,7 +75,11 @@ export class AuthContextService {
 
   async resolve(userId: number, sessionId: string): Promise<AuthContext> {
     if (!isSessionId(sessionId)) throw sessionInvalid('unknown_session');
-    const lookup = await this.cache.getMany([this.sessions.key(sessionId), this.users.key(userId)]);
+    const prefetch = currentRequest()?.cache_prefetch;
+    const extra = prefetch?.keys ?? [];
+    const lookup = await this.cache.getMany([this.sessions.key(sessionId), this.users.key(userId), ...extra]);
+    if (prefetch !== undefined && lookup.ok)
+      prefetch.entries = new Map(extra.map((key, index) => [key, lookup.entries[index + 2]]));
     const [session, user] = await Promise.all([
       this.sessions.settle(sessionId, { ok: lookup.ok, entry: lookup.entries[0] }),
       this.users.settle(userId, { ok: lookup.ok, entry: lookup.entries[1] }),

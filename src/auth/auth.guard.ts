@@ -1,7 +1,6 @@
 import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { ModuleRef, Reflector } from '@nestjs/core';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import passport from 'passport';
+import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../common/api-error.js';
 import { IS_PUBLIC } from '../common/public.decorator.js';
 import { currentRequest } from '../common/request-context.js';
@@ -10,6 +9,13 @@ import { AuthFailureLimiter } from './auth-failure-limiter.js';
 import { AuthorizationService, permissionDenied } from './authorization.service.js';
 import { AUTHORIZE, type AuthorizeOptions } from './authorize.decorator.js';
 import { JwtStrategy } from './jwt.strategy.js';
+
+/** What passport gives a strategy to report its outcome. */
+interface StrategyOutcome {
+  success(user: AuthContext): void;
+  fail(info: unknown): void;
+  error(error: unknown): void;
+}
 
 /** The contract's 401 for what passport-jwt reports when it refuses a token. */
 function tokenError(info: unknown): ApiError {
@@ -30,26 +36,24 @@ function tokenError(info: unknown): ApiError {
  */
 @Injectable()
 export class AuthGuard implements CanActivate {
-  private readonly passport = new passport.Passport();
-
   constructor(
     private readonly reflector: Reflector,
     private readonly modules: ModuleRef,
     private readonly authorization: AuthorizationService,
     private readonly limiter: AuthFailureLimiter,
-    strategy: JwtStrategy,
-  ) {
-    this.passport.use('jwt', strategy);
-  }
+    private readonly strategy: JwtStrategy,
+  ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const targets = [context.getHandler(), context.getClass()];
     if (this.reflector.getAllAndOverride<boolean | undefined>(IS_PUBLIC, targets) === true) return true;
-    const http = context.switchToHttp();
-    const request = http.getRequest<FastifyRequest>();
-    const auth = await this.authenticateLimited(request, http.getResponse<FastifyReply>());
-    attachAuthContext(request, auth);
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    const rule = this.reflector.get<AuthorizeOptions | undefined>(AUTHORIZE, context.getHandler());
     const requestContext = currentRequest();
+    const prefetch = rule?.prefetch?.(request);
+    if (prefetch !== undefined && requestContext !== undefined) requestContext.cache_prefetch = { keys: [prefetch] };
+    const auth = await this.authenticateLimited(request);
+    attachAuthContext(request, auth);
     if (requestContext !== undefined) requestContext.actor_id = auth.user_id;
 
     if (!this.authorization.hasAdminAccess(auth)) {
@@ -57,7 +61,6 @@ export class AuthGuard implements CanActivate {
         role_id: auth.role.id,
       });
     }
-    const rule = this.reflector.get<AuthorizeOptions | undefined>(AUTHORIZE, context.getHandler());
     if (rule === undefined)
       throw new ApiError('PERMISSION_DENIED', 'This route declares no permission and is closed', { permission: null });
     if (rule.check === 'service' || this.authorization.decideGlobally(auth, rule.permission).allowed) return true;
@@ -67,10 +70,10 @@ export class AuthGuard implements CanActivate {
     return true;
   }
 
-  private async authenticateLimited(request: FastifyRequest, reply: FastifyReply): Promise<AuthContext> {
+  private async authenticateLimited(request: FastifyRequest): Promise<AuthContext> {
     this.limiter.assertAllowed(request.ip);
     try {
-      return await this.authenticate(request, reply);
+      return await this.authenticate(request);
     } catch (error) {
       if (error instanceof ApiError && error.status === 401)
         throw (await this.limiter.recordFailure(request.ip)) ?? error;
@@ -78,21 +81,18 @@ export class AuthGuard implements CanActivate {
     }
   }
 
-  private authenticate(request: FastifyRequest, reply: FastifyReply): Promise<AuthContext> {
+  /**
+   * Runs passport-jwt's strategy the way passport's middleware does (a per-request object over
+   * the strategy with success/fail/error) without the middleware's per-request machinery.
+   */
+  private authenticate(request: FastifyRequest): Promise<AuthContext> {
     return new Promise((resolve, reject) => {
-      const middleware = this.passport.authenticate(
-        'jwt',
-        { session: false },
-        (error: unknown, user: AuthContext | false, info: unknown) => {
-          if (error !== null && error !== undefined)
-            reject(error instanceof Error ? error : new Error('authentication failed with a non-error value'));
-          else if (user === false) reject(tokenError(info));
-          else resolve(user);
-        },
-      ) as (req: unknown, res: unknown, next: (error?: unknown) => void) => void;
-      middleware(request, reply, (error?: unknown) =>
-        reject(error instanceof Error ? error : new Error('authentication ended without a decision')),
-      );
+      const attempt = Object.create(this.strategy) as JwtStrategy & StrategyOutcome;
+      attempt.success = (user: AuthContext) => resolve(user);
+      attempt.fail = (info) => reject(tokenError(info));
+      attempt.error = (error) =>
+        reject(error instanceof Error ? error : new Error('authentication failed with a non-error value'));
+      attempt.authenticate(request as never, { session: false });
     });
   }
 }

@@ -8,6 +8,7 @@ import { SETTINGS, type Settings } from '../config/settings.js';
 import type { AuthContext } from './auth-context.js';
 import { ActorRateLimiter } from './actor-rate-limiter.js';
 import { AuthContextService } from './auth-context.service.js';
+import { VerifiedTokens } from './verified-tokens.js';
 import { VERIFICATION_KEYS, type VerificationKeys } from './verification-keys.js';
 
 const USER_ID = /^[1-9]\d{0,15}$/;
@@ -49,6 +50,8 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
       audience: settings.jwtAudience,
       ignoreExpiration: false,
     });
+    // passport-jwt keeps its verify options on the instance: the cache of verified tokens hangs on them.
+    new VerifiedTokens().attach((this as unknown as { _verifOpts: object })._verifOpts);
   }
 
   async validate(payload: JwtPayload): Promise<AuthContext> {

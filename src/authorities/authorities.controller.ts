@@ -13,6 +13,7 @@ import { AuthoritiesService } from './authorities.service.js';
 import { AuthorityActionsService } from './authority-actions.service.js';
 import { deviceOfAuthority } from './device-locators.js';
 import { AuthorityDto, CreateAuthorityDto, RevokeAuthorityDto, UpdateAuthorityDto } from './dto/authority.dto.js';
+import { detailOf } from '../cache/cache-keys.js';
 
 const ON_ITS_DEVICE = deviceOfAuthority('id');
 
@@ -39,6 +40,7 @@ export class AuthoritiesController {
 
   @Get(':id')
   @Authorize({
+    prefetch: detailOf('authority'),
     permission: 'authorities.read',
     device: ON_ITS_DEVICE,
     summary: 'Get an authority (cached)',

@@ -19,6 +19,7 @@ import {
   UpdateDeviceDto,
 } from './dto/device.dto.js';
 import { OwnershipService } from './ownership.service.js';
+import { detailOf } from '../cache/cache-keys.js';
 
 /** `/v1/admin/devices` (part 6.2). */
 @ApiTags('devices')
@@ -43,6 +44,7 @@ export class DevicesController {
 
   @Get(':id')
   @Authorize({
+    prefetch: detailOf('device'),
     permission: 'devices.read',
     device: deviceFromParam('id'),
     summary: 'Get a device (cached)',

@@ -1,3 +1,6 @@
+import type { FastifyRequest } from 'fastify';
+import { isPathId } from '../common/id.pipe.js';
+
 /** Every cache key of the service is built here, so invalidations and reads cannot drift apart. */
 export const cacheKeys = {
   /** The key prefixes of each kind of projection, for a triggered rebuild that drops one kind. */
@@ -21,3 +24,11 @@ export const cacheKeys = {
   /** Failed authentications of one client address in the current window. */
   authFailures: (ip: string): string => `auth-failures:${ip}`,
 } as const;
+
+/** `@Authorize({ prefetch: detailOf('user') })`: the detail projection named by the path's `:id`. */
+export function detailOf(type: string, param = 'id'): (request: FastifyRequest) => string | undefined {
+  return (request) => {
+    const id = (request.params as Record<string, string | undefined>)[param];
+    return isPathId(id) ? cacheKeys.resource(type, id) : undefined;
+  };
+}

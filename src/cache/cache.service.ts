@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { CacheEntry, CacheStore, WindowCount } from './cache-store.js';
+import { currentRequest } from '../common/request-context.js';
 import { cacheKeys } from './cache-keys.js';
 import { MemoryCacheStore } from './memory-cache-store.js';
 
@@ -71,6 +72,9 @@ export class CacheService {
 
   /** `ok: false` means the cache could not be asked: the caller reads the database and reports `bypass`. */
   async get(key: string): Promise<{ ok: boolean; entry: CacheEntry | undefined }> {
+    // Read already, with the request's auth context (counted there).
+    const prefetched = currentRequest()?.cache_prefetch?.entries;
+    if (prefetched?.has(key) === true) return { ok: true, entry: prefetched.get(key) };
     const result = await this.guard('get', key, false, () => this.store.get(key));
     if (!result.ok) return { ok: false, entry: undefined };
     if (result.value === undefined) this.stats.misses += 1;

@@ -5,18 +5,33 @@ import { markSecretFields } from './secret-fields.js';
 import { overrideStatus } from './status-override.js';
 import { AcceptedResponse, ListResponse, NoContent, RawJson, ResourceResponse } from './responses.js';
 
+/** What may run around the envelope: idempotent replays (part 8); undefined when it does not apply. */
+export interface AroundEnvelope {
+  around(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    handle: () => Observable<unknown>,
+  ): Observable<unknown> | undefined;
+}
+
 /**
- * Wraps every handler result in the success envelope, and sets ETag, Location and status.
- * Cached resources arrive as `RawJson` and are spliced into the envelope as text, because
- * re-parsing and re-serialising them halves throughput (measured; see ARCHITECTURE.md).
+ * The one global interceptor (each interceptor costs Nest an rxjs chain per request, measured):
+ * wraps every handler result in the success envelope, and sets ETag, Location and status;
+ * `around` (idempotency) wraps that. Cached resources arrive as `RawJson` and are spliced into
+ * the envelope as text, because re-parsing and re-serialising them halves throughput (measured;
+ * see ARCHITECTURE.md).
  */
 @Injectable()
 export class EnvelopeInterceptor implements NestInterceptor {
+  constructor(private readonly outer?: AroundEnvelope) {}
+
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const http = context.switchToHttp();
     const request = http.getRequest<FastifyRequest>();
     const reply = http.getResponse<FastifyReply>();
-    return next.handle().pipe(map((result: unknown) => this.envelope(result, request, reply)));
+    const handle = (): Observable<unknown> =>
+      next.handle().pipe(map((result: unknown) => this.envelope(result, request, reply)));
+    return this.outer?.around(request, reply, handle) ?? handle();
   }
 
   private envelope(result: unknown, request: FastifyRequest, reply: FastifyReply): unknown {

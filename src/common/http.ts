@@ -22,6 +22,8 @@ export function createHttpAdapter(trustProxyHops = 0): FastifyAdapter {
     genReqId: (raw: IncomingMessage) => resolveRequestId(raw.headers['x-request-id']),
     requestIdHeader: false,
     logger: false,
+    // No route uses Nest middleware: middie would only add a hook run on every request.
+    skipMiddie: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: routerError,
     clientErrorHandler: clientError,
@@ -85,7 +87,7 @@ function clientError(error: NodeJS.ErrnoException, socket: Duplex): void {
  * Everything the contract says about HTTP that is not a route: headers on every response,
  * JSON-only bodies, the request context, and one log line per request.
  */
-export function configureHttp(app: NestFastifyApplication, log: Pino): void {
+export function configureHttp(app: NestFastifyApplication, log: Pino, afterStatus?: BeforeSend): void {
   const fastify: FastifyInstance = app.getHttpAdapter().getInstance();
 
   // Every body is at most 1 MiB (the server's limit), but the bulk routes' (part 6.6). The parser
@@ -121,9 +123,15 @@ export function configureHttp(app: NestFastifyApplication, log: Pino): void {
     contexts.set(request, context);
     runInRequestContext(context, done);
   });
+  // One onSend hook for every request; `afterStatus` returns a promise only when it has work.
   fastify.addHook('onSend', (request, reply, payload, done) => {
-    done(null, applyStatusOverride(request, reply, payload));
+    const sent = applyStatusOverride(request, reply, payload);
+    const pending = afterStatus?.(request, reply, sent);
+    if (pending === undefined) done(null, sent);
+    else pending.then((final) => done(null, final), done);
   });
+  // A hook that formats nothing still costs every request: only registered when the line is logged.
+  if (!log.isLevelEnabled('info')) return;
   fastify.addHook('onResponse', (request, reply, done) => {
     log.info(
       {
@@ -139,6 +147,13 @@ export function configureHttp(app: NestFastifyApplication, log: Pino): void {
     done();
   });
 }
+
+/** Work on the final payload before it is written; a promise only when there is any. */
+export type BeforeSend = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+) => Promise<unknown> | undefined;
 
 // The auth guard records the actor in the request context; the log line reads it back from here.
 const contexts = new WeakMap<object, RequestContext>();

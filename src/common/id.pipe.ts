@@ -4,12 +4,17 @@ import { ApiError } from './api-error.js';
 
 const ID = /^[1-9]\d{0,15}$/;
 
+/** Whether a path segment is an id (what `ParseIdPipe` accepts). */
+export function isPathId(value: string | undefined): value is string {
+  return value !== undefined && ID.test(value) && Number.isSafeInteger(Number(value));
+}
+
 /** Path ids are positive integers; anything else is a 400 naming the parameter. */
 @Injectable()
 export class ParseIdPipe implements PipeTransform<string, number> {
   transform(value: string, metadata: ArgumentMetadata): number {
     const name = metadata.data ?? 'id';
-    if (!ID.test(value) || !Number.isSafeInteger(Number(value))) {
+    if (!isPathId(value)) {
       throw ApiError.field(name, 'int', `${name} must be a positive integer`);
     }
     return Number(value);

@@ -19,6 +19,7 @@ import {
   BulkResponseDto,
   CreateAuthorityPermissionDto,
 } from './dto/authority-permission.dto.js';
+import { detailOf } from '../cache/cache-keys.js';
 
 /** `/v1/admin/authority-permissions` (part 6.6). */
 @ApiTags('authority permissions')
@@ -47,6 +48,7 @@ export class AuthorityPermissionsController {
 
   @Get(':id')
   @Authorize({
+    prefetch: detailOf('authority_permission'),
     permission: 'authority_permissions.read',
     device: deviceOfAuthorityPermission('id'),
     summary: 'Get an authority permission (cached)',

@@ -8,6 +8,7 @@ import { IdParam } from '../common/id.pipe.js';
 import type { ListResponse, ResourceResponse } from '../common/responses.js';
 import { GrantPermissionDto, PermissionGrantDto, RevokePermissionDto } from './dto/permission-grant.dto.js';
 import { PermissionGrantsService } from './permission-grants.service.js';
+import { detailOf } from '../cache/cache-keys.js';
 
 /** `/v1/admin/permission-grants` (part 6.5). */
 @ApiTags('permission grants')
@@ -27,6 +28,7 @@ export class PermissionGrantsController {
 
   @Get(':id')
   @Authorize({
+    prefetch: detailOf('permission_grant'),
     permission: 'permission_grants.read',
     summary: 'Get a permission grant (cached)',
     returns: PermissionGrantDto,

@@ -22,6 +22,7 @@ import {
   UpdateMessageDto,
 } from './inbox.dto.js';
 import { MessagesService } from './messages.service.js';
+import { detailOf } from '../cache/cache-keys.js';
 
 /** `/v1/admin/inbox` (part 6.7). */
 @ApiTags('inbox')
@@ -45,6 +46,7 @@ export class InboxController {
 
   @Get(':id')
   @Authorize({
+    prefetch: detailOf('inbox_message'),
     permission: 'inbox.read',
     summary: 'Get a message (cached)',
     returns: InboxMessageDto,

@@ -12,6 +12,7 @@ import {
   RegisterMobileDeviceDto,
 } from './mobile-device.dto.js';
 import { MobileDevicesService } from './mobile-devices.service.js';
+import { detailOf } from '../cache/cache-keys.js';
 
 /** `/v1/admin/mobile-devices` (part 6.9). */
 @ApiTags('mobile devices')
@@ -31,6 +32,7 @@ export class MobileDevicesController {
 
   @Get(':id')
   @Authorize({
+    prefetch: detailOf('mobile_device'),
     permission: 'mobile_devices.read',
     summary: 'Get a mobile device (cached)',
     returns: MobileDeviceDto,

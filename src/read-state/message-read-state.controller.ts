@@ -16,6 +16,7 @@ import {
   SnoozeDto,
 } from './read-state.dto.js';
 import { ReadStateService } from './read-state.service.js';
+import { detailOf } from '../cache/cache-keys.js';
 
 /** `/v1/admin/message-read-state` (part 6.8). */
 @ApiTags('message read state')
@@ -51,6 +52,7 @@ export class MessageReadStateController {
 
   @Get(':id')
   @Authorize({
+    prefetch: detailOf('message_read_state'),
     permission: 'read_state.read',
     summary: 'Get a read state (cached)',
     returns: ReadStateDto,

@@ -16,6 +16,7 @@ import { PinResetDto, UserDto } from './dto/user.dto.js';
 import { UserActionsService } from './user-actions.service.js';
 import { UserSessionsService } from './user-sessions.service.js';
 import { UsersService } from './users.service.js';
+import { detailOf } from '../cache/cache-keys.js';
 
 /** `/v1/admin/users` (part 6.1). */
 @ApiTags('users')
@@ -33,7 +34,13 @@ export class UsersController {
   }
 
   @Get(':id')
-  @Authorize({ permission: 'users.read', summary: 'Get a user (cached)', returns: UserDto, errors: [400, 404] })
+  @Authorize({
+    prefetch: detailOf('user'),
+    permission: 'users.read',
+    summary: 'Get a user (cached)',
+    returns: UserDto,
+    errors: [400, 404],
+  })
   @ApiIncludeDeleted()
   get(@IdParam() id: number, @IncludeDeleted() includeDeleted: boolean): Promise<ResourceResponse<UserDto>> {
     return this.users.get(id, includeDeleted);

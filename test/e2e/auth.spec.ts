@@ -78,6 +78,21 @@ describe('authentication (part 4) and the role layers (part 5), secret mode', ()
     await expect401(`Bearer ${expired}`, 'AUTH_TOKEN_EXPIRED');
   });
 
+  it('a token verified once is refused the second its exp passes, and a token signed with another key never rides on it', async () => {
+    const { user } = await actor('super_admin');
+    const sid = await createSession(user.id);
+    const exp = Math.floor(Date.now() / 1000) + 2;
+    const token = signToken({ sub: String(user.id), sid, exp }, { expiresIn: undefined });
+    // Verified, then remembered by the instance: the next calls skip the signature check.
+    for (let call = 0; call < 3; call += 1)
+      await t.http().get('/v1/admin/users?page_size=1').set('Authorization', `Bearer ${token}`).expect(200);
+    // Same claims, forged signature: the remembered claims belong to the exact token string.
+    const forged = `${token.slice(0, token.lastIndexOf('.'))}.${'A'.repeat(43)}`;
+    await expect401(`Bearer ${forged}`, 'AUTH_TOKEN_INVALID');
+    await sleep(exp * 1000 - Date.now() + 50);
+    await expect401(`Bearer ${token}`, 'AUTH_TOKEN_EXPIRED');
+  });
+
   it('401 AUTH_SESSION_INVALID for an unknown, foreign, revoked or expired session', async () => {
     const { user } = await actor('super_admin');
     const other = await createUser({ role: 'super_admin' });

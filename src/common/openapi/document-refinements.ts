@@ -10,7 +10,7 @@ type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** The idempotency interceptor serves every POST (part 8): each documents the header. */
+/** Idempotency serves every POST (part 8): each documents the header. */
 const IDEMPOTENCY_KEY = {
   name: 'Idempotency-Key',
   in: 'header',

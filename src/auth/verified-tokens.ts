@@ -1,0 +1,75 @@
+import type { KeyObject } from 'node:crypto';
+import type { JwtPayload } from 'jsonwebtoken';
+import { Strategy } from 'passport-jwt';
+
+type VerifyCallback = (error: Error | null, payload?: JwtPayload) => void;
+type Verifier = (token: string, key: unknown, options: object, callback: VerifyCallback) => void;
+
+/** The verifier passport-jwt calls for every token: a documented static hook of its Strategy. */
+const hook = Strategy as unknown as { JwtVerifier: Verifier };
+const verify: Verifier = hook.JwtVerifier;
+
+/** One instance's tokens already verified, by the options object of the strategy that verified them. */
+const instances = new WeakMap<object, VerifiedTokens>();
+
+hook.JwtVerifier = (token, key, options, callback) => {
+  const tokens = instances.get(options);
+  const known = tokens?.get(token, key);
+  if (known !== undefined) {
+    callback(null, known);
+    return;
+  }
+  verify(token, key, options, (error, payload) => {
+    if (error === null && payload !== undefined) tokens?.remember(token, key, payload);
+    callback(error, payload);
+  });
+};
+
+/**
+ * Claims of tokens this instance has already verified, keyed by the token itself. A signature
+ * check costs more than the rest of a cached read (profiled); a portal sends the same token on
+ * every request for its whole life, so each token is verified once per instance. What a cached
+ * verification cannot know is judged again on every request: the expiry here, and the session,
+ * user and role by the auth context as before. A token is reused only with the very key object
+ * that verified it, so a rotated secret or a retired JWKS key verifies from scratch.
+ */
+export class VerifiedTokens {
+  private readonly entries = new Map<string, { key: unknown; payload: JwtPayload }>();
+
+  constructor(private readonly capacity = 10_000) {}
+
+  /** Makes `options` (a strategy's own verify options) use this store. */
+  attach(options: object): void {
+    instances.set(options, this);
+  }
+
+  get(token: string, key: unknown): JwtPayload | undefined {
+    const entry = this.entries.get(token);
+    if (entry === undefined) return undefined;
+    // jsonwebtoken's rule: expired once the current whole second reaches `exp`.
+    if (entry.key !== key || Math.floor(Date.now() / 1000) >= (entry.payload.exp ?? 0)) {
+      this.entries.delete(token);
+      return undefined;
+    }
+    return entry.payload;
+  }
+
+  remember(token: string, key: unknown, payload: JwtPayload): void {
+    // Without an expiry there is nothing to re-judge cheaply: such tokens are always verified.
+    if (typeof payload.exp !== 'number' || !isKeyObject(key)) return;
+    if (this.entries.size >= this.capacity) {
+      // Oldest first (a Map keeps insertion order): a flood of fresh tokens only costs the checks.
+      const oldest = this.entries.keys().next();
+      if (oldest.done !== true) this.entries.delete(oldest.value);
+    }
+    this.entries.set(token, { key, payload: Object.freeze({ ...payload }) });
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+function isKeyObject(key: unknown): key is KeyObject {
+  return typeof key === 'object' && key !== null && 'type' in key;
+}
