@@ -6,7 +6,17 @@ import { execSync } from 'node:child_process';
 import { signAccessToken } from '../dist/src/auth/token-signer.js';
 import { loadSettings } from '../dist/src/config/settings.js';
 import { freePort } from './ports.mjs';
-import { benchAdminSession, createBenchDatabase, flushBenchRedis, JWT_SECRET, load, rssMb, serviceEnv, startChild, withClient } from './support.mjs';
+import {
+  benchAdminSession,
+  createBenchDatabase,
+  flushBenchRedis,
+  JWT_SECRET,
+  load,
+  rssMb,
+  serviceEnv,
+  startChild,
+  withClient,
+} from './support.mjs';
 
 const seconds = Number(process.argv[2] ?? 5);
 const ticks = (pid) => {
@@ -23,12 +33,23 @@ try {
   await flushBenchRedis();
   const { session, authorityId } = await withClient(database.url, async (client) => {
     const session = await benchAdminSession(client, 'probe@example.com');
-    const device = (await client.query("INSERT INTO devices (serial_number, name) VALUES ('P-1', 'Probe') RETURNING id")).rows[0];
-    const authority = (await client.query('INSERT INTO authorities (device_id, user_id, is_active) VALUES ($1, $2, true) RETURNING id', [device.id, session.user_id])).rows[0];
+    const device = (
+      await client.query("INSERT INTO devices (serial_number, name) VALUES ('P-1', 'Probe') RETURNING id")
+    ).rows[0];
+    const authority = (
+      await client.query('INSERT INTO authorities (device_id, user_id, is_active) VALUES ($1, $2, true) RETURNING id', [
+        device.id,
+        session.user_id,
+      ])
+    ).rows[0];
     return { session, authorityId: authority.id };
   });
   const settings = loadSettings({ DATABASE_URL: database.url, JWT_SECRET });
-  const token = signAccessToken(settings, { id: session.id, user_id: Number(session.user_id), expires_at: session.expires_at });
+  const token = signAccessToken(settings, {
+    id: session.id,
+    user_id: Number(session.user_id),
+    expires_at: session.expires_at,
+  });
   const headers = { authorization: `Bearer ${token}` };
   const env = serviceEnv(database.url);
   const measure = async (name, pid, url) => {
@@ -40,13 +61,23 @@ try {
     const share = (t) => `${Math.round(t / seconds)}%`;
     const cpuPerRequest = ((ticks(pid) - before[0]) * 10_000) / (result.rps * seconds);
     const [reads, writes] = io(pid).map((count, index) => (count - before[3][index]) / (result.rps * seconds));
-    console.log(`${name.padEnd(9)} ${String(result.rps).padStart(6)} req/s p99 ${result.p99_ms} ms non2xx ${result.non2xx} | ${cpuPerRequest.toFixed(0)} µs/req | cpu server ${share(ticks(pid) - before[0])} redis ${share(redisPid ? ticks(redisPid) - before[1] : 0)} loader ${share((cpu.user + cpu.system) / 10000)} | rss ${rssMb(pid)} MB | syscalls/req r ${reads.toFixed(2)} w ${writes.toFixed(2)}`);
+    console.log(
+      `${name.padEnd(9)} ${String(result.rps).padStart(6)} req/s p99 ${result.p99_ms} ms non2xx ${result.non2xx} | ${cpuPerRequest.toFixed(0)} µs/req | cpu server ${share(ticks(pid) - before[0])} redis ${share(redisPid ? ticks(redisPid) - before[1] : 0)} loader ${share((cpu.user + cpu.system) / 10000)} | rss ${rssMb(pid)} MB | syscalls/req r ${reads.toFixed(2)} w ${writes.toFixed(2)}`,
+    );
     return result;
   };
   const port = await freePort();
-  const service = await startChild(new URL('../dist/src/main.js', import.meta.url).pathname, { ...env, PORT: String(port), NODE_OPTIONS: process.env.PROBE_NODE_OPTIONS ?? '' }, `http://127.0.0.1:${port}/health/ready`);
+  const service = await startChild(
+    new URL('../dist/src/main.js', import.meta.url).pathname,
+    { ...env, PORT: String(port), NODE_OPTIONS: process.env.PROBE_NODE_OPTIONS ?? '' },
+    `http://127.0.0.1:${port}/health/ready`,
+  );
   const basePort = await freePort();
-  const base = await startChild(new URL('./baselines/detail-server.mjs', import.meta.url).pathname, { ...env, PORT: String(basePort) }, `http://127.0.0.1:${basePort}/health/ready`);
+  const base = await startChild(
+    new URL('./baselines/detail-server.mjs', import.meta.url).pathname,
+    { ...env, PORT: String(basePort) },
+    `http://127.0.0.1:${basePort}/health/ready`,
+  );
   // Alternating rounds: the machine's speed drifts, so each pair is measured under the same conditions.
   const ratios = [];
   for (let round = 0; round < Number(process.env.PROBE_ROUNDS ?? 3); round += 1) {
