@@ -1,5 +1,6 @@
 import { ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
 import { ApiError, type FieldProblem } from './api-error.js';
+import { splitBulkBody } from './bulk-items.js';
 
 /** `isInt` → `int`, `whitelistValidation` → `unknown`: the rule names clients see in `details.fields`. */
 function ruleName(constraint: string): string {
@@ -46,7 +47,12 @@ class ApiValidationPipe extends ValidationPipe {
     if (metadata.type === 'param') return Promise.resolve(value);
     const body = metadata.type === 'body' && value === undefined ? {} : value;
     if (metadata.metatype === NoOptionsDto) return Promise.resolve(checkNoOptions(body));
-    return super.transform(body, metadata);
+    const bulk = splitBulkBody(metadata.metatype, body);
+    if (bulk === undefined) return super.transform(body, metadata);
+    // Every item passed its compiled rules: class-validator sees the body with one of them.
+    return (super.transform(bulk.head, metadata) as Promise<Record<string, unknown>>).then((dto) =>
+      Object.assign(dto, { [bulk.property]: bulk.items }),
+    );
   }
 }
 

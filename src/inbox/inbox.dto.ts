@@ -1,5 +1,4 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
   ArrayMinSize,
@@ -12,8 +11,8 @@ import {
   Matches,
   MaxLength,
   ValidateIf,
-  ValidateNested,
 } from 'class-validator';
+import { EachItem } from '../common/bulk-items.js';
 import { IsId } from '../common/id.validators.js';
 import { MaxJsonSize } from '../common/max-json-size.validator.js';
 import { SoftDeletableDto } from '../common/openapi/audit-fields.dto.js';
@@ -103,8 +102,7 @@ export class BulkDeleteDto {
   @IsArray()
   @ArrayMinSize(1)
   @ArrayMaxSize(100_000)
-  @ValidateNested({ each: true })
-  @Type(() => BulkDeleteItemDto)
+  @EachItem(BulkDeleteItemDto)
   items!: BulkDeleteItemDto[];
 
   @ApiPropertyOptional({ maxLength: 500 }) @IsOptional() @IsString() @MaxLength(500) reason?: string;

@@ -38,12 +38,16 @@ describe('VerifiedTokens: claims of tokens already verified, per instance', () =
     const options = { algorithms: ['HS256'] };
     const store = new VerifiedTokens();
     store.attach(options);
-    const verifier = (Strategy as unknown as { JwtVerifier: Function }).JwtVerifier as (
-      token: string,
-      key: unknown,
-      options: object,
-      done: (error: Error | null, payload?: object) => void,
-    ) => void;
+    const verifier = (
+      Strategy as unknown as {
+        JwtVerifier: (
+          token: string,
+          key: unknown,
+          options: object,
+          done: (error: Error | null, payload?: object) => void,
+        ) => void;
+      }
+    ).JwtVerifier;
     const verify = (token: string): Promise<object> =>
       new Promise((resolve, reject) =>
         verifier(token, key, options, (error, payload) => (error ? reject(error) : resolve(payload ?? {}))),

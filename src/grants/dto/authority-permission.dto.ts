@@ -1,15 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import {
-  ArrayMaxSize,
-  ArrayMinSize,
-  IsArray,
-  IsBoolean,
-  IsOptional,
-  IsString,
-  MaxLength,
-  ValidateNested,
-} from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsOptional, IsString, MaxLength } from 'class-validator';
+import { EachItem } from '../../common/bulk-items.js';
 import { IsCatalogueId, IsId } from '../../common/id.validators.js';
 
 /** An action permission attached to one authority (part 6.6). */
@@ -46,8 +37,7 @@ export class BulkAuthorityPermissionsDto {
   @IsArray()
   @ArrayMinSize(1)
   @ArrayMaxSize(100_000)
-  @ValidateNested({ each: true })
-  @Type(() => BulkItemDto)
+  @EachItem(BulkItemDto)
   items!: BulkItemDto[];
 
   @ApiPropertyOptional({ maxLength: 500 })
