@@ -7,6 +7,7 @@ import { ListIndexes1764115200000 } from './1764115200000-list-indexes.js';
 import { Trust1764201600000 } from './1764201600000-trust.js';
 import { NextPermissions1764288000000 } from './1764288000000-next-permissions.js';
 import { JobResults1764374400000 } from './1764374400000-job-results.js';
+import { BulkJobItems1764460800000 } from './1764460800000-bulk-job-items.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   Trust1764201600000,
   NextPermissions1764288000000,
   JobResults1764374400000,
+  BulkJobItems1764460800000,
 ];

@@ -8,26 +8,10 @@ import { UnitOfWork } from '../database/unit-of-work.js';
 import type { AcceptedJobDto } from '../jobs/jobs.dto.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import { ReadCountsRepository } from '../read-state/read-counts.repository.js';
+import { listedTables } from '../common/list/list-spec.js';
 import { cacheKeys } from './cache-keys.js';
 import { CacheService } from './cache.service.js';
 import type { CacheRebuildResultDto, RebuildScope } from './rebuild-cache.dto.js';
-
-/** Tables whose list pages are cached (their generations are bumped by a `lists` rebuild). */
-const LIST_TABLES = [
-  'users',
-  'auth_sessions',
-  'devices',
-  'ownership_transfers',
-  'authorities',
-  'authority_permissions',
-  'permission_grants',
-  'permissions',
-  'roles',
-  'inbox_messages',
-  'message_read_state',
-  'mobile_devices',
-  'audit_events',
-];
 
 /**
  * `POST /cache/rebuild` (part 6.14): drops the chosen projections and warms them from the
@@ -78,7 +62,7 @@ export class CacheRebuildService implements OnModuleInit {
       await this.drop(cacheKeys.prefixes.readCounts);
       written += await this.readCounts.warm();
     }
-    if ((scope === 'all' || scope === 'lists') && !(await this.cache.tablesWritten(LIST_TABLES)))
+    if ((scope === 'all' || scope === 'lists') && !(await this.cache.tablesWritten(listedTables())))
       throw new Error('the list generations could not be bumped');
     this.logger.log({ msg: 'cache rebuilt', scope, entries_written: written, duration_ms: Date.now() - started });
     return { scope, entries_written: written };

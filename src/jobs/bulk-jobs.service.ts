@@ -7,6 +7,7 @@ import { ApiError } from '../common/api-error.js';
 import { currentRequest, runInRequestContext } from '../common/request-context.js';
 import { AcceptedResponse } from '../common/responses.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { BulkJobItemsRepository } from './bulk-job-items.repository.js';
 import { JobQueue } from './job-queue.js';
 import { JobResultsRepository } from './job-results.repository.js';
 import type { AcceptedJobDto } from './jobs.dto.js';
@@ -32,7 +33,8 @@ interface BulkJobData extends BulkOptions {
   readonly actor_id: number;
   readonly session_id: string;
   readonly request_id: string;
-  readonly items: readonly object[];
+  /** The items themselves are in bulk_job_items, by chunk. */
+  readonly item_count: number;
 }
 
 /** Items per transaction: the synchronous bulk's own size, whose statements are measured. */
@@ -74,6 +76,7 @@ export class BulkJobs implements OnModuleInit {
     private readonly queue: JobQueue,
     private readonly uow: UnitOfWork,
     private readonly results: JobResultsRepository,
+    private readonly items: BulkJobItemsRepository,
     private readonly auth: AuthContextService,
     private readonly authorization: AuthorizationService,
   ) {}
@@ -87,7 +90,10 @@ export class BulkJobs implements OnModuleInit {
     this.queue.register<BulkJobData>('bulk', (job) => this.run(job));
     // Results outlive their job by a day at most (jobs are kept 7 days after they finish).
     this.queue.register('purge-job-results', async () => {
-      await this.uow.run((tx) => this.results.purge(tx));
+      await this.uow.run(async (tx) => {
+        await this.results.purge(tx);
+        await this.items.purge(tx);
+      });
       return {};
     });
     this.queue.scheduleEvery('purge-job-results', '17 * * * *');
@@ -118,11 +124,15 @@ export class BulkJobs implements OnModuleInit {
       actor_id: actor.user_id,
       session_id: actor.session_id,
       request_id: currentRequest()?.request_id ?? 'job',
-      items,
+      item_count: items.length,
       ...(options.reason === undefined ? {} : { reason: options.reason }),
       ...(options.dry_run === undefined ? {} : { dry_run: options.dry_run }),
     };
-    const jobId = await this.uow.run((tx) => this.queue.enqueue(tx, 'bulk', data));
+    const jobId = await this.uow.run(async (tx) => {
+      const id = await this.queue.enqueue(tx, 'bulk', data);
+      await this.items.store(tx, id, items, BULK_CHUNK);
+      return id;
+    });
     return new AcceptedResponse({ job_id: jobId, state: 'queued' }, `/v1/admin/jobs/${jobId}`, 1);
   }
 
@@ -143,19 +153,21 @@ export class BulkJobs implements OnModuleInit {
   }
 
   private async run(job: Job<BulkJobData>): Promise<object> {
-    const { kind, actor_id, session_id, request_id, items, reason, dry_run } = job.data;
+    const { kind, actor_id, session_id, request_id, item_count, reason, dry_run } = job.data;
     const runner = this.runners.get(kind);
     if (runner === undefined) throw new Error(`no runner for bulk ${kind}`);
     const context = { request_id, ip: 'job', actor_id };
     // Each chunk stores its results with its writes, atomically: what is stored is what is done.
     const { stored } = await this.results.tally(job.id);
-    for (let offset = stored; offset < items.length; offset += BULK_CHUNK) {
-      const chunk = items.slice(offset, offset + BULK_CHUNK);
+    for (let offset = stored; offset < item_count; offset += BULK_CHUNK) {
       // Who may act is judged at each chunk, as each request would be: a session revoked, a role
       // lowered or a grant expired since the job was accepted stops it there.
       const actor = await this.actor(kind, actor_id, session_id);
       await runInRequestContext(context, () =>
         this.uow.run(async (tx) => {
+          // Read chunk by chunk: a 100 000-item job never holds more than one chunk in memory.
+          const chunk = await this.items.take(tx, job.id, offset);
+          if (chunk === undefined) throw new Error(`bulk job ${job.id} has no items stored at ${offset}`);
           const { results } = await runner(tx, actor, chunk, { reason, dry_run });
           const indexed = results.map((result) => ({ ...result, index: result.index + offset }));
           await this.results.append(tx, job.id, offset, indexed);

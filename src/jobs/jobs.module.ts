@@ -2,6 +2,7 @@ import { Global, Module } from '@nestjs/common';
 import { SETTINGS, type Settings } from '../config/settings.js';
 import { BulkJobs } from './bulk-jobs.service.js';
 import { JobQueue } from './job-queue.js';
+import { BulkJobItemsRepository } from './bulk-job-items.repository.js';
 import { JobResultsRepository } from './job-results.repository.js';
 import { JobsController } from './jobs.controller.js';
 import { JobsService } from './jobs.service.js';
@@ -24,6 +25,7 @@ function createPushProvider(settings: Settings): PushProvider {
     JobQueue,
     JobsService,
     JobResultsRepository,
+    BulkJobItemsRepository,
     BulkJobs,
     { provide: PUSH_PROVIDER, inject: [SETTINGS], useFactory: createPushProvider },
   ],

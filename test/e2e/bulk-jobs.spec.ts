@@ -59,12 +59,17 @@ describe('bulk routes as jobs (Prefer: respond-async)', () => {
     expect(accepted.body.data).toEqual({ job_id: jobId, state: 'queued' });
     expect(accepted.headers.location).toBe(`/v1/admin/jobs/${jobId}`);
     expect(accepted.headers['retry-after']).toBe('1');
+    // The items wait beside the job in chunks of 1000, not in the queue's payload (read by every poll).
+    const [queued] = await sql(`SELECT data FROM ${schema}.job WHERE id = $1`, [jobId]);
+    expect(Object.keys((queued as { data: object }).data)).not.toContain('items');
     const job = await waitForJob(t, root.auth, jobId, 60_000);
     expect(job).toMatchObject({
       type: 'bulk',
       state: 'succeeded',
       result: { accepted: 2500, processed: 2475, failed: 25 },
     });
+    // Each chunk was taken by the transaction that did its work: nothing is left behind.
+    expect(await sql('SELECT count(*)::int AS n FROM bulk_job_items WHERE job_id = $1', [jobId])).toEqual([{ n: 0 }]);
     expect(Object.keys(job.result as object).sort()).toEqual(['accepted', 'failed', 'processed']);
 
     const first = await caller(t, root).get(`/v1/admin/jobs/${jobId}/results?page_size=3`).expect(200);

@@ -87,13 +87,22 @@ function isFilterSpec(value: FilterType | FilterSpec): value is FilterSpec {
   return typeof value === 'object' && 'column' in value;
 }
 
+/** Every table some list reads, as the specs were declared (a `lists` cache rebuild bumps them all). */
+const LISTED_TABLES = new Set<string>();
+
+export function listedTables(): string[] {
+  return [...LISTED_TABLES].sort();
+}
+
 /** The full `ListSpec` of a declaration. */
 export function listSpec(declaration: ListDeclaration): ListSpec {
   const { alias, sort, filters = {}, defaultSort = 'id:asc', search = [], ...rest } = declaration;
   const column = (name: string): string => (alias === undefined ? name : `${alias}.${name}`);
+  const tables = tablesOf(declaration.from);
+  for (const table of tables) LISTED_TABLES.add(table);
   return {
     ...rest,
-    tables: tablesOf(declaration.from),
+    tables,
     idColumn: column('id'),
     sort: Object.fromEntries(sort.map((name) => [name, column(name)])),
     defaultSort,

@@ -1,0 +1,41 @@
+import { Injectable } from '@nestjs/common';
+import type { Tx } from '../database/unit-of-work.js';
+
+/** The items of bulk jobs, chunk by chunk (a chunk is what one transaction of the job works on). */
+@Injectable()
+export class BulkJobItemsRepository {
+  /** Stores the items in chunks of `size`, in the transaction that enqueues the job. */
+  async store(tx: Tx, jobId: string, items: readonly object[], size: number): Promise<void> {
+    const offsets: number[] = [];
+    const chunks: string[] = [];
+    for (let offset = 0; offset < items.length; offset += size) {
+      offsets.push(offset);
+      chunks.push(JSON.stringify(items.slice(offset, offset + size)));
+    }
+    tx.wrote('bulk_job_items');
+    await tx.db.query(
+      `INSERT INTO bulk_job_items (job_id, chunk_offset, items)
+       SELECT $1, c.chunk_offset, c.items FROM unnest($2::int[], $3::jsonb[]) AS c(chunk_offset, items)`,
+      [jobId, offsets, chunks],
+    );
+  }
+
+  /**
+   * Takes the chunk starting at `offset` in the transaction that works on it (deleted with the
+   * work: a retried job finds exactly the chunks not done). Undefined when it is not there.
+   */
+  async take(tx: Tx, jobId: string, offset: number): Promise<object[] | undefined> {
+    tx.wrote('bulk_job_items');
+    const [deleted] = await tx.db.query<[{ items: object[] }[], number]>(
+      'DELETE FROM bulk_job_items WHERE job_id = $1 AND chunk_offset = $2 RETURNING items',
+      [jobId, offset],
+    );
+    return deleted[0]?.items;
+  }
+
+  /** Chunks of jobs that failed for good and were never taken, once their jobs are gone. */
+  purge(tx: Tx): Promise<unknown> {
+    tx.wrote('bulk_job_items');
+    return tx.db.query("DELETE FROM bulk_job_items WHERE created_at < now() - interval '8 days'");
+  }
+}
