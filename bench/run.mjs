@@ -7,6 +7,7 @@ import { freePort } from './ports.mjs';
 import { bulkGrant } from './scenarios/bulk.mjs';
 import { detailAndMemory } from './scenarios/detail.mjs';
 import { lists } from './scenarios/list.mjs';
+import { heavyBulk } from './scenarios/heavy-bulk.mjs';
 import { stampede } from './scenarios/stampede.mjs';
 import { writeThenRead } from './scenarios/write-read.mjs';
 import { seedMillion } from './lib/seed.mjs';
@@ -75,11 +76,13 @@ try {
     bulkHolderId: seeded.users[2],
     writeIds: seeded.writeIds,
     writeUserId: seeded.users[3],
+    heavyBulkHolders: { service: seeded.users.slice(4, 6), raw: seeded.users.slice(6, 8) },
     ports: {
       detail: await freePort(),
       list: await freePort(),
       listUncached: await freePort(),
       writeRead: await freePort(),
+      heavyBulk: await freePort(),
     },
   };
   const rows = [
@@ -100,6 +103,7 @@ try {
     ['3 bulk-grant', bulkGrant],
     ['4 write then read', writeThenRead],
     ['5 stampede', stampede],
+    ['7 heavy bulk job', heavyBulk],
   ]) {
     if (only !== undefined && !only.some((number) => name.split(' ')[0].split('+').includes(number))) continue;
     log(`scenario ${name}…`);

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { RESOLVE } from '../../dist/src/grants/authority-permissions.repository.js';
 import { percentile, ratio } from '../support.mjs';
 
-async function rawBulkGrant(client, authorityIds, permissionId) {
+export async function rawBulkGrant(client, authorityIds, permissionId) {
   await client.query('BEGIN');
   await client.query('SELECT id FROM authorities WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE', [
     [...new Set(authorityIds)],
