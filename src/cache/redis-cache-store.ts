@@ -59,18 +59,15 @@ for i = 3, #ARGV, 3 do
 end
 return 1`;
 
-// Adds one to a generation. A value that is not a number (a corrupted key) cannot simply be
-// replaced by 1, which may have been used before: it restarts from the server clock in
-// microseconds, above any count it could have reached.
+// Adds one to a generation. A generation that is missing (evicted, or lost with a Redis restart
+// while entries survived elsewhere) or not a number (a corrupted key) cannot simply restart at 1,
+// which may have been used before: it restarts from the server clock in microseconds, above any
+// count it could have reached.
 const BUMP = `
-local raw = redis.call('GET', KEYS[1])
-local n = 0
-if raw then
-  n = tonumber(raw)
-  if not n then
-    local now = redis.call('TIME')
-    n = tonumber(now[1]) * 1000000 + tonumber(now[2])
-  end
+local n = tonumber(redis.call('GET', KEYS[1]) or '')
+if not n then
+  local now = redis.call('TIME')
+  n = tonumber(now[1]) * 1000000 + tonumber(now[2])
 end
 redis.call('SET', KEYS[1], n + 1)
 return n + 1`;
