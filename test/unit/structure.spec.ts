@@ -10,6 +10,22 @@ function filesUnder(dir: string, suffix: string): string[] {
 }
 
 describe('the house rules that are cheap to keep by machine (ARCHITECTURE.md)', () => {
+  it('the service starts with the same V8 flags everywhere it is started for real: npm start, the image, the benchmarks', () => {
+    const scripts = (
+      JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    ).scripts;
+    const declared = /SERVICE_NODE_FLAGS = (\[[^\]]*\])/.exec(
+      readFileSync(join(ROOT, 'bench/support.mjs'), 'utf8'),
+    )?.[1];
+    const SERVICE_NODE_FLAGS = JSON.parse((declared ?? '[]').replaceAll("'", '"')) as string[];
+    expect(SERVICE_NODE_FLAGS.length).toBeGreaterThan(0);
+    const flags = SERVICE_NODE_FLAGS.join(' ');
+    expect(scripts.start).toContain(`node ${flags} dist/src/main.js`);
+    expect(scripts['start:prod']).toBe(`node ${flags} dist/src/main.js`);
+    const cmd = ['node', ...SERVICE_NODE_FLAGS, 'dist/src/main.js'].map((part) => `"${part}"`).join(', ');
+    expect(readFileSync(join(ROOT, 'docker/Dockerfile'), 'utf8')).toContain(`CMD [${cmd}]`);
+  });
+
   it('migrations import nothing from src/: editing src/ never changes history', () => {
     const offenders = filesUnder('migrations', '.ts').filter((file) =>
       /from '\.\.\/src\//.test(readFileSync(join(ROOT, file), 'utf8')),
