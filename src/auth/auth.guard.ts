@@ -15,6 +15,8 @@ interface StrategyOutcome {
   success(user: AuthContext): void;
   fail(info: unknown): void;
   error(error: unknown): void;
+  pass(): void;
+  redirect(url: string): void;
 }
 
 /** The contract's 401 for what passport-jwt reports when it refuses a token. */
@@ -92,6 +94,9 @@ export class AuthGuard implements CanActivate {
       attempt.fail = (info) => reject(tokenError(info));
       attempt.error = (error) =>
         reject(error instanceof Error ? error : new Error('authentication failed with a non-error value'));
+      // passport-jwt never passes or redirects; if a later version did, that is no authentication.
+      attempt.pass = () => reject(tokenError('the strategy passed without a decision'));
+      attempt.redirect = () => reject(tokenError('the strategy asked for a redirect'));
       attempt.authenticate(request as never, { session: false });
     });
   }

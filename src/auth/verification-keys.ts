@@ -37,6 +37,12 @@ const REFRESH_INTERVAL_MS = 1000;
  */
 const ABSENT_FOR_MS = 5_000;
 const MAX_ABSENT = 10_000;
+/**
+ * The key set is fetched again once it is this old, whatever the tokens claim: a key the provider
+ * withdrew (a compromised one) stops verifying within this time, not only when some token with an
+ * unknown kid happens to ask for a refresh.
+ */
+const MAX_KEY_SET_AGE_MS = 5 * 60_000;
 
 function jwksUnavailable(): ApiError {
   // The provider is down, not the token bad: a 401 would make the portal sign the user out.
@@ -77,7 +83,16 @@ function jwksKeys(url: string): VerificationKeys {
       const started = Date.now();
       try {
         const signing = await client.getSigningKeys();
-        keys = new Map(signing.map((key) => [key.kid ?? '', createPublicKey(key.getPublicKey())]));
+        // An unchanged key keeps its KeyObject: tokens it verified stay remembered (VerifiedTokens).
+        const previous = keys;
+        keys = new Map(
+          signing.map((key) => {
+            const pem = key.getPublicKey();
+            const kept = previous.get(key.kid ?? '');
+            const same = kept !== undefined && kept.export({ type: 'spki', format: 'pem' }) === pem;
+            return [key.kid ?? '', same ? kept : createPublicKey(pem)];
+          }),
+        );
       } finally {
         fetchedAt = started;
       }
@@ -92,6 +107,9 @@ function jwksKeys(url: string): VerificationKeys {
     // Asymmetric only: an HS256 token "signed" with the public key is refused (algorithm confusion).
     algorithms: ['RS256', 'ES256'],
     async keyFor(token: string): Promise<KeyObject> {
+      // An old key set is fetched again first; if the provider cannot be reached, the keys in hand
+      // keep serving (a withdrawn key then lasts as long as the outage).
+      if (Date.now() - fetchedAt > MAX_KEY_SET_AGE_MS) await refresh().catch(() => undefined);
       const kid = jwt.decode(token, { complete: true })?.header.kid ?? '';
       const known = keys.get(kid);
       if (known !== undefined) return known;

@@ -9,6 +9,9 @@ type Verifier = (token: string, key: unknown, options: object, callback: VerifyC
 const hook = Strategy as unknown as { JwtVerifier: Verifier };
 const verify: Verifier = hook.JwtVerifier;
 
+/** Longer tokens are verified every time (a portal's are well under 1 KiB). */
+const MAX_TOKEN_LENGTH = 4096;
+
 /** One instance's tokens already verified, by the options object of the strategy that verified them. */
 const instances = new WeakMap<object, VerifiedTokens>();
 
@@ -55,8 +58,9 @@ export class VerifiedTokens {
   }
 
   remember(token: string, key: unknown, payload: JwtPayload): void {
-    // Without an expiry there is nothing to re-judge cheaply: such tokens are always verified.
-    if (typeof payload.exp !== 'number' || !isKeyObject(key)) return;
+    // Without an expiry there is nothing to re-judge cheaply: such tokens are always verified. An
+    // outsized token is too (10 000 of them must not hold hundreds of megabytes).
+    if (typeof payload.exp !== 'number' || !isKeyObject(key) || token.length > MAX_TOKEN_LENGTH) return;
     if (this.entries.size >= this.capacity) {
       // Oldest first (a Map keeps insertion order): a flood of fresh tokens only costs the checks.
       const oldest = this.entries.keys().next();

@@ -2,24 +2,48 @@ import { createClient, type RedisClientType } from '@keyv/redis';
 import type { Logger } from '@nestjs/common';
 import { decodeEntry, encodeEntry, type CacheEntry, type CacheStore, type WindowCount } from './cache-store.js';
 
+// The cache generation (KEYS[1]). A generation that is missing (evicted, lost with a restart) or
+// not a whole number below 2^53 (corrupted) restarts from the server clock in microseconds, above
+// any count it could have reached: never from 0 or 1, whose entries may still exist.
+const CLOCK = `local function clock()
+  local now = redis.call('TIME')
+  return tonumber(now[1]) * 1000000 + tonumber(now[2])
+end
+local function whole(raw)
+  local n = tonumber(raw or '')
+  if n and n >= 0 and n < 9007199254740992 and n == math.floor(n) then return n end
+  return nil
+end
+local function generation(key)
+  local raw = redis.call('GET', key)
+  if whole(raw) then return raw end
+  redis.call('SET', key, clock())
+  return redis.call('GET', key)
+end
+`;
+
 // Every key lives under the current generation; bumping the generation drops the whole cache at
 // once, which is how an instance that lost invalidations during an outage makes itself safe.
-export const GET = `
-local gen = redis.call('GET', KEYS[1]) or '0'
+export const GET = `${CLOCK}
+local gen = generation(KEYS[1])
 return redis.call('GET', ARGV[1] .. gen .. ':' .. ARGV[2])`;
 
-export const GET_MANY = `
-local gen = redis.call('GET', KEYS[1]) or '0'
+export const GET_MANY = `${CLOCK}
+local gen = generation(KEYS[1])
 local found = {}
 for i = 2, #ARGV do found[i - 1] = redis.call('GET', ARGV[1] .. gen .. ':' .. ARGV[i]) end
 return found`;
 
 // A list page and the generations of the tables it was read from, in one round trip: the page is
-// under the cache generation, the table generations outside it (they only ever grow).
-const GET_WITH_GENERATIONS = `
-local gen = redis.call('GET', KEYS[1]) or '0'
+// under the cache generation, the table generations outside it (they only ever grow). A table
+// generation that is missing or not a number comes back '' (the store bumps it, see below).
+const GET_WITH_GENERATIONS = `${CLOCK}
+local gen = generation(KEYS[1])
 local found = { redis.call('GET', ARGV[1] .. gen .. ':' .. ARGV[2]) or '' }
-for i = 3, #ARGV do found[i - 1] = redis.call('GET', ARGV[1] .. 'gen:' .. ARGV[i]) or '0' end
+for i = 3, #ARGV do
+  local raw = redis.call('GET', ARGV[1] .. 'gen:' .. ARGV[i])
+  found[i - 1] = whole(raw) and raw or ''
+end
 return found`;
 
 // Counters live outside the generation: dropping the cache must not reset a rate limit. A value
@@ -37,8 +61,8 @@ end
 return {n, ttl}`;
 
 // Compare-and-set: an entry built from an older row version never replaces a newer one.
-export const SET_IF_NOT_OLDER = `
-local gen = redis.call('GET', KEYS[1]) or '0'
+export const SET_IF_NOT_OLDER = `${CLOCK}
+local gen = generation(KEYS[1])
 local key = ARGV[1] .. gen .. ':' .. ARGV[2]
 local current = redis.call('GET', key)
 if current then
@@ -49,8 +73,8 @@ redis.call('SET', key, ARGV[4], 'PX', ARGV[5])
 return 1`;
 
 // The same compare-and-set for many keys: ARGV = prefix, ttl, then (key, version, value) triples.
-const SET_MANY_IF_NOT_OLDER = `
-local gen = redis.call('GET', KEYS[1]) or '0'
+const SET_MANY_IF_NOT_OLDER = `${CLOCK}
+local gen = generation(KEYS[1])
 for i = 3, #ARGV, 3 do
   local key = ARGV[1] .. gen .. ':' .. ARGV[i]
   local current = redis.call('GET', key)
@@ -59,16 +83,9 @@ for i = 3, #ARGV, 3 do
 end
 return 1`;
 
-// Adds one to a generation. A generation that is missing (evicted, or lost with a Redis restart
-// while entries survived elsewhere) or not a number (a corrupted key) cannot simply restart at 1,
-// which may have been used before: it restarts from the server clock in microseconds, above any
-// count it could have reached.
-const BUMP = `
-local n = tonumber(redis.call('GET', KEYS[1]) or '')
-if not n then
-  local now = redis.call('TIME')
-  n = tonumber(now[1]) * 1000000 + tonumber(now[2])
-end
+// Adds one to a generation (the clock's value first when it is missing or corrupted, see CLOCK).
+const BUMP = `${CLOCK}
+local n = whole(redis.call('GET', KEYS[1])) or clock()
 redis.call('SET', KEYS[1], n + 1)
 return n + 1`;
 
@@ -86,9 +103,12 @@ for i = 1, #KEYS do
 end
 return dropped`;
 
+const GENERATION = `${CLOCK}
+return generation(KEYS[1])`;
+
 // Compare-and-delete: removes an entry a read could not use, unless a write replaced it meanwhile.
-const DELETE_IF_SAME = `
-local gen = redis.call('GET', KEYS[1]) or '0'
+const DELETE_IF_SAME = `${CLOCK}
+local gen = generation(KEYS[1])
 local key = ARGV[1] .. gen .. ':' .. ARGV[2]
 if redis.call('GET', key) == ARGV[3] then return redis.call('DEL', key) end
 return 0`;
@@ -159,7 +179,7 @@ export class RedisCacheStore implements CacheStore {
   }
 
   async tombstoneByPrefix(keyPrefix: string): Promise<number> {
-    const generation = (await this.client.get(this.generationKey)) ?? '0';
+    const generation = (await this.client.eval(GENERATION, { keys: [this.generationKey] })) as string;
     let dropped = 0;
     for await (const keys of this.client.scanIterator({
       MATCH: `${this.prefix}${generation}:${keyPrefix}*`,
@@ -211,11 +231,18 @@ export class RedisCacheStore implements CacheStore {
       keys: [this.generationKey],
       arguments: [this.prefix, key, ...names],
     });
-    const [page, ...generations] = Array.isArray(raw) ? (raw as unknown[]) : [];
-    return {
-      entry: typeof page === 'string' && page !== '' ? decodeEntry(page) : undefined,
-      generations: names.map((_, index) => Number(generations[index] ?? 0) || 0),
-    };
+    const [page, ...found] = Array.isArray(raw) ? (raw as unknown[]) : [];
+    // A table generation that went missing starts again from the clock (a bump is always safe: it
+    // only makes pages unusable); the page is then a miss, as no page carries the new value.
+    const generations = await Promise.all(
+      names.map(async (name, index) => {
+        const value = found[index];
+        if (typeof value === 'string' && value !== '') return Number(value);
+        return Number(await this.client.eval(BUMP, { keys: [`${this.prefix}gen:${name}`] }));
+      }),
+    );
+    const missing = found.length < names.length || found.some((value) => value === '');
+    return { entry: !missing && typeof page === 'string' && page !== '' ? decodeEntry(page) : undefined, generations };
   }
 
   async flushAll(): Promise<void> {

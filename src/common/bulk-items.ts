@@ -52,15 +52,25 @@ export function splitBulkBody(
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
   const items = (body as Record<string, unknown>)[spec.property];
   if (!Array.isArray(items) || items.length < 2) return undefined;
-  if (items.length > arrayMaxSize(metatype, spec.property)) return undefined;
+  if (items.length > arrayLimit(metatype, spec.property)) return undefined;
   for (const item of items) if (!check(item)) return undefined;
   return { head: { ...body, [spec.property]: items.slice(0, 1) }, property: spec.property, items };
 }
 
-function arrayMaxSize(metatype: object, property: string): number {
-  const limits = getMetadataStorage()
+/** Rules of the items property that judge the array, not each item: only these allow the fast path. */
+const ARRAY_RULES = new Set(['isArray', 'arrayMinSize', 'arrayMaxSize']);
+
+/**
+ * The most items the fast path takes: the property's `arrayMaxSize`; 0 (no fast path) when the
+ * property has any other rule, which would then only ever see the one item class-validator gets.
+ */
+function arrayLimit(metatype: object, property: string): number {
+  const rules = getMetadataStorage()
     .getTargetValidationMetadatas(metatype as Class, '', true, false)
-    .filter((meta) => meta.propertyName === property && meta.name === 'arrayMaxSize')
+    .filter((meta) => meta.propertyName === property && meta.type !== 'nestedValidation');
+  if (rules.some((meta) => !ARRAY_RULES.has(meta.name ?? ''))) return 0;
+  const limits = rules
+    .filter((meta) => meta.name === 'arrayMaxSize')
     .map((meta) => Number((meta.constraints as unknown[] | undefined)?.[0]));
   return limits.length === 0 ? 0 : Math.min(...limits);
 }
@@ -82,12 +92,15 @@ export function compileItemCheck(itemClass: Class): ItemCheck | undefined {
   if (rules.size === 0) return undefined;
   const fields = [...rules];
   return (item) => {
-    if (typeof item !== 'object' || item === null || Array.isArray(item)) return false;
+    // A plain object as JSON.parse makes it: class-transformer copies own keys only, so an
+    // inherited value must not count here either.
+    if (typeof item !== 'object' || item === null || Object.getPrototypeOf(item) !== Object.prototype) return false;
     // Whitelisting: a key without rules is an unknown field.
     let known = 0;
     for (const [property, checks] of fields) {
-      const value = (item as Record<string, unknown>)[property];
-      if (Object.hasOwn(item, property)) known += 1;
+      const own = Object.hasOwn(item, property);
+      const value = own ? (item as Record<string, unknown>)[property] : undefined;
+      if (own) known += 1;
       for (const check of checks) if (!check(value)) return false;
     }
     return Object.keys(item).length === known;

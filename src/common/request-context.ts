@@ -12,7 +12,7 @@ export interface RequestContext {
    * Cache keys the route's handler will read (a detail projection), asked for together with the
    * auth context in one round trip; `entries` holds what that round trip found, for this request only.
    */
-  cache_prefetch?: { readonly keys: readonly string[]; entries?: ReadonlyMap<string, CacheEntry | undefined> };
+  cache_prefetch?: { readonly keys: readonly string[]; entries?: Map<string, CacheEntry | undefined> };
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();

@@ -164,7 +164,9 @@ function encodePage(
     exact: page.total_exact,
   };
   return {
-    // Generations only grow: a page built under newer ones is never replaced by an older fill.
+    // Generations only grow: a page built under newer ones is never replaced by an older fill. (A
+    // generation starts from the clock in microseconds: four of them sum below 2^53; the header's
+    // `g` decides whether a page is good, this only orders fills.)
     version: generations.reduce((sum, value) => sum + value, 0),
     deleted: false,
     json: `${JSON.stringify(header)}\n${rows}`,

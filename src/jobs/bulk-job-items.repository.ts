@@ -33,9 +33,12 @@ export class BulkJobItemsRepository {
     return deleted[0]?.items;
   }
 
-  /** Chunks of jobs that failed for good and were never taken, once their jobs are gone. */
+  /**
+   * Chunks never taken (their job failed for good), once their job is gone: the queue keeps a job
+   * waiting at most 14 days and a finished one 7, so 15 days is past both.
+   */
   purge(tx: Tx): Promise<unknown> {
     tx.wrote('bulk_job_items');
-    return tx.db.query("DELETE FROM bulk_job_items WHERE created_at < now() - interval '8 days'");
+    return tx.db.query("DELETE FROM bulk_job_items WHERE created_at < now() - interval '15 days'");
   }
 }

@@ -34,7 +34,9 @@ interface BulkJobData extends BulkOptions {
   readonly session_id: string;
   readonly request_id: string;
   /** The items themselves are in bulk_job_items, by chunk. */
-  readonly item_count: number;
+  readonly item_count?: number;
+  /** Jobs enqueued before bulk_job_items carried their items here. */
+  readonly items?: readonly object[];
 }
 
 /** Items per transaction: the synchronous bulk's own size, whose statements are measured. */
@@ -153,26 +155,39 @@ export class BulkJobs implements OnModuleInit {
   }
 
   private async run(job: Job<BulkJobData>): Promise<object> {
-    const { kind, actor_id, session_id, request_id, item_count, reason, dry_run } = job.data;
+    const { kind, actor_id, session_id, request_id, reason, dry_run, items: carried } = job.data;
     const runner = this.runners.get(kind);
     if (runner === undefined) throw new Error(`no runner for bulk ${kind}`);
+    const itemCount = job.data.item_count ?? carried?.length;
+    if (itemCount === undefined) throw new Error(`bulk job ${job.id} names no items`);
     const context = { request_id, ip: 'job', actor_id };
     // Each chunk stores its results with its writes, atomically: what is stored is what is done.
-    const { stored } = await this.results.tally(job.id);
-    for (let offset = stored; offset < item_count; offset += BULK_CHUNK) {
+    let { stored: offset } = await this.results.tally(job.id);
+    while (offset < itemCount) {
       // Who may act is judged at each chunk, as each request would be: a session revoked, a role
       // lowered or a grant expired since the job was accepted stops it there.
       const actor = await this.actor(kind, actor_id, session_id);
-      await runInRequestContext(context, () =>
+      const start = offset;
+      const done = await runInRequestContext(context, () =>
         this.uow.run(async (tx) => {
           // Read chunk by chunk: a 100 000-item job never holds more than one chunk in memory.
-          const chunk = await this.items.take(tx, job.id, offset);
-          if (chunk === undefined) throw new Error(`bulk job ${job.id} has no items stored at ${offset}`);
+          const chunk =
+            carried === undefined ? await this.items.take(tx, job.id, start) : carried.slice(start, start + BULK_CHUNK);
+          if (chunk === undefined) return false;
           const { results } = await runner(tx, actor, chunk, { reason, dry_run });
-          const indexed = results.map((result) => ({ ...result, index: result.index + offset }));
-          await this.results.append(tx, job.id, offset, indexed);
+          const indexed = results.map((result) => ({ ...result, index: result.index + start }));
+          await this.results.append(tx, job.id, start, indexed);
+          return true;
         }),
       );
+      if (done) {
+        offset += BULK_CHUNK;
+        continue;
+      }
+      // Not there: another attempt of this job took it (its results are then stored), or it is lost.
+      const { stored } = await this.results.tally(job.id);
+      if (stored <= start) throw new Error(`bulk job ${job.id} has no items stored at ${start}`);
+      offset = stored;
     }
     const { stored: accepted, failed } = await this.results.tally(job.id);
     this.logger.log({ msg: 'bulk job finished', job_id: job.id, kind, accepted, failed });

@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { JobQueue } from '../../src/jobs/job-queue.js';
+import { UnitOfWork } from '../../src/database/unit-of-work.js';
+import { createSession } from '../support/auth.js';
 import { actor, createUser, permissionId, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
@@ -130,6 +133,32 @@ describe('bulk routes as jobs (Prefer: respond-async)', () => {
       .send(JSON.stringify({ name: 'x'.repeat(1_100_000) }))
       .expect(413);
     expect(other.body.error).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', details: { limit_bytes: 1_048_576 } });
+  });
+
+  it('a job enqueued before bulk_job_items (its items in the payload) still runs every item', async () => {
+    const device = await createDevice();
+    const holder = await createUser({ role: 'viewer' });
+    const authority = await createAuthority(device.id, holder.id);
+    const sessionId = await createSession(root.user.id);
+    const jobId = await t.app.get(UnitOfWork).run((tx) =>
+      t.app.get(JobQueue).enqueue(tx, 'bulk', {
+        kind: 'authority_permissions.grant',
+        actor_id: root.user.id,
+        session_id: sessionId,
+        request_id: 'before-the-upgrade',
+        items: [
+          { authority_id: authority, permission_id: permissionId('devices.read') },
+          { authority_id: 987654321, permission_id: permissionId('devices.read') },
+        ],
+      }),
+    );
+    const job = await waitForJob(t, root.auth, jobId, 60_000);
+    expect(job).toMatchObject({ state: 'succeeded', result: { accepted: 2, processed: 1, failed: 1 } });
+    expect(
+      await sql('SELECT count(*)::int AS n FROM authority_permissions WHERE authority_id = $1 AND revoked_at IS NULL', [
+        authority,
+      ]),
+    ).toEqual([{ n: 1 }]);
   });
 
   it('deletes messages as a job, and pages the results', async () => {

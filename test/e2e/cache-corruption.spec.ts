@@ -15,7 +15,9 @@ async function corruptEverything(url: string, mangle: Mangle): Promise<number> {
   try {
     for await (const keys of client.scanIterator({ COUNT: 1000 })) {
       for (const key of keys) {
-        if ((await client.type(key)) !== 'string') continue;
+        // Entries, not the generations they live under: a mangled generation is only another
+        // generation (every read a miss), tested on its own below.
+        if ((await client.type(key)) !== 'string' || /(^|:)(generation|gen:.*)$/.test(key)) continue;
         const value = (await client.get(key)) ?? '';
         await client.set(key, mangle(value), { KEEPTTL: true });
         changed += 1;
@@ -105,6 +107,25 @@ describe('a corrupted cache entry is a miss (part 7): replaced from the database
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     expect((await t.http().get('/health/ready').expect(200)).body.data.cache_stats.failures).toBe(failures);
+  });
+
+  it('a generation that is not a whole number starts again from the clock: every read a clean miss, none wrong', async () => {
+    const expected = await readEverything();
+    const client = createClient({ url: redis.url });
+    await client.connect();
+    try {
+      const generations: string[] = [];
+      for await (const keys of client.scanIterator({ MATCH: '*generation', COUNT: 1000 })) generations.push(...keys);
+      expect(generations.length).toBeGreaterThan(0);
+      for (const key of generations) await client.set(key, 'garbage');
+      expect(await readEverything()).toEqual(expected);
+      for (const key of generations)
+        expect(Number(await client.get(key))).toBeGreaterThan(Date.now() * 1000 - 60_000_000);
+    } finally {
+      await client.close();
+    }
+    const again = await caller(t, root).get(`/v1/admin/users/${operator.user.id}`).expect(200);
+    expect(again.body.meta.cache).toBe('hit');
   });
 
   it.each(MANGLES)(

@@ -1,3 +1,4 @@
+import { cacheKeys } from '../../src/cache/cache-keys.js';
 import { CacheService } from '../../src/cache/cache.service.js';
 import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { actor, type Caller } from '../support/auth.js';
@@ -5,7 +6,8 @@ import { startApp, type TestApp } from '../support/app.js';
 import { createDevice } from '../support/devices.js';
 import { sql } from '../support/db.js';
 import { caller } from '../support/requests.js';
-import { testCachePrefix } from '../support/test-env.js';
+import { createClient } from '@keyv/redis';
+import { TEST_REDIS_URL, testCachePrefix } from '../support/test-env.js';
 
 const TABLES = ['users', 'audit_events', 'authorities', 'devices', 'projection_versions'] as const;
 
@@ -13,6 +15,7 @@ describe('table generations: every committed write makes the cached list pages o
   let t: TestApp;
   let root: Caller;
   let cache: CacheService;
+  const prefix = testCachePrefix('table-generations');
 
   const generations = async (): Promise<Record<(typeof TABLES)[number], number>> => {
     const values = await cache.tableGenerations(TABLES);
@@ -23,7 +26,7 @@ describe('table generations: every committed write makes the cached list pages o
 
   beforeAll(async () => {
     // A key prefix of its own: the generations are shared counters, and other specs write too.
-    t = await startApp({ cachePrefix: testCachePrefix('table-generations'), widgets: false });
+    t = await startApp({ cachePrefix: prefix, widgets: false });
     cache = t.app.get(CacheService);
     root = await actor('super_admin');
     // A generation that does not exist yet starts from the server clock, not from 1 (it may have
@@ -32,6 +35,25 @@ describe('table generations: every committed write makes the cached list pages o
     expect(Math.min(...Object.values(await generations()))).toBeGreaterThan(Date.now() * 1000 - 60_000_000);
   });
   afterAll(() => t.close());
+
+  it('a table generation that goes missing (evicted) starts again from the clock, and its pages are misses', async () => {
+    const list = '/v1/admin/devices?page_size=1&sort=id:asc';
+    await caller(t, root).get(list).expect(200);
+    expect((await caller(t, root).get(list).expect(200)).body.meta.cache).toBe('hit');
+    const redis = createClient({ url: TEST_REDIS_URL });
+    await redis.connect();
+    try {
+      const [before] = (await cache.tableGenerations(['devices'])) ?? [];
+      await redis.del(`${prefix}gen:${cacheKeys.tableGeneration('devices')}`);
+      // A missing generation read as 0 could match a page built while it was 0 before: it is not.
+      expect((await caller(t, root).get(list).expect(200)).body.meta.cache).toBe('miss');
+      const [after] = (await cache.tableGenerations(['devices'])) ?? [];
+      expect(after).toBeGreaterThan(before ?? 0);
+      expect((await caller(t, root).get(list).expect(200)).body.meta.cache).toBe('hit');
+    } finally {
+      await redis.close();
+    }
+  });
 
   it('a create bumps its table and the audit trail once, and nothing else', async () => {
     const before = await generations();

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { plainToInstance } from 'class-transformer';
-import { validateSync } from 'class-validator';
-import { compileItemCheck, splitBulkBody } from '../../src/common/bulk-items.js';
+import { ArrayMaxSize, ArrayUnique, validateSync } from 'class-validator';
+import { compileItemCheck, EachItem, splitBulkBody } from '../../src/common/bulk-items.js';
 import { BulkAuthorityPermissionsDto, BulkItemDto } from '../../src/grants/dto/authority-permission.dto.js';
 import { BulkDeleteDto, BulkDeleteItemDto } from '../../src/inbox/inbox.dto.js';
 
@@ -89,6 +89,15 @@ describe('bulk items: the compiled check never accepts what class-validator refu
     const tooMany = Array.from({ length: 100_001 }, (_, index) => ({ id: index + 1 }));
     expect(splitBulkBody(BulkDeleteDto, { items: tooMany })).toBeUndefined();
     expect(splitBulkBody(BulkDeleteDto, { items: tooMany.slice(0, 100_000) })?.items).toHaveLength(100_000);
+    // An item whose values are inherited, not its own, is not what class-transformer would copy.
+    const inherited = Object.create({ authority_id: 1, permission_id: 2 }) as object;
+    expect(compileItemCheck(BulkItemDto)?.(inherited)).toBe(false);
+    expect(splitBulkBody(BulkAuthorityPermissionsDto, { items: [items[0], inherited] })).toBeUndefined();
+    // A rule on the items array other than its size would only ever see one item: no fast path.
+    class Unique {
+      @EachItem(BulkItemDto) @ArrayUnique() @ArrayMaxSize(10) items!: object[];
+    }
+    expect(splitBulkBody(Unique, { items })).toBeUndefined();
     // Not a bulk body at all.
     expect(splitBulkBody(BulkItemDto, { authority_id: 1, permission_id: 2 })).toBeUndefined();
   });
