@@ -8,6 +8,7 @@ import { Trust1764201600000 } from './1764201600000-trust.js';
 import { NextPermissions1764288000000 } from './1764288000000-next-permissions.js';
 import { JobResults1764374400000 } from './1764374400000-job-results.js';
 import { BulkJobItems1764460800000 } from './1764460800000-bulk-job-items.js';
+import { NextChangeIndexes1764547200000 } from './1764547200000-next-change-indexes.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   NextPermissions1764288000000,
   JobResults1764374400000,
   BulkJobItems1764460800000,
+  NextChangeIndexes1764547200000,
 ];
