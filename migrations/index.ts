@@ -9,6 +9,7 @@ import { NextPermissions1764288000000 } from './1764288000000-next-permissions.j
 import { JobResults1764374400000 } from './1764374400000-job-results.js';
 import { BulkJobItems1764460800000 } from './1764460800000-bulk-job-items.js';
 import { NextChangeIndexes1764547200000 } from './1764547200000-next-change-indexes.js';
+import { Events1764633600000 } from './1764633600000-events.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -23,4 +24,5 @@ export const MIGRATIONS = [
   JobResults1764374400000,
   BulkJobItems1764460800000,
   NextChangeIndexes1764547200000,
+  Events1764633600000,
 ];

@@ -15,6 +15,7 @@ import { ReadStateModule } from './read-state/read-state.module.js';
 import { HealthModule } from './health/health.module.js';
 import { IdempotencyModule } from './idempotency/idempotency.module.js';
 import { UsersModule } from './users/users.module.js';
+import { EventsModule } from './events/events.module.js';
 
 export interface AppModuleOptions {
   readonly settings: Settings;
@@ -44,6 +45,7 @@ export class AppModule {
         ReadStateModule,
         MobileDevicesModule,
         CacheRebuildModule,
+        EventsModule,
         ...(options.imports ?? []),
       ],
     };

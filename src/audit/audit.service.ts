@@ -32,7 +32,8 @@ export class AuditService {
   /** Many events in one statement (bulk writes: one event per changed row, no round trip per item). */
   recordMany(tx: Tx, events: readonly AuditRecord[]): Promise<void> {
     const context = currentRequest();
-    tx.wrote('audit_events');
+    // A trigger copies each audit event into the event feed (part 6.12).
+    tx.wrote('audit_events', 'events');
     return appendAuditEvents(
       tx.db,
       { actor_id: context?.actor_id ?? null, request_id: context?.request_id ?? null },

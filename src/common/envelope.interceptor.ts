@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { map, type Observable } from 'rxjs';
 import { markSecretFields } from './secret-fields.js';
 import { overrideStatus } from './status-override.js';
-import { AcceptedResponse, ListResponse, NoContent, RawJson, ResourceResponse } from './responses.js';
+import { AcceptedResponse, FeedResponse, ListResponse, NoContent, RawJson, ResourceResponse } from './responses.js';
 
 /** What may run around the envelope: idempotent replays (part 8); undefined when it does not apply. */
 export interface AroundEnvelope {
@@ -54,6 +54,11 @@ export class EnvelopeInterceptor implements NestInterceptor {
         return `{"success":true,"data":${result.items.json},"meta":${JSON.stringify(meta)}}`;
       }
       return { success: true, data: result.items, meta };
+    }
+    if (result instanceof FeedResponse) {
+      overrideStatus(request, 200);
+      const feed = result as FeedResponse<unknown>;
+      return { success: true, data: feed.items, meta: { request_id: requestId, next_after: feed.nextAfter } };
     }
     if (result instanceof AcceptedResponse) {
       overrideStatus(request, 202);

@@ -42,6 +42,14 @@ export class ListResponse<T> {
   ) {}
 }
 
+/** A page of a feed read by cursor (`GET /events`): `meta.next_after` instead of pages and totals. */
+export class FeedResponse<T> {
+  constructor(
+    readonly items: readonly T[],
+    readonly nextAfter: string | null,
+  ) {}
+}
+
 /** 204 with no body: deleting what is already deleted, restoring what is live. */
 export class NoContent {
   static readonly instance = new NoContent();

@@ -58,6 +58,8 @@ export interface Settings {
   readonly shutdownTimeoutMs: number;
   /** PostgreSQL schema of the job queue (pg-boss). */
   readonly jobsSchema: string;
+  /** Days an event stays in the feed (EVENT_RETENTION_DAYS, part 6.12). */
+  readonly eventRetentionDays: number;
   /** Whether this instance runs job workers (false: it only enqueues, e.g. an API-only node). */
   readonly jobWorkers: boolean;
 }
@@ -179,6 +181,7 @@ export function loadSettings(env: Env = process.env): Settings {
     cacheEpochPollMs: integer(env, 'CACHE_EPOCH_POLL_MS', 1000, 50, 60_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     jobsSchema: identifier(env, 'JOBS_SCHEMA', 'pgboss'),
+    eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
     jobWorkers: flag(env, 'JOB_WORKERS', true),
   });
 }

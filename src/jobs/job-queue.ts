@@ -19,6 +19,7 @@ export const QUEUES = {
   // A retried bulk resumes after its last stored chunk.
   bulk: { retryLimit: 2, retryDelay: 5, retryBackoff: true, retryDelayMax: 60 },
   'purge-job-results': { retryLimit: 1, retryDelay: 60, retryBackoff: false },
+  'purge-events': { retryLimit: 1, retryDelay: 60, retryBackoff: false },
 } as const;
 export type QueueName = keyof typeof QUEUES;
 

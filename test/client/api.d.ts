@@ -1152,6 +1152,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Events after a cursor, in commit order
+         * @description Store `meta.next_after` and pass it as `after` on the next call: every event is seen exactly once, in order, even with many writing instances. `wait` (seconds, at most 30) long-polls when nothing is new. Events are kept `EVENT_RETENTION_DAYS` (30) days.
+         *
+         *     Requires the permission `events.read`.
+         */
+        get: operations["Events_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1227,6 +1249,12 @@ export interface components {
             /** @description Matching records; exact up to 10 000, possibly estimated beyond (see total_exact) */
             total: number;
             total_exact: boolean;
+        };
+        FeedMetaDto: {
+            /** @description Echo of X-Request-Id, or the id generated for this request */
+            request_id: string;
+            /** @description The cursor for the next call (`after=`): the last event returned, or the one given */
+            next_after: string | null;
         };
         LivenessDto: {
             /** @enum {string} */
@@ -1823,6 +1851,28 @@ export interface components {
              * @enum {string}
              */
             scope?: "all" | "auth" | "devices" | "details" | "lists";
+        };
+        EventDto: {
+            /**
+             * @description Plain string order is feed order: pass the last one seen as `after`
+             * @example 00000000000000000812-00000000000000000042
+             */
+            id: string;
+            /**
+             * @description The audit action, or a worker event such as `push.failed`
+             * @example authority.revoke
+             */
+            type: string;
+            /** Format: date-time */
+            occurred_at: string;
+            actor_id: number | null;
+            request_id: string | null;
+            /** @example authority */
+            resource_type: string | null;
+            /** @example 42 */
+            resource_id: string | null;
+            /** @description What changed (`changes`: `{field: [before, after]}`), or the worker event’s facts */
+            data: Record<string, never>;
         };
     };
     responses: never;
@@ -7288,6 +7338,75 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["AcceptedJobDto"];
                         meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    Events_list: {
+        parameters: {
+            query?: {
+                /** @description An event id: only events after it (absent: from the oldest kept) */
+                after?: string;
+                /** @description Comma-separated event types; absent: every type */
+                types?: string;
+                limit?: number;
+                /** @description Seconds to wait for a first new event */
+                wait?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["EventDto"][];
+                        meta: components["schemas"]["FeedMetaDto"];
                     };
                 };
             };

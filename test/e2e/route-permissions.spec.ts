@@ -74,6 +74,7 @@ const EXPECTED = [
   'GET /v1/admin/devices → devices.read (per device, in the service)',
   'GET /v1/admin/devices/:device_id/ownership-transfers → devices.read (or on its device)',
   'GET /v1/admin/devices/:id → devices.read (or on its device)',
+  'GET /v1/admin/events → events.read',
   'GET /v1/admin/inbox → inbox.read',
   'GET /v1/admin/inbox/:id → inbox.read',
   'GET /v1/admin/jobs/:job_id → jobs.read',

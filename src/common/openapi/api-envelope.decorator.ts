@@ -1,7 +1,7 @@
 import { applyDecorators, type Type } from '@nestjs/common';
 import { ApiExtraModels, ApiResponse, getSchemaPath } from '@nestjs/swagger';
 import { codesOf, ERRORS } from '../error-codes.js';
-import { ErrorEnvelopeDto, ListMetaDto, MetaDto } from './envelope.dto.js';
+import { ErrorEnvelopeDto, FeedMetaDto, ListMetaDto, MetaDto } from './envelope.dto.js';
 
 /** "`PERMISSION_DENIED`: the caller lacks …; `ROLE_FORBIDDEN`: …" for one status, from the error table. */
 function errorDescription(status: number): string {
@@ -23,6 +23,8 @@ function errorExample(status: number): object {
 export interface EnvelopeOptions {
   readonly status?: 200 | 201 | 202;
   readonly list?: boolean;
+  /** A feed read by cursor: `data` is an array, `meta.next_after` the next cursor. */
+  readonly feed?: boolean;
   readonly errors?: readonly number[];
   /** Also answers 204 with no body (delete of a deleted record, restore of a live one, …). */
   readonly noContent?: string;
@@ -31,10 +33,14 @@ export interface EnvelopeOptions {
 /** Documents a route's success envelope around `model` and its error envelopes. */
 export function ApiEnvelope(model: Type, options: EnvelopeOptions = {}): MethodDecorator & ClassDecorator {
   const data =
-    options.list === true ? { type: 'array', items: { $ref: getSchemaPath(model) } } : { $ref: getSchemaPath(model) };
-  const meta = { $ref: getSchemaPath(options.list === true ? ListMetaDto : MetaDto) };
+    options.list === true || options.feed === true
+      ? { type: 'array', items: { $ref: getSchemaPath(model) } }
+      : { $ref: getSchemaPath(model) };
+  const meta = {
+    $ref: getSchemaPath(options.feed === true ? FeedMetaDto : options.list === true ? ListMetaDto : MetaDto),
+  };
   return applyDecorators(
-    ApiExtraModels(model, MetaDto, ListMetaDto, ErrorEnvelopeDto),
+    ApiExtraModels(model, MetaDto, ListMetaDto, FeedMetaDto, ErrorEnvelopeDto),
     ApiResponse({
       status: options.status ?? 200,
       description: 'Success envelope',

@@ -1,6 +1,18 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ERROR_CODES } from '../error-codes.js';
 
+export class FeedMetaDto {
+  @ApiProperty({ description: 'Echo of X-Request-Id, or the id generated for this request' })
+  request_id!: string;
+
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'The cursor for the next call (`after=`): the last event returned, or the one given',
+  })
+  next_after!: string | null;
+}
+
 export class MetaDto {
   @ApiProperty({ description: 'Echo of X-Request-Id, or the id generated for this request' })
   request_id!: string;

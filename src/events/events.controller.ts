@@ -1,0 +1,29 @@
+import { Controller, Get, Query } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import { Authorize } from '../auth/authorize.decorator.js';
+import type { FeedResponse } from '../common/responses.js';
+import { EventDto, EventsQueryDto } from './events.dto.js';
+import { EventsService } from './events.service.js';
+
+/** `/v1/admin/events` (part 6.12): every change, in commit order, by cursor. */
+@ApiTags('events')
+@Controller('v1/admin/events')
+export class EventsController {
+  constructor(private readonly events: EventsService) {}
+
+  @Get()
+  @Authorize({
+    permission: 'events.read',
+    summary: 'Events after a cursor, in commit order',
+    description:
+      'Store `meta.next_after` and pass it as `after` on the next call: every event is seen exactly once, in order, ' +
+      'even with many writing instances. `wait` (seconds, at most 30) long-polls when nothing is new. Events are kept ' +
+      '`EVENT_RETENTION_DAYS` (30) days.',
+    returns: EventDto,
+    feed: true,
+    errors: [400],
+  })
+  list(@Query() query: EventsQueryDto): Promise<FeedResponse<EventDto>> {
+    return this.events.feed(query);
+  }
+}

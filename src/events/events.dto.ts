@@ -1,0 +1,59 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+
+export class EventDto {
+  @ApiProperty({
+    example: '00000000000000000812-00000000000000000042',
+    description: 'Plain string order is feed order: pass the last one seen as `after`',
+  })
+  id!: string;
+  @ApiProperty({
+    example: 'authority.revoke',
+    description: 'The audit action, or a worker event such as `push.failed`',
+  })
+  type!: string;
+  @ApiProperty({ type: String, format: 'date-time' }) occurred_at!: string;
+  @ApiProperty({ type: Number, nullable: true }) actor_id!: number | null;
+  @ApiProperty({ type: String, nullable: true }) request_id!: string | null;
+  @ApiProperty({ type: String, nullable: true, example: 'authority' }) resource_type!: string | null;
+  @ApiProperty({ type: String, nullable: true, example: '42' }) resource_id!: string | null;
+  @ApiProperty({
+    type: Object,
+    description: 'What changed (`changes`: `{field: [before, after]}`), or the worker event’s facts',
+  })
+  data!: object;
+}
+
+export class EventsQueryDto {
+  @ApiPropertyOptional({ description: 'An event id: only events after it (absent: from the oldest kept)' })
+  @IsOptional()
+  @IsString()
+  @Matches(/^\d{20}-\d{20}$/, { message: 'after must be an event id (20 digits, a hyphen, 20 digits)' })
+  after?: string;
+
+  @ApiPropertyOptional({
+    description: 'Comma-separated event types; absent: every type',
+    example: 'authority.revoke,user.suspend',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(2000)
+  types?: string;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 1000, default: 100 })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  limit?: number;
+
+  @ApiPropertyOptional({ minimum: 0, maximum: 30, default: 0, description: 'Seconds to wait for a first new event' })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(30)
+  wait?: number;
+}
