@@ -1,4 +1,4 @@
-import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../common/api-error.js';
 import { FeedResponse } from '../common/responses.js';
@@ -10,16 +10,14 @@ const POLL_MS = 200;
 const TYPE = /^[a-z_]+\.[a-z_]+$/;
 
 @Injectable()
-export class EventsService implements OnApplicationShutdown {
+export class EventsService implements BeforeApplicationShutdown {
   private closing = false;
 
   constructor(private readonly events: EventsRepository) {}
 
   /** `GET /events`: the next events after the cursor, waiting up to `wait` seconds for a first one. */
   async feed(query: EventsQueryDto): Promise<FeedResponse<EventDto>> {
-    const match = query.after === undefined ? undefined : EVENT_ID.exec(query.after);
-    const cursor =
-      match == null ? undefined : { xid: String(BigInt(match[1] ?? '0')), id: String(BigInt(match[2] ?? '0')) };
+    const cursor = parseCursor(query.after);
     const types = parseTypes(query.types);
     const deadline = Date.now() + (query.wait ?? 0) * 1000;
     for (;;) {
@@ -31,9 +29,24 @@ export class EventsService implements OnApplicationShutdown {
     }
   }
 
-  onApplicationShutdown(): void {
+  /** Before the server drains: waiting polls answer now instead of holding the drain. */
+  beforeApplicationShutdown(): void {
     this.closing = true;
   }
+}
+
+const MAX_XID = 2n ** 64n - 1n;
+const MAX_ID = 2n ** 63n - 1n;
+
+/** An event id as the database's (transaction, id) pair; 400 for one no event can have. */
+function parseCursor(after: string | undefined): { xid: string; id: string } | undefined {
+  if (after === undefined) return undefined;
+  const match = EVENT_ID.exec(after);
+  const xid = BigInt(match?.[1] ?? '-1');
+  const id = BigInt(match?.[2] ?? '-1');
+  if (xid < 0n || xid > MAX_XID || id < 0n || id > MAX_ID)
+    throw ApiError.field('after', 'format', 'after must be an event id from this feed');
+  return { xid: String(xid), id: String(id) };
 }
 
 function parseTypes(raw: string | undefined): string[] | undefined {

@@ -92,6 +92,8 @@ describe('GET /events: the change feed', () => {
     for (const [query, field] of [
       ['after=12', 'after'],
       ['after=00000000000000000001-0000000000000000000x', 'after'],
+      ['after=99999999999999999999-00000000000000000001', 'after'],
+      ['after=00000000000000000001-99999999999999999999', 'after'],
       ['limit=0', 'limit'],
       ['limit=1001', 'limit'],
       ['wait=31', 'wait'],
