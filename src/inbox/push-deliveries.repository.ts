@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { UnitOfWork } from '../database/unit-of-work.js';
+import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import type { PushOutcome } from '../jobs/push/push-provider.js';
 
 /** One attempt to push a message to one mobile device. */
@@ -21,8 +21,8 @@ export interface PushTally {
 
 /**
  * `push_deliveries`: the append-only log of push attempts. Written outside any request
- * transaction (each attempt is recorded as it happens, so a retry never pushes twice) and
- * never cached.
+ * transaction, one short transaction per attempt as it happens (so a retry never pushes twice),
+ * and never cached.
  */
 @Injectable()
 export class PushDeliveriesRepository {
@@ -37,9 +37,11 @@ export class PushDeliveriesRepository {
     return new Set(rows.map((row) => Number(row.id)));
   }
 
-  async record(attempt: PushAttempt): Promise<void> {
+  /** Records one attempt in the caller's transaction (with its feed event, when it has one). */
+  async record(tx: Tx, attempt: PushAttempt): Promise<void> {
     const { outcome } = attempt;
-    await this.uow.reader.query(
+    tx.wrote('push_deliveries');
+    await tx.db.query(
       `INSERT INTO push_deliveries (job_id, message_id, mobile_device_id, provider, outcome, error)
        VALUES ($1, $2, $3, $4, $5, $6)`,
       [

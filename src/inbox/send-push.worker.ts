@@ -4,6 +4,7 @@ import type { Job } from 'pg-boss';
 import type { PushTarget } from '../mobile-devices/mobile-devices.repository.js';
 import { MobileDevicesService } from '../mobile-devices/mobile-devices.service.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
+import { EventsRepository } from '../events/events.repository.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import { PUSH_PROVIDER, type PushOutcome, type PushProvider } from '../jobs/push/push-provider.js';
 import { MessagesRepository } from './messages.repository.js';
@@ -43,6 +44,7 @@ export class SendPushWorker implements OnModuleInit {
     private readonly messages: MessagesRepository,
     private readonly uow: UnitOfWork,
     private readonly deliveries: PushDeliveriesRepository,
+    private readonly events: EventsRepository,
   ) {}
 
   onModuleInit(): void {
@@ -69,12 +71,31 @@ export class SendPushWorker implements OnModuleInit {
     for (const target of targets) {
       const outcome = await this.attempt(target, payload);
       if (outcome.kind === 'retryable' && !lastAttempt) retryable += 1;
-      await this.deliveries.record({
-        job_id: job.id,
-        message_id: message.id,
-        mobile_device_id: target.id,
-        provider: this.provider.name,
-        outcome: outcome.kind === 'retryable' && lastAttempt ? { kind: 'failed', error: outcome.error } : outcome,
+      const settledOutcome: PushOutcome =
+        outcome.kind === 'retryable' && lastAttempt ? { kind: 'failed', error: outcome.error } : outcome;
+      await this.uow.run(async (tx) => {
+        await this.deliveries.record(tx, {
+          job_id: job.id,
+          message_id: message.id,
+          mobile_device_id: target.id,
+          provider: this.provider.name,
+          outcome: settledOutcome,
+        });
+        // The feed hears of each device's final outcome (part 6.12), not of attempts still retried.
+        if (settledOutcome.kind !== 'retryable')
+          await this.events.append(tx, null, null, [
+            {
+              type: settledOutcome.kind === 'sent' ? 'push.delivered' : 'push.failed',
+              resource_type: 'inbox_message',
+              resource_id: String(message.id),
+              data: {
+                message_id: message.id,
+                mobile_device_id: target.id,
+                user_id: message.user_id,
+                error: settledOutcome.kind === 'sent' ? null : settledOutcome.error,
+              },
+            },
+          ]);
       });
       if (outcome.kind === 'unregistered') await this.devices.deactivateUnregistered(target.id);
     }

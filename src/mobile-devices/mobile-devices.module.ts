@@ -2,9 +2,11 @@ import { Module } from '@nestjs/common';
 import { MobileDevicesController } from './mobile-devices.controller.js';
 import { MobileDevicesRepository } from './mobile-devices.repository.js';
 import { MobileDevicesService } from './mobile-devices.service.js';
+import { EventsModule } from '../events/events.module.js';
 
 /** Mobile devices that receive push (part 6.9). */
 @Module({
+  imports: [EventsModule],
   controllers: [MobileDevicesController],
   providers: [MobileDevicesRepository, MobileDevicesService],
   exports: [MobileDevicesService],

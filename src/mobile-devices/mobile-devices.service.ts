@@ -15,6 +15,7 @@ import {
   type MobileDeviceRow,
   type PushTarget,
 } from './mobile-devices.repository.js';
+import { EventsRepository } from '../events/events.repository.js';
 
 function tokenTaken(): ApiError {
   return new ApiError('MOBILE_DEVICE_TOKEN_TAKEN', 'This push token is already registered', {});
@@ -28,6 +29,7 @@ export class MobileDevicesService {
     private readonly references: References,
     private readonly audit: AuditService,
     private readonly devices: MobileDevicesRepository,
+    private readonly events: EventsRepository,
   ) {}
 
   list(query: Record<string, unknown>): Promise<ListResponse<MobileDeviceDto>> {
@@ -119,7 +121,15 @@ export class MobileDevicesService {
   async deactivateUnregistered(id: number): Promise<boolean> {
     return this.uow.run(async (tx) => {
       if ((await this.devices.lockIsActive(tx, id)) !== true) return false;
-      await this.setInactive(tx, id, UNREGISTERED, null);
+      const after = await this.setInactive(tx, id, UNREGISTERED, null);
+      await this.events.append(tx, null, null, [
+        {
+          type: 'mobile_device.deactivated',
+          resource_type: 'mobile_device',
+          resource_id: String(id),
+          data: { mobile_device_id: id, user_id: after.user_id, reason: UNREGISTERED },
+        },
+      ]);
       return true;
     });
   }

@@ -314,6 +314,24 @@ describe('send-push through FCM HTTP v1 (fake server on loopback)', () => {
       'sent',
     ]);
     expect(outcomes.filter((row) => row.mobile_device_id === goodId).map((row) => row.outcome)).toEqual(['sent']);
+    // The feed hears one final outcome per device (not the retried attempt) and the deactivation.
+    const events = await sql<{ type: string; data: Record<string, unknown> }>(
+      `SELECT type, data FROM events
+       WHERE (resource_type = 'inbox_message' AND resource_id = $1) OR (type = 'mobile_device.deactivated' AND resource_id = $2)
+       ORDER BY xid, id`,
+      [String(messageId), String(deadId)],
+    );
+    const byDevice = (id: number): string[] =>
+      events.filter((event) => event.data.mobile_device_id === id).map((event) => event.type);
+    expect(byDevice(goodId)).toEqual(['push.delivered']);
+    expect(byDevice(flakyId)).toEqual(['push.delivered']);
+    expect(byDevice(deadId).sort()).toEqual(['mobile_device.deactivated', 'push.failed']);
+    expect(events.find((event) => event.type === 'push.failed')?.data).toMatchObject({
+      message_id: messageId,
+      mobile_device_id: deadId,
+      user_id: user.id,
+      error: expect.any(String),
+    });
 
     // The unregistered device comes back with a new token.
     const revived = await caller(t, root)
