@@ -17,10 +17,24 @@ export class EventDto {
   @ApiProperty({ type: Number, nullable: true }) actor_id!: number | null;
   @ApiProperty({ type: String, nullable: true }) request_id!: string | null;
   @ApiProperty({ type: String, nullable: true, example: 'authority' }) resource_type!: string | null;
-  @ApiProperty({ type: String, nullable: true, example: '42' }) resource_id!: string | null;
   @ApiProperty({
-    type: Object,
-    description: 'What changed (`changes`: `{field: [before, after]}`), or the worker event’s facts',
+    oneOf: [{ type: 'integer' }, { type: 'string' }],
+    nullable: true,
+    example: 42,
+    description: 'A number, or a string for session ids (as in the audit trail)',
+  })
+  resource_id!: number | string | null;
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    properties: {
+      changes: {
+        type: 'object',
+        description: 'An audit event’s changes: `{field: [before, after]}`',
+        additionalProperties: { type: 'array', minItems: 2, maxItems: 2, items: { nullable: true } },
+      },
+    },
+    description: 'What changed (`changes`), or a worker event’s facts (`message_id`, `mobile_device_id`, …)',
   })
   data!: object;
 }

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { RESOURCE_ID } from '../audit/audit-events.repository.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 
 /** One event as the feed shows it (part 6.12). */
@@ -9,7 +10,7 @@ export interface EventRow {
   readonly actor_id: number | null;
   readonly request_id: string | null;
   readonly resource_type: string | null;
-  readonly resource_id: string | null;
+  readonly resource_id: number | string | null;
   readonly data: object;
 }
 
@@ -41,7 +42,7 @@ export class EventsRepository {
     limit: number,
   ): Promise<EventRow[]> {
     return this.uow.reader.query<EventRow[]>(
-      `SELECT ${ID} AS id, type, occurred_at, actor_id, request_id, resource_type, resource_id, data
+      `SELECT ${ID} AS id, type, occurred_at, actor_id, request_id, resource_type, ${RESOURCE_ID}, data
        FROM events
        WHERE (xid, id) > ($1::xid8, $2::bigint)
          AND xid < pg_snapshot_xmin(pg_current_snapshot())

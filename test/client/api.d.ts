@@ -1869,10 +1869,20 @@ export interface components {
             request_id: string | null;
             /** @example authority */
             resource_type: string | null;
-            /** @example 42 */
-            resource_id: string | null;
-            /** @description What changed (`changes`: `{field: [before, after]}`), or the worker event’s facts */
-            data: Record<string, never>;
+            /**
+             * @description A number, or a string for session ids (as in the audit trail)
+             * @example 42
+             */
+            resource_id: (number | string) | null;
+            /** @description What changed (`changes`), or a worker event’s facts (`message_id`, `mobile_device_id`, …) */
+            data: {
+                /** @description An audit event’s changes: `{field: [before, after]}` */
+                changes?: {
+                    [key: string]: unknown[];
+                };
+            } & {
+                [key: string]: unknown;
+            };
         };
     };
     responses: never;

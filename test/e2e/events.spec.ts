@@ -12,7 +12,7 @@ interface FeedEvent {
   id: string;
   type: string;
   resource_type: string | null;
-  resource_id: string | null;
+  resource_id: number | string | null;
   actor_id: number | null;
   data: { changes?: Record<string, unknown> };
 }
@@ -54,7 +54,7 @@ describe('GET /events: the change feed', () => {
     const created = await caller(t, root)
       .post('/v1/admin/users', { email, display_name: 'Feed', role_id: 4 })
       .expect(201);
-    const userId = String(created.body.data.id);
+    const userId = created.body.data.id as number;
     const response = await caller(t, root)
       .get(`/v1/admin/events?types=user.create&wait=10${start === null ? '' : `&after=${start}`}`)
       .expect(200);
@@ -158,7 +158,7 @@ describe('GET /events: the change feed', () => {
     stopAt = Date.now() + 10_000;
     await reader;
     // Every committed event exactly once, no rolled-back one, in strictly increasing id order.
-    const markers = seen.map((event) => event.resource_id ?? '');
+    const markers = seen.map((event) => String(event.resource_id));
     expect(new Set(markers).size).toBe(markers.length);
     expect(new Set(markers)).toEqual(written);
     const ids = seen.map((event) => event.id);

@@ -19,7 +19,7 @@ export class AuditEventDto {
   @ApiProperty({ type: String, nullable: true }) reason!: string | null;
   @ApiProperty({
     type: 'object',
-    additionalProperties: { type: 'array', minItems: 2, maxItems: 2, items: {} },
+    additionalProperties: { type: 'array', minItems: 2, maxItems: 2, items: { nullable: true } },
     example: { is_active: [true, false] },
     description: 'Each changed field as `[before, after]` (secrets left out)',
   })
