@@ -1,4 +1,5 @@
-import { Controller, Get, Query } from '@nestjs/common';
+import { Controller, Get, Query, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
 import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../auth/authorize.decorator.js';
 import type { FeedResponse } from '../common/responses.js';
@@ -23,7 +24,8 @@ export class EventsController {
     feed: true,
     errors: [400],
   })
-  list(@Query() query: EventsQueryDto): Promise<FeedResponse<EventDto>> {
-    return this.events.feed(query);
+  list(@Query() query: EventsQueryDto, @Req() request: FastifyRequest): Promise<FeedResponse<EventDto>> {
+    // A waiting call stops looking once its client has gone.
+    return this.events.feed(query, () => request.raw.destroyed || request.raw.socket.destroyed);
   }
 }

@@ -43,7 +43,7 @@ export class EventsQueryDto {
   @ApiPropertyOptional({ description: 'An event id: only events after it (absent: from the oldest kept)' })
   @IsOptional()
   @IsString()
-  @Matches(/^\d{20}-\d{20}$/, { message: 'after must be an event id (20 digits, a hyphen, 20 digits)' })
+  @Matches(/^(\d{20}-\d{20})?$/, { message: 'after must be an event id (20 digits, a hyphen, 20 digits)' })
   after?: string;
 
   @ApiPropertyOptional({

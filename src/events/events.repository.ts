@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { RESOURCE_ID } from '../audit/audit-events.repository.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 
 /** One event as the feed shows it (part 6.12). */
@@ -25,8 +24,6 @@ export interface NewEvent {
 /** `<xid>-<id>`, each zero-padded to 20 digits: plain string order is feed order. */
 export const EVENT_ID = /^(\d{20})-(\d{20})$/;
 
-const ID = `lpad(xid::text, 20, '0') || '-' || lpad(id::text, 20, '0')`;
-
 @Injectable()
 export class EventsRepository {
   constructor(private readonly uow: UnitOfWork) {}
@@ -34,23 +31,44 @@ export class EventsRepository {
   /**
    * Events after the cursor, in (transaction, id) order, only from transactions older than the
    * oldest one still running: a transaction that took a lower id but commits later is waited
-   * for, never skipped, so nothing can appear behind what a reader was already given.
+   * for, never skipped, so nothing can appear behind what a reader was already given. With the
+   * page comes that horizon (every event below it is final) and the next transaction id to be
+   * handed out (a cursor at or past it belongs to another database, or to this one before a
+   * restore), read in the same statement, so from the same snapshot as the page.
    */
-  after(
+  async after(
     cursor: { xid: string; id: string } | undefined,
     types: readonly string[] | undefined,
     limit: number,
-  ): Promise<EventRow[]> {
-    return this.uow.reader.query<EventRow[]>(
-      `SELECT ${ID} AS id, type, occurred_at, actor_id, request_id, resource_type, ${RESOURCE_ID}, data
-       FROM events
-       WHERE (xid, id) > ($1::xid8, $2::bigint)
-         AND xid < pg_snapshot_xmin(pg_current_snapshot())
-         AND ($3::text[] IS NULL OR type = ANY($3::text[]))
-       ORDER BY xid, id
-       LIMIT $4`,
-      [cursor?.xid ?? '0', cursor?.id ?? '0', types === undefined ? null : [...types], limit],
+  ): Promise<{ rows: EventRow[]; horizon: string; next: string }> {
+    // Each type is its own index range (events_type_idx) merged in order: one `type = ANY` scan
+    // would read and sort every event of those types after the cursor.
+    const page =
+      types === undefined
+        ? `SELECT e.* FROM events e, h WHERE (e.xid, e.id) > ($1::xid8, $2::bigint) AND e.xid < h.xmin
+           ORDER BY e.xid, e.id LIMIT $3`
+        : `SELECT x.* FROM h, unnest($4::text[]) AS t(type), LATERAL (
+             SELECT e.* FROM events e WHERE e.type = t.type AND (e.xid, e.id) > ($1::xid8, $2::bigint) AND e.xid < h.xmin
+             ORDER BY e.xid, e.id LIMIT $3) x
+           ORDER BY x.xid, x.id LIMIT $3`;
+    const rows = await this.uow.reader.query<(EventRow & { horizon: string; next_xid: string; xid: string | null })[]>(
+      `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin, pg_snapshot_xmax(pg_current_snapshot()) AS xmax),
+            page AS (${page})
+       SELECT h.xmin::text AS horizon, h.xmax::text AS next_xid, p.xid::text AS xid,
+              lpad(p.xid::text, 20, '0') || '-' || lpad(p.id::text, 20, '0') AS id,
+              p.type, p.occurred_at, p.actor_id, p.request_id, p.resource_type,
+              CASE WHEN p.resource_id ~ '^[1-9][0-9]{0,15}$' THEN to_jsonb(p.resource_id::bigint) ELSE to_jsonb(p.resource_id) END AS resource_id,
+              p.data
+       FROM h LEFT JOIN page p ON true
+       ORDER BY p.xid, p.id`,
+      [cursor?.xid ?? '0', cursor?.id ?? '0', limit, ...(types === undefined ? [] : [[...types]])],
     );
+    const first = rows[0];
+    return {
+      rows: rows.filter((row) => row.xid !== null),
+      horizon: first?.horizon ?? '0',
+      next: first?.next_xid ?? '0',
+    };
   }
 
   /** Appends events in the caller's transaction (workers' events: push deliveries). */

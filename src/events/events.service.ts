@@ -7,25 +7,47 @@ import { EVENT_ID, EventsRepository, type EventRow } from './events.repository.j
 
 /** How often a long poll (`wait`) looks again. */
 const POLL_MS = 200;
+/** Calls that may wait at once on one instance (each looks again every POLL_MS). */
+const MAX_WAITING = 100;
 const TYPE = /^[a-z_]+\.[a-z_]+$/;
 
 @Injectable()
 export class EventsService implements BeforeApplicationShutdown {
   private closing = false;
+  private waiting = 0;
 
   constructor(private readonly events: EventsRepository) {}
 
-  /** `GET /events`: the next events after the cursor, waiting up to `wait` seconds for a first one. */
-  async feed(query: EventsQueryDto): Promise<FeedResponse<EventDto>> {
+  /**
+   * `GET /events`: the next events after the cursor, waiting up to `wait` seconds for a first one
+   * while the caller is still there. `next_after` is the last event given, or, when the page is
+   * not full, the horizon below which every event is final (so a rare `types` filter does not
+   * rescan the same range on every call).
+   */
+  async feed(query: EventsQueryDto, gone: () => boolean = () => false): Promise<FeedResponse<EventDto>> {
     const cursor = parseCursor(query.after);
     const types = parseTypes(query.types);
-    const deadline = Date.now() + (query.wait ?? 0) * 1000;
-    for (;;) {
-      const rows = await this.events.after(cursor, types, query.limit ?? 100);
-      // A shutting-down instance answers what it has instead of holding the drain for 30 s.
-      if (rows.length > 0 || Date.now() + POLL_MS > deadline || this.closing)
-        return new FeedResponse(rows.map(present), rows.at(-1)?.id ?? query.after ?? null);
-      await sleep(POLL_MS);
+    const limit = query.limit ?? 100;
+    // Waiting calls are bounded per instance: past the bound a call answers at once.
+    const waitMs = this.waiting < MAX_WAITING ? (query.wait ?? 0) * 1000 : 0;
+    const deadline = Date.now() + waitMs;
+    this.waiting += 1;
+    try {
+      for (;;) {
+        const page = await this.events.after(cursor, types, limit);
+        if (cursor !== undefined && BigInt(cursor.xid) >= BigInt(page.next))
+          throw ApiError.field(
+            'after',
+            'ahead',
+            'after is ahead of this feed: an event id from another database, or from before a restore',
+          );
+        // A shutting-down instance answers what it has instead of holding the drain for 30 s.
+        if (page.rows.length > 0 || Date.now() + POLL_MS > deadline || this.closing || gone())
+          return new FeedResponse(page.rows.map(present), nextAfter(query.after, page, limit));
+        await sleep(POLL_MS);
+      }
+    } finally {
+      this.waiting -= 1;
     }
   }
 
@@ -40,7 +62,8 @@ const MAX_ID = 2n ** 63n - 1n;
 
 /** An event id as the database's (transaction, id) pair; 400 for one no event can have. */
 function parseCursor(after: string | undefined): { xid: string; id: string } | undefined {
-  if (after === undefined) return undefined;
+  // An empty `after=` (a stored `next_after` of null sent back) is the start of the feed.
+  if (after === undefined || after === '') return undefined;
   const match = EVENT_ID.exec(after);
   const xid = BigInt(match?.[1] ?? '-1');
   const id = BigInt(match?.[2] ?? '-1');
@@ -61,6 +84,21 @@ function parseTypes(raw: string | undefined): string[] | undefined {
     );
   if (types.length > 100) throw ApiError.field('types', 'max_size', 'types may name at most 100 types');
   return types;
+}
+
+const pad = (value: bigint): string => value.toString().padStart(20, '0');
+
+/** The last event given; past a page that was not full, the horizon if that is further. */
+function nextAfter(
+  after: string | undefined,
+  page: { rows: readonly EventRow[]; horizon: string },
+  limit: number,
+): string | null {
+  const last = page.rows.at(-1)?.id ?? (after === '' ? undefined : after);
+  const horizon = BigInt(page.horizon);
+  if (page.rows.length >= limit || horizon < 1n) return last ?? null;
+  const final = `${pad(horizon - 1n)}-${pad(MAX_ID)}`;
+  return last === undefined || final > last ? final : last;
 }
 
 function present(row: EventRow): EventDto {

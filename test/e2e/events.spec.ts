@@ -67,12 +67,28 @@ describe('GET /events: the change feed', () => {
       data: { changes: expect.objectContaining({ email: [null, email] }) },
     });
     expect(event?.id).toMatch(/^\d{20}-\d{20}$/);
-    expect(response.body.meta.next_after).toBe((response.body.data as FeedEvent[]).at(-1)?.id);
-    // Nothing new after the cursor: an empty page keeps the cursor.
+    // At or past the last event given (past it when the page was not full: the horizon).
+    const last = (response.body.data as FeedEvent[]).at(-1)?.id ?? '';
+    expect(response.body.meta.next_after >= last).toBe(true);
+    // Nothing new after the cursor: an empty page never moves the cursor back.
     const again = await caller(t, root)
       .get(`/v1/admin/events?types=user.create&after=${response.body.meta.next_after}`)
       .expect(200);
-    expect(again.body).toMatchObject({ data: [], meta: { next_after: response.body.meta.next_after } });
+    expect(again.body.data).toEqual([]);
+    expect(again.body.meta.next_after >= response.body.meta.next_after).toBe(true);
+  });
+
+  it('a page that is not full moves the cursor to the horizon, and an event of a rare type written after it is still found', async () => {
+    const empty = await caller(t, root).get('/v1/admin/events?types=test.rare').expect(200);
+    expect(empty.body.data).toEqual([]);
+    const cursor = empty.body.meta.next_after as string;
+    expect(cursor).toMatch(/^\d{20}-\d{20}$/);
+    await sql("INSERT INTO audit_events (action, resource_type, resource_id) VALUES ('test.rare', 'test', 'rare-1')");
+    const found = await caller(t, root).get(`/v1/admin/events?types=test.rare&after=${cursor}&wait=10`).expect(200);
+    expect((found.body.data as FeedEvent[]).map((event) => event.resource_id)).toEqual(['rare-1']);
+    // An empty after= (a stored null sent back) is the start of the feed.
+    const fromStart = await caller(t, root).get('/v1/admin/events?types=test.rare&after=').expect(200);
+    expect((fromStart.body.data as FeedEvent[]).map((event) => event.resource_id)).toEqual(['rare-1']);
   });
 
   it('wait long-polls until an event arrives', async () => {
@@ -94,6 +110,8 @@ describe('GET /events: the change feed', () => {
       ['after=00000000000000000001-0000000000000000000x', 'after'],
       ['after=99999999999999999999-00000000000000000001', 'after'],
       ['after=00000000000000000001-99999999999999999999', 'after'],
+      // A transaction id this database has not reached: another database's cursor, or a restore.
+      ['after=18000000000000000000-00000000000000000001', 'ahead'],
       ['limit=0', 'limit'],
       ['limit=1001', 'limit'],
       ['wait=31', 'wait'],
