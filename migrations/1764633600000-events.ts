@@ -24,8 +24,6 @@ export class Events1764633600000 implements MigrationInterface {
       PRIMARY KEY (xid, id)
     )`);
     await db.query('CREATE INDEX events_occurred_at_idx ON events (occurred_at)');
-    // A reader of a few types walks each type's own range in feed order.
-    await db.query('CREATE INDEX events_type_idx ON events (type, xid, id)');
     await db.query(`CREATE FUNCTION events_from_audit() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         INSERT INTO events (type, occurred_at, actor_id, request_id, resource_type, resource_id, data)

@@ -10,6 +10,7 @@ import { JobResults1764374400000 } from './1764374400000-job-results.js';
 import { BulkJobItems1764460800000 } from './1764460800000-bulk-job-items.js';
 import { NextChangeIndexes1764547200000 } from './1764547200000-next-change-indexes.js';
 import { Events1764633600000 } from './1764633600000-events.js';
+import { EventsOrder1764720000000 } from './1764720000000-events-order.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -25,4 +26,5 @@ export const MIGRATIONS = [
   BulkJobItems1764460800000,
   NextChangeIndexes1764547200000,
   Events1764633600000,
+  EventsOrder1764720000000,
 ];

@@ -18,7 +18,12 @@ export class EventsPurge implements OnModuleInit {
 
   onModuleInit(): void {
     this.queue.register('purge-events', async () => {
-      const deleted = await this.uow.run((tx) => this.events.purge(tx, this.settings.eventRetentionDays));
+      let deleted = 0;
+      for (;;) {
+        const batch = await this.uow.run((tx) => this.events.purge(tx, this.settings.eventRetentionDays));
+        deleted += batch;
+        if (batch === 0) break;
+      }
       if (deleted > 0) this.logger.log({ msg: 'events past their retention deleted', deleted });
       return { deleted };
     });

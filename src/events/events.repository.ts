@@ -91,12 +91,17 @@ export class EventsRepository {
     );
   }
 
-  /** Events older than the retention (EVENT_RETENTION_DAYS); answers how many went. */
-  async purge(tx: Tx, retentionDays: number): Promise<number> {
+  /**
+   * Up to `batch` events older than the retention (EVENT_RETENTION_DAYS); answers how many went.
+   * The caller repeats it in short transactions: one DELETE of a month's backlog could outlast
+   * the statement timeout, and its transaction would hold the feed's horizon back meanwhile.
+   */
+  async purge(tx: Tx, retentionDays: number, batch = 10_000): Promise<number> {
     tx.wrote('events');
     const [, count] = await tx.db.query<[unknown[], number]>(
-      `DELETE FROM events WHERE occurred_at < now() - make_interval(days => $1)`,
-      [retentionDays],
+      `DELETE FROM events WHERE (xid, id) IN (
+         SELECT xid, id FROM events WHERE occurred_at < now() - make_interval(days => $1) LIMIT $2)`,
+      [retentionDays, batch],
     );
     return count;
   }

@@ -187,13 +187,27 @@ describe('GET /events: the change feed', () => {
     expect(again.map((event) => event.id)).toEqual(ids);
   }, 60_000);
 
+  it('the feed order cannot be forged: an INSERT naming its own xid gets the writing transaction’s', async () => {
+    await sql(
+      "INSERT INTO events (xid, type, resource_type, resource_id) VALUES ('1', 'test.forged', 'test', 'forged')",
+    );
+    const [row] = await sql<{ xid: string }>("SELECT xid::text AS xid FROM events WHERE type = 'test.forged'");
+    expect(BigInt(row?.xid ?? '0')).toBeGreaterThan(1n);
+  });
+
   it('events past EVENT_RETENTION_DAYS are purged; younger ones stay', async () => {
     await sql(
       `INSERT INTO events (type, occurred_at, resource_type, resource_id) VALUES
        ('test.old', now() - interval '31 days', 'test', 'old'), ('test.old', now() - interval '29 days', 'test', 'young')`,
     );
-    const deleted = await t.app.get(UnitOfWork).run((tx) => t.app.get(EventsRepository).purge(tx, 30));
-    expect(deleted).toBeGreaterThanOrEqual(1);
+    // In batches (here of one): each call takes at most that many, until none is left.
+    const purge = (): Promise<number> =>
+      t.app.get(UnitOfWork).run((tx) => t.app.get(EventsRepository).purge(tx, 30, 1));
+    expect(await purge()).toBe(1);
+    expect(await sql("SELECT count(*)::int AS n FROM events WHERE occurred_at < now() - interval '30 days'")).toEqual([
+      { n: 0 },
+    ]);
+    expect(await purge()).toBe(0);
     expect(await sql("SELECT resource_id FROM events WHERE type = 'test.old' ORDER BY resource_id")).toEqual([
       { resource_id: 'young' },
     ]);
