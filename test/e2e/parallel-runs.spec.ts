@@ -26,7 +26,10 @@ describe('test isolation: two test runs on one machine pass side by side', () =>
   it('runs the cache specs twice at once, each run with its own database and Redis key prefix', async () => {
     const [first, second] = await Promise.all([jestRun(), jestRun()]);
     for (const run of [first, second]) {
-      expect({ code: run.code, summary: /Tests: .*/.exec(run.output)?.[0] }).toEqual({
+      // The inner failures' titles, so a red run says which test of which run failed.
+      const failed = [...run.output.matchAll(/● (.+)/g)].map((match) => match[1]);
+      expect({ code: run.code, summary: /Tests: .*/.exec(run.output)?.[0], failed }).toEqual({
+        failed: [],
         code: 0,
         summary: expect.stringMatching(/^Tests: +\d+ passed, \d+ total$/) as unknown,
       });

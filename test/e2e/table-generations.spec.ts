@@ -26,7 +26,8 @@ describe('table generations: every committed write makes the cached list pages o
 
   beforeAll(async () => {
     // A key prefix of its own: the generations are shared counters, and other specs write too.
-    t = await startApp({ cachePrefix: prefix, widgets: false });
+    // A cache budget a loaded machine cannot exceed: the spec asserts hits and misses.
+    t = await startApp({ cachePrefix: prefix, widgets: false, env: { CACHE_TIMEOUT_MS: '2000' } });
     cache = t.app.get(CacheService);
     root = await actor('super_admin');
     // A generation that does not exist yet starts from the server clock, not from 1 (it may have
