@@ -12,8 +12,10 @@ interface AuditEventRow extends AuditEventDto {
 
 // Ids are JSON numbers except session ids (part 1); `resource_id` is stored as text for both.
 /** A numeric id as a JSON number, anything else (a session id) as a string: as the API shows ids. */
-export const RESOURCE_ID = `CASE WHEN resource_id ~ '^[1-9][0-9]{0,15}$' THEN to_jsonb(resource_id::bigint) ELSE to_jsonb(resource_id) END AS resource_id`;
-const RESOURCE_COLUMNS = `id, occurred_at, actor_id, action, resource_type, ${RESOURCE_ID}, request_id, reason, changes`;
+export function resourceIdJson(column = 'resource_id'): string {
+  return `CASE WHEN ${column} ~ '^[1-9][0-9]{0,15}$' THEN to_jsonb(${column}::bigint) ELSE to_jsonb(${column}) END AS resource_id`;
+}
+const RESOURCE_COLUMNS = `id, occurred_at, actor_id, action, resource_type, ${resourceIdJson()}, request_id, reason, changes`;
 
 /**
  * `GET /audit-events`: every filter has an index in the default order (`occurred_at DESC, id`),

@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiResourceId } from '../audit/dto/audit-event.dto.js';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 
@@ -17,12 +18,7 @@ export class EventDto {
   @ApiProperty({ type: Number, nullable: true }) actor_id!: number | null;
   @ApiProperty({ type: String, nullable: true }) request_id!: string | null;
   @ApiProperty({ type: String, nullable: true, example: 'authority' }) resource_type!: string | null;
-  @ApiProperty({
-    oneOf: [{ type: 'integer' }, { type: 'string' }],
-    nullable: true,
-    example: 42,
-    description: 'A number, or a string for session ids (as in the audit trail)',
-  })
+  @ApiResourceId()
   resource_id!: number | string | null;
   @ApiProperty({
     type: 'object',

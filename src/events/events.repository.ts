@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { resourceIdJson } from '../audit/audit-events.repository.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 
 /** One event as the feed shows it (part 6.12). */
@@ -57,7 +58,7 @@ export class EventsRepository {
        SELECT h.xmin::text AS horizon, h.xmax::text AS next_xid, p.xid::text AS xid,
               lpad(p.xid::text, 20, '0') || '-' || lpad(p.id::text, 20, '0') AS id,
               p.type, p.occurred_at, p.actor_id, p.request_id, p.resource_type,
-              CASE WHEN p.resource_id ~ '^[1-9][0-9]{0,15}$' THEN to_jsonb(p.resource_id::bigint) ELSE to_jsonb(p.resource_id) END AS resource_id,
+              ${resourceIdJson('p.resource_id')},
               p.data
        FROM h LEFT JOIN page p ON true
        ORDER BY p.xid, p.id`,

@@ -1870,7 +1870,7 @@ export interface components {
             /** @example authority */
             resource_type: string | null;
             /**
-             * @description A number, or a string for session ids (as in the audit trail)
+             * @description A number, or a string for session ids
              * @example 42
              */
             resource_id: (number | string) | null;

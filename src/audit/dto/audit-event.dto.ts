@@ -1,5 +1,14 @@
 import { ApiProperty } from '@nestjs/swagger';
 
+/** `resource_id` as the audit trail and the event feed show it: a number, or a string for session ids. */
+export const ApiResourceId = (): PropertyDecorator =>
+  ApiProperty({
+    oneOf: [{ type: 'integer' }, { type: 'string' }],
+    nullable: true,
+    example: 42,
+    description: 'A number, or a string for session ids',
+  });
+
 /** One append-only record of a successful write (part 6.10). */
 export class AuditEventDto {
   @ApiProperty({ example: 1042 }) id!: number;
@@ -8,12 +17,7 @@ export class AuditEventDto {
     number | null;
   @ApiProperty({ example: 'authority.revoke', description: '`<resource_type>.<verb>`' }) action!: string;
   @ApiProperty({ example: 'authority' }) resource_type!: string;
-  @ApiProperty({
-    oneOf: [{ type: 'integer' }, { type: 'string' }],
-    nullable: true,
-    example: 42,
-    description: 'A number, or a string for session ids',
-  })
+  @ApiResourceId()
   resource_id!: number | string | null;
   @ApiProperty({ type: String, nullable: true }) request_id!: string | null;
   @ApiProperty({ type: String, nullable: true }) reason!: string | null;
