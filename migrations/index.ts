@@ -11,6 +11,7 @@ import { BulkJobItems1764460800000 } from './1764460800000-bulk-job-items.js';
 import { NextChangeIndexes1764547200000 } from './1764547200000-next-change-indexes.js';
 import { Events1764633600000 } from './1764633600000-events.js';
 import { EventsOrder1764720000000 } from './1764720000000-events-order.js';
+import { EventsCommitOrder1764806400000 } from './1764806400000-events-commit-order.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -27,4 +28,5 @@ export const MIGRATIONS = [
   NextChangeIndexes1764547200000,
   Events1764633600000,
   EventsOrder1764720000000,
+  EventsCommitOrder1764806400000,
 ];

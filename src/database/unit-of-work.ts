@@ -43,13 +43,16 @@ async function writeCounts(db: EntityManager): Promise<Map<string, number>> {
   return new Map(rows.map((row) => [row.relname, Number(row.n)]));
 }
 
+/** Written by the database's own triggers, never read by a projection (the feed's commit step). */
+const TRIGGER_BOOKKEEPING = new Set(['event_transactions']);
+
 function undeclared(
   before: ReadonlyMap<string, number>,
   after: ReadonlyMap<string, number>,
   declared: ReadonlySet<string>,
 ): string[] {
   return [...after]
-    .filter(([table, n]) => n > (before.get(table) ?? 0) && !declared.has(table))
+    .filter(([table, n]) => n > (before.get(table) ?? 0) && !declared.has(table) && !TRIGGER_BOOKKEEPING.has(table))
     .map(([table]) => table);
 }
 

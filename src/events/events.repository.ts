@@ -22,7 +22,7 @@ export interface NewEvent {
   readonly data: object;
 }
 
-/** `<xid>-<id>`, each zero-padded to 20 digits: plain string order is feed order. */
+/** `<position>-<id>`, each zero-padded to 20 digits: plain string order is feed order. */
 export const EVENT_ID = /^(\d{20})-(\d{20})$/;
 
 @Injectable()
@@ -30,45 +30,44 @@ export class EventsRepository {
   constructor(private readonly uow: UnitOfWork) {}
 
   /**
-   * Events after the cursor, in (transaction, id) order, only from transactions older than the
-   * oldest one still running: a transaction that took a lower id but commits later is waited
-   * for, never skipped, so nothing can appear behind what a reader was already given. With the
-   * page comes that horizon (every event below it is final) and the next transaction id to be
-   * handed out (a cursor at or past it belongs to another database, or to this one before a
+   * Events after the cursor in feed order: (commit position, id). A transaction's events get
+   * their position as it commits, under one lock held until the commit is visible, so positions
+   * are commit order and nothing can appear behind what a reader was already given. With the
+   * page come the highest position visible (every event at or below it is final) and the last
+   * one handed out (a cursor past it belongs to another database, or to this one before a
    * restore), read in the same statement, so from the same snapshot as the page.
    */
   async after(
-    cursor: { xid: string; id: string } | undefined,
+    cursor: { seq: string; id: string } | undefined,
     types: readonly string[] | undefined,
     limit: number,
-  ): Promise<{ rows: EventRow[]; horizon: string; next: string }> {
-    // Each type is its own index range (events_type_idx) merged in order: one `type = ANY` scan
-    // would read and sort every event of those types after the cursor.
+  ): Promise<{ rows: EventRow[]; top: string; issued: string }> {
+    // Each type is its own index range (events_type_seq_idx) merged in order: one `type = ANY`
+    // scan would read and sort every event of those types after the cursor.
     const page =
       types === undefined
-        ? `SELECT e.* FROM events e, h WHERE (e.xid, e.id) > ($1::xid8, $2::bigint) AND e.xid < h.xmin
-           ORDER BY e.xid, e.id LIMIT $3`
-        : `SELECT x.* FROM h, unnest($4::text[]) AS t(type), LATERAL (
-             SELECT e.* FROM events e WHERE e.type = t.type AND (e.xid, e.id) > ($1::xid8, $2::bigint) AND e.xid < h.xmin
-             ORDER BY e.xid, e.id LIMIT $3) x
-           ORDER BY x.xid, x.id LIMIT $3`;
-    const rows = await this.uow.reader.query<(EventRow & { horizon: string; next_xid: string; xid: string | null })[]>(
-      `WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin, pg_snapshot_xmax(pg_current_snapshot()) AS xmax),
+        ? `SELECT e.* FROM events e WHERE (e.seq, e.id) > ($1::bigint, $2::bigint) ORDER BY e.seq, e.id LIMIT $3`
+        : `SELECT x.* FROM unnest($4::text[]) AS t(type), LATERAL (
+             SELECT e.* FROM events e WHERE e.type = t.type AND (e.seq, e.id) > ($1::bigint, $2::bigint)
+             ORDER BY e.seq, e.id LIMIT $3) x
+           ORDER BY x.seq, x.id LIMIT $3`;
+    const rows = await this.uow.reader.query<(EventRow & { top: string | null; issued: string; seq: string | null })[]>(
+      `WITH h AS (SELECT (SELECT max(seq) FROM events)::text AS top, (SELECT last_value FROM events_commit_seq)::text AS issued),
             page AS (${page})
-       SELECT h.xmin::text AS horizon, h.xmax::text AS next_xid, p.xid::text AS xid,
-              lpad(p.xid::text, 20, '0') || '-' || lpad(p.id::text, 20, '0') AS id,
+       SELECT h.top, h.issued, p.seq::text AS seq,
+              lpad(p.seq::text, 20, '0') || '-' || lpad(p.id::text, 20, '0') AS id,
               p.type, p.occurred_at, p.actor_id, p.request_id, p.resource_type,
               ${resourceIdJson('p.resource_id')},
               p.data
        FROM h LEFT JOIN page p ON true
-       ORDER BY p.xid, p.id`,
-      [cursor?.xid ?? '0', cursor?.id ?? '0', limit, ...(types === undefined ? [] : [[...types]])],
+       ORDER BY p.seq, p.id`,
+      [cursor?.seq ?? '0', cursor?.id ?? '0', limit, ...(types === undefined ? [] : [[...types]])],
     );
     const first = rows[0];
     return {
-      rows: rows.filter((row) => row.xid !== null),
-      horizon: first?.horizon ?? '0',
-      next: first?.next_xid ?? '0',
+      rows: rows.filter((row) => row.seq !== null),
+      top: first?.top ?? '0',
+      issued: first?.issued ?? '0',
     };
   }
 
@@ -95,7 +94,7 @@ export class EventsRepository {
   /**
    * Up to `batch` events older than the retention (EVENT_RETENTION_DAYS); answers how many went.
    * The caller repeats it in short transactions: one DELETE of a month's backlog could outlast
-   * the statement timeout, and its transaction would hold the feed's horizon back meanwhile.
+   * the statement timeout and hold its locks for as long.
    */
   async purge(tx: Tx, retentionDays: number, batch = 10_000): Promise<number> {
     tx.wrote('events');

@@ -21,8 +21,8 @@ export class EventsService implements BeforeApplicationShutdown {
   /**
    * `GET /events`: the next events after the cursor, waiting up to `wait` seconds for a first one
    * while the caller is still there. `next_after` is the last event given, or, when the page is
-   * not full, the horizon below which every event is final (so a rare `types` filter does not
-   * rescan the same range on every call).
+   * not full, past the highest position visible, below which every event is final (so a rare
+   * `types` filter does not rescan the same range on every call).
    */
   async feed(query: EventsQueryDto, gone: () => boolean = () => false): Promise<FeedResponse<EventDto>> {
     const cursor = parseCursor(query.after);
@@ -35,7 +35,7 @@ export class EventsService implements BeforeApplicationShutdown {
     try {
       for (;;) {
         const page = await this.events.after(cursor, types, limit);
-        if (cursor !== undefined && BigInt(cursor.xid) >= BigInt(page.next))
+        if (cursor !== undefined && BigInt(cursor.seq) > BigInt(page.issued))
           throw ApiError.field(
             'after',
             'ahead',
@@ -57,19 +57,18 @@ export class EventsService implements BeforeApplicationShutdown {
   }
 }
 
-const MAX_XID = 2n ** 64n - 1n;
 const MAX_ID = 2n ** 63n - 1n;
 
-/** An event id as the database's (transaction, id) pair; 400 for one no event can have. */
-function parseCursor(after: string | undefined): { xid: string; id: string } | undefined {
+/** An event id as the database's (position, id) pair; 400 for one no event can have. */
+function parseCursor(after: string | undefined): { seq: string; id: string } | undefined {
   // An empty `after=` (a stored `next_after` of null sent back) is the start of the feed.
   if (after === undefined || after === '') return undefined;
   const match = EVENT_ID.exec(after);
-  const xid = BigInt(match?.[1] ?? '-1');
+  const seq = BigInt(match?.[1] ?? '-1');
   const id = BigInt(match?.[2] ?? '-1');
-  if (xid < 0n || xid > MAX_XID || id < 0n || id > MAX_ID)
+  if (seq < 0n || seq > MAX_ID || id < 0n || id > MAX_ID)
     throw ApiError.field('after', 'format', 'after must be an event id from this feed');
-  return { xid: String(xid), id: String(id) };
+  return { seq: String(seq), id: String(id) };
 }
 
 function parseTypes(raw: string | undefined): string[] | undefined {
@@ -88,16 +87,16 @@ function parseTypes(raw: string | undefined): string[] | undefined {
 
 const pad = (value: bigint): string => value.toString().padStart(20, '0');
 
-/** The last event given; past a page that was not full, the horizon if that is further. */
+/** The last event given; past a page that was not full, the highest position visible if that is further. */
 function nextAfter(
   after: string | undefined,
-  page: { rows: readonly EventRow[]; horizon: string },
+  page: { rows: readonly EventRow[]; top: string },
   limit: number,
 ): string | null {
   const last = page.rows.at(-1)?.id ?? (after === '' ? undefined : after);
-  const horizon = BigInt(page.horizon);
-  if (page.rows.length >= limit || horizon < 1n) return last ?? null;
-  const final = `${pad(horizon - 1n)}-${pad(MAX_ID)}`;
+  const top = BigInt(page.top);
+  if (page.rows.length >= limit || top < 1n) return last ?? null;
+  const final = `${pad(top)}-${pad(MAX_ID)}`;
   return last === undefined || final > last ? final : last;
 }
 

@@ -110,8 +110,8 @@ describe('GET /events: the change feed', () => {
       ['after=00000000000000000001-0000000000000000000x', 'after'],
       ['after=99999999999999999999-00000000000000000001', 'after'],
       ['after=00000000000000000001-99999999999999999999', 'after'],
-      // A transaction id this database has not reached: another database's cursor, or a restore.
-      ['after=18000000000000000000-00000000000000000001', 'ahead'],
+      // A position this database has not reached: another database's cursor, or a restore.
+      ['after=00000000099999999999-00000000000000000001', 'ahead'],
       ['limit=0', 'limit'],
       ['limit=1001', 'limit'],
       ['wait=31', 'wait'],
@@ -130,6 +130,15 @@ describe('GET /events: the change feed', () => {
 
   it('many concurrent writers with random delays inside their transactions: a reader following the cursor sees every event once, in order, none behind it', async () => {
     const { next: start } = await readAll(undefined, 'test.concurrent');
+    // A pause inside COMMIT, after the feed's commit step gave the transaction its position: a
+    // deferred trigger queued after it. Without the commit lock another transaction would take the
+    // next position and become visible first, and a reader would move past the earlier one.
+    await sql(`CREATE TABLE IF NOT EXISTS test_commit_pause (ms int NOT NULL);
+      CREATE OR REPLACE FUNCTION test_commit_pause() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN PERFORM pg_sleep(NEW.ms / 1000.0); RETURN NULL; END $$;
+      DROP TRIGGER IF EXISTS test_commit_pause ON test_commit_pause;
+      CREATE CONSTRAINT TRIGGER test_commit_pause AFTER INSERT ON test_commit_pause
+        DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_commit_pause()`);
     const writers = 8;
     const perWriter = 15;
     const written = new Set<string>();
@@ -147,6 +156,7 @@ describe('GET /events: the change feed', () => {
             [marker],
           );
           await sleep(Math.random() * 60);
+          await client.query('INSERT INTO test_commit_pause (ms) VALUES ($1)', [Math.floor(Math.random() * 30)]);
           if (Math.random() < 0.1) {
             await client.query('ROLLBACK');
             continue;
@@ -187,12 +197,50 @@ describe('GET /events: the change feed', () => {
     expect(again.map((event) => event.id)).toEqual(ids);
   }, 60_000);
 
-  it('the feed order cannot be forged: an INSERT naming its own xid gets the writing transaction’s', async () => {
+  it('the feed order cannot be forged: an INSERT naming its own transaction and position gets those of its commit', async () => {
+    const [before] = await sql<{ top: string }>('SELECT max(seq)::text AS top FROM events');
     await sql(
-      "INSERT INTO events (xid, type, resource_type, resource_id) VALUES ('1', 'test.forged', 'test', 'forged')",
+      "INSERT INTO events (xid, seq, type, resource_type, resource_id) VALUES ('1', 1, 'test.forged', 'test', 'forged')",
     );
-    const [row] = await sql<{ xid: string }>("SELECT xid::text AS xid FROM events WHERE type = 'test.forged'");
+    const [row] = await sql<{ xid: string; seq: string }>(
+      "SELECT xid::text AS xid, seq::text AS seq FROM events WHERE type = 'test.forged'",
+    );
     expect(BigInt(row?.xid ?? '0')).toBeGreaterThan(1n);
+    expect(BigInt(row?.seq ?? '0')).toBeGreaterThan(BigInt(before?.top ?? '0'));
+    // No transaction is left waiting for its position.
+    expect(await sql('SELECT count(*)::int AS n FROM event_transactions')).toEqual([{ n: 0 }]);
+  });
+
+  it('commit order, not first-write order: a transaction that wrote first but committed last comes last', async () => {
+    const { next: start } = await readAll(undefined, 'test.order');
+    const first = new pg.Client({ connectionString: testDatabaseUrl() });
+    const second = new pg.Client({ connectionString: testDatabaseUrl() });
+    await Promise.all([first.connect(), second.connect()]);
+    const write = (client: pg.Client, step: string): Promise<unknown> =>
+      client.query(
+        "INSERT INTO audit_events (action, resource_type, resource_id, changes) VALUES ('test.order', 'test', 'record-1', $1)",
+        [JSON.stringify({ step: [null, step] })],
+      );
+    try {
+      // The first session takes its transaction id and writes, the second writes and commits,
+      // then the first writes again and commits: a consumer applying changes in feed order must
+      // end with the first session's last change.
+      await first.query('BEGIN');
+      await write(first, 'first-1');
+      await second.query('BEGIN');
+      await write(second, 'second');
+      await second.query('COMMIT');
+      await write(first, 'first-2');
+      await first.query('COMMIT');
+    } finally {
+      await Promise.all([first.end(), second.end()]);
+    }
+    const { events } = await readAll(start ?? undefined, 'test.order');
+    expect(events.map((event) => event.data.changes?.['step'])).toEqual([
+      [null, 'second'],
+      [null, 'first-1'],
+      [null, 'first-2'],
+    ]);
   });
 
   it('events past EVENT_RETENTION_DAYS are purged; younger ones stay', async () => {

@@ -318,7 +318,7 @@ describe('send-push through FCM HTTP v1 (fake server on loopback)', () => {
     const events = await sql<{ type: string; data: Record<string, unknown> }>(
       `SELECT type, data FROM events
        WHERE (resource_type = 'inbox_message' AND resource_id = $1) OR (type = 'mobile_device.deactivated' AND resource_id = $2)
-       ORDER BY xid, id`,
+       ORDER BY seq, id`,
       [String(messageId), String(deadId)],
     );
     const byDevice = (id: number): string[] =>
