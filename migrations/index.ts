@@ -12,6 +12,7 @@ import { NextChangeIndexes1764547200000 } from './1764547200000-next-change-inde
 import { Events1764633600000 } from './1764633600000-events.js';
 import { EventsOrder1764720000000 } from './1764720000000-events-order.js';
 import { EventsCommitOrder1764806400000 } from './1764806400000-events-commit-order.js';
+import { Webhooks1764892800000 } from './1764892800000-webhooks.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -29,4 +30,5 @@ export const MIGRATIONS = [
   Events1764633600000,
   EventsOrder1764720000000,
   EventsCommitOrder1764806400000,
+  Webhooks1764892800000,
 ];

@@ -72,6 +72,8 @@ export const ERRORS = {
   STATUS_NOT_FOUND: notFound('Status', 'status_id'),
   AUDIT_EVENT_NOT_FOUND: notFound('Audit event', 'audit_event_id'),
   SESSION_NOT_FOUND: notFound('Session', 'session_id'),
+  WEBHOOK_ENDPOINT_NOT_FOUND: notFound('Webhook endpoint', 'webhook_endpoint_id'),
+  WEBHOOK_DELIVERY_NOT_FOUND: notFound('Webhook delivery', 'webhook_delivery_id'),
   AUTHORITY_ALREADY_EXISTS: {
     status: 409,
     meaning: 'The user already has an authority on the device (deleted or not)',
@@ -137,6 +139,12 @@ export const ERRORS = {
   },
   SNOOZE_UNTIL_INVALID: { status: 422, meaning: 'until must be in the future and at most 365 days ahead' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, meaning: 'The key was used with a different body' },
+  WEBHOOK_URL_FORBIDDEN: {
+    status: 422,
+    meaning:
+      'The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address',
+    example: { reason: 'private_address', host: '10.0.0.7', address: '10.0.0.7' },
+  },
   RATE_LIMITED: { status: 429, meaning: 'Too many requests; see Retry-After' },
   INTERNAL_ERROR: { status: 500, meaning: 'A bug; the request id finds it in the logs' },
   SERVICE_UNAVAILABLE: {

@@ -62,6 +62,14 @@ export interface Settings {
   readonly eventRetentionDays: number;
   /** Whether this instance runs job workers (false: it only enqueues, e.g. an API-only node). */
   readonly jobWorkers: boolean;
+  /** Webhook URLs may name loopback and private addresses (WEBHOOK_ALLOW_PRIVATE, local use only). */
+  readonly webhookAllowPrivate: boolean;
+  /** Webhook URLs may be plain http (WEBHOOK_ALLOW_HTTP, local use only). */
+  readonly webhookAllowHttp: boolean;
+  /** Whether this instance's job workers also fan events out to webhooks and deliver them (WEBHOOK_WORKERS). */
+  readonly webhookWorkers: boolean;
+  /** Endpoints one instance delivers to at once (WEBHOOK_CONCURRENCY). */
+  readonly webhookConcurrency: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -183,6 +191,10 @@ export function loadSettings(env: Env = process.env): Settings {
     jobsSchema: identifier(env, 'JOBS_SCHEMA', 'pgboss'),
     eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
     jobWorkers: flag(env, 'JOB_WORKERS', true),
+    webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+    webhookAllowHttp: flag(env, 'WEBHOOK_ALLOW_HTTP', false),
+    webhookWorkers: flag(env, 'WEBHOOK_WORKERS', true),
+    webhookConcurrency: integer(env, 'WEBHOOK_CONCURRENCY', 16, 1, 256),
   });
 }
 

@@ -41,6 +41,7 @@ export class EventsRepository {
     cursor: { seq: string; id: string } | undefined,
     types: readonly string[] | undefined,
     limit: number,
+    db: Tx['db'] = this.uow.reader,
   ): Promise<{ rows: EventRow[]; top: string; issued: string }> {
     // Each type is its own index range (events_type_seq_idx) merged in order: one `type = ANY`
     // scan would read and sort every event of those types after the cursor.
@@ -51,7 +52,7 @@ export class EventsRepository {
              SELECT e.* FROM events e WHERE e.type = t.type AND (e.seq, e.id) > ($1::bigint, $2::bigint)
              ORDER BY e.seq, e.id LIMIT $3) x
            ORDER BY x.seq, x.id LIMIT $3`;
-    const rows = await this.uow.reader.query<(EventRow & { top: string | null; issued: string; seq: string | null })[]>(
+    const rows = await db.query<(EventRow & { top: string | null; issued: string; seq: string | null })[]>(
       `WITH h AS (SELECT (SELECT max(seq) FROM events)::text AS top, (SELECT last_value FROM events_commit_seq)::text AS issued),
             page AS (${page})
        SELECT h.top, h.issued, p.seq::text AS seq,

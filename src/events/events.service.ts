@@ -3,7 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../common/api-error.js';
 import { FeedResponse } from '../common/responses.js';
 import type { EventDto, EventsQueryDto } from './events.dto.js';
-import { EVENT_ID, EventsRepository, type EventRow } from './events.repository.js';
+import { nextAfter, parseCursor, presentEvent } from './event-cursor.js';
+import { EventsRepository } from './events.repository.js';
 
 /** How often a long poll (`wait`) looks again. */
 const POLL_MS = 200;
@@ -43,7 +44,7 @@ export class EventsService implements BeforeApplicationShutdown {
           );
         // A shutting-down instance answers what it has instead of holding the drain for 30 s.
         if (page.rows.length > 0 || Date.now() + POLL_MS > deadline || this.closing || gone())
-          return new FeedResponse(page.rows.map(present), nextAfter(query.after, page, limit));
+          return new FeedResponse(page.rows.map(presentEvent), nextAfter(query.after, page, limit));
         await sleep(POLL_MS);
       }
     } finally {
@@ -55,20 +56,6 @@ export class EventsService implements BeforeApplicationShutdown {
   beforeApplicationShutdown(): void {
     this.closing = true;
   }
-}
-
-const MAX_ID = 2n ** 63n - 1n;
-
-/** An event id as the database's (position, id) pair; 400 for one no event can have. */
-function parseCursor(after: string | undefined): { seq: string; id: string } | undefined {
-  // An empty `after=` (a stored `next_after` of null sent back) is the start of the feed.
-  if (after === undefined || after === '') return undefined;
-  const match = EVENT_ID.exec(after);
-  const seq = BigInt(match?.[1] ?? '-1');
-  const id = BigInt(match?.[2] ?? '-1');
-  if (seq < 0n || seq > MAX_ID || id < 0n || id > MAX_ID)
-    throw ApiError.field('after', 'format', 'after must be an event id from this feed');
-  return { seq: String(seq), id: String(id) };
 }
 
 function parseTypes(raw: string | undefined): string[] | undefined {
@@ -83,32 +70,4 @@ function parseTypes(raw: string | undefined): string[] | undefined {
     );
   if (types.length > 100) throw ApiError.field('types', 'max_size', 'types may name at most 100 types');
   return types;
-}
-
-const pad = (value: bigint): string => value.toString().padStart(20, '0');
-
-/** The last event given; past a page that was not full, the highest position visible if that is further. */
-function nextAfter(
-  after: string | undefined,
-  page: { rows: readonly EventRow[]; top: string },
-  limit: number,
-): string | null {
-  const last = page.rows.at(-1)?.id ?? (after === '' ? undefined : after);
-  const top = BigInt(page.top);
-  if (page.rows.length >= limit || top < 1n) return last ?? null;
-  const final = `${pad(top)}-${pad(MAX_ID)}`;
-  return last === undefined || final > last ? final : last;
-}
-
-function present(row: EventRow): EventDto {
-  return {
-    id: row.id,
-    type: row.type,
-    occurred_at: row.occurred_at.toISOString(),
-    actor_id: row.actor_id === null ? null : Number(row.actor_id),
-    request_id: row.request_id,
-    resource_type: row.resource_type,
-    resource_id: row.resource_id,
-    data: row.data,
-  };
 }

@@ -20,12 +20,39 @@ export const QUEUES = {
   bulk: { retryLimit: 2, retryDelay: 5, retryBackoff: true, retryDelayMax: 60 },
   'purge-job-results': { retryLimit: 1, retryDelay: 60, retryBackoff: false },
   'purge-events': { retryLimit: 1, retryDelay: 60, retryBackoff: false },
+  // One waiting job per key (an endpoint, or an endpoint and the second of its next retry):
+  // every write's fan-out asks for a run of its endpoints, and one run serves them all.
+  'webhook-deliver': { retryLimit: 3, retryDelay: 5, retryBackoff: true, retryDelayMax: 60, policy: 'short' },
+  'webhook-sweep': { retryLimit: 0, retryDelay: 60, retryBackoff: false },
 } as const;
 export type QueueName = keyof typeof QUEUES;
 
 // Jobs are kept 7 days after they finish (part 6.10), and 14 days while they wait.
 const KEEP_FINISHED_SECONDS = 7 * 24 * 3600;
 const KEEP_WAITING_SECONDS = 14 * 24 * 3600;
+
+/** Options of a queue's workers beyond the defaults (one instance's concurrency, per-group limits). */
+export interface WorkerOptions {
+  readonly localConcurrency?: number;
+  /** At most this many jobs of one group run at once across all instances. */
+  readonly groupConcurrency?: number;
+}
+
+/** How a job is sent: deduplicated by key, kept to its group, or not before a moment. */
+export interface SendOptions {
+  readonly singletonKey?: string;
+  readonly group?: string;
+  readonly startAfter?: Date;
+}
+
+/** pg-boss's view of the caller's transaction: a job sent through it exists when that commits. */
+function inTransaction(tx: Tx): Db {
+  return {
+    executeSql: async (text: string, values?: unknown[]) => ({
+      rows: await tx.db.query<object[]>(text, values ?? []),
+    }),
+  };
+}
 
 export type JobHandler<T> = (job: Job<T>, attempt: { retryCount: number; retryLimit: number }) => Promise<object>;
 
@@ -38,7 +65,7 @@ export type JobHandler<T> = (job: Job<T>, attempt: { retryCount: number; retryLi
 export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Jobs');
   private readonly boss: PgBoss;
-  private readonly handlers = new Map<QueueName, JobHandler<never>>();
+  private readonly handlers = new Map<QueueName, { handler: JobHandler<never>; options: WorkerOptions }>();
   private readonly schedules = new Map<QueueName, string>();
   private started = false;
 
@@ -58,8 +85,8 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
   }
 
   /** Registers the worker for a queue; workers start with the app when JOB_WORKERS is on. */
-  register<T>(queue: QueueName, handler: JobHandler<T>): void {
-    this.handlers.set(queue, handler);
+  register<T>(queue: QueueName, handler: JobHandler<T>, options: WorkerOptions = {}): void {
+    this.handlers.set(queue, { handler, options });
   }
 
   /** A recurring job (cron, UTC); scheduling is idempotent across instances. */
@@ -90,9 +117,10 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
   async onApplicationBootstrap(): Promise<void> {
     if (!this.settings.jobWorkers) return;
     for (const [queue, cron] of this.schedules) await this.boss.schedule(queue, cron);
-    for (const [queue, handler] of this.handlers) {
+    for (const [queue, { handler, options }] of this.handlers) {
       const { retryLimit } = QUEUES[queue];
-      await this.boss.work<never>(queue, { pollingIntervalSeconds: 0.5, localConcurrency: 2 }, async ([job]) => {
+      const work = { pollingIntervalSeconds: 0.5, localConcurrency: 2, ...options };
+      await this.boss.work<never>(queue, work, async ([job]) => {
         if (job === undefined) return {};
         return handler(job, { retryCount: job.retryCount, retryLimit });
       });
@@ -101,14 +129,24 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
 
   /** Enqueues inside `tx`; returns the job id. */
   async enqueue(tx: Tx, queue: QueueName, data: object): Promise<string> {
-    const db: Db = {
-      executeSql: async (text: string, values?: unknown[]) => ({
-        rows: await tx.db.query<object[]>(text, values ?? []),
-      }),
-    };
+    const db = inTransaction(tx);
     const id = await this.boss.send(queue, data, { db });
     if (id === null) throw new Error(`the job queue refused a ${queue} job`);
     return id;
+  }
+
+  /**
+   * Enqueues inside `tx` unless a job with the same key is already waiting (then answers null:
+   * the waiting one will do the work).
+   */
+  async enqueueUnlessWaiting(tx: Tx, queue: QueueName, data: object, options: SendOptions): Promise<string | null> {
+    const db = inTransaction(tx);
+    return this.boss.send(queue, data, {
+      db,
+      ...(options.singletonKey === undefined ? {} : { singletonKey: options.singletonKey }),
+      ...(options.group === undefined ? {} : { group: { id: options.group } }),
+      ...(options.startAfter === undefined ? {} : { startAfter: options.startAfter }),
+    });
   }
 
   find(queue: QueueName, id: string): Promise<JobWithMetadata<object> | null> {

@@ -1174,13 +1174,157 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints (never a secret)
+         * @description Filters `is_active`; `q` over url, description; sort `id`, `created_at`, `updated_at` (default `id:asc`).
+         *
+         *     Requires the permission `webhooks.read`.
+         */
+        get: operations["WebhookEndpoints_list"];
+        put?: never;
+        /**
+         * Create a webhook endpoint; the answer shows its signing secret, once
+         * @description The URL must be https with a public host (422 `WEBHOOK_URL_FORBIDDEN` otherwise, unless the deployment allows http or private addresses). `event_types` is a list of types or `["*"]`.
+         *
+         *     Requires the permission `webhooks.manage`.
+         */
+        post: operations["WebhookEndpoints_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/webhook-endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint (cached; never its secret)
+         * @description Requires the permission `webhooks.read`.
+         */
+        get: operations["WebhookEndpoints_get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint for good (its deliveries stay readable 30 days)
+         * @description `data` is the endpoint as it was. Its pending deliveries end as failed.
+         *
+         *     Requires the permission `webhooks.manage`.
+         */
+        delete: operations["WebhookEndpoints_remove"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook endpoint (is_active: true re-enables one disabled for failing)
+         * @description Requires the permission `webhooks.manage`.
+         */
+        patch: operations["WebhookEndpoints_update"];
+        trace?: never;
+    };
+    "/v1/admin/webhook-endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a new signing secret, shown once; the old one keeps signing alongside for 24 hours
+         * @description Requires the permission `webhooks.manage`.
+         */
+        post: operations["WebhookEndpoints_rotateSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/webhook-endpoints/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Queue a `webhook.test` event to this endpoint only (202 with its delivery)
+         * @description Follow it in `GET /webhook-endpoints/{id}/deliveries?event_type=webhook.test`.
+         *
+         *     Requires the permission `webhooks.manage`.
+         */
+        post: operations["WebhookEndpoints_test"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/webhook-endpoints/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an endpoint’s deliveries, newest first
+         * @description Readable for 30 days, also after the endpoint was deleted.
+         *
+         *     Filters `state`, `event_type`; sort `id`, `created_at` (default `id:desc`).
+         *
+         *     Requires the permission `webhooks.read`.
+         */
+        get: operations["WebhookEndpoints_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/webhook-deliveries/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Attempt a delivery again now (202; a failed one gets one more attempt)
+         * @description Requires the permission `webhooks.manage`.
+         */
+        post: operations["WebhookDeliveries_retry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         ErrorDto: {
             /** @enum {string} */
-            code: "VALIDATION_FAILED" | "MALFORMED_JSON" | "AUTH_TOKEN_MISSING" | "AUTH_TOKEN_INVALID" | "AUTH_TOKEN_EXPIRED" | "AUTH_SESSION_INVALID" | "ROLE_FORBIDDEN" | "PERMISSION_DENIED" | "ROLE_ESCALATION_FORBIDDEN" | "DELEGATION_FORBIDDEN" | "ROUTE_NOT_FOUND" | "USER_NOT_FOUND" | "DEVICE_NOT_FOUND" | "AUTHORITY_NOT_FOUND" | "PERMISSION_NOT_FOUND" | "PERMISSION_GRANT_NOT_FOUND" | "AUTHORITY_PERMISSION_NOT_FOUND" | "MESSAGE_NOT_FOUND" | "READ_STATE_NOT_FOUND" | "MOBILE_DEVICE_NOT_FOUND" | "JOB_NOT_FOUND" | "ROLE_NOT_FOUND" | "STATUS_NOT_FOUND" | "AUDIT_EVENT_NOT_FOUND" | "SESSION_NOT_FOUND" | "AUTHORITY_ALREADY_EXISTS" | "USER_EMAIL_TAKEN" | "DEVICE_SERIAL_TAKEN" | "MOBILE_DEVICE_TOKEN_TAKEN" | "PERMISSION_ALREADY_GRANTED" | "AUTHORITY_PERMISSION_EXISTS" | "INVALID_STATE_TRANSITION" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "OWNER_AUTHORITY_PROTECTED" | "TRANSFER_TARGET_INVALID" | "SELF_ACTION_FORBIDDEN" | "PERMISSION_NOT_DEVICE_SCOPED" | "SNOOZE_UNTIL_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_FAILED" | "MALFORMED_JSON" | "AUTH_TOKEN_MISSING" | "AUTH_TOKEN_INVALID" | "AUTH_TOKEN_EXPIRED" | "AUTH_SESSION_INVALID" | "ROLE_FORBIDDEN" | "PERMISSION_DENIED" | "ROLE_ESCALATION_FORBIDDEN" | "DELEGATION_FORBIDDEN" | "ROUTE_NOT_FOUND" | "USER_NOT_FOUND" | "DEVICE_NOT_FOUND" | "AUTHORITY_NOT_FOUND" | "PERMISSION_NOT_FOUND" | "PERMISSION_GRANT_NOT_FOUND" | "AUTHORITY_PERMISSION_NOT_FOUND" | "MESSAGE_NOT_FOUND" | "READ_STATE_NOT_FOUND" | "MOBILE_DEVICE_NOT_FOUND" | "JOB_NOT_FOUND" | "ROLE_NOT_FOUND" | "STATUS_NOT_FOUND" | "AUDIT_EVENT_NOT_FOUND" | "SESSION_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "AUTHORITY_ALREADY_EXISTS" | "USER_EMAIL_TAKEN" | "DEVICE_SERIAL_TAKEN" | "MOBILE_DEVICE_TOKEN_TAKEN" | "PERMISSION_ALREADY_GRANTED" | "AUTHORITY_PERMISSION_EXISTS" | "INVALID_STATE_TRANSITION" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "OWNER_AUTHORITY_PROTECTED" | "TRANSFER_TARGET_INVALID" | "SELF_ACTION_FORBIDDEN" | "PERMISSION_NOT_DEVICE_SCOPED" | "SNOOZE_UNTIL_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "WEBHOOK_URL_FORBIDDEN" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             message: string;
             /** @description Always an object; validation errors list `fields` */
             details: {
@@ -1884,6 +2028,99 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        WebhookEndpointDto: {
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            created_by: number | null;
+            updated_by: number | null;
+            id: number;
+            /** @example https://hooks.example.com/admin-api */
+            url: string;
+            description: string | null;
+            /**
+             * @description `["*"]`: every type
+             * @example [
+             *       "authority.revoke",
+             *       "user.suspend"
+             *     ]
+             */
+            event_types: string[];
+            is_active: boolean;
+            /** @description `failing` when deliveries failed for 3 days and the endpoint was disabled */
+            disabled_reason: string | null;
+        };
+        WebhookEndpointWithSecretDto: {
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            created_by: number | null;
+            updated_by: number | null;
+            id: number;
+            /** @example https://hooks.example.com/admin-api */
+            url: string;
+            description: string | null;
+            /**
+             * @description `["*"]`: every type
+             * @example [
+             *       "authority.revoke",
+             *       "user.suspend"
+             *     ]
+             */
+            event_types: string[];
+            is_active: boolean;
+            /** @description `failing` when deliveries failed for 3 days and the endpoint was disabled */
+            disabled_reason: string | null;
+            /**
+             * @description Shown in this response only: store it now
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
+            secret: string;
+        };
+        CreateWebhookEndpointDto: {
+            /** @description https (http only when WEBHOOK_ALLOW_HTTP=true); a public host */
+            url: string;
+            description?: string;
+            /**
+             * @example [
+             *       "*"
+             *     ]
+             */
+            event_types: string[];
+        };
+        UpdateWebhookEndpointDto: {
+            url?: string;
+            /** @description null removes it */
+            description?: string | null;
+            event_types?: string[];
+            /** @description true re-enables an endpoint disabled for failing */
+            is_active?: boolean;
+        };
+        WebhookDeliveryDto: {
+            /** @example 1042 */
+            id: string;
+            endpoint_id: number;
+            /**
+             * @description Sent as `webhook-id`
+             * @example 00000000000000000812-00000000000000000042
+             */
+            event_id: string;
+            /** @example authority.revoke */
+            event_type: string;
+            /** @enum {string} */
+            state: "pending" | "succeeded" | "failed";
+            attempts: number;
+            last_status: number | null;
+            last_error: string | null;
+            /** Format: date-time */
+            next_attempt_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            delivered_at: string | null;
+        };
     };
     responses: never;
     parameters: never;
@@ -2022,7 +2259,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2231,7 +2468,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2315,7 +2552,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2397,7 +2634,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2415,7 +2652,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2494,7 +2731,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2600,7 +2837,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2690,7 +2927,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2789,7 +3026,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2816,7 +3053,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2897,7 +3134,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2994,7 +3231,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3075,7 +3312,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3093,7 +3330,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3313,7 +3550,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3392,7 +3629,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3482,7 +3719,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3500,7 +3737,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3579,7 +3816,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3731,7 +3968,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3749,7 +3986,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3824,7 +4061,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3906,7 +4143,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3924,7 +4161,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4003,7 +4240,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4021,7 +4258,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4109,7 +4346,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4199,7 +4436,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4298,7 +4535,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4325,7 +4562,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4406,7 +4643,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4433,7 +4670,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4714,7 +4951,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4791,7 +5028,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4809,7 +5046,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4886,7 +5123,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5035,7 +5272,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5053,7 +5290,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5125,7 +5362,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5207,7 +5444,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5459,7 +5696,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5531,7 +5768,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5610,7 +5847,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5770,7 +6007,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5845,7 +6082,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5927,7 +6164,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6015,7 +6252,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6196,7 +6433,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6286,7 +6523,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6505,7 +6742,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6586,7 +6823,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6676,7 +6913,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6766,7 +7003,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6856,7 +7093,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6874,7 +7111,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7022,7 +7259,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7103,7 +7340,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7184,7 +7421,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7283,7 +7520,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7440,6 +7677,765 @@ export interface operations {
             };
             /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    WebhookEndpoints_list: {
+        parameters: {
+            query?: {
+                page?: number;
+                page_size?: number;
+                /** @description Comma-separated `field:asc` or `field:desc`; fields: id, created_at, updated_at. */
+                sort?: string;
+                /** @description Case-insensitive substring search. */
+                q?: string;
+                /** @description `exact` always counts; `auto` estimates past 10 000 matches (`meta.total_exact: false`). */
+                count?: "exact" | "auto";
+                is_active?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["WebhookEndpointDto"][];
+                        meta: components["schemas"]["ListMetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    WebhookEndpoints_create: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookEndpointDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["WebhookEndpointWithSecretDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    WebhookEndpoints_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["WebhookEndpointDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    WebhookEndpoints_remove: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["WebhookEndpointDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    WebhookEndpoints_update: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookEndpointDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["WebhookEndpointDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    WebhookEndpoints_rotateSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["NoOptionsDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["WebhookEndpointWithSecretDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    WebhookEndpoints_test: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["NoOptionsDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["WebhookDeliveryDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    WebhookEndpoints_deliveries: {
+        parameters: {
+            query?: {
+                page?: number;
+                page_size?: number;
+                /** @description Comma-separated `field:asc` or `field:desc`; fields: id, created_at. */
+                sort?: string;
+                /** @description `exact` always counts; `auto` estimates past 10 000 matches (`meta.total_exact: false`). */
+                count?: "exact" | "auto";
+                state?: "pending" | "succeeded" | "failed";
+                event_type?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["WebhookDeliveryDto"][];
+                        meta: components["schemas"]["ListMetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    WebhookDeliveries_retry: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["NoOptionsDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["WebhookDeliveryDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -62,6 +62,7 @@ const EXPECTED = [
   'DELETE /v1/admin/authority-permissions/:id → authority_permissions.revoke (or on its device)',
   'DELETE /v1/admin/inbox/:id → inbox.delete',
   'DELETE /v1/admin/users/:id → users.delete',
+  'DELETE /v1/admin/webhook-endpoints/:id → webhooks.manage',
   'GET /health/live → public',
   'GET /health/ready → public',
   'GET /v1/admin/audit-events → audit.read',
@@ -91,10 +92,14 @@ const EXPECTED = [
   'GET /v1/admin/users → users.read',
   'GET /v1/admin/users/:id → users.read',
   'GET /v1/admin/users/:id/sessions → users.read',
+  'GET /v1/admin/webhook-endpoints → webhooks.read',
+  'GET /v1/admin/webhook-endpoints/:id → webhooks.read',
+  'GET /v1/admin/webhook-endpoints/:id/deliveries → webhooks.read',
   'PATCH /v1/admin/authorities/:id → authorities.update (or on its device)',
   'PATCH /v1/admin/devices/:id → devices.update (or on its device)',
   'PATCH /v1/admin/inbox/:id → inbox.update',
   'PATCH /v1/admin/users/:id → users.update',
+  'PATCH /v1/admin/webhook-endpoints/:id → webhooks.manage',
   'POST /v1/admin/authorities → authorities.create (per device, in the service)',
   'POST /v1/admin/authorities/:id/activate → authorities.activate (or on its device)',
   'POST /v1/admin/authorities/:id/deactivate → authorities.deactivate (or on its device)',
@@ -125,6 +130,10 @@ const EXPECTED = [
   'POST /v1/admin/users/:id/restore → users.restore',
   'POST /v1/admin/users/:id/revoke-sessions → users.revoke_sessions',
   'POST /v1/admin/users/:id/suspend → users.suspend',
+  'POST /v1/admin/webhook-deliveries/:id/retry → webhooks.manage',
+  'POST /v1/admin/webhook-endpoints → webhooks.manage',
+  'POST /v1/admin/webhook-endpoints/:id/rotate-secret → webhooks.manage',
+  'POST /v1/admin/webhook-endpoints/:id/test → webhooks.manage',
 ];
 
 describe('every route declares its permission (deny by default)', () => {

@@ -42,6 +42,8 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
     AUTH_FAILURE_LIMIT_PER_MINUTE: '100000',
     // Specs share one database: only the specs about jobs run workers, each on its own queue schema.
     JOB_WORKERS: 'false',
+    // Nor do they deliver webhooks (all share the feed's fan-out): the webhook specs do.
+    WEBHOOK_WORKERS: 'false',
     // Nor do they follow the shared cache epoch, which the CLI's and the fault specs' writes move:
     // it would drop every other spec's cache mid-test. The specs about the epoch set their own.
     CACHE_EPOCH_POLL_MS: '60000',

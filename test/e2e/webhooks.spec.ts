@@ -1,0 +1,425 @@
+import { Webhook } from 'standardwebhooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { WebhookSender } from '../../src/events/webhooks/webhook-sender.js';
+import { actor, type Caller } from '../support/auth.js';
+import { startApp, type TestApp } from '../support/app.js';
+import { sql } from '../support/db.js';
+import { jobsSchema } from '../support/jobs.js';
+import { caller } from '../support/requests.js';
+import { WebhookReceiver, type Received } from '../support/webhook-receiver.js';
+
+interface Delivery {
+  id: string;
+  event_id: string;
+  event_type: string;
+  state: string;
+  attempts: number;
+  last_status: number | null;
+  last_error: string | null;
+  next_attempt_at: string | null;
+  delivered_at: string | null;
+}
+
+const LOCAL = { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_ALLOW_HTTP: 'true' };
+
+/** The event as verified with the reference implementation (throws on a bad signature). */
+function verified(secret: string, request: Received): { id: string; type: string; resource_id: unknown } {
+  return new Webhook(secret).verify(request.body, request.headers as Record<string, string>) as {
+    id: string;
+    type: string;
+    resource_id: unknown;
+  };
+}
+
+/*
+ * Webhooks (part 6.12): endpoints, signed delivery through the job queue to real receivers on
+ * loopback, verified with the `standardwebhooks` package; retries, rotation, disabling, and
+ * two instances delivering each event once.
+ */
+describe('webhooks', () => {
+  const receiver = new WebhookReceiver();
+  let t: TestApp;
+  let root: Caller;
+  const schema = jobsSchema();
+  beforeAll(async () => {
+    await receiver.start();
+    t = await startApp({
+      widgets: false,
+      env: { ...LOCAL, JOBS_SCHEMA: schema, JOB_WORKERS: 'true', WEBHOOK_WORKERS: 'true' },
+    });
+    root = await actor('super_admin');
+  });
+  afterAll(async () => {
+    await t.close();
+    await receiver.stop();
+  });
+
+  async function endpoint(
+    path: string,
+    eventTypes: string[] = ['user.create'],
+  ): Promise<{ id: number; secret: string }> {
+    const response = await caller(t, root)
+      .post('/v1/admin/webhook-endpoints', { url: receiver.url(path), event_types: eventTypes })
+      .expect(201);
+    return { id: response.body.data.id as number, secret: response.body.data.secret as string };
+  }
+
+  async function createUser(tag: string): Promise<number> {
+    const response = await caller(t, root)
+      .post('/v1/admin/users', {
+        email: `${tag}-${Date.now()}-${Math.random()}@example.com`,
+        display_name: tag,
+        role_id: 4,
+      })
+      .expect(201);
+    return response.body.data.id as number;
+  }
+
+  async function deliveries(endpointId: number, query = ''): Promise<Delivery[]> {
+    const response = await caller(t, root)
+      .get(`/v1/admin/webhook-endpoints/${endpointId}/deliveries?page_size=100${query}`)
+      .expect(200);
+    return response.body.data as Delivery[];
+  }
+
+  async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await read();
+      if (done(value)) return value;
+      if (Date.now() > until) throw new Error(`not reached in ${timeoutMs} ms: ${JSON.stringify(value)}`);
+      await sleep(100);
+    }
+  }
+
+  it('an endpoint shows its secret once; reads, lists and the audit trail never do', async () => {
+    const created = await caller(t, root)
+      .post('/v1/admin/webhook-endpoints', {
+        url: receiver.url('/crud'),
+        description: 'SIEM',
+        event_types: ['authority.revoke', 'user.suspend'],
+      })
+      .expect(201);
+    const { id, secret } = created.body.data as { id: number; secret: string };
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(secret.slice(6), 'base64')).toHaveLength(32);
+    expect(created.headers.location).toBe(`/v1/admin/webhook-endpoints/${id}`);
+    expect(created.body.data).toMatchObject({
+      url: receiver.url('/crud'),
+      description: 'SIEM',
+      event_types: ['authority.revoke', 'user.suspend'],
+      is_active: true,
+      disabled_reason: null,
+      created_by: root.user.id,
+    });
+    const read = await caller(t, root).get(`/v1/admin/webhook-endpoints/${id}`).expect(200);
+    expect(read.body.data).not.toHaveProperty('secret');
+    const listed = await caller(t, root).get('/v1/admin/webhook-endpoints?page_size=100').expect(200);
+    expect(JSON.stringify(listed.body.data)).not.toContain(secret);
+    const rows = await sql<{ changes: unknown }>(
+      "SELECT changes FROM audit_events WHERE resource_type = 'webhook_endpoint' AND resource_id = $1",
+      [String(id)],
+    );
+    expect(rows).toHaveLength(1);
+    expect(JSON.stringify(rows)).not.toContain(secret.slice(6));
+
+    const etag = read.headers.etag as string;
+    const patched = await caller(t, root)
+      .patch(`/v1/admin/webhook-endpoints/${id}`, { event_types: ['*'], description: null })
+      .set('If-Match', etag)
+      .expect(200);
+    expect(patched.body.data).toMatchObject({ event_types: ['*'], description: null });
+    // A stale ETag changes nothing.
+    await caller(t, root)
+      .patch(`/v1/admin/webhook-endpoints/${id}`, { is_active: false })
+      .set('If-Match', etag)
+      .expect(412);
+
+    const removed = await caller(t, root).delete(`/v1/admin/webhook-endpoints/${id}`).expect(200);
+    expect(removed.body.data).toMatchObject({ id, event_types: ['*'] });
+    await caller(t, root).get(`/v1/admin/webhook-endpoints/${id}`).expect(404);
+    expect((await caller(t, root).delete(`/v1/admin/webhook-endpoints/${id}`).expect(404)).body.error.code).toBe(
+      'WEBHOOK_ENDPOINT_NOT_FOUND',
+    );
+    expect(await sql('SELECT count(*)::int AS n FROM webhook_endpoints WHERE id = $1', [id])).toEqual([{ n: 0 }]);
+  });
+
+  it('refuses bad input with the field named, and keeps webhooks.manage from roles without it', async () => {
+    for (const [body, field] of [
+      [{ url: 'ftp://example.com/x', event_types: ['*'] }, 'url'],
+      [{ url: 'not a url', event_types: ['*'] }, 'url'],
+      [{ url: 'https://user:pw@93.184.216.34/x', event_types: ['*'] }, 'url'],
+      [{ url: receiver.url('/x'), event_types: [] }, 'event_types'],
+      [{ url: receiver.url('/x'), event_types: ['*', 'user.create'] }, 'event_types'],
+      [{ url: receiver.url('/x'), event_types: ['DROP TABLE'] }, 'event_types'],
+      [{ url: receiver.url('/x'), event_types: ['*'], secret: 'whsec_mine' }, 'secret'],
+    ] as const) {
+      const response = await caller(t, root).post('/v1/admin/webhook-endpoints', body).expect(400);
+      expect(response.body.error.code).toBe('VALIDATION_FAILED');
+      expect(JSON.stringify(response.body.error.details)).toContain(field);
+    }
+    const admin = await actor('admin');
+    await caller(t, admin).get('/v1/admin/webhook-endpoints').expect(200);
+    const refused = await caller(t, admin)
+      .post('/v1/admin/webhook-endpoints', { url: receiver.url('/x'), event_types: ['*'] })
+      .expect(403);
+    expect(refused.body.error).toMatchObject({ code: 'PERMISSION_DENIED', details: { permission: 'webhooks.manage' } });
+    await caller(t, await actor('operator'))
+      .get('/v1/admin/webhook-endpoints')
+      .expect(403);
+    await caller(t, admin).post('/v1/admin/webhook-deliveries/1/retry').expect(403);
+  });
+
+  it('delivers each subscribed event signed per Standard Webhooks, verified by the reference implementation', async () => {
+    const { id, secret } = await endpoint('/signed');
+    const userId = await createUser('signed');
+    const [request] = await receiver.waitFor('/signed');
+    if (request === undefined) throw new Error('no delivery');
+    const event = verified(secret, request);
+    expect(event).toMatchObject({ type: 'user.create', resource_id: userId });
+    expect(request.headers['webhook-id']).toBe(event.id);
+    expect(request.headers['content-type']).toBe('application/json');
+    expect(Math.abs(Number(request.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(60);
+    // The same event on the feed, with the same id.
+    const feed = await caller(t, root).get('/v1/admin/events?types=user.create&limit=1000').expect(200);
+    expect((feed.body.data as { id: string }[]).map((item) => item.id)).toContain(event.id);
+    const [logged] = await eventually(
+      () => deliveries(id),
+      (rows) => rows[0]?.state === 'succeeded',
+    );
+    expect(logged).toMatchObject({
+      event_id: event.id,
+      event_type: 'user.create',
+      attempts: 1,
+      last_status: 200,
+      last_error: null,
+    });
+    // A tampered body fails verification (the check is real).
+    expect(() => verified(secret, { ...request, body: request.body.replace('user.create', 'user.delete') })).toThrow();
+  });
+
+  it('after rotate-secret both secrets sign for 24 hours; the new one is shown once', async () => {
+    const { id, secret: old } = await endpoint('/rotate');
+    const rotated = await caller(t, root).post(`/v1/admin/webhook-endpoints/${id}/rotate-secret`).expect(200);
+    const fresh = rotated.body.data.secret as string;
+    expect(fresh).toMatch(/^whsec_/);
+    expect(fresh).not.toBe(old);
+    await createUser('rotate');
+    const [request] = await receiver.waitFor('/rotate');
+    if (request === undefined) throw new Error('no delivery');
+    expect(String(request.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    expect(verified(fresh, request).type).toBe('user.create');
+    expect(verified(old, request).type).toBe('user.create');
+    // Once the overlap has passed, only the new secret signs.
+    await sql("UPDATE webhook_endpoints SET previous_secret_until = now() - interval '1 second' WHERE id = $1", [id]);
+    await createUser('rotate');
+    const [, later] = await receiver.waitFor('/rotate', 2);
+    if (later === undefined) throw new Error('no second delivery');
+    expect(verified(fresh, later).type).toBe('user.create');
+    expect(() => verified(old, later)).toThrow();
+  });
+
+  it('a receiver that answers 500 and then 200 gets the event again after a backoff', async () => {
+    let calls = 0;
+    receiver.answer('/flaky', () => ({ status: (calls += 1) === 1 ? 500 : 200 }));
+    const { id, secret } = await endpoint('/flaky');
+    await createUser('flaky');
+    const [first, second] = await receiver.waitFor('/flaky', 2, 20_000);
+    if (first === undefined || second === undefined) throw new Error('no retry');
+    expect(verified(secret, second).id).toBe(verified(secret, first).id);
+    expect(second.headers['webhook-id']).toBe(first.headers['webhook-id']);
+    // Backoff: about 5 s (± 20 % jitter), not at once.
+    expect(second.at - first.at).toBeGreaterThanOrEqual(3500);
+    const [logged] = await eventually(
+      () => deliveries(id),
+      (rows) => rows[0]?.state === 'succeeded',
+    );
+    expect(logged).toMatchObject({ attempts: 2, last_status: 200, last_error: null });
+  }, 30_000);
+
+  it('redirects are not followed; a failed delivery is retried now on request', async () => {
+    receiver.answer('/moved', { status: 302, headers: { location: receiver.url('/elsewhere') } });
+    const { id } = await endpoint('/moved');
+    await createUser('moved');
+    await receiver.waitFor('/moved');
+    const [pending] = await eventually(
+      () => deliveries(id),
+      (rows) => rows[0]?.attempts === 1,
+    );
+    expect(pending).toMatchObject({ state: 'pending', last_status: 302, last_error: 'redirect (302) not followed' });
+    expect(receiver.at('/elsewhere')).toHaveLength(0);
+    // Its retries end (as after 3 days): failed. Then a retry on request delivers it.
+    await sql("UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL WHERE id = $1", [pending?.id]);
+    receiver.answer('/moved', { status: 204 });
+    const retried = await caller(t, root).post(`/v1/admin/webhook-deliveries/${pending?.id}/retry`).expect(202);
+    expect(retried.body.data).toMatchObject({ id: pending?.id, state: 'pending' });
+    const [delivered] = await eventually(
+      () => deliveries(id),
+      (rows) => rows[0]?.state === 'succeeded',
+    );
+    expect(delivered).toMatchObject({ attempts: 2, last_status: 204 });
+    const audit = await sql(
+      "SELECT actor_id FROM audit_events WHERE action = 'webhook_delivery.retry' AND resource_id = $1",
+      [pending?.id],
+    );
+    expect(audit).toEqual([{ actor_id: root.user.id }]);
+    await caller(t, root).post('/v1/admin/webhook-deliveries/999999999/retry').expect(404);
+  });
+
+  it('test queues a webhook.test event to that endpoint only', async () => {
+    const { id, secret } = await endpoint('/test-only', ['user.suspend']);
+    const other = await endpoint('/test-other', ['*']);
+    const accepted = await caller(t, root).post(`/v1/admin/webhook-endpoints/${id}/test`).expect(202);
+    expect(accepted.body.data).toMatchObject({ event_type: 'webhook.test', state: 'pending' });
+    const [request] = await receiver.waitFor('/test-only');
+    if (request === undefined) throw new Error('no test delivery');
+    expect(verified(secret, request)).toMatchObject({ type: 'webhook.test', resource_id: id });
+    await sleep(500);
+    const toOther = receiver.at('/test-other').map((received) => verified(other.secret, received).type);
+    expect(toOther).not.toContain('webhook.test');
+  });
+
+  it('a slow endpoint does not delay another', async () => {
+    receiver.answer('/slow', { status: 200, delayMs: 8000 });
+    await endpoint('/slow');
+    await endpoint('/fast');
+    const before = receiver.at('/fast').length;
+    await createUser('slow');
+    const started = Date.now();
+    await receiver.waitFor('/fast', before + 1);
+    expect(Date.now() - started).toBeLessThan(4000);
+    expect(receiver.at('/slow').length).toBeGreaterThan(0);
+  }, 20_000);
+
+  it('an endpoint failing for 3 days is disabled, says so on the feed, and can be enabled again', async () => {
+    receiver.answer('/down', { status: 503 });
+    const { id } = await endpoint('/down');
+    await createUser('down');
+    await eventually(
+      () => deliveries(id),
+      (rows) => rows[0]?.attempts === 1,
+    );
+    // As if it had been failing for 4 days: the next failure disables it.
+    await sql("UPDATE webhook_endpoint_failures SET failing_since = now() - interval '4 days' WHERE endpoint_id = $1", [
+      id,
+    ]);
+    await sql("UPDATE webhook_deliveries SET next_attempt_at = now() WHERE endpoint_id = $1 AND state = 'pending'", [
+      id,
+    ]);
+    await t.app.get(WebhookSender).run(id);
+    const disabled = await caller(t, root).get(`/v1/admin/webhook-endpoints/${id}`).expect(200);
+    expect(disabled.body.data).toMatchObject({ is_active: false, disabled_reason: 'failing' });
+    const [ended] = await deliveries(id);
+    expect(ended).toMatchObject({ state: 'failed', last_error: 'endpoint disabled: failing for 3 days' });
+    const feed = await caller(t, root).get('/v1/admin/events?types=webhook_endpoint.disabled&limit=1000').expect(200);
+    expect(
+      (feed.body.data as { resource_id: unknown; actor_id: unknown }[]).filter((e) => e.resource_id === id),
+    ).toEqual([expect.objectContaining({ actor_id: null })]);
+    const enabled = await caller(t, root).patch(`/v1/admin/webhook-endpoints/${id}`, { is_active: true }).expect(200);
+    expect(enabled.body.data).toMatchObject({ is_active: true, disabled_reason: null });
+    expect(await sql('SELECT count(*)::int AS n FROM webhook_endpoint_failures WHERE endpoint_id = $1', [id])).toEqual([
+      { n: 0 },
+    ]);
+  });
+
+  it('a deleted endpoint’s deliveries stay readable; pending ones end as failed', async () => {
+    receiver.answer('/gone', { status: 500 });
+    const { id } = await endpoint('/gone');
+    await createUser('gone');
+    await eventually(
+      () => deliveries(id),
+      (rows) => rows[0]?.attempts === 1,
+    );
+    await caller(t, root).delete(`/v1/admin/webhook-endpoints/${id}`).expect(200);
+    const [ended] = await deliveries(id);
+    expect(ended).toMatchObject({ state: 'failed', last_error: 'endpoint deleted before delivery' });
+    await caller(t, root).get('/v1/admin/webhook-endpoints/999999999/deliveries').expect(404);
+    await caller(t, root).post(`/v1/admin/webhook-deliveries/${ended?.id}/retry`).expect(404);
+  });
+
+  it('with more instances fanning out and delivering, each event reaches each endpoint exactly once', async () => {
+    const shared = jobsSchema();
+    const env = { ...LOCAL, JOBS_SCHEMA: shared, JOB_WORKERS: 'true', WEBHOOK_WORKERS: 'true' };
+    const [one, two] = await Promise.all([startApp({ widgets: false, env }), startApp({ widgets: false, env })]);
+    try {
+      const first = await endpoint('/once-a');
+      const second = await endpoint('/once-b');
+      const users = await Promise.all(
+        Array.from({ length: 24 }, (_, index) =>
+          caller(index % 2 === 0 ? one : two, root)
+            .post('/v1/admin/users', {
+              email: `once-${index}-${Date.now()}@example.com`,
+              display_name: 'Once',
+              role_id: 4,
+            })
+            .expect(201)
+            .then((response) => response.body.data.id as number),
+        ),
+      );
+      for (const [path, secret] of [
+        ['/once-a', first.secret],
+        ['/once-b', second.secret],
+      ] as const) {
+        await receiver.waitFor(path, users.length, 20_000);
+        await sleep(1000); // a duplicate would arrive in this time
+        const events = receiver.at(path).map((request) => verified(secret, request));
+        expect(new Set(events.map((event) => event.id)).size).toBe(events.length);
+        expect(events.map((event) => event.resource_id).sort()).toEqual([...users].sort());
+      }
+    } finally {
+      await Promise.all([one.close(), two.close()]);
+    }
+  }, 40_000);
+
+  describe('without WEBHOOK_ALLOW_PRIVATE and WEBHOOK_ALLOW_HTTP', () => {
+    let strict: TestApp;
+    beforeAll(async () => {
+      strict = await startApp({ widgets: false });
+    });
+    afterAll(() => strict.close());
+
+    it('URLs to loopback, private, link-local or reserved addresses, or plain http, are 422 WEBHOOK_URL_FORBIDDEN', async () => {
+      for (const [url, reason] of [
+        ['http://93.184.216.34/hook', 'not_https'],
+        ['https://127.0.0.1/hook', 'loopback'],
+        ['https://[::1]/hook', 'loopback'],
+        ['https://localhost/hook', 'loopback'],
+        ['https://10.1.2.3/hook', 'private_address'],
+        ['https://192.168.0.10/hook', 'private_address'],
+        ['https://[::ffff:172.16.0.1]/hook', 'private_address'],
+        ['https://[fd00::1]/hook', 'private_address'],
+        ['https://169.254.169.254/latest/meta-data', 'link_local'],
+        ['https://0.0.0.0/hook', 'reserved'],
+        ['https://no-such-host.invalid/hook', 'unresolvable'],
+      ] as const) {
+        const response = await caller(strict, root).post('/v1/admin/webhook-endpoints', { url, event_types: ['*'] });
+        expect({ url, status: response.status, error: response.body.error as unknown }).toMatchObject({
+          url,
+          status: 422,
+          error: { code: 'WEBHOOK_URL_FORBIDDEN', details: { reason } },
+        });
+      }
+      const created = await caller(strict, root)
+        .post('/v1/admin/webhook-endpoints', { url: 'https://93.184.216.34/hook', event_types: ['*'] })
+        .expect(201);
+      const id = created.body.data.id as number;
+      const moved = await caller(strict, root)
+        .patch(`/v1/admin/webhook-endpoints/${id}`, { url: 'https://10.0.0.1/hook' })
+        .expect(422);
+      expect(moved.body.error.details).toMatchObject({ reason: 'private_address' });
+      await caller(strict, root).delete(`/v1/admin/webhook-endpoints/${id}`).expect(200);
+    });
+
+    it('the check is repeated at delivery: an endpoint made where private addresses were allowed is refused', async () => {
+      const { id } = await endpoint('/recheck', ['webhook.test']);
+      await sql('UPDATE webhook_endpoints SET is_active = false WHERE id = $1', [id]); // the lenient app stays out
+      await sql('UPDATE webhook_endpoints SET is_active = true WHERE id = $1', [id]);
+      const accepted = await caller(strict, root).post(`/v1/admin/webhook-endpoints/${id}/test`).expect(202);
+      await sql('UPDATE webhook_deliveries SET next_attempt_at = now() WHERE id = $1', [accepted.body.data.id]);
+      await strict.app.get(WebhookSender).run(id);
+      const logged = (await deliveries(id)).find((row) => row.id === accepted.body.data.id);
+      expect(logged?.last_error).toMatch(/^refused: /);
+      expect(receiver.at('/recheck')).toHaveLength(0);
+    });
+  });
+});
