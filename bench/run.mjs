@@ -10,6 +10,7 @@ import { lists } from './scenarios/list.mjs';
 import { heavyBulk } from './scenarios/heavy-bulk.mjs';
 import { stampede } from './scenarios/stampede.mjs';
 import { writeThenRead } from './scenarios/write-read.mjs';
+import { webhookDelivery } from './scenarios/webhooks.mjs';
 import { seedMillion } from './lib/seed.mjs';
 import {
   benchAdminSession,
@@ -83,6 +84,7 @@ try {
       listUncached: await freePort(),
       writeRead: await freePort(),
       heavyBulk: await freePort(),
+      webhooks: await freePort(),
     },
   };
   const rows = [
@@ -104,6 +106,7 @@ try {
     ['4 write then read', writeThenRead],
     ['5 stampede', stampede],
     ['7 heavy bulk job', heavyBulk],
+    ['8 webhooks', webhookDelivery],
   ]) {
     if (only !== undefined && !only.some((number) => name.split(' ')[0].split('+').includes(number))) continue;
     log(`scenario ${name}…`);

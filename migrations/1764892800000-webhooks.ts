@@ -11,6 +11,9 @@ export class Webhooks1764892800000 implements MigrationInterface {
   name = 'Webhooks1764892800000';
 
   async up(db: QueryRunner): Promise<void> {
+    // The last feed position handed out: an endpoint hears of events committed after it was made.
+    await db.query(`CREATE FUNCTION events_feed_end() RETURNS bigint LANGUAGE sql STABLE AS
+      $$ SELECT last_value FROM events_commit_seq $$`);
     await db.query(`
       CREATE TABLE webhook_endpoints (${BASE_RECORD_COLUMNS},
         url text NOT NULL CHECK (length(url) <= 2048),
@@ -20,7 +23,8 @@ export class Webhooks1764892800000 implements MigrationInterface {
         disabled_reason text NULL,
         secret text NOT NULL,
         previous_secret text NULL,
-        previous_secret_until timestamptz NULL
+        previous_secret_until timestamptz NULL,
+        feed_from bigint NOT NULL DEFAULT events_feed_end()
       )`);
     await db.query('CREATE INDEX webhook_endpoints_created_idx ON webhook_endpoints (created_at, id)');
     await db.query(
@@ -70,5 +74,6 @@ export class Webhooks1764892800000 implements MigrationInterface {
   async down(db: QueryRunner): Promise<void> {
     for (const table of ['webhook_fanout', 'webhook_deliveries', 'webhook_endpoint_failures', 'webhook_endpoints'])
       await db.query(`DROP TABLE ${table}`);
+    await db.query('DROP FUNCTION events_feed_end()');
   }
 }

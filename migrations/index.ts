@@ -13,6 +13,7 @@ import { Events1764633600000 } from './1764633600000-events.js';
 import { EventsOrder1764720000000 } from './1764720000000-events-order.js';
 import { EventsCommitOrder1764806400000 } from './1764806400000-events-commit-order.js';
 import { Webhooks1764892800000 } from './1764892800000-webhooks.js';
+import { EventsData1764979200000 } from './1764979200000-events-data.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   EventsOrder1764720000000,
   EventsCommitOrder1764806400000,
   Webhooks1764892800000,
+  EventsData1764979200000,
 ];

@@ -60,8 +60,13 @@ const server = createServer(async (request, response) => {
         ])
       ).rows[0];
       await client.query(
-        "INSERT INTO audit_events (actor_id, action, resource_type, resource_id, reason, changes) VALUES (NULL, 'authority.update', 'authority', $1, NULL, $2)",
-        [String(id), JSON.stringify({ label: [null, label] })],
+        // The audit trail and the event feed, as the service writes them (one statement).
+        `WITH audited AS (
+           INSERT INTO audit_events (actor_id, action, resource_type, resource_id, reason, changes)
+           VALUES (NULL, 'authority.update', 'authority', $1, NULL, $2))
+         INSERT INTO events (type, resource_type, resource_id, data)
+         VALUES ('authority.update', 'authority', $1, $3::jsonb || jsonb_build_object('changes', $2::jsonb))`,
+        [String(id), JSON.stringify({ label: [null, label] }), JSON.stringify(row)],
       );
       await client.query('COMMIT');
     } finally {

@@ -25,10 +25,14 @@ export async function rawBulkGrant(client, authorityIds, permissionId) {
      FROM authority_permissions ap JOIN authorities a ON a.id = ap.authority_id JOIN permissions p ON p.id = ap.permission_id WHERE ap.id = ANY($1::bigint[])`,
     [ids],
   );
+  // The audit trail and the event feed, as the service writes them (one statement).
   await client.query(
-    `INSERT INTO audit_events (actor_id, action, resource_type, resource_id, request_id, reason, changes)
-     SELECT NULL, 'authority_permission.grant', 'authority_permission', e.id, NULL, NULL, e.changes
-     FROM unnest($1::text[], $2::jsonb[]) AS e(id, changes)`,
+    `WITH e AS (SELECT * FROM unnest($1::text[], $2::jsonb[]) AS e(id, changes)),
+     audited AS (
+       INSERT INTO audit_events (actor_id, action, resource_type, resource_id, request_id, reason, changes)
+       SELECT NULL, 'authority_permission.grant', 'authority_permission', e.id, NULL, NULL, e.changes FROM e)
+     INSERT INTO events (type, resource_type, resource_id, data)
+     SELECT 'authority_permission.grant', 'authority_permission', e.id, jsonb_build_object('changes', e.changes) FROM e`,
     [
       rows.rows.map((row) => String(row.id)),
       rows.rows.map((row) =>

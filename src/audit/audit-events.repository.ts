@@ -63,11 +63,14 @@ export interface NewAuditEvent {
   readonly resource_id: string | null;
   readonly reason: string | null;
   readonly changes: Readonly<Record<string, unknown>>;
+  /** The resource as the API shows it after the write, when the write noted it (the feed's `data`). */
+  readonly resource?: object;
 }
 
 /**
- * Appends events in one statement inside the caller's transaction. A plain function, not a
- * method, so the CLI (which has no Nest container) appends through the same statement.
+ * Appends audit events, and the same events to the event feed (part 6.12) with the resource as
+ * it reads after the write, in one statement inside the caller's transaction. A plain function,
+ * not a method, so the CLI (which has no Nest container) appends through the same statement.
  */
 export async function appendAuditEvents(
   db: EntityManager,
@@ -76,9 +79,16 @@ export async function appendAuditEvents(
 ): Promise<void> {
   if (events.length === 0) return;
   await db.query(
-    `INSERT INTO audit_events (actor_id, action, resource_type, resource_id, request_id, reason, changes)
-     SELECT $1, e.action, e.resource_type, e.resource_id, $2, e.reason, e.changes
-     FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[]) AS e(action, resource_type, resource_id, reason, changes)`,
+    `WITH e AS (
+       SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[])
+         WITH ORDINALITY AS e(action, resource_type, resource_id, reason, changes, resource, ord)
+     ), audited AS (
+       INSERT INTO audit_events (actor_id, action, resource_type, resource_id, request_id, reason, changes)
+       SELECT $1, e.action, e.resource_type, e.resource_id, $2, e.reason, e.changes FROM e ORDER BY e.ord
+     )
+     INSERT INTO events (type, actor_id, request_id, resource_type, resource_id, data)
+     SELECT e.action, $1, $2, e.resource_type, e.resource_id, COALESCE(e.resource, '{}') || jsonb_build_object('changes', e.changes)
+     FROM e ORDER BY e.ord`,
     [
       by.actor_id,
       by.request_id,
@@ -87,6 +97,7 @@ export async function appendAuditEvents(
       events.map((event) => event.resource_id),
       events.map((event) => event.reason),
       events.map((event) => JSON.stringify(event.changes)),
+      events.map((event) => (event.resource === undefined ? null : JSON.stringify(event.resource))),
     ],
   );
 }

@@ -32,12 +32,16 @@ export class AuditService {
   /** Many events in one statement (bulk writes: one event per changed row, no round trip per item). */
   recordMany(tx: Tx, events: readonly AuditRecord[]): Promise<void> {
     const context = currentRequest();
-    // A trigger copies each audit event into the event feed (part 6.12).
+    // Each audit event is also an event on the feed (part 6.12), with the resource the write noted.
     tx.wrote('audit_events', 'events');
     return appendAuditEvents(
       tx.db,
       { actor_id: context?.actor_id ?? null, request_id: context?.request_id ?? null },
-      toAuditEvents(events),
+      toAuditEvents(events).map((event) => {
+        const resource =
+          event.resource_id === null ? undefined : tx.resourceAfter(event.resource_type, event.resource_id);
+        return resource === undefined ? event : { ...event, resource };
+      }),
     );
   }
 }

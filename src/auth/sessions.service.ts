@@ -18,7 +18,21 @@ export class SessionsService {
    * `session.revoke` audit event each; their cache entries are rebuilt after commit.
    */
   async revokeAllOf(tx: Tx, userId: number, reason: string): Promise<SessionRow[]> {
-    const revoked = await revokeSessionsOfUser(tx, userId, reason, currentActorId());
+    const actor = currentActorId();
+    const revoked = await revokeSessionsOfUser(tx, userId, reason, actor);
+    // The feed shows each session as the sessions list does (its creation time aside).
+    for (const session of revoked) {
+      const shown = {
+        id: session.id,
+        user_id: session.user_id,
+        expires_at: session.expires_at,
+        revoked_at: session.revoked_at,
+        revoked_by: actor,
+        revoke_reason: reason,
+        is_active: false,
+      };
+      tx.noteResource('session', shown);
+    }
     await this.audit.recordMany(
       tx,
       revoked.map((session) => ({

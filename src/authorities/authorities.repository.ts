@@ -132,7 +132,7 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow, Authority
    * Every write bumps the device's authority-set version in its transaction and rebuilds the set
    * after commit, unless it set only columns no authorization decision reads (a label).
    */
-  override changed(tx: Tx, rows: readonly AuthorityRow[], columns: readonly string[] = []): Promise<void> {
+  protected override onChanged(tx: Tx, rows: readonly AuthorityRow[], columns: readonly string[] = []): Promise<void> {
     const authorization = columns.length === 0 || columns.some((column) => !NOT_READ_BY_AUTHORIZATION.has(column));
     const devices = rows.map((row) => row.device_id);
     if (authorization) tx.bumpProjections('device', devices);

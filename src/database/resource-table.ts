@@ -202,7 +202,14 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
    * commit. Tables with dependent projections (the auth context, device authority sets) extend
    * it; `columns` are those the write set, so a change no projection reads can leave it alone.
    */
-  changed(tx: Tx, rows: readonly Row[], _columns: readonly string[] = []): Promise<void> {
+  changed(tx: Tx, rows: readonly Row[], columns: readonly string[] = []): Promise<void> {
+    // What the feed's event of this write shows as `data` (the audit event is recorded after it).
+    for (const row of rows) tx.noteResource(this.options.type, withoutVersion(row));
+    return this.onChanged(tx, rows, columns);
+  }
+
+  /** The cache side of `changed`, which subclasses extend. */
+  protected onChanged(tx: Tx, rows: readonly Row[], _columns: readonly string[] = []): Promise<void> {
     tx.afterCommit(async () => {
       await Promise.all(rows.map((row) => this.refresh(row)));
     });

@@ -25,6 +25,12 @@ export interface Tx {
    * the unit of work checks the claim against PostgreSQL's own count of the transaction's writes.
    */
   wrote(...tables: string[]): void;
+  /**
+   * The resource as the API shows it after this transaction's write (repositories note every row
+   * they write), for the event feed's `data`: the latest note of a record wins.
+   */
+  noteResource(type: string, resource: { readonly id: number | string }): void;
+  resourceAfter(type: string, id: number | string): object | undefined;
 }
 
 // Under Jest every transaction's written tables are compared with what its repositories declared,
@@ -115,7 +121,15 @@ export class UnitOfWork {
         return pending.versions;
       };
       const wrote = (...tables: string[]): void => tables.forEach((table) => written.add(table));
-      const value = await work({ db, afterCommit: (task) => tasks.push(task), bumpProjections, wrote });
+      const resources = new Map<string, object>();
+      const value = await work({
+        db,
+        afterCommit: (task) => tasks.push(task),
+        bumpProjections,
+        wrote,
+        noteResource: (type, resource) => resources.set(`${type}:${resource.id}`, resource),
+        resourceAfter: (type, id) => resources.get(`${type}:${id}`),
+      });
       for (const scope of [...bumps.keys()].sort()) {
         const pending = bumps.get(scope);
         if (pending === undefined || pending.ids.size === 0) continue;

@@ -30,7 +30,8 @@ export class EventDto {
         additionalProperties: { type: 'array', minItems: 2, maxItems: 2, items: { nullable: true } },
       },
     },
-    description: 'What changed (`changes`), or a worker event’s facts (`message_id`, `mobile_device_id`, …)',
+    description:
+      'For a write: the resource as the API shows it after the change (secrets left out) and `changes`; for a worker event its facts (`message_id`, `mobile_device_id`, …)',
   })
   data!: object;
 }

@@ -2,9 +2,10 @@ import { Injectable } from '@nestjs/common';
 import { resourceIdJson } from '../audit/audit-events.repository.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 
-/** One event as the feed shows it (part 6.12). */
+/** One event as the feed shows it (part 6.12), with its commit position. */
 export interface EventRow {
   readonly id: string;
+  readonly seq: string;
   readonly type: string;
   readonly occurred_at: Date;
   readonly actor_id: number | null;
@@ -52,7 +53,7 @@ export class EventsRepository {
              SELECT e.* FROM events e WHERE e.type = t.type AND (e.seq, e.id) > ($1::bigint, $2::bigint)
              ORDER BY e.seq, e.id LIMIT $3) x
            ORDER BY x.seq, x.id LIMIT $3`;
-    const rows = await db.query<(EventRow & { top: string | null; issued: string; seq: string | null })[]>(
+    const rows = await db.query<(Omit<EventRow, 'seq'> & { top: string | null; issued: string; seq: string | null })[]>(
       `WITH h AS (SELECT (SELECT max(seq) FROM events)::text AS top, (SELECT last_value FROM events_commit_seq)::text AS issued),
             page AS (${page})
        SELECT h.top, h.issued, p.seq::text AS seq,
@@ -66,7 +67,7 @@ export class EventsRepository {
     );
     const first = rows[0];
     return {
-      rows: rows.filter((row) => row.seq !== null),
+      rows: rows.filter((row): row is typeof row & { seq: string } => row.seq !== null),
       top: first?.top ?? '0',
       issued: first?.issued ?? '0',
     };

@@ -3,7 +3,7 @@ import { ApiError } from '../common/api-error.js';
 import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js';
 import { CacheService } from '../cache/cache.service.js';
 import { listSpec } from '../common/list/list-spec.js';
-import { ResourceTable } from '../database/resource-table.js';
+import { ResourceTable, withoutVersion } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import type { AuthorityPermissionDto } from './dto/authority-permission.dto.js';
 
@@ -86,7 +86,7 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
   }
 
   /** One change rebuilds its device's set at once, so the next check is a hit. */
-  override changed(tx: Tx, rows: readonly AuthorityPermissionRow[]): Promise<void> {
+  protected override onChanged(tx: Tx, rows: readonly AuthorityPermissionRow[]): Promise<void> {
     return this.record(tx, rows, 'rebuild');
   }
 
@@ -200,6 +200,7 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
 
   /** New rows (version 1) were never cached, so only revocations refresh a detail entry. */
   private record(tx: Tx, rows: readonly AuthorityPermissionRow[], mode: 'rebuild' | 'invalidate'): Promise<void> {
+    for (const row of rows) tx.noteResource('authority_permission', withoutVersion(row));
     const devices = rows.map((row) => row.device_id);
     const versions = tx.bumpProjections('device', devices);
     const revoked = rows.filter((row) => row.version > 1);

@@ -201,6 +201,8 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
     reason: string | undefined,
   ): Promise<void> {
     const rows = await this.rows.findMany(tx, ids);
+    // First, so the feed's events show each row as it now reads.
+    await this.rows.changedInBulk(tx, rows);
     await this.audit.recordMany(
       tx,
       rows.map((row): AuditRecord => ({
@@ -212,6 +214,5 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
           : { revoked_at: [null, row.revoked_at] },
       })),
     );
-    await this.rows.changedInBulk(tx, rows);
   }
 }

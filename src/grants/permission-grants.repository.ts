@@ -106,7 +106,7 @@ export class PermissionGrantsRepository extends ResourceTable<GrantRow> {
   }
 
   /** The grantee's effective permissions changed: bump, then rebuild its auth context after commit. */
-  override changed(tx: Tx, rows: readonly GrantRow[]): Promise<void> {
+  protected override onChanged(tx: Tx, rows: readonly GrantRow[]): Promise<void> {
     tx.bumpProjections(
       'user',
       rows.map((row) => row.user_id),

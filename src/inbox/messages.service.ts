@@ -5,7 +5,7 @@ import { creationStamp, deletionStamp, restorationStamp, updateStamp } from '../
 import { AuditService, diffChanges } from '../audit/audit.service.js';
 import { assertIfMatch, type IfMatch } from '../common/etag.js';
 import { AcceptedResponse, NoContent, ResourceResponse, type ListResponse } from '../common/responses.js';
-import { respondWith } from '../database/resource-table.js';
+import { respondWith, withoutVersion } from '../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import { JobQueue } from '../jobs/job-queue.js';
 import type { AcceptedJobDto } from '../jobs/jobs.dto.js';
@@ -152,6 +152,7 @@ export class MessagesService {
         title: dto.title ?? null,
         body: dto.body ?? null,
       });
+      tx.noteResource('inbox_message', withoutVersion(message)); // unchanged, shown as it is
       await this.audit.record(tx, 'inbox_message.send_push', id, { changes: { job_id: [null, job] } });
       return job;
     });

@@ -67,6 +67,7 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
   private readonly boss: PgBoss;
   private readonly handlers = new Map<QueueName, { handler: JobHandler<never>; options: WorkerOptions }>();
   private readonly schedules = new Map<QueueName, string>();
+  private readonly workerIds = new Map<QueueName, string[]>();
   private started = false;
 
   constructor(
@@ -119,12 +120,27 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
     for (const [queue, cron] of this.schedules) await this.boss.schedule(queue, cron);
     for (const [queue, { handler, options }] of this.handlers) {
       const { retryLimit } = QUEUES[queue];
-      const work = { pollingIntervalSeconds: 0.5, localConcurrency: 2, ...options };
-      await this.boss.work<never>(queue, work, async ([job]) => {
-        if (job === undefined) return {};
-        return handler(job, { retryCount: job.retryCount, retryLimit });
-      });
+      const { localConcurrency = 2, ...rest } = options;
+      // One pg-boss worker per slot, each with its own id, so `wake` can rouse every one of them.
+      const ids: string[] = [];
+      for (let slot = 0; slot < localConcurrency; slot += 1)
+        ids.push(
+          await this.boss.work<never>(
+            queue,
+            { pollingIntervalSeconds: 0.5, ...rest, localConcurrency: 1 },
+            async ([job]) => {
+              if (job === undefined) return {};
+              return handler(job, { retryCount: job.retryCount, retryLimit });
+            },
+          ),
+        );
+      this.workerIds.set(queue, ids);
     }
+  }
+
+  /** Makes this instance's idle workers of a queue look for jobs now instead of at their next poll. */
+  wake(queue: QueueName): void {
+    for (const id of this.workerIds.get(queue) ?? []) this.boss.notifyWorker(id);
   }
 
   /** Enqueues inside `tx`; returns the job id. */

@@ -56,7 +56,7 @@ export class UsersRepository extends ResourceTable<UserRow, UserColumn> {
   }
 
   /** After commit: the detail entry and the auth context's user entry (role, status, deletion). */
-  override changed(tx: Tx, rows: readonly UserRow[]): Promise<void> {
+  protected override onChanged(tx: Tx, rows: readonly UserRow[]): Promise<void> {
     tx.afterCommit(async () => {
       await Promise.all(rows.flatMap((row) => [this.refresh(row), this.authContexts.refreshUser(row.id)]));
     });

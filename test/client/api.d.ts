@@ -2018,7 +2018,7 @@ export interface components {
              * @example 42
              */
             resource_id: (number | string) | null;
-            /** @description What changed (`changes`), or a worker event’s facts (`message_id`, `mobile_device_id`, …) */
+            /** @description For a write: the resource as the API shows it after the change (secrets left out) and `changes`; for a worker event its facts (`message_id`, `mobile_device_id`, …) */
             data: {
                 /** @description An audit event’s changes: `{field: [before, after]}` */
                 changes?: {

@@ -64,8 +64,18 @@ describe('GET /events: the change feed', () => {
       resource_type: 'user',
       resource_id: userId,
       actor_id: root.user.id,
-      data: { changes: expect.objectContaining({ email: [null, email] }) },
+      // The user as GET /users/{id} shows it after the write, plus what changed.
+      data: expect.objectContaining({
+        id: userId,
+        email,
+        display_name: 'Feed',
+        role_id: 4,
+        changes: expect.objectContaining({ email: [null, email] }),
+      }),
     });
+    const shown = await caller(t, root).get(`/v1/admin/users/${userId}`).expect(200);
+    const { changes: _changes, ...resource } = event?.data ?? {};
+    expect(resource).toEqual(shown.body.data);
     expect(event?.id).toMatch(/^\d{20}-\d{20}$/);
     // At or past the last event given (past it when the page was not full: the horizon).
     const last = (response.body.data as FeedEvent[]).at(-1)?.id ?? '';
@@ -83,7 +93,7 @@ describe('GET /events: the change feed', () => {
     expect(empty.body.data).toEqual([]);
     const cursor = empty.body.meta.next_after as string;
     expect(cursor).toMatch(/^\d{20}-\d{20}$/);
-    await sql("INSERT INTO audit_events (action, resource_type, resource_id) VALUES ('test.rare', 'test', 'rare-1')");
+    await sql("INSERT INTO events (type, resource_type, resource_id) VALUES ('test.rare', 'test', 'rare-1')");
     const found = await caller(t, root).get(`/v1/admin/events?types=test.rare&after=${cursor}&wait=10`).expect(200);
     expect((found.body.data as FeedEvent[]).map((event) => event.resource_id)).toEqual(['rare-1']);
     // An empty after= (a stored null sent back) is the start of the feed.
@@ -152,7 +162,7 @@ describe('GET /events: the change feed', () => {
           await client.query('BEGIN');
           // Take an id now, commit after a random delay: ids alone would not be commit order.
           await client.query(
-            `INSERT INTO audit_events (action, resource_type, resource_id, changes) VALUES ('test.concurrent', 'test', $1, '{}')`,
+            `INSERT INTO events (type, resource_type, resource_id) VALUES ('test.concurrent', 'test', $1)`,
             [marker],
           );
           await sleep(Math.random() * 60);
@@ -218,8 +228,8 @@ describe('GET /events: the change feed', () => {
     await Promise.all([first.connect(), second.connect()]);
     const write = (client: pg.Client, step: string): Promise<unknown> =>
       client.query(
-        "INSERT INTO audit_events (action, resource_type, resource_id, changes) VALUES ('test.order', 'test', 'record-1', $1)",
-        [JSON.stringify({ step: [null, step] })],
+        "INSERT INTO events (type, resource_type, resource_id, data) VALUES ('test.order', 'test', 'record-1', $1)",
+        [JSON.stringify({ changes: { step: [null, step] } })],
       );
     try {
       // The first session takes its transaction id and writes, the second writes and commits,

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WebhookSender } from '../../src/events/webhooks/webhook-sender.js';
@@ -6,6 +7,7 @@ import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { jobsSchema } from '../support/jobs.js';
 import { caller } from '../support/requests.js';
+import { testDatabaseUrl } from '../support/test-env.js';
 import { WebhookReceiver, type Received } from '../support/webhook-receiver.js';
 
 interface Delivery {
@@ -122,6 +124,18 @@ describe('webhooks', () => {
     );
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows)).not.toContain(secret.slice(6));
+    // The feed shows the endpoint as the API does: no secret there either.
+    const feed = await caller(t, root).get('/v1/admin/events?types=webhook_endpoint.create&limit=1000').expect(200);
+    const event = (feed.body.data as { resource_id: unknown; data: Record<string, unknown> }[]).find(
+      (item) => item.resource_id === id,
+    );
+    expect(event?.data).toMatchObject({
+      id,
+      url: receiver.url('/crud'),
+      event_types: ['authority.revoke', 'user.suspend'],
+    });
+    expect(JSON.stringify(event)).not.toContain(secret.slice(6));
+    expect(event?.data).not.toHaveProperty('secret');
 
     const etag = read.headers.etag as string;
     const patched = await caller(t, root)
@@ -196,6 +210,27 @@ describe('webhooks', () => {
     });
     // A tampered body fails verification (the check is real).
     expect(() => verified(secret, { ...request, body: request.body.replace('user.create', 'user.delete') })).toThrow();
+  });
+
+  it('a new endpoint hears of events committed after it was made, even when the fan-out is behind', async () => {
+    // Hold the fan-out's cursor, as a busy or lagging fan-out would.
+    const holder = new pg.Client({ connectionString: testDatabaseUrl() });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT after FROM webhook_fanout WHERE id = 1 FOR UPDATE');
+      const before = await createUser('before');
+      const { secret } = await endpoint('/fresh');
+      const after = await createUser('after');
+      await holder.query('COMMIT');
+      const [request] = await receiver.waitFor('/fresh');
+      if (request === undefined) throw new Error('no delivery');
+      expect(verified(secret, request).resource_id).toBe(after);
+      await sleep(500);
+      expect(receiver.at('/fresh').map((received) => verified(secret, received).resource_id)).not.toContain(before);
+    } finally {
+      await holder.end();
+    }
   });
 
   it('after rotate-secret both secrets sign for 24 hours; the new one is shown once', async () => {

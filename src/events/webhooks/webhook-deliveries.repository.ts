@@ -71,7 +71,6 @@ export class WebhookDeliveriesRepository {
    * another worker skips them meanwhile.
    */
   async claimDue(tx: Tx, endpointId: number, limit: number, leaseSeconds: number): Promise<DueDelivery[]> {
-    tx.wrote('webhook_deliveries');
     // An UPDATE answers [rows, count].
     const [rows] = await tx.db.query<[DueDelivery[], number]>(
       `UPDATE webhook_deliveries d SET next_attempt_at = now() + make_interval(secs => $3)
@@ -82,6 +81,8 @@ export class WebhookDeliveriesRepository {
        RETURNING d.id::text AS id, d.event_id, d.payload, d.attempts, d.retry_until`,
       [endpointId, limit, leaseSeconds],
     );
+    // Only a claim that took something changed the log (an idle run looks often).
+    if (rows.length > 0) tx.wrote('webhook_deliveries');
     return rows;
   }
 

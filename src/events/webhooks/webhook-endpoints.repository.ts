@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { CacheService } from '../../cache/cache.service.js';
 import { listSpec } from '../../common/list/list-spec.js';
-import { ResourceTable } from '../../database/resource-table.js';
+import { ResourceTable, withoutVersion } from '../../database/resource-table.js';
 import { UnitOfWork, type Tx } from '../../database/unit-of-work.js';
 import type { WebhookEndpointDto } from './webhook-endpoint.dto.js';
 
@@ -19,10 +19,11 @@ export interface SigningEndpoint {
   readonly secrets: string[];
 }
 
-/** An active endpoint and the event types it hears, for the fan-out. */
+/** An active endpoint, the event types it hears, and the feed position it was made at (it hears what came after). */
 export interface Subscriber {
   readonly id: number;
   readonly event_types: string[];
+  readonly feed_from: bigint;
 }
 
 // The secrets are never selected for a response: only `signing` reads them.
@@ -72,6 +73,8 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
     await tx.db.query('DELETE FROM webhook_endpoints WHERE id = $1', [id]);
     // The cached detail becomes a tombstone, newer than the entry it replaces.
     await this.changed(tx, [{ ...row, version: row.version + 1, is_deleted: true }]);
+    // The feed shows the endpoint as the DELETE answers it: as it was.
+    tx.noteResource('webhook_endpoint', withoutVersion(row));
     return row;
   }
 
@@ -109,10 +112,10 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
 
   /** Active endpoints and their event types (a small table, read once per fan-out step). */
   async subscribers(db: Tx['db']): Promise<Subscriber[]> {
-    const rows = await db.query<Subscriber[]>(
-      'SELECT id, event_types FROM webhook_endpoints WHERE is_active ORDER BY id',
+    const rows = await db.query<{ id: number; event_types: string[]; feed_from: string }[]>(
+      'SELECT id, event_types, feed_from::text AS feed_from FROM webhook_endpoints WHERE is_active ORDER BY id',
     );
-    return rows.map((row) => ({ id: Number(row.id), event_types: row.event_types }));
+    return rows.map((row) => ({ id: Number(row.id), event_types: row.event_types, feed_from: BigInt(row.feed_from) }));
   }
 
   /** A delivery succeeded: the endpoint is healthy again. */

@@ -79,8 +79,12 @@ export class WebhookFanout implements OnApplicationBootstrap, BeforeApplicationS
         const deliveries: NewDelivery[] = [];
         for (const row of page.rows) {
           const event = presentEvent(row);
+          const position = BigInt(row.seq);
           for (const endpoint of subscribers)
-            if (endpoint.event_types.includes('*') || endpoint.event_types.includes(event.type))
+            if (
+              position > endpoint.feed_from &&
+              (endpoint.event_types.includes('*') || endpoint.event_types.includes(event.type))
+            )
               deliveries.push({ endpoint_id: endpoint.id, event });
         }
         for (const endpointId of await this.deliveries.insert(tx, deliveries)) await this.runs.request(tx, endpointId);

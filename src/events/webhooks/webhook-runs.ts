@@ -26,5 +26,7 @@ export class WebhookRuns {
       group: String(endpointId),
       ...(later ? { startAfter: at } : {}),
     });
+    // This instance's idle workers take it at once rather than at their next poll.
+    if (!later) tx.afterCommit(() => Promise.resolve(this.queue.wake('webhook-deliver')));
   }
 }

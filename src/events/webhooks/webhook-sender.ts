@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AuditService } from '../../audit/audit.service.js';
 import { SETTINGS, type Settings } from '../../config/settings.js';
 import { UnitOfWork } from '../../database/unit-of-work.js';
@@ -17,6 +18,13 @@ const IN_FLIGHT = 10;
 const LEASE_SECONDS = Math.ceil((DELIVERY_TIMEOUT_MS * Math.ceil(BATCH / IN_FLIGHT)) / 1000) + 30;
 /** A run yields after this long, so a busy endpoint does not keep a worker from the others. */
 const RUN_BUDGET_MS = 20_000;
+/**
+ * A run with nothing due looks again this often, for this long, before it ends: under a steady
+ * stream of writes the next deliveries are usually a few milliseconds away, and a run that ended
+ * would leave them to the next one the job queue starts.
+ */
+const LINGER_POLL_MS = 25;
+const LINGER_MS = 1000;
 /** An endpoint whose deliveries all failed for this long is disabled (part 6.12). */
 const DISABLE_AFTER_DAYS = 3;
 
@@ -68,9 +76,16 @@ export class WebhookSender implements OnModuleInit {
     const started = Date.now();
     let sent = 0;
     let failed = 0;
+    let idleSince: number | undefined;
     while (Date.now() - started < RUN_BUDGET_MS) {
       const batch = await this.uow.run((tx) => this.deliveries.claimDue(tx, endpointId, BATCH, LEASE_SECONDS));
-      if (batch.length === 0) break;
+      if (batch.length === 0) {
+        idleSince ??= Date.now();
+        if (Date.now() - idleSince >= LINGER_MS) break;
+        await sleep(LINGER_POLL_MS);
+        continue;
+      }
+      idleSince = undefined;
       const endpoint = await this.endpoints.signing(this.uow.reader, endpointId);
       if (endpoint === undefined || !endpoint.is_active) {
         const reason =
