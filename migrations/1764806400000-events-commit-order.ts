@@ -17,11 +17,13 @@ export class EventsCommitOrder1764806400000 implements MigrationInterface {
   async up(db: QueryRunner): Promise<void> {
     await db.query('CREATE SEQUENCE events_commit_seq AS bigint');
     await db.query('ALTER TABLE events ADD COLUMN seq bigint NULL');
-    // Events written before this migration keep the order they had (by transaction).
-    await db.query(`UPDATE events e SET seq = r.seq FROM (
-        SELECT xid, dense_rank() OVER (ORDER BY xid) AS seq FROM (SELECT DISTINCT xid FROM events) d) r
-      WHERE e.xid = r.xid`);
-    await db.query("SELECT setval('events_commit_seq', GREATEST((SELECT max(seq) FROM events), 1))");
+    // Events written before this migration keep their ids and their order: their position is the
+    // transaction id that ordered them, and new positions start past every transaction id handed
+    // out so far, so a cursor stored before the upgrade (an event id, or the horizon the feed gave
+    // as next_after) still means the same place in the feed.
+    await db.query('UPDATE events SET seq = xid::text::bigint');
+    await db.query(`SELECT setval('events_commit_seq', GREATEST(
+        (SELECT max(seq) FROM events), pg_snapshot_xmax(pg_current_snapshot())::text::bigint, 1))`);
     await db.query('CREATE UNIQUE INDEX events_seq_idx ON events (seq, id)');
     await db.query('CREATE INDEX events_type_seq_idx ON events (type, seq, id)');
     await db.query('DROP INDEX IF EXISTS events_type_idx');
@@ -49,6 +51,8 @@ export class EventsCommitOrder1764806400000 implements MigrationInterface {
         feed_position := nextval('events_commit_seq');
         UPDATE events SET seq = feed_position WHERE xid = NEW.xid;
         DELETE FROM event_transactions WHERE xid = NEW.xid;
+        -- An event written after this step (by a later deferred trigger) queues a step of its own.
+        PERFORM set_config('admin_api.events_xid', '', true);
         RETURN NULL;
       END $$`);
     await db.query(`CREATE CONSTRAINT TRIGGER event_transactions_commit AFTER INSERT ON event_transactions

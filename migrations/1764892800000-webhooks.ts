@@ -32,9 +32,19 @@ export class Webhooks1764892800000 implements MigrationInterface {
     );
     // An endpoint whose deliveries fail, since when (a row only while it fails). Kept apart so
     // that a delivery's outcome never changes the endpoint's version (its ETag).
+    // While it fails, its new deliveries wait for the next probe (one delivery at a time), so a
+    // dead endpoint does not keep a worker busy with timeouts.
     await db.query(`CREATE TABLE webhook_endpoint_failures (
         endpoint_id bigint PRIMARY KEY REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
-        failing_since timestamptz NOT NULL DEFAULT now()
+        failing_since timestamptz NOT NULL DEFAULT now(),
+        failed_rounds integer NOT NULL DEFAULT 0,
+        next_probe_at timestamptz NOT NULL DEFAULT now()
+      )`);
+    // The endpoint whose deliveries a run is sending, until when: one run per endpoint at a time.
+    await db.query(`CREATE TABLE webhook_runs (
+        endpoint_id bigint PRIMARY KEY,
+        holder uuid NOT NULL,
+        until timestamptz NOT NULL
       )`);
     // No foreign key: an endpoint is deleted for good, its deliveries stay readable 30 days.
     await db.query(`
@@ -52,6 +62,7 @@ export class Webhooks1764892800000 implements MigrationInterface {
         retry_until timestamptz NOT NULL DEFAULT now() + interval '3 days',
         created_at timestamptz NOT NULL DEFAULT now(),
         delivered_at timestamptz NULL,
+        claim uuid NULL,
         UNIQUE (endpoint_id, event_id)
       )`);
     await db.query('CREATE INDEX webhook_deliveries_endpoint_idx ON webhook_deliveries (endpoint_id, id)');
@@ -72,7 +83,7 @@ export class Webhooks1764892800000 implements MigrationInterface {
   }
 
   async down(db: QueryRunner): Promise<void> {
-    for (const table of ['webhook_fanout', 'webhook_deliveries', 'webhook_endpoint_failures', 'webhook_endpoints'])
+    for (const table of ['webhook_fanout', 'webhook_runs', 'webhook_deliveries', 'webhook_endpoint_failures', 'webhook_endpoints'])
       await db.query(`DROP TABLE ${table}`);
     await db.query('DROP FUNCTION events_feed_end()');
   }

@@ -24,7 +24,12 @@ export function sendError(exception: unknown, request: FastifyRequest, reply: Fa
       ? ApiError.payloadTooLarge(routeLimit)
       : mapped.error;
   if (internal) {
-    logger.error({ msg: 'unhandled error', request_id: request.id, route: request.routeOptions.url, err: exception });
+    logger.error({
+      msg: 'unhandled error',
+      request_id: request.id,
+      route: request.routeOptions.url,
+      err: loggableError(exception),
+    });
   } else if (error.code === 'SERVICE_UNAVAILABLE') {
     logger.warn({
       msg: 'database unavailable',
@@ -38,4 +43,23 @@ export function sendError(exception: unknown, request: FastifyRequest, reply: Fa
     .headers(error.headers)
     .header('content-type', 'application/json; charset=utf-8')
     .send(errorBody(error, request.id));
+}
+
+/**
+ * An error as it may be logged: a database error's bound parameters and its row `detail`
+ * ("Failing row contains (…)") carry request values and stored secrets, so they stay out.
+ */
+export function loggableError(exception: unknown): unknown {
+  if (!(exception instanceof Error)) return exception;
+  const {
+    parameters: _parameters,
+    driverError: _driverError,
+    detail: _detail,
+    ...rest
+  } = exception as Error & {
+    parameters?: unknown;
+    driverError?: unknown;
+    detail?: unknown;
+  };
+  return { ...rest, type: exception.name, message: exception.message, stack: exception.stack };
 }

@@ -12,7 +12,18 @@ export function createPino(level: LogLevel, format: LogFormat = 'json'): Pino {
     level,
     base: { service: 'admin-api' },
     timestamp: pino.stdTimeFunctions.isoTime,
-    redact: { paths: ['*.authorization', '*.password', '*.push_token', '*.temporary_pin', '*.token'], remove: true },
+    redact: {
+      paths: [
+        '*.authorization',
+        '*.password',
+        '*.push_token',
+        '*.temporary_pin',
+        '*.token',
+        '*.secret',
+        '*.previous_secret',
+      ],
+      remove: true,
+    },
   };
   const readable = format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true);
   if (!readable) return pino(options);

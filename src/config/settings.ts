@@ -194,7 +194,7 @@ export function loadSettings(env: Env = process.env): Settings {
     webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     webhookAllowHttp: flag(env, 'WEBHOOK_ALLOW_HTTP', false),
     webhookWorkers: flag(env, 'WEBHOOK_WORKERS', true),
-    webhookConcurrency: integer(env, 'WEBHOOK_CONCURRENCY', 16, 1, 256),
+    webhookConcurrency: integer(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256),
   });
 }
 

@@ -204,8 +204,13 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
    */
   changed(tx: Tx, rows: readonly Row[], columns: readonly string[] = []): Promise<void> {
     // What the feed's event of this write shows as `data` (the audit event is recorded after it).
-    for (const row of rows) tx.noteResource(this.options.type, withoutVersion(row));
+    for (const row of rows) tx.noteResource(this.options.type, this.presentedOnFeed(row));
     return this.onChanged(tx, rows, columns);
+  }
+
+  /** The row as the event feed shows it: as the API does, unless a resource keeps something back. */
+  protected presentedOnFeed(row: Row): { readonly id: number } {
+    return withoutVersion(row);
   }
 
   /** The cache side of `changed`, which subclasses extend. */

@@ -36,6 +36,8 @@ export interface WorkerOptions {
   readonly localConcurrency?: number;
   /** At most this many jobs of one group run at once across all instances. */
   readonly groupConcurrency?: number;
+  /** How often an idle worker looks for jobs (≥ 0.5; `wake` rouses it sooner). */
+  readonly pollingIntervalSeconds?: number;
 }
 
 /** How a job is sent: deduplicated by key, kept to its group, or not before a moment. */

@@ -2,6 +2,10 @@ import pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { EventsRepository } from '../../src/events/events.repository.js';
+import { parseCursor } from '../../src/events/event-cursor.js';
+import { loadSettings } from '../../src/config/settings.js';
+import { migrate } from '../../src/database/migrate.js';
+import { createOwnDatabase } from '../support/own-database.js';
 import { actor, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
@@ -251,6 +255,46 @@ describe('GET /events: the change feed', () => {
       [null, 'first-1'],
       [null, 'first-2'],
     ]);
+  });
+
+  it('upgrading to commit order keeps every event id and stored cursor valid', async () => {
+    const own = await createOwnDatabase('events_upgrade', { migrateUpTo: 'EventsOrder1764720000000' });
+    const on = async <T>(text: string, params: unknown[] = []): Promise<T[]> => {
+      const client = new pg.Client({ connectionString: own.url });
+      await client.connect();
+      try {
+        return (await client.query(text, params)).rows as T[];
+      } finally {
+        await client.end();
+      }
+    };
+    try {
+      for (const marker of ['a', 'b', 'c'])
+        await on("INSERT INTO events (type, resource_type, resource_id) VALUES ('test.upgrade', 'test', $1)", [marker]);
+      // The ids and the horizon cursor the feed gave before the upgrade.
+      const before = await on<{ id: string }>(
+        "SELECT lpad(xid::text, 20, '0') || '-' || lpad(id::text, 20, '0') AS id FROM events ORDER BY xid, id",
+      );
+      const [horizon] = await on<{ cursor: string }>(
+        "SELECT lpad((pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1)::text, 20, '0') || '-09223372036854775807' AS cursor",
+      );
+      await migrate(loadSettings({ DATABASE_URL: own.url }), own.url);
+      const upgraded = await startApp({ widgets: false, databaseUrl: own.url });
+      try {
+        const events = upgraded.app.get(EventsRepository);
+        const after = await events.after(undefined, undefined, 100);
+        expect(after.rows.map((row) => row.id)).toEqual(before.map((row) => row.id));
+        // A new event comes after every old one, and after the horizon a reader had stored.
+        await on("INSERT INTO events (type, resource_type, resource_id) VALUES ('test.upgrade', 'test', 'd')");
+        const next = await events.after(parseCursor(horizon?.cursor), undefined, 100);
+        expect(next.rows.map((row) => row.resource_id)).toEqual(['d']);
+        expect((next.rows[0]?.id ?? '') > (before.at(-1)?.id ?? 'z')).toBe(true);
+      } finally {
+        await upgraded.close();
+      }
+    } finally {
+      await own.drop();
+    }
   });
 
   it('events past EVENT_RETENTION_DAYS are purged; younger ones stay', async () => {

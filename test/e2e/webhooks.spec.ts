@@ -1,10 +1,12 @@
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { postWebhook } from '../../src/events/webhooks/webhook-http.js';
 import { WebhookSender } from '../../src/events/webhooks/webhook-sender.js';
 import { actor, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
+import { createOwnDatabase } from '../support/own-database.js';
 import { jobsSchema } from '../support/jobs.js';
 import { caller } from '../support/requests.js';
 import { testDatabaseUrl } from '../support/test-env.js';
@@ -23,6 +25,17 @@ interface Delivery {
 }
 
 const LOCAL = { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_ALLOW_HTTP: 'true' };
+
+/** A query on another database than the run's. */
+async function sqlOn<T = Record<string, unknown>>(url: string, text: string, params: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(text, params)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
 
 /** The event as verified with the reference implementation (throws on a bad signature). */
 function verified(secret: string, request: Received): { id: string; type: string; resource_id: unknown } {
@@ -129,9 +142,10 @@ describe('webhooks', () => {
     const event = (feed.body.data as { resource_id: unknown; data: Record<string, unknown> }[]).find(
       (item) => item.resource_id === id,
     );
+    // The URL only as its origin: receivers keep tokens in paths and query strings.
     expect(event?.data).toMatchObject({
       id,
-      url: receiver.url('/crud'),
+      url: `${new URL(receiver.url('/crud')).origin}/…`,
       event_types: ['authority.revoke', 'user.suspend'],
     });
     expect(JSON.stringify(event)).not.toContain(secret.slice(6));
@@ -182,6 +196,58 @@ describe('webhooks', () => {
       .get('/v1/admin/webhook-endpoints')
       .expect(403);
     await caller(t, admin).post('/v1/admin/webhook-deliveries/1/retry').expect(403);
+  });
+
+  it('a URL token stays out of the audit trail and the feed; an over-long normalised URL is a 400, not a 500', async () => {
+    const { id } = await endpoint('/tokened?token=SUPERSECRETTOKEN');
+    await caller(t, root)
+      .patch(`/v1/admin/webhook-endpoints/${id}`, { url: receiver.url('/tokened/PATHSECRET?token=OTHERSECRET') })
+      .expect(200);
+    const audit = await sql(
+      "SELECT changes FROM audit_events WHERE resource_type = 'webhook_endpoint' AND resource_id = $1",
+      [String(id)],
+    );
+    const feed = await sql("SELECT data FROM events WHERE resource_type = 'webhook_endpoint' AND resource_id = $1", [
+      String(id),
+    ]);
+    expect(audit).toHaveLength(2);
+    expect(feed).toHaveLength(2);
+    for (const secret of ['SUPERSECRETTOKEN', 'PATHSECRET', 'OTHERSECRET'])
+      expect(JSON.stringify([audit, feed])).not.toContain(secret);
+    // The one who manages it still reads the whole URL.
+    const read = await caller(t, root).get(`/v1/admin/webhook-endpoints/${id}`).expect(200);
+    expect(read.body.data.url).toContain('OTHERSECRET');
+    // 1400 characters sent, about 2100 once spaces are escaped: refused before the database sees it.
+    const long = await caller(t, root)
+      .patch(`/v1/admin/webhook-endpoints/${id}`, { url: `https://1.1.1.1/${' x'.repeat(700)}` })
+      .expect(400);
+    expect(long.body.error.details.fields[0]).toMatchObject({ field: 'url', rule: 'max_length' });
+  });
+
+  it('the delivery log pages newest first by number (not as text)', async () => {
+    const { id } = await endpoint('/many', ['webhook.test']);
+    for (let n = 0; n < 12; n += 1) await caller(t, root).post(`/v1/admin/webhook-endpoints/${id}/test`).expect(202);
+    await receiver.waitFor('/many', 12);
+    const rows = await deliveries(id);
+    expect(rows).toHaveLength(12);
+    const ids = rows.map((row) => Number(row.id));
+    expect(ids).toEqual([...ids].sort((a, b) => b - a));
+    const page = await caller(t, root)
+      .get(`/v1/admin/webhook-endpoints/${id}/deliveries?page_size=5&page=1&sort=id:asc`)
+      .expect(200);
+    expect((page.body.data as Delivery[]).map((row) => Number(row.id))).toEqual([...ids].reverse().slice(0, 5));
+  });
+
+  it('the connection goes to the address checked, whatever the host name resolves to now', async () => {
+    const port = new URL(receiver.url('/')).port;
+    const outcome = await postWebhook(
+      new URL(`http://rebinding.invalid:${port}/pinned`),
+      ['127.0.0.1'],
+      { 'content-type': 'application/json' },
+      '{}',
+    );
+    expect(outcome).toEqual({ ok: true, status: 200, error: null });
+    expect(receiver.at('/pinned')).toHaveLength(1);
   });
 
   it('delivers each subscribed event signed per Standard Webhooks, verified by the reference implementation', async () => {
@@ -334,18 +400,23 @@ describe('webhooks', () => {
       () => deliveries(id),
       (rows) => rows[0]?.attempts === 1,
     );
-    // As if it had been failing for 4 days: the next failure disables it.
+    // Failing now: a new event's delivery waits for the next probe instead of going at once.
+    await createUser('down');
+    const waiting = await eventually(
+      () => deliveries(id),
+      (rows) => rows.length === 2,
+    );
+    expect(waiting[0]).toMatchObject({ attempts: 0, state: 'pending' });
+    expect(Date.parse(waiting[0]?.next_attempt_at ?? '')).toBeGreaterThan(Date.now() + 2000);
+    // As if it had been failing for 4 days: the minute's sweep disables it.
     await sql("UPDATE webhook_endpoint_failures SET failing_since = now() - interval '4 days' WHERE endpoint_id = $1", [
       id,
     ]);
-    await sql("UPDATE webhook_deliveries SET next_attempt_at = now() WHERE endpoint_id = $1 AND state = 'pending'", [
-      id,
-    ]);
-    await t.app.get(WebhookSender).run(id);
+    await t.app.get(WebhookSender).sweep();
     const disabled = await caller(t, root).get(`/v1/admin/webhook-endpoints/${id}`).expect(200);
     expect(disabled.body.data).toMatchObject({ is_active: false, disabled_reason: 'failing' });
-    const [ended] = await deliveries(id);
-    expect(ended).toMatchObject({ state: 'failed', last_error: 'endpoint disabled: failing for 3 days' });
+    for (const ended of await deliveries(id))
+      expect(ended).toMatchObject({ state: 'failed', last_error: 'endpoint disabled: failing for 3 days' });
     const feed = await caller(t, root).get('/v1/admin/events?types=webhook_endpoint.disabled&limit=1000').expect(200);
     expect(
       (feed.body.data as { resource_id: unknown; actor_id: unknown }[]).filter((e) => e.resource_id === id),
@@ -425,6 +496,15 @@ describe('webhooks', () => {
         ['https://[fd00::1]/hook', 'private_address'],
         ['https://169.254.169.254/latest/meta-data', 'link_local'],
         ['https://0.0.0.0/hook', 'reserved'],
+        ['https://[::127.0.0.1]/hook', 'reserved'],
+        ['https://[::ffff:0:127.0.0.1]/hook', 'reserved'],
+        ['https://[64:ff9b:1::a00:1]/hook', 'reserved'],
+        ['https://[64:ff9b::10.0.0.1]/hook', 'reserved'],
+        ['https://[2002:a00:1::1]/hook', 'reserved'],
+        ['https://[fec0::1]/hook', 'reserved'],
+        ['https://2130706433/hook', 'loopback'],
+        ['https://0x7f.1/hook', 'loopback'],
+        ['https://localhost./hook', 'loopback'],
         ['https://no-such-host.invalid/hook', 'unresolvable'],
       ] as const) {
         const response = await caller(strict, root).post('/v1/admin/webhook-endpoints', { url, event_types: ['*'] });
@@ -446,15 +526,33 @@ describe('webhooks', () => {
     });
 
     it('the check is repeated at delivery: an endpoint made where private addresses were allowed is refused', async () => {
-      const { id } = await endpoint('/recheck', ['webhook.test']);
-      await sql('UPDATE webhook_endpoints SET is_active = false WHERE id = $1', [id]); // the lenient app stays out
-      await sql('UPDATE webhook_endpoints SET is_active = true WHERE id = $1', [id]);
-      const accepted = await caller(strict, root).post(`/v1/admin/webhook-endpoints/${id}/test`).expect(202);
-      await sql('UPDATE webhook_deliveries SET next_attempt_at = now() WHERE id = $1', [accepted.body.data.id]);
-      await strict.app.get(WebhookSender).run(id);
-      const logged = (await deliveries(id)).find((row) => row.id === accepted.body.data.id);
-      expect(logged?.last_error).toMatch(/^refused: /);
-      expect(receiver.at('/recheck')).toHaveLength(0);
+      // On a database of its own, so the lenient workers above cannot deliver it first.
+      const own = await createOwnDatabase('webhook_recheck');
+      const alone = await startApp({ widgets: false, databaseUrl: own.url, env: { WEBHOOK_ALLOW_HTTP: 'true' } });
+      try {
+        const [endpointRow] = await sqlOn<{ id: number }>(
+          own.url,
+          "INSERT INTO webhook_endpoints (url, event_types, secret) VALUES ($1, '{webhook.test}', 'whsec_AAAA') RETURNING id",
+          [receiver.url('/recheck')],
+        );
+        const id = Number(endpointRow?.id);
+        await sqlOn(
+          own.url,
+          `INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, payload) VALUES ($1, 'test-1', 'webhook.test', '{"id":"test-1"}')`,
+          [id],
+        );
+        await alone.app.get(WebhookSender).run(id);
+        const [logged] = await sqlOn<{ attempts: number; last_error: string }>(
+          own.url,
+          'SELECT attempts, last_error FROM webhook_deliveries WHERE endpoint_id = $1',
+          [id],
+        );
+        expect(logged).toMatchObject({ attempts: 1, last_error: expect.stringMatching(/^refused: .*loopback/) });
+        expect(receiver.at('/recheck')).toHaveLength(0);
+      } finally {
+        await alone.close();
+        await own.drop();
+      }
     });
   });
 });

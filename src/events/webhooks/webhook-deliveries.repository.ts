@@ -10,9 +10,12 @@ export const DELIVERY_STATES = ['pending', 'succeeded', 'failed'] as const;
 const COLUMNS = `id::text AS id, endpoint_id, event_id, event_type, state, attempts, last_status, last_error, next_attempt_at,
   created_at, delivered_at`;
 
+// Qualified by `d.`: the output column `id` is text, and a page must sort by the number.
 export const WEBHOOK_DELIVERY_LIST = listSpec({
-  from: 'webhook_deliveries',
-  select: COLUMNS,
+  from: 'webhook_deliveries d',
+  alias: 'd',
+  select: `d.id::text AS id, d.endpoint_id, d.event_id, d.event_type, d.state, d.attempts, d.last_status, d.last_error,
+    d.next_attempt_at, d.created_at, d.delivered_at`,
   sort: ['id', 'created_at'],
   defaultSort: 'id:desc',
   filters: { state: { enum: DELIVERY_STATES }, event_type: 'string' },
@@ -45,21 +48,24 @@ export interface NewDelivery {
 /** The delivery log, which is also the retry schedule (one row per event and endpoint). */
 @Injectable()
 export class WebhookDeliveriesRepository {
-  /** Creates deliveries (an event reaches an endpoint once); answers the endpoints that got new ones. */
-  async insert(tx: Tx, deliveries: readonly NewDelivery[], firstAttemptAt?: Date): Promise<number[]> {
+  /**
+   * Creates deliveries (an event reaches an endpoint once), due now, or at the next probe of an
+   * endpoint that is failing; answers the endpoints that got new ones.
+   */
+  async insert(tx: Tx, deliveries: readonly NewDelivery[]): Promise<number[]> {
     if (deliveries.length === 0) return [];
     tx.wrote('webhook_deliveries');
     const rows = await tx.db.query<{ endpoint_id: string }[]>(
       `INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, payload, next_attempt_at)
-       SELECT d.endpoint_id, d.payload->>'id', d.payload->>'type', d.payload, COALESCE($3::timestamptz, now())
+       SELECT d.endpoint_id, d.payload->>'id', d.payload->>'type', d.payload, GREATEST(now(), f.next_probe_at)
        FROM unnest($1::bigint[], $2::jsonb[]) WITH ORDINALITY AS d(endpoint_id, payload, ord)
+       LEFT JOIN webhook_endpoint_failures f ON f.endpoint_id = d.endpoint_id
        ORDER BY d.ord
        ON CONFLICT (endpoint_id, event_id) DO NOTHING
        RETURNING endpoint_id`,
       [
         deliveries.map((delivery) => delivery.endpoint_id),
         deliveries.map((delivery) => JSON.stringify(delivery.event)),
-        firstAttemptAt ?? null,
       ],
     );
     return [...new Set(rows.map((row) => Number(row.endpoint_id)))];
@@ -70,39 +76,50 @@ export class WebhookDeliveriesRepository {
    * attempt moves past the lease, so if this worker dies they come due again on their own, and
    * another worker skips them meanwhile.
    */
-  async claimDue(tx: Tx, endpointId: number, limit: number, leaseSeconds: number): Promise<DueDelivery[]> {
+  async claimDue(
+    tx: Tx,
+    endpointId: number,
+    claim: string,
+    limit: number,
+    leaseSeconds: number,
+  ): Promise<DueDelivery[]> {
     // An UPDATE answers [rows, count].
     const [rows] = await tx.db.query<[DueDelivery[], number]>(
-      `UPDATE webhook_deliveries d SET next_attempt_at = now() + make_interval(secs => $3)
+      `UPDATE webhook_deliveries d SET next_attempt_at = now() + make_interval(secs => $3), claim = $4
        FROM (SELECT id FROM webhook_deliveries
              WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at <= now()
              ORDER BY next_attempt_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) due
        WHERE d.id = due.id
        RETURNING d.id::text AS id, d.event_id, d.payload, d.attempts, d.retry_until`,
-      [endpointId, limit, leaseSeconds],
+      [endpointId, limit, leaseSeconds, claim],
     );
     // Only a claim that took something changed the log (an idle run looks often).
     if (rows.length > 0) tx.wrote('webhook_deliveries');
     return rows;
   }
 
-  /** Records attempts' outcomes, one statement for the batch. */
-  async record(tx: Tx, attempts: readonly AttemptRecord[]): Promise<void> {
+  /**
+   * Records attempts' outcomes, one statement for the batch. Only deliveries still held by this
+   * claim change: one ended meanwhile (its endpoint deleted or deactivated) or queued again by
+   * hand keeps what happened to it since.
+   */
+  async record(tx: Tx, claim: string, attempts: readonly AttemptRecord[]): Promise<void> {
     if (attempts.length === 0) return;
     tx.wrote('webhook_deliveries');
     await tx.db.query(
       `UPDATE webhook_deliveries d SET
          state = a.state, attempts = d.attempts + 1, last_status = a.status, last_error = a.error,
-         next_attempt_at = a.next_attempt_at,
+         next_attempt_at = a.next_attempt_at, claim = NULL,
          delivered_at = CASE WHEN a.state = 'succeeded' THEN now() ELSE d.delivered_at END
        FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::timestamptz[]) AS a(id, state, status, error, next_attempt_at)
-       WHERE d.id = a.id`,
+       WHERE d.id = a.id AND d.claim = $6 AND d.state = 'pending'`,
       [
         attempts.map((attempt) => attempt.id),
         attempts.map((attempt) => attempt.state),
         attempts.map((attempt) => attempt.status),
         attempts.map((attempt) => attempt.error),
         attempts.map((attempt) => attempt.next_attempt_at),
+        claim,
       ],
     );
   }
@@ -111,7 +128,7 @@ export class WebhookDeliveriesRepository {
   async failPending(tx: Tx, endpointId: number, error: string): Promise<number> {
     tx.wrote('webhook_deliveries');
     const [, count] = await tx.db.query<[unknown[], number]>(
-      `UPDATE webhook_deliveries SET state = 'failed', last_error = $2, next_attempt_at = NULL
+      `UPDATE webhook_deliveries SET state = 'failed', last_error = $2, next_attempt_at = NULL, claim = NULL
        WHERE endpoint_id = $1 AND state = 'pending'`,
       [endpointId, error],
     );
@@ -167,7 +184,8 @@ export class WebhookDeliveriesRepository {
   async requeue(tx: Tx, id: number): Promise<WebhookDeliveryDto> {
     tx.wrote('webhook_deliveries');
     const [rows] = await tx.db.query<[WebhookDeliveryDto[], number]>(
-      `UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = now(), retry_until = GREATEST(retry_until, now())
+      `UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = now(), retry_until = GREATEST(retry_until, now()),
+         claim = NULL
        WHERE id = $1 RETURNING ${COLUMNS}`,
       [id],
     );

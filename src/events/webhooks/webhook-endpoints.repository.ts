@@ -17,6 +17,8 @@ export interface SigningEndpoint {
   readonly url: string;
   readonly is_active: boolean;
   readonly secrets: string[];
+  /** Its last round failed entirely: deliveries go one at a time (a probe) until one succeeds. */
+  readonly failing: boolean;
 }
 
 /** An active endpoint, the event types it hears, and the feed position it was made at (it hears what came after). */
@@ -24,6 +26,13 @@ export interface Subscriber {
   readonly id: number;
   readonly event_types: string[];
   readonly feed_from: bigint;
+}
+
+/** A webhook URL as the feed and the audit trail show it: its origin, the rest elided. */
+export function urlOnFeed(href: string | null): string | null {
+  if (href === null) return null;
+  const url = new URL(href);
+  return url.pathname === '/' && url.search === '' ? url.href : `${url.origin}/…`;
 }
 
 // The secrets are never selected for a response: only `signing` reads them.
@@ -66,6 +75,27 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
     );
   }
 
+  /**
+   * On the feed (which other endpoints receive) and in the audit trail an endpoint's URL is only
+   * its origin: receivers put tokens in paths and query strings.
+   */
+  protected override presentedOnFeed(row: WebhookEndpointRow): { readonly id: number } {
+    const shown: Omit<WebhookEndpointRow, 'version' | 'url'> & { url: string | null } = {
+      ...withoutVersion(row),
+      url: urlOnFeed(row.url),
+    };
+    return shown;
+  }
+
+  /** The row under a lock; undefined once deleted (a worker's view: no 404 to answer). */
+  async lockIfExists(tx: Tx, id: number): Promise<WebhookEndpointRow | undefined> {
+    const [row] = await tx.db.query<WebhookEndpointRow[]>(
+      `SELECT version, ${RESOURCE_COLUMNS} FROM webhook_endpoints WHERE id = $1 FOR UPDATE`,
+      [id],
+    );
+    return row;
+  }
+
   /** Deletes the endpoint for good (its failure record goes with it); answers the row as it was. */
   async remove(tx: Tx, id: number): Promise<WebhookEndpointRow> {
     const row = await this.lock(tx, id);
@@ -74,7 +104,7 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
     // The cached detail becomes a tombstone, newer than the entry it replaces.
     await this.changed(tx, [{ ...row, version: row.version + 1, is_deleted: true }]);
     // The feed shows the endpoint as the DELETE answers it: as it was.
-    tx.noteResource('webhook_endpoint', withoutVersion(row));
+    tx.noteResource('webhook_endpoint', this.presentedOnFeed(row));
     return row;
   }
 
@@ -102,9 +132,9 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
   /** The endpoint with its signing secrets; undefined once deleted. */
   async signing(db: Tx['db'], id: number): Promise<SigningEndpoint | undefined> {
     const [row] = await db.query<SigningEndpoint[]>(
-      `SELECT id, url, is_active,
-              array_remove(ARRAY[secret, CASE WHEN previous_secret_until > now() THEN previous_secret END], NULL) AS secrets
-       FROM webhook_endpoints WHERE id = $1`,
+      `SELECT e.id, e.url, e.is_active, f.endpoint_id IS NOT NULL AS failing,
+              array_remove(ARRAY[e.secret, CASE WHEN e.previous_secret_until > now() THEN e.previous_secret END], NULL) AS secrets
+       FROM webhook_endpoints e LEFT JOIN webhook_endpoint_failures f ON f.endpoint_id = e.id WHERE e.id = $1`,
       [id],
     );
     return row === undefined ? undefined : { ...row, id: Number(row.id) };
@@ -124,19 +154,56 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
     await tx.db.query('DELETE FROM webhook_endpoint_failures WHERE endpoint_id = $1', [id]);
   }
 
-  /** A delivery failed: when the endpoint has been failing since at least `days` ago, answers since when. */
-  async failingFor(tx: Tx, id: number, days: number): Promise<Date | undefined> {
+  /**
+   * A round failed entirely: the endpoint is failing (since the first such round) and is probed
+   * again after a delay that grows with each failed round, as a delivery's retries do (5 s,
+   * tripling, at most 12 hours, ±20 %); answers since when it fails.
+   */
+  async failedRound(tx: Tx, id: number): Promise<Date | undefined> {
     tx.wrote('webhook_endpoint_failures');
-    await tx.db.query(
-      `INSERT INTO webhook_endpoint_failures (endpoint_id) SELECT id FROM webhook_endpoints WHERE id = $1
-       ON CONFLICT (endpoint_id) DO NOTHING`,
+    const [row] = await tx.db.query<{ failing_since: Date }[]>(
+      `INSERT INTO webhook_endpoint_failures AS f (endpoint_id, failed_rounds, next_probe_at)
+       SELECT id, 1, now() + interval '5 seconds' FROM webhook_endpoints WHERE id = $1
+       ON CONFLICT (endpoint_id) DO UPDATE
+         SET failed_rounds = f.failed_rounds + 1,
+             next_probe_at = now() + make_interval(secs => LEAST(43200, 5 * 3 ^ f.failed_rounds) * (0.8 + random() * 0.4))
+       RETURNING failing_since`,
       [id],
     );
-    const [row] = await tx.db.query<{ failing_since: Date }[]>(
-      `SELECT failing_since FROM webhook_endpoint_failures
-       WHERE endpoint_id = $1 AND failing_since <= now() - make_interval(days => $2)`,
-      [id, days],
-    );
     return row?.failing_since;
+  }
+
+  /** Active endpoints whose deliveries have all failed for at least `days`. */
+  async failingFor(db: Tx['db'], days: number): Promise<number[]> {
+    const rows = await db.query<{ endpoint_id: number }[]>(
+      `SELECT f.endpoint_id FROM webhook_endpoint_failures f JOIN webhook_endpoints e ON e.id = f.endpoint_id
+       WHERE e.is_active AND f.failing_since <= now() - make_interval(days => $1)`,
+      [days],
+    );
+    return rows.map((row) => Number(row.endpoint_id));
+  }
+
+  /** Takes the endpoint's run for `seconds` (or renews it); false while another run holds it. */
+  async takeRun(tx: Tx, id: number, holder: string, seconds: number): Promise<boolean> {
+    tx.wrote('webhook_runs');
+    const rows = await tx.db.query<unknown[]>(
+      `INSERT INTO webhook_runs AS r (endpoint_id, holder, until) VALUES ($1, $2, now() + make_interval(secs => $3))
+       ON CONFLICT (endpoint_id) DO UPDATE SET holder = EXCLUDED.holder, until = EXCLUDED.until
+         WHERE r.holder = EXCLUDED.holder OR r.until < now()
+       RETURNING endpoint_id`,
+      [id, holder, seconds],
+    );
+    return rows.length > 0;
+  }
+
+  async releaseRun(tx: Tx, id: number, holder: string): Promise<void> {
+    tx.wrote('webhook_runs');
+    await tx.db.query('DELETE FROM webhook_runs WHERE endpoint_id = $1 AND holder = $2', [id, holder]);
+  }
+
+  /** When the run that holds the endpoint lets go at the latest. */
+  async runUntil(db: Tx['db'], id: number): Promise<Date | undefined> {
+    const [row] = await db.query<{ until: Date }[]>('SELECT until FROM webhook_runs WHERE endpoint_id = $1', [id]);
+    return row?.until;
   }
 }

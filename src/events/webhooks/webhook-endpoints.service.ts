@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { creationStamp, updateStamp } from '../../audit/actor-stamps.js';
-import { AuditService, diffChanges } from '../../audit/audit.service.js';
+import { AuditService, diffChanges, type Changes } from '../../audit/audit.service.js';
 import { ApiError } from '../../common/api-error.js';
 import { assertIfMatch, type IfMatch } from '../../common/etag.js';
 import { parseListQuery } from '../../common/list/list-query.parser.js';
@@ -19,7 +19,7 @@ import type {
   WebhookEndpointDto,
   WebhookEndpointWithSecretDto,
 } from './webhook-endpoint.dto.js';
-import { WebhookEndpointsRepository, type WebhookEndpointRow } from './webhook-endpoints.repository.js';
+import { urlOnFeed, WebhookEndpointsRepository, type WebhookEndpointRow } from './webhook-endpoints.repository.js';
 import { WebhookRuns } from './webhook-runs.js';
 import { newWebhookSecret } from './webhook-signature.js';
 import { checkWebhookUrl, type UrlPolicy } from './webhook-urls.js';
@@ -68,7 +68,7 @@ export class WebhookEndpointsService {
       });
       if (created === undefined) throw new Error('webhook endpoint insert returned no row');
       await this.audit.record(tx, 'webhook_endpoint.create', created.id, {
-        changes: diffChanges(null, created, AUDITED_FIELDS),
+        changes: auditedChanges(null, created),
       });
       return created;
     });
@@ -95,8 +95,8 @@ export class WebhookEndpointsService {
         // Switched on again, it starts afresh; switched off by hand, it says nothing of failing.
         ...(dto.is_active === undefined ? {} : { disabled_reason: null }),
       };
-      const changes = diffChanges(before, wanted, AUDITED_FIELDS);
-      if (Object.keys(changes).length === 0) return before;
+      if (Object.keys(diffChanges(before, wanted, AUDITED_FIELDS)).length === 0) return before;
+      const changes = auditedChanges(before, wanted);
       const after = await this.endpoints.patch(tx, id, {
         url: wanted.url,
         description: wanted.description,
@@ -122,7 +122,9 @@ export class WebhookEndpointsService {
       await this.endpoints.remove(tx, id);
       await this.deliveries.failPending(tx, id, 'endpoint deleted before delivery');
       await this.audit.record(tx, 'webhook_endpoint.delete', id, {
-        changes: Object.fromEntries(AUDITED_FIELDS.map((field) => [field, [before[field], null]])),
+        changes: Object.fromEntries(
+          Object.entries(auditedChanges(null, before)).map(([field, [, was]]) => [field, [was, null]]),
+        ),
       });
       return before;
     });
@@ -180,7 +182,7 @@ export class WebhookEndpointsService {
     if ((await this.endpoints.read(id)) === undefined && !(await this.deliveries.anyFor(this.uow.reader, id)))
       throw ApiError.notFound('WEBHOOK_ENDPOINT_NOT_FOUND', id);
     return this.pages.read<WebhookDeliveryDto>(WEBHOOK_DELIVERY_LIST, query, {
-      where: 'endpoint_id = $1',
+      where: 'd.endpoint_id = $1',
       params: [id],
     });
   }
@@ -205,6 +207,18 @@ export class WebhookEndpointsService {
     });
     return new AcceptedResponse(delivery, `/v1/admin/webhook-endpoints/${delivery.endpoint_id}/deliveries`, 1);
   }
+}
+
+/** The changes as the audit trail keeps them: a URL only as its origin (see `urlOnFeed`). */
+function auditedChanges(before: WebhookEndpointRow | null, after: WebhookEndpointRow): Changes {
+  const masked = (row: WebhookEndpointRow): WebhookEndpointRow => ({ ...row, url: urlOnFeed(row.url) ?? '' });
+  const changes: Record<string, readonly [unknown, unknown]> = diffChanges(before, after, AUDITED_FIELDS);
+  if (changes['url'] !== undefined) {
+    const [was, now] = [before === null ? null : masked(before).url, masked(after).url];
+    // The same origin on both sides still says the URL changed.
+    changes['url'] = [was, now];
+  }
+  return changes;
 }
 
 /** `["*"]` stands alone; duplicates go. */

@@ -1,21 +1,22 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AuditService } from '../../audit/audit.service.js';
+import { ApiError } from '../../common/api-error.js';
 import { SETTINGS, type Settings } from '../../config/settings.js';
 import { UnitOfWork } from '../../database/unit-of-work.js';
 import { JobQueue } from '../../jobs/job-queue.js';
 import { WebhookDeliveriesRepository, type AttemptRecord, type DueDelivery } from './webhook-deliveries.repository.js';
 import { WebhookEndpointsRepository, type SigningEndpoint } from './webhook-endpoints.repository.js';
-import { postWebhook, DELIVERY_TIMEOUT_MS } from './webhook-http.js';
+import { postWebhook, DELIVERY_TIMEOUT_MS, type AttemptOutcome } from './webhook-http.js';
 import { WebhookRuns, type WebhookRunJob } from './webhook-runs.js';
 import { signWebhook } from './webhook-signature.js';
-import type { UrlPolicy } from './webhook-urls.js';
+import { checkedAddresses, hostOf, RESOLVE_TIMEOUT_MS, type UrlPolicy } from './webhook-urls.js';
 
-/** Deliveries taken per round; they are sent at once, up to IN_FLIGHT at a time. */
-const BATCH = 50;
-const IN_FLIGHT = 10;
+/** Deliveries taken per round, all sent at once: a round lasts at most one timeout. */
+const BATCH = 20;
 /** A taken delivery comes due again after this if its worker dies (longer than a round can take). */
-const LEASE_SECONDS = Math.ceil((DELIVERY_TIMEOUT_MS * Math.ceil(BATCH / IN_FLIGHT)) / 1000) + 30;
+const LEASE_SECONDS = Math.ceil((RESOLVE_TIMEOUT_MS + DELIVERY_TIMEOUT_MS) / 1000) + 30;
 /** A run yields after this long, so a busy endpoint does not keep a worker from the others. */
 const RUN_BUDGET_MS = 20_000;
 /**
@@ -38,7 +39,12 @@ export function retryDelayMs(attempts: number): number {
   return Math.round(base * (0.8 + Math.random() * 0.4));
 }
 
-/** The `webhook-deliver` worker: runs over an endpoint's due deliveries, and the sweep behind it. */
+/**
+ * The `webhook-deliver` worker: runs over an endpoint's due deliveries, and the sweep behind it.
+ * One run per endpoint at a time (a lease row), a round of at most 20 deliveries sent at once,
+ * and an endpoint whose last round failed entirely gets one delivery at a time, on its backoff,
+ * until one succeeds: a dead endpoint costs one attempt per backoff step, not a worker.
+ */
 @Injectable()
 export class WebhookSender implements OnModuleInit {
   private readonly logger = new Logger('Webhooks');
@@ -61,118 +67,164 @@ export class WebhookSender implements OnModuleInit {
     this.queue.register<WebhookRunJob>('webhook-deliver', (job) => this.run(job.data.endpoint_id), {
       localConcurrency: this.settings.webhookConcurrency,
       groupConcurrency: 1,
+      pollingIntervalSeconds: 1,
     });
-    // The safety net: a run lost with its instance, or a lease that ran out, is picked up here.
-    this.queue.register('webhook-sweep', async () => {
-      const due = await this.deliveries.endpointsDue(this.uow.reader);
-      if (due.length > 0) await this.uow.run(async (tx) => Promise.all(due.map((id) => this.runs.request(tx, id))));
-      return { endpoints: due.length };
-    });
+    this.queue.register('webhook-sweep', () => this.sweep());
     this.queue.scheduleEvery('webhook-sweep', '* * * * *');
+  }
+
+  /**
+   * Every minute: runs for endpoints with deliveries due (a run lost with its instance, a lease
+   * that ran out), and disabling endpoints failing for 3 days (whenever their last attempt was).
+   */
+  async sweep(): Promise<object> {
+    const failing = await this.endpoints.failingFor(this.uow.reader, DISABLE_AFTER_DAYS);
+    for (const id of failing) await this.disable(id);
+    const due = await this.deliveries.endpointsDue(this.uow.reader);
+    if (due.length > 0) await this.uow.run(async (tx) => Promise.all(due.map((id) => this.runs.request(tx, id))));
+    return { endpoints: due.length, disabled: failing.length };
   }
 
   /** Delivers what is due to one endpoint, round after round, then books the run for the next retry. */
   async run(endpointId: number): Promise<object> {
+    const holder = randomUUID();
+    if (!(await this.uow.run((tx) => this.endpoints.takeRun(tx, endpointId, holder, LEASE_SECONDS)))) {
+      // Another run has it; should it end before seeing what this run was asked for, this one is next.
+      const until = await this.endpoints.runUntil(this.uow.reader, endpointId);
+      const soon = new Date(Math.min(Date.now() + 2000, until?.getTime() ?? Date.now()));
+      await this.uow.run((tx) =>
+        this.runs.request(tx, endpointId, new Date(Math.max(soon.getTime(), Date.now() + 1500))),
+      );
+      return { endpoint_id: endpointId, skipped: 'another run is delivering to this endpoint' };
+    }
     const started = Date.now();
-    let sent = 0;
+    let delivered = 0;
     let failed = 0;
     let idleSince: number | undefined;
-    while (Date.now() - started < RUN_BUDGET_MS) {
-      const batch = await this.uow.run((tx) => this.deliveries.claimDue(tx, endpointId, BATCH, LEASE_SECONDS));
-      if (batch.length === 0) {
-        idleSince ??= Date.now();
-        if (Date.now() - idleSince >= LINGER_MS) break;
-        await sleep(LINGER_POLL_MS);
-        continue;
+    try {
+      while (Date.now() - started < RUN_BUDGET_MS) {
+        const endpoint = await this.endpoints.signing(this.uow.reader, endpointId);
+        if (endpoint === undefined || !endpoint.is_active) {
+          const reason =
+            endpoint === undefined ? 'endpoint deleted before delivery' : 'endpoint deactivated before delivery';
+          await this.uow.run((tx) => this.deliveries.failPending(tx, endpointId, reason));
+          break;
+        }
+        const claim = randomUUID();
+        const batch = await this.uow.run(async (tx) => {
+          await this.endpoints.takeRun(tx, endpointId, holder, LEASE_SECONDS);
+          return this.deliveries.claimDue(tx, endpointId, claim, endpoint.failing ? 1 : BATCH, LEASE_SECONDS);
+        });
+        if (batch.length === 0) {
+          idleSince ??= Date.now();
+          if (Date.now() - idleSince >= LINGER_MS) break;
+          await sleep(LINGER_POLL_MS);
+          continue;
+        }
+        idleSince = undefined;
+        const outcomes = await this.round(endpoint, batch);
+        await this.uow.run((tx) => this.deliveries.record(tx, claim, outcomes));
+        await this.health(endpoint, outcomes);
+        delivered += outcomes.filter((outcome) => outcome.state === 'succeeded').length;
+        failed += outcomes.filter((outcome) => outcome.state !== 'succeeded').length;
       }
-      idleSince = undefined;
-      const endpoint = await this.endpoints.signing(this.uow.reader, endpointId);
-      if (endpoint === undefined || !endpoint.is_active) {
-        const reason =
-          endpoint === undefined ? 'endpoint deleted before delivery' : 'endpoint deactivated before delivery';
-        await this.uow.run((tx) => this.deliveries.failPending(tx, endpointId, reason));
-        break;
-      }
-      const outcomes = await inBatches(batch, IN_FLIGHT, (delivery) => this.attempt(endpoint, delivery));
-      await this.settle(endpoint, outcomes);
-      sent += outcomes.filter((outcome) => outcome.state === 'succeeded').length;
-      failed += outcomes.filter((outcome) => outcome.state !== 'succeeded').length;
+    } finally {
+      await this.uow.run((tx) => this.endpoints.releaseRun(tx, endpointId, holder));
     }
     const next = await this.deliveries.nextDue(this.uow.reader, endpointId);
     if (next !== undefined) await this.uow.run((tx) => this.runs.request(tx, endpointId, next));
-    return { endpoint_id: endpointId, delivered: sent, failed_attempts: failed };
+    return { endpoint_id: endpointId, delivered, failed_attempts: failed };
   }
 
-  /** One POST, signed with every secret that signs now; what it ends in. */
-  private async attempt(endpoint: SigningEndpoint, delivery: DueDelivery): Promise<AttemptRecord> {
-    const body = JSON.stringify(delivery.payload);
-    const timestamp = Math.floor(Date.now() / 1000);
-    const outcome = await postWebhook(
-      new URL(endpoint.url),
-      {
-        'content-type': 'application/json',
-        'user-agent': 'admin-api-webhooks/1',
-        'webhook-id': delivery.event_id,
-        'webhook-timestamp': String(timestamp),
-        'webhook-signature': signWebhook(endpoint.secrets, delivery.event_id, timestamp, body),
-      },
-      body,
-      this.policy,
-    );
-    const attempts = delivery.attempts + 1;
+  /** One round: the host resolved and checked once, then every delivery sent at once. */
+  private async round(endpoint: SigningEndpoint, batch: readonly DueDelivery[]): Promise<AttemptRecord[]> {
+    const url = new URL(endpoint.url);
+    let addresses: readonly string[];
+    try {
+      if (url.protocol === 'http:' && !this.policy.allowHttp)
+        throw new ApiError('WEBHOOK_URL_FORBIDDEN', 'http is not allowed (WEBHOOK_ALLOW_HTTP)', {});
+      addresses = await checkedAddresses(hostOf(url), this.policy);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      const refused = { ok: false, status: null, error: `refused: ${message}` };
+      return batch.map((delivery) => this.recordOf(delivery, refused));
+    }
+    return Promise.all(batch.map((delivery) => this.attempt(endpoint, url, addresses, delivery)));
+  }
+
+  /** One POST, signed with every secret that signs now; what it ends in (never throws). */
+  private async attempt(
+    endpoint: SigningEndpoint,
+    url: URL,
+    addresses: readonly string[],
+    delivery: DueDelivery,
+  ): Promise<AttemptRecord> {
+    let outcome: AttemptOutcome;
+    try {
+      const body = JSON.stringify(delivery.payload);
+      const timestamp = Math.floor(Date.now() / 1000);
+      outcome = await postWebhook(
+        url,
+        addresses,
+        {
+          'content-type': 'application/json',
+          'user-agent': 'admin-api-webhooks/1',
+          'webhook-id': delivery.event_id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signWebhook(endpoint.secrets, delivery.event_id, timestamp, body),
+        },
+        body,
+      );
+    } catch (error) {
+      outcome = {
+        ok: false,
+        status: null,
+        error: `not sent: ${error instanceof Error ? error.message : String(error)}`,
+      };
+    }
+    return this.recordOf(delivery, outcome);
+  }
+
+  private recordOf(delivery: DueDelivery, outcome: AttemptOutcome): AttemptRecord {
     if (outcome.ok)
       return { id: delivery.id, state: 'succeeded', status: outcome.status, error: null, next_attempt_at: null };
     const until = new Date(delivery.retry_until).getTime();
-    const next = Math.min(Date.now() + retryDelayMs(attempts), until);
     const last = Date.now() >= until;
     return {
       id: delivery.id,
       state: last ? 'failed' : 'pending',
       status: outcome.status,
       error: outcome.error,
-      next_attempt_at: last ? null : new Date(next),
+      next_attempt_at: last ? null : new Date(Math.min(Date.now() + retryDelayMs(delivery.attempts + 1), until)),
     };
   }
 
   /**
-   * Records a round's outcomes with the endpoint's health: one success makes it healthy; a round
-   * of failures after 3 days of nothing but failures disables it, says so on the event feed
-   * (`webhook_endpoint.disabled`), and ends its pending deliveries.
+   * One success makes the endpoint healthy; a round of failures makes it failing (probed on its
+   * own backoff) and, after 3 days of nothing but failures, disables it.
    */
-  private async settle(endpoint: SigningEndpoint, outcomes: readonly AttemptRecord[]): Promise<void> {
-    const anySucceeded = outcomes.some((outcome) => outcome.state === 'succeeded');
+  private async health(endpoint: SigningEndpoint, outcomes: readonly AttemptRecord[]): Promise<void> {
+    if (outcomes.some((outcome) => outcome.state === 'succeeded')) {
+      if (endpoint.failing) await this.uow.run((tx) => this.endpoints.recovered(tx, endpoint.id));
+      return;
+    }
+    const since = await this.uow.run((tx) => this.endpoints.failedRound(tx, endpoint.id));
+    if (since !== undefined && since.getTime() <= Date.now() - DISABLE_AFTER_DAYS * 86_400_000)
+      await this.disable(endpoint.id);
+  }
+
+  /** Disables an endpoint failing for 3 days, says so on the feed, and ends its pending deliveries. */
+  private async disable(endpointId: number): Promise<void> {
     await this.uow.run(async (tx) => {
-      await this.deliveries.record(tx, outcomes);
-      if (anySucceeded) {
-        await this.endpoints.recovered(tx, endpoint.id);
-        return;
-      }
-      const since = await this.endpoints.failingFor(tx, endpoint.id, DISABLE_AFTER_DAYS);
-      if (since === undefined) return;
-      const before = await this.endpoints.lock(tx, endpoint.id);
-      if (!before.is_active) return;
-      await this.endpoints.patch(tx, endpoint.id, { is_active: false, disabled_reason: 'failing', updated_by: null });
-      await this.deliveries.failPending(tx, endpoint.id, 'endpoint disabled: failing for 3 days');
-      await this.audit.record(tx, 'webhook_endpoint.disabled', endpoint.id, {
-        reason: `every delivery failed since ${since.toISOString()}`,
+      const before = await this.endpoints.lockIfExists(tx, endpointId);
+      if (before === undefined || !before.is_active) return;
+      await this.endpoints.patch(tx, endpointId, { is_active: false, disabled_reason: 'failing', updated_by: null });
+      await this.deliveries.failPending(tx, endpointId, 'endpoint disabled: failing for 3 days');
+      await this.audit.record(tx, 'webhook_endpoint.disabled', endpointId, {
+        reason: 'every delivery failed for 3 days',
         changes: { is_active: [true, false], disabled_reason: [before.disabled_reason, 'failing'] },
       });
-      this.logger.warn({ msg: 'webhook endpoint disabled: failing for 3 days', endpoint_id: endpoint.id });
     });
+    this.logger.warn({ msg: 'webhook endpoint disabled: failing for 3 days', endpoint_id: endpointId });
   }
-}
-
-/** `work` over every item, at most `width` at a time; results in the items' order. */
-async function inBatches<T, R>(items: readonly T[], width: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array<R>(items.length);
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    while (next < items.length) {
-      const index = next;
-      next += 1;
-      results[index] = await work(items[index] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(width, items.length) }, lane));
-  return results;
 }
