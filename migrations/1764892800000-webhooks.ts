@@ -83,7 +83,13 @@ export class Webhooks1764892800000 implements MigrationInterface {
   }
 
   async down(db: QueryRunner): Promise<void> {
-    for (const table of ['webhook_fanout', 'webhook_runs', 'webhook_deliveries', 'webhook_endpoint_failures', 'webhook_endpoints'])
+    for (const table of [
+      'webhook_fanout',
+      'webhook_runs',
+      'webhook_deliveries',
+      'webhook_endpoint_failures',
+      'webhook_endpoints',
+    ])
       await db.query(`DROP TABLE ${table}`);
     await db.query('DROP FUNCTION events_feed_end()');
   }
