@@ -79,7 +79,8 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
     this.boss = new PgBoss({
       connectionString: databaseUrl,
       schema: settings.jobsSchema,
-      max: 3,
+      // Each queue slot polls on its own (the webhook runs add WEBHOOK_CONCURRENCY of them).
+      max: 6,
       application_name: `${settings.dbApplicationName}-jobs`,
       connectionTimeoutMillis: settings.dbConnectTimeoutMs,
     });

@@ -1,5 +1,6 @@
 import { QueryRunnerAlreadyReleasedError, QueryRunnerProviderAlreadyReleasedError, QueryFailedError } from 'typeorm';
 import { toApiError } from '../../src/common/error-mapping.js';
+import { loggableError } from '../../src/common/exception.filter.js';
 
 /** A driver error as `pg` raises it, wrapped by TypeORM as it reaches the service. */
 const sqlState = (code: string): unknown =>
@@ -25,5 +26,23 @@ describe('which failures are the database refusing the service (503) rather than
   it('a deadlock outside a unit of work is 503 contention; a unique violation is a bug (500)', () => {
     expect(toApiError(sqlState('40P01')).error.details).toEqual({ dependency: 'database', reason: 'contention' });
     expect(toApiError(sqlState('23505'))).toMatchObject({ internal: true, error: { code: 'INTERNAL_ERROR' } });
+  });
+});
+
+describe('what an unhandled database error logs', () => {
+  it('leaves out the bound parameters and the failing row (a secret can be in either)', () => {
+    const driver = Object.assign(new Error('new row violates check constraint'), {
+      code: '23514',
+      detail: 'Failing row contains (1, https://x, whsec_SECRETVALUE)',
+      constraint: 'webhook_endpoints_url_check',
+    });
+    const error = Object.assign(
+      new QueryFailedError('UPDATE webhook_endpoints SET url = $2 WHERE id = $1', [1, 'whsec_SECRETVALUE'], driver),
+      { detail: driver.detail },
+    );
+    const logged = JSON.stringify(loggableError(error));
+    expect(logged).not.toContain('SECRETVALUE');
+    expect(logged).toContain('webhook_endpoints_url_check');
+    expect(logged).toContain('new row violates check constraint');
   });
 });

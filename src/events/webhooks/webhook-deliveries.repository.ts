@@ -124,6 +124,17 @@ export class WebhookDeliveriesRepository {
     );
   }
 
+  /** Claimed but not attempted: due again now, still pending, no attempt counted. */
+  async release(tx: Tx, claim: string, ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    tx.wrote('webhook_deliveries');
+    await tx.db.query(
+      `UPDATE webhook_deliveries SET next_attempt_at = now(), claim = NULL
+       WHERE id = ANY($1::bigint[]) AND claim = $2 AND state = 'pending'`,
+      [ids, claim],
+    );
+  }
+
   /** Ends the endpoint's pending deliveries without an attempt (deleted or disabled endpoint). */
   async failPending(tx: Tx, endpointId: number, error: string): Promise<number> {
     tx.wrote('webhook_deliveries');

@@ -19,6 +19,8 @@ export interface SigningEndpoint {
   readonly secrets: string[];
   /** Its last round failed entirely: deliveries go one at a time (a probe) until one succeeds. */
   readonly failing: boolean;
+  /** While failing: when the next probe may go. */
+  readonly next_probe_at: Date | null;
 }
 
 /** An active endpoint, the event types it hears, and the feed position it was made at (it hears what came after). */
@@ -132,7 +134,7 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
   /** The endpoint with its signing secrets; undefined once deleted. */
   async signing(db: Tx['db'], id: number): Promise<SigningEndpoint | undefined> {
     const [row] = await db.query<SigningEndpoint[]>(
-      `SELECT e.id, e.url, e.is_active, f.endpoint_id IS NOT NULL AS failing,
+      `SELECT e.id, e.url, e.is_active, f.endpoint_id IS NOT NULL AS failing, f.next_probe_at,
               array_remove(ARRAY[e.secret, CASE WHEN e.previous_secret_until > now() THEN e.previous_secret END], NULL) AS secrets
        FROM webhook_endpoints e LEFT JOIN webhook_endpoint_failures f ON f.endpoint_id = e.id WHERE e.id = $1`,
       [id],

@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import type { Agent } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AuditService } from '../../audit/audit.service.js';
@@ -8,15 +9,18 @@ import { UnitOfWork } from '../../database/unit-of-work.js';
 import { JobQueue } from '../../jobs/job-queue.js';
 import { WebhookDeliveriesRepository, type AttemptRecord, type DueDelivery } from './webhook-deliveries.repository.js';
 import { WebhookEndpointsRepository, type SigningEndpoint } from './webhook-endpoints.repository.js';
-import { postWebhook, DELIVERY_TIMEOUT_MS, type AttemptOutcome } from './webhook-http.js';
+import { endpointAgent, postWebhook, DELIVERY_TIMEOUT_MS, type AttemptOutcome } from './webhook-http.js';
 import { WebhookRuns, type WebhookRunJob } from './webhook-runs.js';
 import { signWebhook } from './webhook-signature.js';
 import { checkedAddresses, hostOf, RESOLVE_TIMEOUT_MS, type UrlPolicy } from './webhook-urls.js';
 
-/** Deliveries taken per round, all sent at once: a round lasts at most one timeout. */
-const BATCH = 20;
+/** Deliveries taken per round, sent WINDOW at a time over kept-open connections. */
+const BATCH = 100;
+const WINDOW = 25;
 /** A taken delivery comes due again after this if its worker dies (longer than a round can take). */
-const LEASE_SECONDS = Math.ceil((RESOLVE_TIMEOUT_MS + DELIVERY_TIMEOUT_MS) / 1000) + 30;
+const LEASE_SECONDS = Math.ceil((RESOLVE_TIMEOUT_MS + (BATCH / WINDOW) * DELIVERY_TIMEOUT_MS) / 1000) + 30;
+/** Endpoints whose connections are kept open (the least recently used go first). */
+const KEPT_AGENTS = 256;
 /** A run yields after this long, so a busy endpoint does not keep a worker from the others. */
 const RUN_BUDGET_MS = 20_000;
 /**
@@ -24,7 +28,7 @@ const RUN_BUDGET_MS = 20_000;
  * stream of writes the next deliveries are usually a few milliseconds away, and a run that ended
  * would leave them to the next one the job queue starts.
  */
-const LINGER_POLL_MS = 25;
+const LINGER_POLL_MS = 50;
 const LINGER_MS = 1000;
 /** An endpoint whose deliveries all failed for this long is disabled (part 6.12). */
 const DISABLE_AFTER_DAYS = 3;
@@ -41,14 +45,15 @@ export function retryDelayMs(attempts: number): number {
 
 /**
  * The `webhook-deliver` worker: runs over an endpoint's due deliveries, and the sweep behind it.
- * One run per endpoint at a time (a lease row), a round of at most 20 deliveries sent at once,
+ * One run per endpoint at a time (a lease row), rounds of up to 100 deliveries sent 25 at a time,
  * and an endpoint whose last round failed entirely gets one delivery at a time, on its backoff,
  * until one succeeds: a dead endpoint costs one attempt per backoff step, not a worker.
  */
 @Injectable()
-export class WebhookSender implements OnModuleInit {
+export class WebhookSender implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Webhooks');
   private readonly policy: UrlPolicy;
+  private readonly agents = new Map<number, { key: string; agent: Agent }>();
 
   constructor(
     @Inject(SETTINGS) private readonly settings: Settings,
@@ -110,6 +115,8 @@ export class WebhookSender implements OnModuleInit {
           await this.uow.run((tx) => this.deliveries.failPending(tx, endpointId, reason));
           break;
         }
+        // A failing endpoint waits for its probe: one delivery when the time comes, then see.
+        if (endpoint.failing && (endpoint.next_probe_at?.getTime() ?? 0) > Date.now()) break;
         const claim = randomUUID();
         const batch = await this.uow.run(async (tx) => {
           await this.endpoints.takeRun(tx, endpointId, holder, LEASE_SECONDS);
@@ -123,7 +130,16 @@ export class WebhookSender implements OnModuleInit {
         }
         idleSince = undefined;
         const outcomes = await this.round(endpoint, batch);
-        await this.uow.run((tx) => this.deliveries.record(tx, claim, outcomes));
+        await this.uow.run(async (tx) => {
+          await this.deliveries.record(tx, claim, outcomes);
+          // Not attempted (the round gave up): due again, no attempt counted.
+          const attempted = new Set(outcomes.map((outcome) => outcome.id));
+          await this.deliveries.release(
+            tx,
+            claim,
+            batch.filter((delivery) => !attempted.has(delivery.id)).map((delivery) => delivery.id),
+          );
+        });
         await this.health(endpoint, outcomes);
         delivered += outcomes.filter((outcome) => outcome.state === 'succeeded').length;
         failed += outcomes.filter((outcome) => outcome.state !== 'succeeded').length;
@@ -131,12 +147,26 @@ export class WebhookSender implements OnModuleInit {
     } finally {
       await this.uow.run((tx) => this.endpoints.releaseRun(tx, endpointId, holder));
     }
-    const next = await this.deliveries.nextDue(this.uow.reader, endpointId);
+    const next = await this.nextRun(endpointId);
     if (next !== undefined) await this.uow.run((tx) => this.runs.request(tx, endpointId, next));
     return { endpoint_id: endpointId, delivered, failed_attempts: failed };
   }
 
-  /** One round: the host resolved and checked once, then every delivery sent at once. */
+  /** When the endpoint's next run is wanted: its next delivery due, but not before its next probe. */
+  private async nextRun(endpointId: number): Promise<Date | undefined> {
+    const next = await this.deliveries.nextDue(this.uow.reader, endpointId);
+    if (next === undefined) return undefined;
+    const endpoint = await this.endpoints.signing(this.uow.reader, endpointId);
+    if (endpoint === undefined || !endpoint.is_active) return undefined;
+    const probe = endpoint.failing ? (endpoint.next_probe_at?.getTime() ?? 0) : 0;
+    return new Date(Math.max(next.getTime(), probe));
+  }
+
+  /**
+   * One round: the host resolved and checked once, then the deliveries sent WINDOW at a time. When
+   * the first WINDOW all failed, the round stops there (the endpoint is down: the rest wait for
+   * its probe rather than each take a timeout); answers the outcomes of those attempted.
+   */
   private async round(endpoint: SigningEndpoint, batch: readonly DueDelivery[]): Promise<AttemptRecord[]> {
     const url = new URL(endpoint.url);
     let addresses: readonly string[];
@@ -147,9 +177,50 @@ export class WebhookSender implements OnModuleInit {
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       const refused = { ok: false, status: null, error: `refused: ${message}` };
-      return batch.map((delivery) => this.recordOf(delivery, refused));
+      return batch.slice(0, 1).map((delivery) => this.recordOf(delivery, refused));
     }
-    return Promise.all(batch.map((delivery) => this.attempt(endpoint, url, addresses, delivery)));
+    const agent = this.agentFor(endpoint.id, url, addresses);
+    const outcomes: AttemptRecord[] = [];
+    let next = 0;
+    let failed = 0;
+    const lane = async (): Promise<void> => {
+      while (next < batch.length) {
+        if (failed >= WINDOW && failed === outcomes.length) return;
+        const delivery = batch[next] as DueDelivery;
+        next += 1;
+        const outcome = await this.attempt(endpoint, url, addresses, agent, delivery);
+        outcomes.push(outcome);
+        if (outcome.state !== 'succeeded') failed += 1;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(WINDOW, batch.length) }, lane));
+    return outcomes;
+  }
+
+  /** The endpoint's kept-open connections, to these very addresses. */
+  private agentFor(endpointId: number, url: URL, addresses: readonly string[]): Agent {
+    const key = `${url.protocol}//${url.host}@${addresses.join(',')}`;
+    const kept = this.agents.get(endpointId);
+    this.agents.delete(endpointId);
+    if (kept?.key === key) {
+      this.agents.set(endpointId, kept);
+      return kept.agent;
+    }
+    kept?.agent.destroy();
+    const agent = endpointAgent(url, WINDOW);
+    this.agents.set(endpointId, { key, agent });
+    for (const [id, old] of this.agents) {
+      if (this.agents.size <= KEPT_AGENTS) break;
+      old.agent.destroy();
+      this.agents.delete(id);
+    }
+    return agent;
+  }
+
+  /** Closes the kept connections with the app. */
+  onApplicationShutdown(): void {
+    for (const { agent } of this.agents.values()) agent.destroy();
+    this.agents.clear();
   }
 
   /** One POST, signed with every secret that signs now; what it ends in (never throws). */
@@ -157,6 +228,7 @@ export class WebhookSender implements OnModuleInit {
     endpoint: SigningEndpoint,
     url: URL,
     addresses: readonly string[],
+    agent: Agent,
     delivery: DueDelivery,
   ): Promise<AttemptRecord> {
     let outcome: AttemptOutcome;
@@ -174,6 +246,7 @@ export class WebhookSender implements OnModuleInit {
           'webhook-signature': signWebhook(endpoint.secrets, delivery.event_id, timestamp, body),
         },
         body,
+        agent,
       );
     } catch (error) {
       outcome = {
