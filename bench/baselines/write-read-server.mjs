@@ -61,11 +61,12 @@ const server = createServer(async (request, response) => {
       ).rows[0];
       await client.query(
         // The audit trail and the event feed, as the service writes them (one statement).
-        `WITH audited AS (
+        `WITH f AS (SELECT set_config('admin_api.feed_written', 'on', true)),
+         audited AS (
            INSERT INTO audit_events (actor_id, action, resource_type, resource_id, reason, changes)
            VALUES (NULL, 'authority.update', 'authority', $1, NULL, $2))
          INSERT INTO events (type, resource_type, resource_id, data)
-         VALUES ('authority.update', 'authority', $1, $3::jsonb || jsonb_build_object('changes', $2::jsonb))`,
+         SELECT 'authority.update', 'authority', $1, $3::jsonb || jsonb_build_object('changes', $2::jsonb) FROM f`,
         [String(id), JSON.stringify({ label: [null, label] }), JSON.stringify(row)],
       );
       await client.query('COMMIT');

@@ -27,7 +27,7 @@ export async function rawBulkGrant(client, authorityIds, permissionId) {
   );
   // The audit trail and the event feed, as the service writes them (one statement).
   await client.query(
-    `WITH e AS (SELECT * FROM unnest($1::text[], $2::jsonb[]) AS e(id, changes)),
+    `WITH e AS (SELECT e.* FROM (SELECT set_config('admin_api.feed_written', 'on', true)) f, unnest($1::text[], $2::jsonb[]) AS e(id, changes)),
      audited AS (
        INSERT INTO audit_events (actor_id, action, resource_type, resource_id, request_id, reason, changes)
        SELECT NULL, 'authority_permission.grant', 'authority_permission', e.id, NULL, NULL, e.changes FROM e)

@@ -79,8 +79,11 @@ export async function appendAuditEvents(
 ): Promise<void> {
   if (events.length === 0) return;
   await db.query(
-    `WITH e AS (
-       SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[])
+    `WITH feed_written AS (
+       -- Tells the audit trail's upgrade-time trigger that the feed events are written here.
+       SELECT set_config('admin_api.feed_written', 'on', true)
+     ), e AS (
+       SELECT e.* FROM feed_written, unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[])
          WITH ORDINALITY AS e(action, resource_type, resource_id, reason, changes, resource, ord)
      ), audited AS (
        INSERT INTO audit_events (actor_id, action, resource_type, resource_id, request_id, reason, changes)

@@ -4,6 +4,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../common/api-error.js';
 import { isRetryableConflict } from '../common/error-mapping.js';
+import { listedTables } from '../common/list/list-spec.js';
 import { CacheEpoch } from './cache-epoch.js';
 import { bumpProjectionVersions, type ProjectionScope } from './projection-versions.js';
 
@@ -156,7 +157,10 @@ export class UnitOfWork {
 
   // A bump that does not land counts as a lost write, which drops the whole cache (see below).
   private async bumpTables(tables: ReadonlySet<string>): Promise<void> {
-    await this.cache.tablesWritten([...tables].sort());
+    // Only tables some list page reads have a generation worth a Redis call (the webhook runs'
+    // lease, the fan-out cursor and the like are written often and listed nowhere).
+    const listed = new Set(listedTables());
+    await this.cache.tablesWritten([...tables].filter((table) => listed.has(table)).sort());
   }
 
   private async afterCommit(tasks: readonly (() => Promise<void>)[]): Promise<void> {

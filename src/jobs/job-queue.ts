@@ -22,7 +22,15 @@ export const QUEUES = {
   'purge-events': { retryLimit: 1, retryDelay: 60, retryBackoff: false },
   // One waiting job per key (an endpoint, or an endpoint and the second of its next retry):
   // every write's fan-out asks for a run of its endpoints, and one run serves them all.
-  'webhook-deliver': { retryLimit: 3, retryDelay: 5, retryBackoff: true, retryDelayMax: 60, policy: 'short' },
+  // A run lasts at most about a minute: a run lost with its instance frees its endpoint after 3.
+  'webhook-deliver': {
+    retryLimit: 3,
+    retryDelay: 5,
+    retryBackoff: true,
+    retryDelayMax: 60,
+    policy: 'short',
+    expireInSeconds: 180,
+  },
   'webhook-sweep': { retryLimit: 0, retryDelay: 60, retryBackoff: false },
 } as const;
 export type QueueName = keyof typeof QUEUES;

@@ -77,6 +77,19 @@ describe('GET /events: the change feed', () => {
         changes: expect.objectContaining({ email: [null, email] }),
       }),
     });
+    // Exactly one event for the write (the upgrade-time trigger leaves the service's own alone)…
+    expect(
+      await sql("SELECT count(*)::int AS n FROM events WHERE type = 'user.create' AND resource_id = $1", [
+        String(userId),
+      ]),
+    ).toEqual([{ n: 1 }]);
+    // …while an instance of the previous version, writing the audit trail only, still feeds it.
+    await sql(
+      "INSERT INTO audit_events (action, resource_type, resource_id) VALUES ('test.legacy', 'test', 'legacy-1')",
+    );
+    expect(await sql("SELECT resource_id FROM events WHERE type = 'test.legacy'")).toEqual([
+      { resource_id: 'legacy-1' },
+    ]);
     const shown = await caller(t, root).get(`/v1/admin/users/${userId}`).expect(200);
     const { changes: _changes, ...resource } = event?.data ?? {};
     expect(resource).toEqual(shown.body.data);

@@ -50,25 +50,31 @@ export interface NewDelivery {
 export class WebhookDeliveriesRepository {
   /**
    * Creates deliveries (an event reaches an endpoint once), due now, or at the next probe of an
-   * endpoint that is failing; answers the endpoints that got new ones.
+   * endpoint that is failing; answers each endpoint that got new ones with when they are due.
    */
-  async insert(tx: Tx, deliveries: readonly NewDelivery[]): Promise<number[]> {
-    if (deliveries.length === 0) return [];
+  async insert(tx: Tx, deliveries: readonly NewDelivery[]): Promise<Map<number, Date>> {
+    const due = new Map<number, Date>();
+    if (deliveries.length === 0) return due;
     tx.wrote('webhook_deliveries');
-    const rows = await tx.db.query<{ endpoint_id: string }[]>(
+    const rows = await tx.db.query<{ endpoint_id: number; next_attempt_at: Date }[]>(
       `INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, payload, next_attempt_at)
        SELECT d.endpoint_id, d.payload->>'id', d.payload->>'type', d.payload, GREATEST(now(), f.next_probe_at)
        FROM unnest($1::bigint[], $2::jsonb[]) WITH ORDINALITY AS d(endpoint_id, payload, ord)
        LEFT JOIN webhook_endpoint_failures f ON f.endpoint_id = d.endpoint_id
        ORDER BY d.ord
        ON CONFLICT (endpoint_id, event_id) DO NOTHING
-       RETURNING endpoint_id`,
+       RETURNING endpoint_id, next_attempt_at`,
       [
         deliveries.map((delivery) => delivery.endpoint_id),
         deliveries.map((delivery) => JSON.stringify(delivery.event)),
       ],
     );
-    return [...new Set(rows.map((row) => Number(row.endpoint_id)))];
+    for (const row of rows) {
+      const id = Number(row.endpoint_id);
+      const earliest = due.get(id);
+      if (earliest === undefined || row.next_attempt_at < earliest) due.set(id, row.next_attempt_at);
+    }
+    return due;
   }
 
   /**
@@ -88,7 +94,7 @@ export class WebhookDeliveriesRepository {
       `UPDATE webhook_deliveries d SET next_attempt_at = now() + make_interval(secs => $3), claim = $4
        FROM (SELECT id FROM webhook_deliveries
              WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at <= now()
-             ORDER BY next_attempt_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) due
+             ORDER BY attempts, next_attempt_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) due
        WHERE d.id = due.id
        RETURNING d.id::text AS id, d.event_id, d.payload, d.attempts, d.retry_until`,
       [endpointId, limit, leaseSeconds, claim],
@@ -158,7 +164,9 @@ export class WebhookDeliveriesRepository {
   /** Endpoints with a delivery due now (the sweep's safety net for lost jobs and ended leases). */
   async endpointsDue(db: Tx['db']): Promise<number[]> {
     const rows = await db.query<{ endpoint_id: string }[]>(
-      "SELECT DISTINCT endpoint_id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= now()",
+      `SELECT DISTINCT d.endpoint_id FROM webhook_deliveries d
+       LEFT JOIN webhook_endpoint_failures f ON f.endpoint_id = d.endpoint_id
+       WHERE d.state = 'pending' AND d.next_attempt_at <= now() AND (f.next_probe_at IS NULL OR f.next_probe_at <= now())`,
     );
     return rows.map((row) => Number(row.endpoint_id));
   }

@@ -21,6 +21,8 @@ export interface SigningEndpoint {
   readonly failing: boolean;
   /** While failing: when the next probe may go. */
   readonly next_probe_at: Date | null;
+  /** Not failing, or failing and its probe is due (by the database's clock). */
+  readonly may_send: boolean;
 }
 
 /** An active endpoint, the event types it hears, and the feed position it was made at (it hears what came after). */
@@ -135,6 +137,7 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
   async signing(db: Tx['db'], id: number): Promise<SigningEndpoint | undefined> {
     const [row] = await db.query<SigningEndpoint[]>(
       `SELECT e.id, e.url, e.is_active, f.endpoint_id IS NOT NULL AS failing, f.next_probe_at,
+              (f.next_probe_at IS NULL OR f.next_probe_at <= now()) AS may_send,
               array_remove(ARRAY[e.secret, CASE WHEN e.previous_secret_until > now() THEN e.previous_secret END], NULL) AS secrets
        FROM webhook_endpoints e LEFT JOIN webhook_endpoint_failures f ON f.endpoint_id = e.id WHERE e.id = $1`,
       [id],
@@ -148,6 +151,12 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
       'SELECT id, event_types, feed_from::text AS feed_from FROM webhook_endpoints WHERE is_active ORDER BY id',
     );
     return rows.map((row) => ({ id: Number(row.id), event_types: row.event_types, feed_from: BigInt(row.feed_from) }));
+  }
+
+  /** The next probe may go now (a retry or a test asked by hand, which should not wait for it). */
+  async probeNow(tx: Tx, id: number): Promise<void> {
+    tx.wrote('webhook_endpoint_failures');
+    await tx.db.query('UPDATE webhook_endpoint_failures SET next_probe_at = now() WHERE endpoint_id = $1', [id]);
   }
 
   /** A delivery succeeded: the endpoint is healthy again. */

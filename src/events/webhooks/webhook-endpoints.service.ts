@@ -105,7 +105,8 @@ export class WebhookEndpointsService {
         disabled_reason: wanted.disabled_reason,
         ...updateStamp(),
       });
-      if (enabling) await this.endpoints.recovered(tx, id);
+      // Enabled again, or pointed elsewhere: whatever failed before says nothing about it now.
+      if (enabling || after.url !== before.url) await this.endpoints.recovered(tx, id);
       if (before.is_active && !after.is_active)
         await this.deliveries.failPending(tx, id, 'endpoint deactivated before delivery');
       await this.audit.record(tx, 'webhook_endpoint.update', id, { changes });
@@ -168,6 +169,7 @@ export class WebhookEndpointsService {
         resource_id: id,
         data: {},
       };
+      await this.endpoints.probeNow(tx, id);
       await this.deliveries.insert(tx, [{ endpoint_id: id, event }]);
       await this.audit.record(tx, 'webhook_endpoint.test', id, { changes: {} });
       await this.runs.request(tx, id);
@@ -198,6 +200,7 @@ export class WebhookEndpointsService {
           from: 'inactive',
           action: 'retry',
         });
+      await this.endpoints.probeNow(tx, before.endpoint_id);
       const after = await this.deliveries.requeue(tx, deliveryId);
       await this.audit.record(tx, 'webhook_delivery.retry', deliveryId, {
         changes: diffChanges(before, after, ['state', 'next_attempt_at']),

@@ -87,7 +87,9 @@ export class WebhookFanout implements OnApplicationBootstrap, BeforeApplicationS
             )
               deliveries.push({ endpoint_id: endpoint.id, event });
         }
-        for (const endpointId of await this.deliveries.insert(tx, deliveries)) await this.runs.request(tx, endpointId);
+        // A failing endpoint's run is booked for its probe (one waiting job per endpoint and second).
+        for (const [endpointId, due] of await this.deliveries.insert(tx, deliveries))
+          await this.runs.request(tx, endpointId, due);
       }
       if (next !== null && next !== after) await this.deliveries.moveFanout(tx, next);
       return page.rows.length;

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Agent } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -19,6 +19,8 @@ const BATCH = 100;
 const WINDOW = 25;
 /** A taken delivery comes due again after this if its worker dies (longer than a round can take). */
 const LEASE_SECONDS = Math.ceil((RESOLVE_TIMEOUT_MS + (BATCH / WINDOW) * DELIVERY_TIMEOUT_MS) / 1000) + 30;
+/** How often a run renews its hold on the endpoint. */
+const RENEW_MS = 10_000;
 /** Endpoints whose connections are kept open (the least recently used go first). */
 const KEPT_AGENTS = 256;
 /** A run yields after this long, so a busy endpoint does not keep a worker from the others. */
@@ -50,10 +52,12 @@ export function retryDelayMs(attempts: number): number {
  * until one succeeds: a dead endpoint costs one attempt per backoff step, not a worker.
  */
 @Injectable()
-export class WebhookSender implements OnModuleInit, OnApplicationShutdown {
+export class WebhookSender implements OnModuleInit, BeforeApplicationShutdown {
   private readonly logger = new Logger('Webhooks');
   private readonly policy: UrlPolicy;
   private readonly agents = new Map<number, { key: string; agent: Agent }>();
+  private closing = false;
+  private active = 0;
 
   constructor(
     @Inject(SETTINGS) private readonly settings: Settings,
@@ -103,6 +107,8 @@ export class WebhookSender implements OnModuleInit, OnApplicationShutdown {
       return { endpoint_id: endpointId, skipped: 'another run is delivering to this endpoint' };
     }
     const started = Date.now();
+    let renewed = started;
+    this.active += 1;
     let delivered = 0;
     let failed = 0;
     let idleSince: number | undefined;
@@ -115,16 +121,20 @@ export class WebhookSender implements OnModuleInit, OnApplicationShutdown {
           await this.uow.run((tx) => this.deliveries.failPending(tx, endpointId, reason));
           break;
         }
-        // A failing endpoint waits for its probe: one delivery when the time comes, then see.
-        if (endpoint.failing && (endpoint.next_probe_at?.getTime() ?? 0) > Date.now()) break;
+        // A failing endpoint waits for its probe: one window of deliveries when the time comes.
+        if (!endpoint.may_send || this.closing) break;
+        if (Date.now() - renewed >= RENEW_MS) {
+          // Held too long without renewing (a stall): another run may have it now, so this one ends.
+          if (!(await this.uow.run((tx) => this.endpoints.takeRun(tx, endpointId, holder, LEASE_SECONDS)))) break;
+          renewed = Date.now();
+        }
         const claim = randomUUID();
-        const batch = await this.uow.run(async (tx) => {
-          await this.endpoints.takeRun(tx, endpointId, holder, LEASE_SECONDS);
-          return this.deliveries.claimDue(tx, endpointId, claim, endpoint.failing ? 1 : BATCH, LEASE_SECONDS);
-        });
+        const batch = await this.uow.run((tx) =>
+          this.deliveries.claimDue(tx, endpointId, claim, endpoint.failing ? WINDOW : BATCH, LEASE_SECONDS),
+        );
         if (batch.length === 0) {
           idleSince ??= Date.now();
-          if (Date.now() - idleSince >= LINGER_MS) break;
+          if (Date.now() - idleSince >= LINGER_MS || this.closing) break;
           await sleep(LINGER_POLL_MS);
           continue;
         }
@@ -145,7 +155,9 @@ export class WebhookSender implements OnModuleInit, OnApplicationShutdown {
         failed += outcomes.filter((outcome) => outcome.state !== 'succeeded').length;
       }
     } finally {
+      this.active -= 1;
       await this.uow.run((tx) => this.endpoints.releaseRun(tx, endpointId, holder));
+      if (this.closing && this.active === 0) this.closeAgents();
     }
     const next = await this.nextRun(endpointId);
     if (next !== undefined) await this.uow.run((tx) => this.runs.request(tx, endpointId, next));
@@ -197,28 +209,31 @@ export class WebhookSender implements OnModuleInit, OnApplicationShutdown {
     return outcomes;
   }
 
-  /** The endpoint's kept-open connections, to these very addresses. */
+  /**
+   * The endpoint's kept-open connections, to these very addresses. An agent that is replaced or
+   * falls out of the kept ones is only let go: its idle connections close after the timeout, and
+   * a round still using it finishes.
+   */
   private agentFor(endpointId: number, url: URL, addresses: readonly string[]): Agent {
-    const key = `${url.protocol}//${url.host}@${addresses.join(',')}`;
+    const key = `${url.protocol}//${url.host}@${[...addresses].sort().join(',')}`;
     const kept = this.agents.get(endpointId);
     this.agents.delete(endpointId);
-    if (kept?.key === key) {
-      this.agents.set(endpointId, kept);
-      return kept.agent;
-    }
-    kept?.agent.destroy();
-    const agent = endpointAgent(url, WINDOW);
+    const agent = kept?.key === key ? kept.agent : endpointAgent(url, WINDOW);
     this.agents.set(endpointId, { key, agent });
-    for (const [id, old] of this.agents) {
+    for (const id of this.agents.keys()) {
       if (this.agents.size <= KEPT_AGENTS) break;
-      old.agent.destroy();
       this.agents.delete(id);
     }
     return agent;
   }
 
-  /** Closes the kept connections with the app. */
-  onApplicationShutdown(): void {
+  /** Runs stop taking rounds; the kept connections close once the last run has ended. */
+  beforeApplicationShutdown(): void {
+    this.closing = true;
+    if (this.active === 0) this.closeAgents();
+  }
+
+  private closeAgents(): void {
     for (const { agent } of this.agents.values()) agent.destroy();
     this.agents.clear();
   }
@@ -281,6 +296,9 @@ export class WebhookSender implements OnModuleInit, OnApplicationShutdown {
       if (endpoint.failing) await this.uow.run((tx) => this.endpoints.recovered(tx, endpoint.id));
       return;
     }
+    // A receiver that answers 4xx is up and refusing these events: that is about the deliveries,
+    // not the endpoint, so it is not held back for them.
+    if (outcomes.every((outcome) => outcome.status !== null && outcome.status >= 400 && outcome.status < 500)) return;
     const since = await this.uow.run((tx) => this.endpoints.failedRound(tx, endpoint.id));
     if (since !== undefined && since.getTime() <= Date.now() - DISABLE_AFTER_DAYS * 86_400_000)
       await this.disable(endpoint.id);
