@@ -8,7 +8,7 @@ import { migrate } from '../../src/database/migrate.js';
 import { createOwnDatabase } from '../support/own-database.js';
 import { actor, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
-import { sql } from '../support/db.js';
+import { sql, sqlOn } from '../support/db.js';
 import { caller } from '../support/requests.js';
 import { testDatabaseUrl } from '../support/test-env.js';
 
@@ -272,15 +272,7 @@ describe('GET /events: the change feed', () => {
 
   it('upgrading to commit order keeps every event id and stored cursor valid', async () => {
     const own = await createOwnDatabase('events_upgrade', { migrateUpTo: 'EventsOrder1764720000000' });
-    const on = async <T>(text: string, params: unknown[] = []): Promise<T[]> => {
-      const client = new pg.Client({ connectionString: own.url });
-      await client.connect();
-      try {
-        return (await client.query(text, params)).rows as T[];
-      } finally {
-        await client.end();
-      }
-    };
+    const on = <T>(text: string, params: unknown[] = []): Promise<T[]> => sqlOn<T>(own.url, text, params);
     try {
       for (const marker of ['a', 'b', 'c'])
         await on("INSERT INTO events (type, resource_type, resource_id) VALUES ('test.upgrade', 'test', $1)", [marker]);

@@ -5,7 +5,7 @@ import { endpointAgent, postWebhook } from '../../src/events/webhooks/webhook-ht
 import { WebhookSender } from '../../src/events/webhooks/webhook-sender.js';
 import { actor, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
-import { sql } from '../support/db.js';
+import { sql, sqlOn } from '../support/db.js';
 import { createOwnDatabase } from '../support/own-database.js';
 import { jobsSchema } from '../support/jobs.js';
 import { caller } from '../support/requests.js';
@@ -25,17 +25,6 @@ interface Delivery {
 }
 
 const LOCAL = { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_ALLOW_HTTP: 'true' };
-
-/** A query on another database than the run's. */
-async function sqlOn<T = Record<string, unknown>>(url: string, text: string, params: unknown[] = []): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query(text, params)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
 
 /** The event as verified with the reference implementation (throws on a bad signature). */
 function verified(secret: string, request: Received): { id: string; type: string; resource_id: unknown } {
