@@ -65,6 +65,12 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
     );
   }
 
+  /** On the feed as the API shows it: without the message's deletion flag, which is not part of it. */
+  protected override presentedOnFeed(row: ReadStateRow): { readonly id: number } {
+    const { version: _version, message_deleted: _deleted, ...state } = row;
+    return state;
+  }
+
   /** The row under a lock; 404 when it does not exist or its message is deleted. */
   async lockVisible(tx: Tx, id: number): Promise<ReadStateRow> {
     const [row] = await tx.db.query<ReadStateRow[]>(

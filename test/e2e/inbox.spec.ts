@@ -176,6 +176,13 @@ describe('inbox messages and read state (parts 6.7, 6.8)', () => {
 
       const read = await api().post(`/v1/admin/message-read-state/${s1}/mark-read`).expect(200);
       expect(read.body.data).toMatchObject({ is_read: true, read_at: expect.any(String) });
+      // The feed shows the read state as the API answered it (no internal fields).
+      const [event] = await sql<{ data: Record<string, unknown> }>(
+        "SELECT data FROM events WHERE type = 'message_read_state.mark_read' AND resource_id = $1",
+        [String(s1)],
+      );
+      const { changes: _changes, ...shown } = event?.data ?? {};
+      expect(shown).toEqual(read.body.data);
       expect((await counts(user.id)).data).toMatchObject({ total: 2, unread: 1 });
       expect((await counts(user.id, conversation)).data).toMatchObject({ unread: 0 });
 
