@@ -1,4 +1,5 @@
 import { ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
+import { ValidateIf } from 'class-validator';
 import { ApiError, type FieldProblem } from './api-error.js';
 import { splitBulkBody } from './bulk-items.js';
 
@@ -61,6 +62,9 @@ class ApiValidationPipe extends ValidationPipe {
  * (a class without rules is refused as an unknown value), so the pipe checks it itself.
  */
 export class NoOptionsDto {}
+
+/** Optional, but when present it may not be null (`null` would otherwise slip past `@IsOptional`). */
+export const Present = (): PropertyDecorator => ValidateIf((_object: object, value: unknown) => value !== undefined);
 
 function checkNoOptions(body: unknown): NoOptionsDto {
   if (typeof body !== 'object' || body === null || Array.isArray(body))

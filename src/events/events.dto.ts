@@ -3,6 +3,9 @@ import { ApiResourceId } from '../audit/dto/audit-event.dto.js';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 
+/** An event type: the audit action (`authority.revoke`) or a worker event (`push.failed`). */
+export const EVENT_TYPE = /^[a-z_]+\.[a-z_]+$/;
+
 export class EventDto {
   @ApiProperty({
     example: '00000000000000000812-00000000000000000042',

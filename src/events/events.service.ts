@@ -2,7 +2,7 @@ import { Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../common/api-error.js';
 import { FeedResponse } from '../common/responses.js';
-import type { EventDto, EventsQueryDto } from './events.dto.js';
+import { EVENT_TYPE, type EventDto, type EventsQueryDto } from './events.dto.js';
 import { nextAfter, parseCursor, presentEvent } from './event-cursor.js';
 import { EventsRepository } from './events.repository.js';
 
@@ -10,7 +10,6 @@ import { EventsRepository } from './events.repository.js';
 const POLL_MS = 200;
 /** Calls that may wait at once on one instance (each looks again every POLL_MS). */
 const MAX_WAITING = 100;
-const TYPE = /^[a-z_]+\.[a-z_]+$/;
 
 @Injectable()
 export class EventsService implements BeforeApplicationShutdown {
@@ -61,7 +60,7 @@ export class EventsService implements BeforeApplicationShutdown {
 function parseTypes(raw: string | undefined): string[] | undefined {
   if (raw === undefined || raw.trim() === '') return undefined;
   const types = [...new Set(raw.split(',').map((type) => type.trim()))];
-  const bad = types.find((type) => !TYPE.test(type));
+  const bad = types.find((type) => !EVENT_TYPE.test(type));
   if (bad !== undefined)
     throw ApiError.field(
       'types',

@@ -7,15 +7,15 @@ import type { WebhookDeliveryDto } from './webhook-endpoint.dto.js';
 
 export const DELIVERY_STATES = ['pending', 'succeeded', 'failed'] as const;
 
-const COLUMNS = `id::text AS id, endpoint_id, event_id, event_type, state, attempts, last_status, last_error, next_attempt_at,
-  created_at, delivered_at`;
+// Qualified by `d.` (every query names the table `d`): the output column `id` is text, and a
+// page must sort by the number.
+const COLUMNS = `d.id::text AS id, d.endpoint_id, d.event_id, d.event_type, d.state, d.attempts, d.last_status, d.last_error,
+  d.next_attempt_at, d.created_at, d.delivered_at`;
 
-// Qualified by `d.`: the output column `id` is text, and a page must sort by the number.
 export const WEBHOOK_DELIVERY_LIST = listSpec({
   from: 'webhook_deliveries d',
   alias: 'd',
-  select: `d.id::text AS id, d.endpoint_id, d.event_id, d.event_type, d.state, d.attempts, d.last_status, d.last_error,
-    d.next_attempt_at, d.created_at, d.delivered_at`,
+  select: COLUMNS,
   sort: ['id', 'created_at'],
   defaultSort: 'id:desc',
   filters: { state: { enum: DELIVERY_STATES }, event_type: 'string' },
@@ -182,7 +182,7 @@ export class WebhookDeliveriesRepository {
   /** The delivery of one event to one endpoint, as the log shows it. */
   async byEvent(tx: Tx, endpointId: number, eventId: string): Promise<WebhookDeliveryDto> {
     const [row] = await tx.db.query<WebhookDeliveryDto[]>(
-      `SELECT ${COLUMNS} FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id = $2`,
+      `SELECT ${COLUMNS} FROM webhook_deliveries d WHERE d.endpoint_id = $1 AND d.event_id = $2`,
       [endpointId, eventId],
     );
     if (row === undefined) throw new Error(`delivery of ${eventId} to endpoint ${endpointId} not found`);
@@ -192,7 +192,7 @@ export class WebhookDeliveriesRepository {
   /** The delivery under a row lock; 404 when it does not exist. */
   async lock(tx: Tx, id: number): Promise<WebhookDeliveryDto & { endpoint_id: number }> {
     const [row] = await tx.db.query<(WebhookDeliveryDto & { endpoint_id: string })[]>(
-      `SELECT ${COLUMNS} FROM webhook_deliveries WHERE id = $1 FOR UPDATE`,
+      `SELECT ${COLUMNS} FROM webhook_deliveries d WHERE d.id = $1 FOR UPDATE`,
       [id],
     );
     if (row === undefined) throw ApiError.notFound('WEBHOOK_DELIVERY_NOT_FOUND', id);
@@ -203,9 +203,9 @@ export class WebhookDeliveriesRepository {
   async requeue(tx: Tx, id: number): Promise<WebhookDeliveryDto> {
     tx.wrote('webhook_deliveries');
     const [rows] = await tx.db.query<[WebhookDeliveryDto[], number]>(
-      `UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = now(), retry_until = GREATEST(retry_until, now()),
+      `UPDATE webhook_deliveries d SET state = 'pending', next_attempt_at = now(), retry_until = GREATEST(retry_until, now()),
          claim = NULL
-       WHERE id = $1 RETURNING ${COLUMNS}`,
+       WHERE d.id = $1 RETURNING ${COLUMNS}`,
       [id],
     );
     const row = rows[0];

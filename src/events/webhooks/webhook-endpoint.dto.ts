@@ -9,15 +9,13 @@ import {
   Length,
   Matches,
   MaxLength,
-  ValidateIf,
 } from 'class-validator';
+import { EVENT_TYPE } from '../events.dto.js';
+import { Present } from '../../common/validation.js';
 import { AuditedDto } from '../../common/openapi/audit-fields.dto.js';
 
 /** An event type (`authority.revoke`, `push.failed`, `webhook.test`), or `*` for every type. */
-export const EVENT_TYPE_OR_ALL = /^(\*|[a-z_]+\.[a-z_]+)$/;
-
-/** Optional, but when present it may not be null. */
-const Present = (): PropertyDecorator => ValidateIf((_object: object, value: unknown) => value !== undefined);
+export const EVENT_TYPE_OR_ALL = new RegExp(`^(\\*|${EVENT_TYPE.source.slice(1, -1)})$`);
 
 /** Where events are POSTed, signed (part 6.12); the secret is never shown again after it is made. */
 export class WebhookEndpointDto extends AuditedDto {

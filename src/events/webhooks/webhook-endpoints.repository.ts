@@ -23,6 +23,8 @@ export interface SigningEndpoint {
   readonly next_probe_at: Date | null;
   /** Not failing, or failing and its probe is due (by the database's clock). */
   readonly may_send: boolean;
+  /** Rounds that failed in a row (0 when healthy): the probe's backoff step. */
+  readonly failed_rounds: number;
 }
 
 /** An active endpoint, the event types it hears, and the feed position it was made at (it hears what came after). */
@@ -137,7 +139,7 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
   async signing(db: Tx['db'], id: number): Promise<SigningEndpoint | undefined> {
     const [row] = await db.query<SigningEndpoint[]>(
       `SELECT e.id, e.url, e.is_active, f.endpoint_id IS NOT NULL AS failing, f.next_probe_at,
-              (f.next_probe_at IS NULL OR f.next_probe_at <= now()) AS may_send,
+              (f.next_probe_at IS NULL OR f.next_probe_at <= now()) AS may_send, COALESCE(f.failed_rounds, 0) AS failed_rounds,
               array_remove(ARRAY[e.secret, CASE WHEN e.previous_secret_until > now() THEN e.previous_secret END], NULL) AS secrets
        FROM webhook_endpoints e LEFT JOIN webhook_endpoint_failures f ON f.endpoint_id = e.id WHERE e.id = $1`,
       [id],
@@ -167,19 +169,16 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
 
   /**
    * A round failed entirely: the endpoint is failing (since the first such round) and is probed
-   * again after a delay that grows with each failed round, as a delivery's retries do (5 s,
-   * tripling, at most 12 hours, ±20 %); answers since when it fails.
+   * again at `probeAt`; answers since when it fails.
    */
-  async failedRound(tx: Tx, id: number): Promise<Date | undefined> {
+  async failedRound(tx: Tx, id: number, probeAt: Date): Promise<Date | undefined> {
     tx.wrote('webhook_endpoint_failures');
     const [row] = await tx.db.query<{ failing_since: Date }[]>(
       `INSERT INTO webhook_endpoint_failures AS f (endpoint_id, failed_rounds, next_probe_at)
-       SELECT id, 1, now() + interval '5 seconds' FROM webhook_endpoints WHERE id = $1
-       ON CONFLICT (endpoint_id) DO UPDATE
-         SET failed_rounds = f.failed_rounds + 1,
-             next_probe_at = now() + make_interval(secs => LEAST(43200, 5 * 3 ^ f.failed_rounds) * (0.8 + random() * 0.4))
+       SELECT id, 1, $2 FROM webhook_endpoints WHERE id = $1
+       ON CONFLICT (endpoint_id) DO UPDATE SET failed_rounds = f.failed_rounds + 1, next_probe_at = EXCLUDED.next_probe_at
        RETURNING failing_since`,
-      [id],
+      [id, probeAt],
     );
     return row?.failing_since;
   }
@@ -210,11 +209,5 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
   async releaseRun(tx: Tx, id: number, holder: string): Promise<void> {
     tx.wrote('webhook_runs');
     await tx.db.query('DELETE FROM webhook_runs WHERE endpoint_id = $1 AND holder = $2', [id, holder]);
-  }
-
-  /** When the run that holds the endpoint lets go at the latest. */
-  async runUntil(db: Tx['db'], id: number): Promise<Date | undefined> {
-    const [row] = await db.query<{ until: Date }[]>('SELECT until FROM webhook_runs WHERE endpoint_id = $1', [id]);
-    return row?.until;
   }
 }

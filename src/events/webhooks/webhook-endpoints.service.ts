@@ -95,8 +95,8 @@ export class WebhookEndpointsService {
         // Switched on again, it starts afresh; switched off by hand, it says nothing of failing.
         ...(dto.is_active === undefined ? {} : { disabled_reason: null }),
       };
-      if (Object.keys(diffChanges(before, wanted, AUDITED_FIELDS)).length === 0) return before;
       const changes = auditedChanges(before, wanted);
+      if (Object.keys(changes).length === 0) return before;
       const after = await this.endpoints.patch(tx, id, {
         url: wanted.url,
         description: wanted.description,

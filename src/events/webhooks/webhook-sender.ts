@@ -99,11 +99,7 @@ export class WebhookSender implements OnModuleInit, BeforeApplicationShutdown {
     const holder = randomUUID();
     if (!(await this.uow.run((tx) => this.endpoints.takeRun(tx, endpointId, holder, LEASE_SECONDS)))) {
       // Another run has it; should it end before seeing what this run was asked for, this one is next.
-      const until = await this.endpoints.runUntil(this.uow.reader, endpointId);
-      const soon = new Date(Math.min(Date.now() + 2000, until?.getTime() ?? Date.now()));
-      await this.uow.run((tx) =>
-        this.runs.request(tx, endpointId, new Date(Math.max(soon.getTime(), Date.now() + 1500))),
-      );
+      await this.uow.run((tx) => this.runs.request(tx, endpointId, new Date(Date.now() + 2000)));
       return { endpoint_id: endpointId, skipped: 'another run is delivering to this endpoint' };
     }
     const started = Date.now();
@@ -299,7 +295,8 @@ export class WebhookSender implements OnModuleInit, BeforeApplicationShutdown {
     // A receiver that answers 4xx is up and refusing these events: that is about the deliveries,
     // not the endpoint, so it is not held back for them.
     if (outcomes.every((outcome) => outcome.status !== null && outcome.status >= 400 && outcome.status < 500)) return;
-    const since = await this.uow.run((tx) => this.endpoints.failedRound(tx, endpoint.id));
+    const probeAt = new Date(Date.now() + retryDelayMs(endpoint.failed_rounds + 1));
+    const since = await this.uow.run((tx) => this.endpoints.failedRound(tx, endpoint.id, probeAt));
     if (since !== undefined && since.getTime() <= Date.now() - DISABLE_AFTER_DAYS * 86_400_000)
       await this.disable(endpoint.id);
   }

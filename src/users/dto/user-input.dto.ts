@@ -1,12 +1,10 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsEmail, IsOptional, IsString, Length, Matches, MaxLength, ValidateIf } from 'class-validator';
+import { IsEmail, IsOptional, IsString, Length, Matches, MaxLength } from 'class-validator';
 import { IsCatalogueId } from '../../common/id.validators.js';
+import { Present } from '../../common/validation.js';
 
 const E164 = /^\+[1-9]\d{1,14}$/;
 const NOT_BLANK = /\S/;
-
-/** Optional, but when present it may not be null (`null` would otherwise slip past `@IsOptional`). */
-const Present = (): PropertyDecorator => ValidateIf((_object: object, value: unknown) => value !== undefined);
 
 export class CreateUserDto {
   @ApiProperty({
