@@ -14,6 +14,7 @@ import { EventsOrder1764720000000 } from './1764720000000-events-order.js';
 import { EventsCommitOrder1764806400000 } from './1764806400000-events-commit-order.js';
 import { Webhooks1764892800000 } from './1764892800000-webhooks.js';
 import { EventsData1764979200000 } from './1764979200000-events-data.js';
+import { AccessHistory1765065600000 } from './1765065600000-access-history.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -33,4 +34,5 @@ export const MIGRATIONS = [
   EventsCommitOrder1764806400000,
   Webhooks1764892800000,
   EventsData1764979200000,
+  AccessHistory1765065600000,
 ];

@@ -88,14 +88,15 @@ export class AuthContextService {
   }
 
   /**
-   * The subject of `/authz/check`: any user's role and live grants, from the same cached
+   * The subject of `/authz/check`: any user's role, status and live grants, from the same cached
    * projection the session check reads; undefined for an unknown or deleted user.
    */
   async subjectOf(userId: number): Promise<Subject | undefined> {
     const read = await this.users.get(userId);
     if (read === undefined || read.entry.deleted) return undefined;
     const role = roleById(read.value.role_id);
-    return role === undefined ? undefined : { user_id: userId, role, grants: read.value.grants };
+    if (role === undefined) return undefined;
+    return { user_id: userId, role, active: read.value.status_id === USER_STATUS.active, grants: read.value.grants };
   }
 
   /** After a commit that changed a user's role, status, deletion or permission grants. */
@@ -143,7 +144,7 @@ export class AuthContextService {
     if (account.status_id !== USER_STATUS.active) throw sessionInvalid('user_not_active');
     const role = roleById(account.role_id);
     if (role === undefined) throw sessionInvalid('unknown_role');
-    return { user_id: userId, session_id: sessionId, role, grants: account.grants };
+    return { user_id: userId, session_id: sessionId, role, active: true, grants: account.grants };
   }
 
   private async loadUser(userId: number): Promise<ReturnType<typeof authUserEntry> | undefined> {

@@ -8,10 +8,12 @@ export interface GrantFacts {
   readonly expires_at: string | null;
 }
 
-/** Whose permissions are evaluated: a user's role and live grants. */
+/** Whose permissions are evaluated: a user's role, standing and live grants. */
 export interface Subject {
   readonly user_id: number;
   readonly role: RoleDefinition;
+  /** Active and not deleted: a pending, suspended or deleted user is allowed nothing. */
+  readonly active: boolean;
   readonly grants: readonly GrantFacts[];
 }
 

@@ -2,12 +2,11 @@ import { Injectable } from '@nestjs/common';
 import { ApiError } from '../common/api-error.js';
 import type { Subject } from './auth-context.js';
 import { AccessFactsRepository } from './access-facts.repository.js';
-import { authorityDecision, type AuthorityFacts } from './authority-facts.js';
-import { DENIED, type Decision } from './decision.js';
+import { accessPaths, admissible, authorityPaths, decisionOf, globalPaths, type AccessPath } from './access-rules.js';
+import type { AuthorityFacts } from './authority-facts.js';
+import type { Decision } from './decision.js';
 import { DeviceAuthoritiesService } from './device-authorities.service.js';
 import { isDeviceScoped, isPermissionCode, type PermissionCode } from './permissions.js';
-
-const BY_ROLE: Decision = { allowed: true, decided_by: 'role', authority_id: null, grant_id: null };
 
 /** 403 for handing on a right the actor does not itself hold (part 5, delegation). */
 export function delegationForbidden(permission: string, deviceId?: number): ApiError {
@@ -32,10 +31,12 @@ export function permissionDenied(permission: string, deviceId?: number): ApiErro
 }
 
 /**
- * The authorization evaluator of part 5, the one code path behind the guard, list row
- * filtering, bulk per-item checks and `/authz/check`: admin access (layer 2), then the role's
- * permissions (3a), an effective permission grant (3b), and for device-scoped permissions an
- * effective authority on the device that is the owner or holds the permission (3c).
+ * The authorization evaluator of part 5 on the live state (cached projections), the one code
+ * path behind the guard, list row filtering, bulk per-item checks and `/authz/check`: admin
+ * access (layer 2), then the role's permissions (3a), an effective permission grant (3b), and for
+ * device-scoped permissions an effective authority on the device that is the owner or holds the
+ * permission (3c). The rules themselves are `access-rules.ts`, shared with the point-in-time
+ * questions.
  */
 @Injectable()
 export class AuthorizationService {
@@ -50,26 +51,25 @@ export class AuthorizationService {
 
   /** Layers 2, 3a and 3b: what the subject may do everywhere. */
   decideGlobally(subject: Subject, permission: PermissionCode, now = Date.now()): Decision {
-    if (!subject.role.admin_access) return DENIED;
-    if (subject.role.permissions.has(permission)) return BY_ROLE;
-    const grant = subject.grants.find(
-      (candidate) =>
-        candidate.code === permission && (candidate.expires_at === null || Date.parse(candidate.expires_at) > now),
-    );
-    return grant === undefined
-      ? DENIED
-      : { allowed: true, decided_by: 'permission_grant', authority_id: null, grant_id: grant.id };
+    return decisionOf(globalPaths(subject, permission, now));
   }
 
   async decide(subject: Subject, permission: PermissionCode, deviceId?: number): Promise<Decision> {
     const now = Date.now();
     const global = this.decideGlobally(subject, permission, now);
-    if (global.allowed || deviceId === undefined || !isDeviceScoped(permission) || !subject.role.admin_access)
-      return global;
-    const authority = (await this.devices.forDevice(deviceId)).find(
-      (candidate) => candidate.user_id === subject.user_id,
-    );
-    return (authority === undefined ? undefined : authorityDecision(authority, permission, now)) ?? DENIED;
+    if (global.allowed || deviceId === undefined || !isDeviceScoped(permission) || !admissible(subject)) return global;
+    return decisionOf(accessPaths(subject, await this.authorityOn(subject, deviceId), permission, now));
+  }
+
+  /** Every way the subject is allowed the permission now (on the device), for `explain=true`. */
+  async explain(subject: Subject, permission: PermissionCode, deviceId?: number): Promise<AccessPath[]> {
+    const authority =
+      deviceId === undefined || !isDeviceScoped(permission) ? undefined : await this.authorityOn(subject, deviceId);
+    return accessPaths(subject, authority, permission, Date.now());
+  }
+
+  private async authorityOn(subject: Subject, deviceId: number): Promise<AuthorityFacts | undefined> {
+    return (await this.devices.forDevice(deviceId)).find((candidate) => candidate.user_id === subject.user_id);
   }
 
   async assertAllowed(subject: Subject, permission: PermissionCode, deviceId?: number): Promise<void> {
@@ -97,7 +97,7 @@ export class AuthorizationService {
       isPermissionCode(permission) && this.decideGlobally(subject, permission, now).allowed;
     const open = questions.filter((question) => !global(question.permission) && isDeviceScoped(question.permission));
     const facts =
-      open.length === 0 || !subject.role.admin_access
+      open.length === 0 || !admissible(subject)
         ? new Map<number, AuthorityFacts>()
         : await this.authoritiesOf(
             subject,
@@ -106,7 +106,7 @@ export class AuthorizationService {
     return questions.map((question) => {
       if (global(question.permission)) return true;
       const authority = isDeviceScoped(question.permission) ? facts.get(question.device_id) : undefined;
-      return authority !== undefined && authorityDecision(authority, question.permission, now) !== undefined;
+      return authority !== undefined && authorityPaths(authority, question.permission, now).length > 0;
     });
   }
 
@@ -122,12 +122,10 @@ export class AuthorizationService {
   ): Promise<'all' | Set<number>> {
     const now = Date.now();
     if (this.decideGlobally(subject, permission, now).allowed) return 'all';
-    if (!subject.role.admin_access || !isDeviceScoped(permission)) return new Set();
+    if (!admissible(subject) || !isDeviceScoped(permission)) return new Set();
     const facts = await this.authoritiesOf(subject, among);
     return new Set(
-      [...facts.values()]
-        .filter((row) => authorityDecision(row, permission, now) !== undefined)
-        .map((row) => row.device_id),
+      [...facts.values()].filter((row) => authorityPaths(row, permission, now).length > 0).map((row) => row.device_id),
     );
   }
 

@@ -48,6 +48,7 @@ export class EnvelopeInterceptor implements NestInterceptor {
         page_size: result.page_size,
         total: result.total,
         total_exact: result.total_exact,
+        ...result.meta,
       });
       if (result.items instanceof RawJson) {
         void reply.header('content-type', 'application/json; charset=utf-8');

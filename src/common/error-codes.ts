@@ -145,6 +145,11 @@ export const ERRORS = {
       'The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address',
     example: { reason: 'private_address', host: '10.0.0.7', address: '10.0.0.7' },
   },
+  HISTORY_NOT_AVAILABLE: {
+    status: 422,
+    meaning: 'A point-in-time question about a moment before the access history begins',
+    example: { at: '2026-01-01T00:00:00.000Z', history_starts_at: '2026-11-24T00:00:00.000Z' },
+  },
   RATE_LIMITED: { status: 429, meaning: 'Too many requests; see Retry-After' },
   INTERNAL_ERROR: { status: 500, meaning: 'A bug; the request id finds it in the logs' },
   SERVICE_UNAVAILABLE: {

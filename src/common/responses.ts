@@ -39,6 +39,8 @@ export class ListResponse<T> {
     readonly total: number,
     readonly total_exact: boolean,
     readonly cache?: CacheOutcome,
+    /** More `meta` of this list (the access lists' `at` and `scope`). */
+    readonly meta?: Readonly<Record<string, unknown>>,
   ) {}
 }
 

@@ -22,6 +22,18 @@ interface PageHeader {
   readonly u: number | null;
   readonly total: number;
   readonly exact: boolean;
+  /** More `meta` of a computed list, or absent. */
+  readonly m?: Readonly<Record<string, unknown>>;
+}
+
+/** A page that its route computes itself (the access lists), cached like any other. */
+export interface ComputedPage<Item> {
+  readonly items: readonly Item[];
+  readonly total: number;
+  readonly total_exact: boolean;
+  /** Epoch ms at which the clock alone changes the page (an expiry), judged before the page was read. */
+  readonly changesAt?: number;
+  readonly meta?: Readonly<Record<string, unknown>>;
 }
 
 type Present = (rows: readonly unknown[]) => unknown[];
@@ -97,6 +109,46 @@ export class ListPages {
   }
 
   /**
+   * A page its route computes (not from a `ListSpec`), through the cache all the same: keyed by
+   * `identity` (everything that decides the page), good while none of `tables` was written and
+   * its `changesAt` has not passed.
+   */
+  async readComputed<Item>(
+    identity: { readonly page: number; readonly page_size: number },
+    tables: readonly string[],
+    load: () => Promise<ComputedPage<Item>>,
+  ): Promise<ListResponse<Item>> {
+    const pageDigest = createHash('sha1')
+      .update(JSON.stringify(['computed', identity]))
+      .digest('base64url');
+    const key = cacheKeys.listPage(pageDigest);
+    const lookup = await this.cache.listPage(key, tables);
+    if (lookup.ok) {
+      const cached =
+        lookup.entry === undefined ? 'absent' : decodePage(lookup.entry, pageDigest, lookup.generations, identity);
+      if (cached instanceof ListResponse) {
+        this.cache.stats.hits += 1;
+        return cached as ListResponse<Item>;
+      }
+      this.cache.stats.misses += 1;
+      if (cached === 'unreadable' && lookup.entry !== undefined) await this.cache.dropUnreadable(key, lookup.entry);
+    }
+    this.cache.stats.loads += 1;
+    const page = await load();
+    const result = new ListResponse<Item>(
+      page.items,
+      identity.page,
+      identity.page_size,
+      page.total,
+      page.total_exact,
+      lookup.ok ? 'miss' : 'bypass',
+      page.meta,
+    );
+    if (lookup.ok) await this.cache.put(key, encodePage(pageDigest, result, lookup.generations, page.changesAt), false);
+    return result;
+  }
+
+  /**
    * Concurrent misses of one page share a single database read (per instance), but only misses
    * that saw the same table generations: a read that starts after a write's response sees the
    * bumped generation and must not join a load that began before that write committed. Without
@@ -162,6 +214,7 @@ function encodePage(
     u: changesAt ?? null,
     total: page.total,
     exact: page.total_exact,
+    ...(page.meta === undefined ? {} : { m: page.meta }),
   };
   return {
     // Generations only grow: a page built under newer ones is never replaced by an older fill. (A
@@ -178,7 +231,7 @@ function decodePage(
   entry: CacheEntry,
   pageDigest: string,
   generations: readonly number[],
-  query: ListQuery,
+  query: Pick<ListQuery, 'page' | 'page_size'>,
 ): ListResponse<unknown> | 'stale' | 'unreadable' {
   if (entry.json === '') return 'stale'; // a tombstone left by a triggered rebuild
   const newline = entry.json.indexOf('\n');
@@ -197,11 +250,20 @@ function decodePage(
     typeof header.total !== 'number' ||
     typeof header.exact !== 'boolean' ||
     (header.u !== null && typeof header.u !== 'number') ||
+    (header.m !== undefined && (typeof header.m !== 'object' || header.m === null)) ||
     !rows.startsWith('[') ||
     !rows.endsWith(']')
   )
     return 'unreadable';
   if (!sameGenerations(header.g, generations)) return 'stale';
   if (typeof header.u === 'number' && Date.now() >= header.u) return 'stale';
-  return new ListResponse<unknown>(new RawJson(rows), query.page, query.page_size, header.total, header.exact, 'hit');
+  return new ListResponse<unknown>(
+    new RawJson(rows),
+    query.page,
+    query.page_size,
+    header.total,
+    header.exact,
+    'hit',
+    header.m,
+  );
 }

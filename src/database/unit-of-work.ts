@@ -50,8 +50,13 @@ async function writeCounts(db: EntityManager): Promise<Map<string, number>> {
   return new Map(rows.map((row) => [row.relname, Number(row.n)]));
 }
 
-/** Written by the database's own triggers, never read by a projection (the feed's commit step). */
-const TRIGGER_BOOKKEEPING = new Set(['event_transactions']);
+/** Written by the database's own triggers, never read by a projection (the feed's commit step, access history). */
+const TRIGGER_BOOKKEEPING = new Set([
+  'event_transactions',
+  'user_access_history',
+  'authority_history',
+  'authority_permission_history',
+]);
 
 function undeclared(
   before: ReadonlyMap<string, number>,

@@ -2,9 +2,11 @@ import { Injectable } from '@nestjs/common';
 import { References } from '../database/references.js';
 import { AuthContextService } from '../auth/auth-context.service.js';
 import { AuthorizationService } from '../auth/authorization.service.js';
+import { decisionOf } from '../auth/access-rules.js';
 import { isPermissionCode, PERMISSIONS } from '../auth/permissions.js';
 import { ApiError } from '../common/api-error.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
+import { AccessService } from './access.service.js';
 import type { AuthzCheckQueryDto, AuthzDecisionDto } from './dto/authz-check.dto.js';
 
 /** `GET /authz/check` (part 5): the evaluator's answer for any user, the same code path the guards use. */
@@ -15,6 +17,7 @@ export class AuthzCheckService {
     private readonly authorization: AuthorizationService,
     private readonly uow: UnitOfWork,
     private readonly references: References,
+    private readonly access: AccessService,
   ) {}
 
   async check(query: AuthzCheckQueryDto): Promise<AuthzDecisionDto> {
@@ -26,10 +29,21 @@ export class AuthzCheckService {
         known: PERMISSIONS.length,
       });
     }
+    const answer = { user_id: userId, permission: query.permission, device_id: deviceId ?? null };
+    const explain = query.explain === 'true';
+    if (query.at !== undefined) {
+      // As of a moment: any user that exists (a deleted one included), judged on the facts then.
+      const { moment } = await this.access.momentOf(query.at);
+      await this.access.assertUser(userId, true);
+      if (deviceId !== undefined) await this.references.device(this.uow.reader, deviceId);
+      const { decision, paths } = await this.access.decideAt(userId, query.permission, deviceId, moment);
+      return { ...answer, ...decision, ...(explain ? { paths } : {}) };
+    }
     const subject = await this.contexts.subjectOf(userId);
     if (subject === undefined) throw ApiError.notFound('USER_NOT_FOUND', userId);
     if (deviceId !== undefined) await this.references.device(this.uow.reader, deviceId);
-    const decision = await this.authorization.decide(subject, query.permission, deviceId);
-    return { user_id: userId, permission: query.permission, device_id: deviceId ?? null, ...decision };
+    if (!explain) return { ...answer, ...(await this.authorization.decide(subject, query.permission, deviceId)) };
+    const paths = await this.authorization.explain(subject, query.permission, deviceId);
+    return { ...answer, ...decisionOf(paths), paths };
   }
 }

@@ -14,9 +14,11 @@ export class AuthzController {
   @Authorize({
     permission: 'permission_grants.read',
     summary: 'Would this user be allowed this permission (on this device)?',
-    description: 'Answers with the same evaluator the guards use, and says which layer decided.',
+    description:
+      'Answers with the same evaluator the guards use, and says which layer decided. `explain=true` adds every way it is allowed; ' +
+      '`at` answers as of that moment from the access history (a user pending, suspended or deleted then is allowed nothing).',
     returns: AuthzDecisionDto,
-    errors: [400, 404],
+    errors: [400, 404, 422],
   })
   check(@Query() query: AuthzCheckQueryDto): Promise<AuthzDecisionDto> {
     return this.authz.check(query);

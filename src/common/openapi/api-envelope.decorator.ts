@@ -28,19 +28,21 @@ export interface EnvelopeOptions {
   readonly errors?: readonly number[];
   /** Also answers 204 with no body (delete of a deleted record, restore of a live one, …). */
   readonly noContent?: string;
+  /** A list whose `meta` says more than a page's (documented by this model). */
+  readonly listMeta?: Type;
 }
 
 /** Documents a route's success envelope around `model` and its error envelopes. */
 export function ApiEnvelope(model: Type, options: EnvelopeOptions = {}): MethodDecorator & ClassDecorator {
+  const list = options.list === true || options.listMeta !== undefined;
   const data =
-    options.list === true || options.feed === true
+    list || options.feed === true
       ? { type: 'array', items: { $ref: getSchemaPath(model) } }
       : { $ref: getSchemaPath(model) };
-  const meta = {
-    $ref: getSchemaPath(options.feed === true ? FeedMetaDto : options.list === true ? ListMetaDto : MetaDto),
-  };
+  const metaModel = options.feed === true ? FeedMetaDto : list ? (options.listMeta ?? ListMetaDto) : MetaDto;
+  const meta = { $ref: getSchemaPath(metaModel) };
   return applyDecorators(
-    ApiExtraModels(model, MetaDto, ListMetaDto, FeedMetaDto, ErrorEnvelopeDto),
+    ApiExtraModels(model, MetaDto, ListMetaDto, FeedMetaDto, ErrorEnvelopeDto, metaModel),
     ApiResponse({
       status: options.status ?? 200,
       description: 'Success envelope',

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsDateString, IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { AccessPathDto, WITH_OFFSET } from './access.dto.js';
 
 const ID = /^[1-9]\d{0,15}$/;
 
@@ -20,6 +21,25 @@ export class AuthzCheckQueryDto {
   @IsOptional()
   @Matches(ID, { message: 'device_id must be a positive integer' })
   device_id?: string;
+
+  @ApiPropertyOptional({
+    enum: ['true', 'false'],
+    description: '`true` adds `paths`: every way the permission is allowed',
+  })
+  @IsOptional()
+  @IsIn(['true', 'false'], { message: 'explain must be true or false' })
+  explain?: string;
+
+  @ApiPropertyOptional({
+    type: String,
+    format: 'date-time',
+    description:
+      'Answer as of this moment (ISO-8601 with an offset) from the access history; before the history begins: 422 `HISTORY_NOT_AVAILABLE`',
+  })
+  @IsOptional()
+  @IsDateString({ strict: true }, { message: 'at must be an ISO-8601 timestamp' })
+  @Matches(WITH_OFFSET, { message: 'at must say its offset (Z or ±hh:mm)' })
+  at?: string;
 }
 
 export class AuthzDecisionDto {
@@ -35,4 +55,9 @@ export class AuthzDecisionDto {
   decided_by!: string | null;
   @ApiProperty({ type: Number, nullable: true }) authority_id!: number | null;
   @ApiProperty({ type: Number, nullable: true }) grant_id!: number | null;
+  @ApiPropertyOptional({
+    type: [AccessPathDto],
+    description: 'With `explain=true`: every way it is allowed, in deciding order',
+  })
+  paths?: AccessPathDto[];
 }

@@ -1,0 +1,228 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+
+/**
+ * Access history (part 6.13): every fact that decides access keeps its past, in the database,
+ * written by the same transaction that changes it, so "who could do P on D at T" is answered from
+ * rows rather than rebuilt from logs.
+ *
+ * - `user_access_history`, `authority_history`, `authority_permission_history`: one row per
+ *   version of the deciding columns (a user's role, status and deletion; an authority's owner
+ *   flag, activation, revocation, deletion and expiry; an authority permission's being active).
+ *   A version holds from its `valid_from` until the next version of the same record: the rows are
+ *   only ever appended (the database refuses UPDATE, DELETE and TRUNCATE), never closed in place.
+ *   `valid_from` is the changing transaction's start, and never earlier than the record's
+ *   previous version (a transaction that started earlier but took the row lock later still comes
+ *   after), so the newest version at or before T is the state at T, ties broken by `id`.
+ *   Statement-level triggers with transition tables keep bulk writes set-based.
+ * - Permission grants already are their own history: append-only, changed only by the one
+ *   revocation stamp, so a grant held during [granted_at, revoked_at). Both stamps are now the
+ *   transaction's time, set by the database whatever the statement says.
+ * - The history begins here: the current state is copied as the first version of every record,
+ *   and `access_history_start` says when (a question about an earlier moment is refused).
+ */
+export class AccessHistory1765065600000 implements MigrationInterface {
+  name = 'AccessHistory1765065600000';
+
+  async up(db: QueryRunner): Promise<void> {
+    await db.query(`CREATE TABLE access_history_start (
+        only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+        started_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', now())
+      )`);
+    await db.query('INSERT INTO access_history_start DEFAULT VALUES');
+
+    await db.query(`CREATE TABLE user_access_history (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        user_id bigint NOT NULL,
+        role_id integer NOT NULL,
+        status_id integer NOT NULL,
+        is_deleted boolean NOT NULL,
+        valid_from timestamptz NOT NULL,
+        xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+        actor_id bigint NULL
+      )`);
+    await db.query(
+      'CREATE INDEX user_access_history_as_of_idx ON user_access_history (user_id, valid_from DESC, id DESC) INCLUDE (role_id, status_id, is_deleted)',
+    );
+
+    await db.query(`CREATE TABLE authority_history (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        authority_id bigint NOT NULL,
+        device_id bigint NOT NULL,
+        user_id bigint NOT NULL,
+        owner boolean NOT NULL,
+        is_active boolean NOT NULL,
+        revoked boolean NOT NULL,
+        is_deleted boolean NOT NULL,
+        expires_at timestamptz NULL,
+        valid_from timestamptz NOT NULL,
+        xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+        actor_id bigint NULL
+      )`);
+    await db.query(
+      'CREATE INDEX authority_history_as_of_idx ON authority_history (authority_id, valid_from DESC, id DESC)',
+    );
+    await db.query(
+      'CREATE INDEX authority_history_device_idx ON authority_history (device_id, authority_id, valid_from DESC, id DESC)',
+    );
+    // "Where may U act": the authorities U ever owned, in device order (the rest come through
+    // authority permissions, found by user and permission below).
+    await db.query(
+      'CREATE INDEX authority_history_owner_idx ON authority_history (user_id, device_id, authority_id) WHERE owner',
+    );
+
+    await db.query(`CREATE TABLE authority_permission_history (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        authority_permission_id bigint NOT NULL,
+        authority_id bigint NOT NULL,
+        device_id bigint NOT NULL,
+        user_id bigint NOT NULL,
+        permission_id integer NOT NULL,
+        is_active boolean NOT NULL,
+        valid_from timestamptz NOT NULL,
+        xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+        actor_id bigint NULL
+      )`);
+    await db.query(
+      'CREATE INDEX authority_permission_history_as_of_idx ON authority_permission_history (authority_permission_id, valid_from DESC, id DESC)',
+    );
+    await db.query(
+      'CREATE INDEX authority_permission_history_authority_idx ON authority_permission_history (authority_id, authority_permission_id)',
+    );
+    await db.query(
+      'CREATE INDEX authority_permission_history_user_idx ON authority_permission_history (user_id, permission_id, device_id, authority_permission_id)',
+    );
+
+    for (const table of [
+      'access_history_start',
+      'user_access_history',
+      'authority_history',
+      'authority_permission_history',
+    ]) {
+      await db.query(
+        `CREATE TRIGGER ${table}_append_only BEFORE UPDATE OR DELETE ON ${table} FOR EACH ROW EXECUTE FUNCTION refuse_change()`,
+      );
+      await db.query(
+        `CREATE TRIGGER ${table}_no_truncate BEFORE TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION refuse_change()`,
+      );
+    }
+
+    // Users: a version when the role, status or deletion changes.
+    await db.query(`CREATE FUNCTION users_access_versions() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP = 'INSERT' THEN
+          INSERT INTO user_access_history (user_id, role_id, status_id, is_deleted, valid_from, actor_id)
+          SELECT n.id, n.role_id, n.status_id, n.is_deleted, now(), n.created_by FROM new_rows n ORDER BY n.id;
+        ELSE
+          INSERT INTO user_access_history (user_id, role_id, status_id, is_deleted, valid_from, actor_id)
+          SELECT n.id, n.role_id, n.status_id, n.is_deleted,
+                 greatest(now(), (SELECT max(h.valid_from) FROM user_access_history h WHERE h.user_id = n.id)), n.updated_by
+          FROM new_rows n JOIN old_rows o ON o.id = n.id
+          WHERE (n.role_id, n.status_id, n.is_deleted) IS DISTINCT FROM (o.role_id, o.status_id, o.is_deleted)
+          ORDER BY n.id;
+        END IF;
+        RETURN NULL;
+      END $$`);
+    await db.query(`CREATE TRIGGER users_access_history_insert AFTER INSERT ON users
+      REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION users_access_versions()`);
+    await db.query(`CREATE TRIGGER users_access_history_update AFTER UPDATE ON users
+      REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION users_access_versions()`);
+
+    // Authorities: a version when what decides layer 3c changes (the pair never changes).
+    await db.query(`CREATE FUNCTION authorities_access_versions() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP = 'INSERT' THEN
+          INSERT INTO authority_history (authority_id, device_id, user_id, owner, is_active, revoked, is_deleted, expires_at, valid_from, actor_id)
+          SELECT n.id, n.device_id, n.user_id, n.owner, n.is_active, n.revoked_at IS NOT NULL, n.is_deleted, n.expires_at, now(), n.created_by
+          FROM new_rows n ORDER BY n.id;
+        ELSE
+          INSERT INTO authority_history (authority_id, device_id, user_id, owner, is_active, revoked, is_deleted, expires_at, valid_from, actor_id)
+          SELECT n.id, n.device_id, n.user_id, n.owner, n.is_active, n.revoked_at IS NOT NULL, n.is_deleted, n.expires_at,
+                 greatest(now(), (SELECT max(h.valid_from) FROM authority_history h WHERE h.authority_id = n.id)), n.updated_by
+          FROM new_rows n JOIN old_rows o ON o.id = n.id
+          WHERE (n.owner, n.is_active, n.revoked_at IS NOT NULL, n.is_deleted, n.expires_at)
+                IS DISTINCT FROM (o.owner, o.is_active, o.revoked_at IS NOT NULL, o.is_deleted, o.expires_at)
+          ORDER BY n.id;
+        END IF;
+        RETURN NULL;
+      END $$`);
+    await db.query(`CREATE TRIGGER authorities_access_history_insert AFTER INSERT ON authorities
+      REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION authorities_access_versions()`);
+    await db.query(`CREATE TRIGGER authorities_access_history_update AFTER UPDATE ON authorities
+      REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION authorities_access_versions()`);
+
+    // Authority permissions: active when granted, inactive when revoked (the only change allowed).
+    await db.query(`CREATE FUNCTION authority_permissions_access_versions() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP = 'INSERT' THEN
+          INSERT INTO authority_permission_history (authority_permission_id, authority_id, device_id, user_id, permission_id, is_active, valid_from, actor_id)
+          SELECT n.id, n.authority_id, a.device_id, a.user_id, n.permission_id, n.revoked_at IS NULL, now(), n.granted_by
+          FROM new_rows n JOIN authorities a ON a.id = n.authority_id ORDER BY n.id;
+        ELSE
+          INSERT INTO authority_permission_history (authority_permission_id, authority_id, device_id, user_id, permission_id, is_active, valid_from, actor_id)
+          SELECT n.id, n.authority_id, a.device_id, a.user_id, n.permission_id, n.revoked_at IS NULL,
+                 greatest(now(), (SELECT max(h.valid_from) FROM authority_permission_history h WHERE h.authority_permission_id = n.id)),
+                 n.revoked_by
+          FROM new_rows n JOIN old_rows o ON o.id = n.id JOIN authorities a ON a.id = n.authority_id
+          WHERE (n.revoked_at IS NULL) IS DISTINCT FROM (o.revoked_at IS NULL)
+          ORDER BY n.id;
+        END IF;
+        RETURN NULL;
+      END $$`);
+    await db.query(`CREATE TRIGGER authority_permissions_access_history_insert AFTER INSERT ON authority_permissions
+      REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION authority_permissions_access_versions()`);
+    await db.query(`CREATE TRIGGER authority_permissions_access_history_update AFTER UPDATE ON authority_permissions
+      REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION authority_permissions_access_versions()`);
+
+    // Permission grants: the validity period is the database's own clock, never the statement's.
+    await db.query(`CREATE FUNCTION permission_grants_stamp_period() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP = 'INSERT' THEN
+          NEW.granted_at := now();
+        ELSIF OLD.revoked_at IS NULL AND NEW.revoked_at IS NOT NULL THEN
+          NEW.revoked_at := greatest(now(), OLD.granted_at);
+        END IF;
+        RETURN NEW;
+      END $$`);
+    await db.query(`CREATE TRIGGER permission_grants_period BEFORE INSERT OR UPDATE ON permission_grants
+      FOR EACH ROW EXECUTE FUNCTION permission_grants_stamp_period()`);
+    await db.query(
+      'CREATE INDEX permission_grants_period_idx ON permission_grants (user_id, granted_at) INCLUDE (permission_id, revoked_at, expires_at)',
+    );
+    await db.query(
+      'CREATE INDEX permission_grants_permission_period_idx ON permission_grants (permission_id, user_id, granted_at)',
+    );
+
+    // The first version of every record: the state as this migration found it, valid from the
+    // start as the API shows it (to the millisecond), so asking exactly at that moment finds it.
+    const START = '(SELECT started_at FROM access_history_start)';
+    await db.query(`INSERT INTO user_access_history (user_id, role_id, status_id, is_deleted, valid_from)
+      SELECT id, role_id, status_id, is_deleted, ${START} FROM users ORDER BY id`);
+    await db.query(`INSERT INTO authority_history (authority_id, device_id, user_id, owner, is_active, revoked, is_deleted, expires_at, valid_from)
+      SELECT id, device_id, user_id, owner, is_active, revoked_at IS NOT NULL, is_deleted, expires_at, ${START} FROM authorities ORDER BY id`);
+    await db.query(`INSERT INTO authority_permission_history (authority_permission_id, authority_id, device_id, user_id, permission_id, is_active, valid_from)
+      SELECT ap.id, ap.authority_id, a.device_id, a.user_id, ap.permission_id, true, ${START}
+      FROM authority_permissions ap JOIN authorities a ON a.id = ap.authority_id WHERE ap.revoked_at IS NULL ORDER BY ap.id`);
+    await db.query('ANALYZE user_access_history');
+    await db.query('ANALYZE authority_history');
+    await db.query('ANALYZE authority_permission_history');
+  }
+
+  async down(db: QueryRunner): Promise<void> {
+    await db.query('DROP TRIGGER permission_grants_period ON permission_grants');
+    await db.query('DROP FUNCTION permission_grants_stamp_period()');
+    await db.query('DROP INDEX permission_grants_period_idx');
+    await db.query('DROP INDEX permission_grants_permission_period_idx');
+    for (const [table, fn] of [
+      ['users', 'users_access_versions'],
+      ['authorities', 'authorities_access_versions'],
+      ['authority_permissions', 'authority_permissions_access_versions'],
+    ] as const) {
+      await db.query(`DROP TRIGGER ${table}_access_history_insert ON ${table}`);
+      await db.query(`DROP TRIGGER ${table}_access_history_update ON ${table}`);
+      await db.query(`DROP FUNCTION ${fn}()`);
+    }
+    await db.query(
+      'DROP TABLE authority_permission_history, authority_history, user_access_history, access_history_start',
+    );
+  }
+}

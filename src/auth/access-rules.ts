@@ -1,0 +1,79 @@
+import type { Subject } from './auth-context.js';
+import type { AuthorityFacts } from './authority-facts.js';
+import { DENIED, type DecidedBy, type Decision } from './decision.js';
+import { isDeviceScoped } from './permissions.js';
+
+/** One way a permission is allowed (`/authz/check?explain=true`, the access lists' `allowed_by`). */
+export interface AccessPath {
+  readonly decided_by: DecidedBy;
+  readonly authority_id: number | null;
+  readonly grant_id: number | null;
+  /** When this way ends by itself (the grant's or the authority's expiry), ISO, or null. */
+  readonly expires_at: string | null;
+}
+
+const expired = (expiresAt: string | null, at: number): boolean => expiresAt !== null && Date.parse(expiresAt) <= at;
+
+/**
+ * The rules of part 5, layers 2 to 3c, as pure functions of the facts and a moment `at` (epoch
+ * ms): every question (the guard, list row filtering, bulk item checks, `/authz/check`, the
+ * access lists and their point-in-time forms) is answered here, from facts read either now or as
+ * they were at `at`, so none can disagree with another. Expiry is judged at `at`.
+ */
+
+/** Whether the subject may be allowed anything at all: admin access, active, not deleted. */
+export function admissible(subject: Subject): boolean {
+  return subject.role.admin_access && subject.active;
+}
+
+/** Layers 3a and 3b: the ways the subject holds the permission everywhere, in the order they decide. */
+export function globalPaths(subject: Subject, permission: string, at: number): AccessPath[] {
+  if (!admissible(subject)) return [];
+  const paths: AccessPath[] = [];
+  if ((subject.role.permissions as ReadonlySet<string>).has(permission))
+    paths.push({ decided_by: 'role', authority_id: null, grant_id: null, expires_at: null });
+  for (const grant of subject.grants)
+    if (grant.code === permission && !expired(grant.expires_at, at))
+      paths.push({
+        decided_by: 'permission_grant',
+        authority_id: null,
+        grant_id: grant.id,
+        expires_at: grant.expires_at,
+      });
+  return paths;
+}
+
+/**
+ * Layer 3c for one authority: effective (active, not revoked, not deleted, not expired) and the
+ * owner, or holding the permission (both ways listed when both hold). Only for device-scoped
+ * permissions; the subject's admissibility is judged by `accessPaths`.
+ */
+export function authorityPaths(authority: AuthorityFacts, permission: string, at: number): AccessPath[] {
+  if (!isDeviceScoped(permission)) return [];
+  if (!authority.is_active || authority.revoked || authority.deleted || expired(authority.expires_at, at)) return [];
+  const paths: AccessPath[] = [];
+  const way = { authority_id: authority.id, grant_id: null, expires_at: authority.expires_at };
+  if (authority.owner) paths.push({ decided_by: 'device_owner', ...way });
+  if (authority.permissions.includes(permission)) paths.push({ decided_by: 'authority_permission', ...way });
+  return paths;
+}
+
+/** Every way the subject is allowed the permission (on the device whose authority is given). */
+export function accessPaths(
+  subject: Subject,
+  authority: AuthorityFacts | undefined,
+  permission: string,
+  at: number,
+): AccessPath[] {
+  if (!admissible(subject)) return [];
+  const global = globalPaths(subject, permission, at);
+  return authority === undefined ? global : [...global, ...authorityPaths(authority, permission, at)];
+}
+
+/** The decision is the first way, in the order of part 5 (role, grant, owner, authority permission). */
+export function decisionOf(paths: readonly AccessPath[]): Decision {
+  const [first] = paths;
+  return first === undefined
+    ? DENIED
+    : { allowed: true, decided_by: first.decided_by, authority_id: first.authority_id, grant_id: first.grant_id };
+}

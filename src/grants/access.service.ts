@@ -1,0 +1,209 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { accessPaths, admissible, decisionOf, globalPaths, type AccessPath } from '../auth/access-rules.js';
+import type { Subject } from '../auth/auth-context.js';
+import type { AuthorityFacts } from '../auth/authority-facts.js';
+import type { Decision } from '../auth/decision.js';
+import { isDeviceScoped, isPermissionCode, PERMISSIONS, type PermissionCode } from '../auth/permissions.js';
+import { roleById, ROLES, USER_STATUS } from '../auth/roles.js';
+import { ApiError } from '../common/api-error.js';
+import { DEFAULT_PAGE_SIZE } from '../common/list/list-spec.js';
+import type { ListResponse } from '../common/responses.js';
+import { ListPages } from '../database/list-pages.js';
+import { References } from '../database/references.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import { AccessHistoryRepository, type UserFactsAt } from './access-history.repository.js';
+import type {
+  AtQueryDto,
+  DeviceAccessDto,
+  DeviceAccessQueryDto,
+  UserAccessDto,
+  UserAccessQueryDto,
+} from './dto/access.dto.js';
+
+/** A write to any of these can change an access answer (their history tables are written with them). */
+const ACCESS_TABLES = ['users', 'permission_grants', 'authorities', 'authority_permissions'] as const;
+const WAYS = ['role', 'permission_grant', 'device_owner', 'authority_permission'] as const;
+
+/** The moment a question is about: `at`, or the database's now. */
+export interface Moment {
+  readonly moment: Date;
+  /** Whether the caller named it (a question about the past). */
+  readonly asked: boolean;
+}
+
+/** The subject of the rules at a moment, from the facts then (undefined: no such user then). */
+export function subjectAt(facts: UserFactsAt | undefined): Subject | undefined {
+  const role = facts === undefined ? undefined : roleById(facts.role_id);
+  if (facts === undefined || role === undefined) return undefined;
+  return {
+    user_id: facts.user_id,
+    role,
+    active: facts.status_id === USER_STATUS.active && !facts.is_deleted,
+    grants: facts.grants,
+  };
+}
+
+export function permissionOf(code: string, deviceScopedOnly: boolean): { id: number; code: PermissionCode } {
+  const permission = PERMISSIONS.find((candidate) => candidate.code === code);
+  if (permission === undefined || !isPermissionCode(code))
+    throw new ApiError('PERMISSION_NOT_FOUND', `Permission ${code} does not exist`, { permission: code });
+  if (deviceScopedOnly && !isDeviceScoped(code))
+    throw new ApiError('PERMISSION_NOT_DEVICE_SCOPED', `${code} is not a device-scoped permission`, {
+      permission_id: permission.id,
+      permission_code: code,
+    });
+  return { id: permission.id, code };
+}
+
+/**
+ * The access questions of part 6.13: who may do P on a device, where a user may do P, and either
+ * as of a past moment. Facts come from the access history (now or at T), and every answer is
+ * judged by the rules of part 5 (`access-rules.ts`), the same functions the guard applies to the
+ * live projections; the history's candidate queries only narrow and count.
+ */
+@Injectable()
+export class AccessService {
+  private readonly logger = new Logger('AccessService');
+
+  constructor(
+    private readonly history: AccessHistoryRepository,
+    private readonly pages: ListPages,
+    private readonly references: References,
+    private readonly uow: UnitOfWork,
+  ) {}
+
+  /** The moment of a question: 400 for the future, 422 `HISTORY_NOT_AVAILABLE` before the history. */
+  async momentOf(at: string | undefined): Promise<Moment> {
+    if (at === undefined) return { moment: await this.history.now(), asked: false };
+    const moment = new Date(at);
+    if (moment.getTime() > Date.now())
+      throw ApiError.field('at', 'not_future', 'at must not be in the future (leave it out to ask about now)');
+    const startsAt = await this.history.historyStart();
+    if (moment < startsAt)
+      throw new ApiError(
+        'HISTORY_NOT_AVAILABLE',
+        `The access history begins at ${startsAt.toISOString()}; ${moment.toISOString()} is before it`,
+        { at: moment.toISOString(), history_starts_at: startsAt.toISOString() },
+      );
+    return { moment, asked: true };
+  }
+
+  /** `/authz/check?at=`: one user, one permission (on one device) as of the moment. */
+  async decideAt(
+    userId: number,
+    permission: PermissionCode,
+    deviceId: number | undefined,
+    moment: Date,
+  ): Promise<{ decision: Decision; paths: AccessPath[] }> {
+    const subject = subjectAt((await this.history.usersAt([userId], moment)).get(userId));
+    if (subject === undefined) return { decision: decisionOf([]), paths: [] };
+    const authority =
+      deviceId === undefined || !isDeviceScoped(permission)
+        ? undefined
+        : (await this.history.deviceAuthoritiesAt(deviceId, moment, [userId]))[0];
+    const paths = accessPaths(subject, authority, permission, moment.getTime());
+    return { decision: decisionOf(paths), paths };
+  }
+
+  /** The user a question is about: any row with `at`, a live one without (a deleted user is 404 now). */
+  async assertUser(userId: number, asked: boolean): Promise<void> {
+    const user = await this.history.userExists(userId);
+    if (!user.exists || (user.deleted && !asked)) throw ApiError.notFound('USER_NOT_FOUND', userId);
+  }
+
+  async deviceAccess(deviceId: number, query: DeviceAccessQueryDto): Promise<ListResponse<DeviceAccessDto>> {
+    await this.references.device(this.uow.reader, deviceId);
+    const permission = permissionOf(query.permission, true);
+    const via = new Set<string>(query.via?.split(',') ?? WAYS);
+    const { moment, asked } = await this.momentOf(query.at);
+    const page = pageOf(query);
+    const identity = {
+      route: 'device-access',
+      deviceId,
+      permission: permission.code,
+      via: [...via].sort(),
+      at: asked ? moment.toISOString() : null,
+      ...page,
+    };
+    return this.pages.readComputed(identity, ACCESS_TABLES, async () => {
+      const changesAt = asked ? undefined : await this.history.nextExpiry();
+      const at = asked ? moment : await this.history.now();
+      const candidates = await this.history.deviceAccessCandidates({
+        deviceId,
+        permissionId: permission.id,
+        roleIds: ROLES.filter((role) => role.admin_access && role.permissions.has(permission.code)).map(
+          (role) => role.id,
+        ),
+        adminRoleIds: ROLES.filter((role) => role.admin_access).map((role) => role.id),
+        via,
+        moment: at,
+        offset: (page.page - 1) * page.page_size,
+        limit: page.page_size,
+      });
+      const [users, authorities] = await Promise.all([
+        this.history.usersAt(candidates.ids, at),
+        this.history.deviceAuthoritiesAt(deviceId, at, candidates.ids),
+      ]);
+      const byUser = new Map(authorities.map((authority) => [authority.user_id, authority]));
+      const items = candidates.ids.flatMap((userId) => {
+        const subject = subjectAt(users.get(userId));
+        const paths =
+          subject === undefined ? [] : accessPaths(subject, byUser.get(userId), permission.code, at.getTime());
+        if (!paths.some((path) => via.has(path.decided_by))) return this.disagreement('device', deviceId, userId);
+        return [{ user_id: userId, allowed_by: paths }];
+      });
+      return { items, total: candidates.total, total_exact: true, changesAt, meta: { at: at.toISOString() } };
+    });
+  }
+
+  async userAccess(userId: number, query: UserAccessQueryDto): Promise<ListResponse<UserAccessDto>> {
+    await this.assertUser(userId, query.at !== undefined);
+    const permission = permissionOf(query.permission, true);
+    const { moment, asked } = await this.momentOf(query.at);
+    const page = pageOf(query);
+    const identity = {
+      route: 'user-access',
+      userId,
+      permission: permission.code,
+      at: asked ? moment.toISOString() : null,
+      ...page,
+    };
+    return this.pages.readComputed(identity, ACCESS_TABLES, async () => {
+      const changesAt = asked ? undefined : await this.history.nextExpiry();
+      const at = asked ? moment : await this.history.now();
+      const subject = subjectAt((await this.history.usersAt([userId], at)).get(userId));
+      const everywhere = subject !== undefined && globalPaths(subject, permission.code, at.getTime()).length > 0;
+      const meta = { at: at.toISOString(), scope: everywhere ? 'all' : 'devices' };
+      if (subject === undefined || !admissible(subject))
+        return { items: [], total: 0, total_exact: true, changesAt, meta };
+      const candidates = await this.history.userAccessCandidates({
+        userId,
+        permissionId: permission.id,
+        moment: at,
+        offset: (page.page - 1) * page.page_size,
+        limit: page.page_size,
+      });
+      const authorities = new Map(
+        (await this.history.authoritiesAt(candidates.ids, at)).map((authority) => [authority.id, authority]),
+      );
+      const items = candidates.ids.flatMap((authorityId) => {
+        const authority: AuthorityFacts | undefined = authorities.get(authorityId);
+        const paths = accessPaths(subject, authority, permission.code, at.getTime());
+        if (authority === undefined || !paths.some((path) => path.authority_id === authorityId))
+          return this.disagreement('user', userId, authorityId);
+        return [{ device_id: authority.device_id, allowed_by: paths }];
+      });
+      return { items, total: candidates.total, total_exact: true, changesAt, meta };
+    });
+  }
+
+  /** The candidate query and the rules disagree: a defect, logged; the rules win. */
+  private disagreement(kind: string, id: number, candidate: number): [] {
+    this.logger.error(`access ${kind} ${id}: candidate ${candidate} is not allowed by the rules`);
+    return [];
+  }
+}
+
+function pageOf(query: AtQueryDto): { page: number; page_size: number } {
+  return { page: query.page ?? 1, page_size: query.page_size ?? DEFAULT_PAGE_SIZE };
+}
