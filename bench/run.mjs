@@ -11,6 +11,7 @@ import { heavyBulk } from './scenarios/heavy-bulk.mjs';
 import { stampede } from './scenarios/stampede.mjs';
 import { writeThenRead } from './scenarios/write-read.mjs';
 import { webhookDelivery } from './scenarios/webhooks.mjs';
+import { accessQuestions } from './scenarios/access.mjs';
 import { seedMillion } from './lib/seed.mjs';
 import {
   benchAdminSession,
@@ -78,6 +79,7 @@ try {
     writeIds: seeded.writeIds,
     writeUserId: seeded.users[3],
     heavyBulkHolders: { service: seeded.users.slice(4, 6), raw: seeded.users.slice(6, 8) },
+    accessHolders: seeded.users.slice(10, 12),
     ports: {
       detail: await freePort(),
       list: await freePort(),
@@ -85,6 +87,7 @@ try {
       writeRead: await freePort(),
       heavyBulk: await freePort(),
       webhooks: await freePort(),
+      access: await freePort(),
     },
   };
   const rows = [
@@ -107,6 +110,7 @@ try {
     ['5 stampede', stampede],
     ['7 heavy bulk job', heavyBulk],
     ['8 webhooks', webhookDelivery],
+    ['9 access questions', accessQuestions],
   ]) {
     if (only !== undefined && !only.some((number) => name.split(' ')[0].split('+').includes(number))) continue;
     log(`scenario ${name}…`);

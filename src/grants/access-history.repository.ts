@@ -195,6 +195,7 @@ export class AccessHistoryRepository {
     readonly moment: Date;
     readonly offset: number;
     readonly limit: number;
+    readonly direction: 'asc' | 'desc';
   }): Promise<CandidatePage> {
     const sources: string[] = [];
     if (query.via.has('role') && query.roleIds.length > 0)
@@ -235,6 +236,7 @@ export class AccessHistoryRepository {
     readonly moment: Date;
     readonly offset: number;
     readonly limit: number;
+    readonly direction: 'asc' | 'desc';
   }): Promise<CandidatePage> {
     return this.candidatePage(
       `WITH candidates AS (
@@ -254,16 +256,23 @@ export class AccessHistoryRepository {
   private async candidatePage(
     withClause: string,
     params: unknown[],
-    page: { readonly moment: Date; readonly offset: number; readonly limit: number; readonly order?: string },
+    page: {
+      readonly moment: Date;
+      readonly offset: number;
+      readonly limit: number;
+      readonly direction: 'asc' | 'desc';
+      readonly order?: string;
+    },
   ): Promise<CandidatePage> {
     const n = params.length;
-    const order = page.order ?? 'id';
+    const direction = page.direction === 'desc' ? 'DESC' : 'ASC';
+    const order = `${page.order ?? 'id'} ${direction}`;
     const [row] = await this.db.query<{ total: number; ids: string[] | null }[]>(
       at(
         `${withClause}
          SELECT (SELECT count(*) FROM admissible)::int AS total,
-                (SELECT array_agg(p.id ORDER BY p.${order}, p.id) FROM (
-                   SELECT * FROM admissible ORDER BY ${order}, id LIMIT $${n + 2} OFFSET $${n + 3}) p) AS ids`,
+                (SELECT array_agg(p.id ORDER BY p.${order}, p.id ${direction}) FROM (
+                   SELECT * FROM admissible ORDER BY ${order}, id ${direction} LIMIT $${n + 2} OFFSET $${n + 3}) p) AS ids`,
         `$${n + 1}::timestamptz`,
       ),
       [...params, page.moment, page.limit, page.offset],

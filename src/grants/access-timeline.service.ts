@@ -9,6 +9,7 @@ import { UnitOfWork } from '../database/unit-of-work.js';
 import { AccessHistoryRepository, type DeviceHistory } from './access-history.repository.js';
 import { permissionOf, subjectAt } from './access.service.js';
 import type { AccessTimelineEntryDto, AccessTimelineQueryDto } from './dto/access-timeline.dto.js';
+import { directionOf } from './dto/access.dto.js';
 import { DEFAULT_PAGE_SIZE } from '../common/list/list-spec.js';
 
 const DEVICE_PERMISSIONS = PERMISSION_CODES.filter(isDeviceScoped);
@@ -81,7 +82,7 @@ export class AccessTimelineService {
       user_id: query.user_id === undefined ? undefined : Number(query.user_id),
       permission: query.permission,
     };
-    const identity = { route: 'access-timeline', deviceId, ...filter, ...page };
+    const identity = { route: 'access-timeline', deviceId, ...filter, ...page, sort: query.sort ?? null };
     return this.pages.readComputed(identity, ACCESS_TABLES, async () => {
       const changesAt = await this.history.nextExpiry();
       const [now, start, history] = await Promise.all([
@@ -94,7 +95,7 @@ export class AccessTimelineService {
           (filter.user_id === undefined || entry.user_id === filter.user_id) &&
           (filter.permission === undefined || entry.permission_code === filter.permission),
       );
-      entries.reverse();
+      if (directionOf(query.sort, 'desc') === 'desc') entries.reverse();
       const offset = (page.page - 1) * page.page_size;
       return {
         items: entries.slice(offset, offset + page.page_size),

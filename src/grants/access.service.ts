@@ -12,12 +12,13 @@ import { ListPages } from '../database/list-pages.js';
 import { References } from '../database/references.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { AccessHistoryRepository, type UserFactsAt } from './access-history.repository.js';
-import type {
-  AtQueryDto,
-  DeviceAccessDto,
-  DeviceAccessQueryDto,
-  UserAccessDto,
-  UserAccessQueryDto,
+import {
+  directionOf,
+  type AtQueryDto,
+  type DeviceAccessDto,
+  type DeviceAccessQueryDto,
+  type UserAccessDto,
+  type UserAccessQueryDto,
 } from './dto/access.dto.js';
 
 /** A write to any of these can change an access answer (their history tables are written with them). */
@@ -139,6 +140,7 @@ export class AccessService {
         moment: at,
         offset: (page.page - 1) * page.page_size,
         limit: page.page_size,
+        direction: page.direction,
       });
       const [users, authorities] = await Promise.all([
         this.history.usersAt(candidates.ids, at),
@@ -182,6 +184,7 @@ export class AccessService {
         moment: at,
         offset: (page.page - 1) * page.page_size,
         limit: page.page_size,
+        direction: page.direction,
       });
       const authorities = new Map(
         (await this.history.authoritiesAt(candidates.ids, at)).map((authority) => [authority.id, authority]),
@@ -204,6 +207,14 @@ export class AccessService {
   }
 }
 
-function pageOf(query: AtQueryDto): { page: number; page_size: number } {
-  return { page: query.page ?? 1, page_size: query.page_size ?? DEFAULT_PAGE_SIZE };
+function pageOf(query: AtQueryDto & { readonly sort?: string }): {
+  page: number;
+  page_size: number;
+  direction: 'asc' | 'desc';
+} {
+  return {
+    page: query.page ?? 1,
+    page_size: query.page_size ?? DEFAULT_PAGE_SIZE,
+    direction: directionOf(query.sort, 'asc'),
+  };
 }

@@ -9,13 +9,14 @@ import { AuthzCheckService } from './authz-check.service.js';
 import { AuthzController } from './authz.controller.js';
 import { BulkAuthorityPermissionsService } from './bulk-authority-permissions.service.js';
 import { CatalogueService } from './catalogue.service.js';
-import { DeviceAccessController } from './device-access.controller.js';
+import { AccessTimelineController } from './devices/access-timeline.controller.js';
+import { DeviceAccessController } from './devices/access.controller.js';
 import { PermissionGrantsController } from './permission-grants.controller.js';
 import { PermissionGrantsRepository } from './permission-grants.repository.js';
 import { PermissionGrantsService } from './permission-grants.service.js';
 import { PermissionsController } from './permissions.controller.js';
 import { RolesController } from './roles.controller.js';
-import { UserAccessController } from './user-access.controller.js';
+import { UserAccessController } from './users/access.controller.js';
 
 /**
  * The permission catalogue and roles, permission grants, authority permissions, `/authz/check`
@@ -29,6 +30,7 @@ import { UserAccessController } from './user-access.controller.js';
     AuthorityPermissionsController,
     AuthzController,
     DeviceAccessController,
+    AccessTimelineController,
     UserAccessController,
   ],
   providers: [

@@ -723,11 +723,77 @@ export interface paths {
         };
         /**
          * Would this user be allowed this permission (on this device)?
-         * @description Answers with the same evaluator the guards use, and says which layer decided.
+         * @description Answers with the same evaluator the guards use, and says which layer decided. `explain=true` adds every way it is allowed; `at` answers as of that moment from the access history (a user pending, suspended or deleted then is allowed nothing).
          *
          *     Requires the permission `permission_grants.read`.
          */
         get: operations["Authz_check"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/devices/{id}/access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every user allowed a device-scoped permission on this device, with every reason (optionally as of a moment)
+         * @description Users allowed by their role are included; deleted and non-active users are not. `via` keeps users allowed by at least one of the named ways. `at` answers as of that moment from the access history (the same rules, expiry judged at `at`). Sorted by `user_id`.
+         *
+         *     Requires the permission `access.read`.
+         */
+        get: operations["DeviceAccess_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/devices/{id}/access-timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every gain and loss of a right on this device, newest first, with cause, actor and event
+         * @description Rights held through the device itself: an authority that is the owner or holds the permission, of a user then active and with admin access. Rights from a role or a permission grant hold on every device and are on the user’s trail (`GET /audit-events`), not here.
+         *
+         *     Requires the permission `access.read`.
+         */
+        get: operations["AccessTimeline_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/users/{id}/access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The devices on which a user is allowed a device-scoped permission, with every reason (optionally as of a moment)
+         * @description When the role or a grant allows it everywhere, `meta.scope` is `all` and `data` lists only the devices an authority also allows. `at` answers as of that moment from the access history; a deleted user can be asked about with `at`. Sorted by `device_id`.
+         *
+         *     Requires the permission `access.read`.
+         */
+        get: operations["UserAccess_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1324,7 +1390,7 @@ export interface components {
     schemas: {
         ErrorDto: {
             /** @enum {string} */
-            code: "VALIDATION_FAILED" | "MALFORMED_JSON" | "AUTH_TOKEN_MISSING" | "AUTH_TOKEN_INVALID" | "AUTH_TOKEN_EXPIRED" | "AUTH_SESSION_INVALID" | "ROLE_FORBIDDEN" | "PERMISSION_DENIED" | "ROLE_ESCALATION_FORBIDDEN" | "DELEGATION_FORBIDDEN" | "ROUTE_NOT_FOUND" | "USER_NOT_FOUND" | "DEVICE_NOT_FOUND" | "AUTHORITY_NOT_FOUND" | "PERMISSION_NOT_FOUND" | "PERMISSION_GRANT_NOT_FOUND" | "AUTHORITY_PERMISSION_NOT_FOUND" | "MESSAGE_NOT_FOUND" | "READ_STATE_NOT_FOUND" | "MOBILE_DEVICE_NOT_FOUND" | "JOB_NOT_FOUND" | "ROLE_NOT_FOUND" | "STATUS_NOT_FOUND" | "AUDIT_EVENT_NOT_FOUND" | "SESSION_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "AUTHORITY_ALREADY_EXISTS" | "USER_EMAIL_TAKEN" | "DEVICE_SERIAL_TAKEN" | "MOBILE_DEVICE_TOKEN_TAKEN" | "PERMISSION_ALREADY_GRANTED" | "AUTHORITY_PERMISSION_EXISTS" | "INVALID_STATE_TRANSITION" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "OWNER_AUTHORITY_PROTECTED" | "TRANSFER_TARGET_INVALID" | "SELF_ACTION_FORBIDDEN" | "PERMISSION_NOT_DEVICE_SCOPED" | "SNOOZE_UNTIL_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "WEBHOOK_URL_FORBIDDEN" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_FAILED" | "MALFORMED_JSON" | "AUTH_TOKEN_MISSING" | "AUTH_TOKEN_INVALID" | "AUTH_TOKEN_EXPIRED" | "AUTH_SESSION_INVALID" | "ROLE_FORBIDDEN" | "PERMISSION_DENIED" | "ROLE_ESCALATION_FORBIDDEN" | "DELEGATION_FORBIDDEN" | "ROUTE_NOT_FOUND" | "USER_NOT_FOUND" | "DEVICE_NOT_FOUND" | "AUTHORITY_NOT_FOUND" | "PERMISSION_NOT_FOUND" | "PERMISSION_GRANT_NOT_FOUND" | "AUTHORITY_PERMISSION_NOT_FOUND" | "MESSAGE_NOT_FOUND" | "READ_STATE_NOT_FOUND" | "MOBILE_DEVICE_NOT_FOUND" | "JOB_NOT_FOUND" | "ROLE_NOT_FOUND" | "STATUS_NOT_FOUND" | "AUDIT_EVENT_NOT_FOUND" | "SESSION_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "AUTHORITY_ALREADY_EXISTS" | "USER_EMAIL_TAKEN" | "DEVICE_SERIAL_TAKEN" | "MOBILE_DEVICE_TOKEN_TAKEN" | "PERMISSION_ALREADY_GRANTED" | "AUTHORITY_PERMISSION_EXISTS" | "INVALID_STATE_TRANSITION" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "OWNER_AUTHORITY_PROTECTED" | "TRANSFER_TARGET_INVALID" | "SELF_ACTION_FORBIDDEN" | "PERMISSION_NOT_DEVICE_SCOPED" | "SNOOZE_UNTIL_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "WEBHOOK_URL_FORBIDDEN" | "HISTORY_NOT_AVAILABLE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             message: string;
             /** @description Always an object; validation errors list `fields` */
             details: {
@@ -1768,6 +1834,19 @@ export interface components {
              */
             dry_run?: boolean;
         };
+        AccessPathDto: {
+            /** @enum {string} */
+            decided_by: "role" | "permission_grant" | "device_owner" | "authority_permission";
+            /** @description The authority, for `device_owner` and `authority_permission` */
+            authority_id: number | null;
+            /** @description The grant, for `permission_grant` */
+            grant_id: number | null;
+            /**
+             * Format: date-time
+             * @description When this way ends by itself (the grant’s or the authority’s expiry)
+             */
+            expires_at: string | null;
+        };
         AuthzDecisionDto: {
             user_id: number;
             permission: string;
@@ -1777,6 +1856,77 @@ export interface components {
             decided_by: "role" | "permission_grant" | "device_owner" | "authority_permission" | null;
             authority_id: number | null;
             grant_id: number | null;
+            /** @description With `explain=true`: every way it is allowed, in deciding order */
+            paths?: components["schemas"]["AccessPathDto"][];
+        };
+        DeviceAccessDto: {
+            user_id: number;
+            allowed_by: components["schemas"]["AccessPathDto"][];
+        };
+        AccessListMetaDto: {
+            /** @description Echo of X-Request-Id, or the id generated for this request */
+            request_id: string;
+            /**
+             * @description Present when the data went through the cache layer
+             * @enum {string}
+             */
+            cache?: "hit" | "miss" | "bypass";
+            page: number;
+            page_size: number;
+            /** @description Matching records; exact up to 10 000, possibly estimated beyond (see total_exact) */
+            total: number;
+            total_exact: boolean;
+            /**
+             * Format: date-time
+             * @description The moment the answer describes (`at`, or now)
+             */
+            at: string;
+        };
+        AccessTimelineEntryDto: {
+            /** Format: date-time */
+            occurred_at: string;
+            user_id: number;
+            /** @enum {string} */
+            change: "gained" | "lost";
+            /**
+             * @description What made the change: `history_started` (the state when the history began), `authority_created`, `ownership_transferred`, `revoked`, `unrevoked`, `activated`, `deactivated`, `authority_deleted`, `authority_restored`, `expiry_changed`, `expired`, `permission_granted`, `permission_revoked`, `user_created`, `user_status_changed`, `role_changed`, `user_deleted`, `user_restored`
+             * @example revoked
+             */
+            cause: string;
+            /** @example authorities.revoke */
+            permission_code: string;
+            /** @description Who made the change (null for an expiry or a system flow) */
+            actor_id: number | null;
+            /** @description The feed event of the change (`GET /events`), null for an expiry or when it has been purged */
+            event_id: string | null;
+        };
+        UserAccessDto: {
+            device_id: number;
+            allowed_by: components["schemas"]["AccessPathDto"][];
+        };
+        UserAccessMetaDto: {
+            /** @description Echo of X-Request-Id, or the id generated for this request */
+            request_id: string;
+            /**
+             * @description Present when the data went through the cache layer
+             * @enum {string}
+             */
+            cache?: "hit" | "miss" | "bypass";
+            page: number;
+            page_size: number;
+            /** @description Matching records; exact up to 10 000, possibly estimated beyond (see total_exact) */
+            total: number;
+            total_exact: boolean;
+            /**
+             * Format: date-time
+             * @description The moment the answer describes (`at`, or now)
+             */
+            at: string;
+            /**
+             * @description `all`: the role or a grant allows the permission on every device, and `data` lists only the devices an authority also allows; `devices`: exactly the devices in `data`
+             * @enum {string}
+             */
+            scope: "all" | "devices";
         };
         JobDto: {
             /** Format: uuid */
@@ -2652,7 +2802,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3053,7 +3203,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3330,7 +3480,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3737,7 +3887,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3986,7 +4136,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4161,7 +4311,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4258,7 +4408,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4562,7 +4712,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4670,7 +4820,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5046,7 +5196,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5290,7 +5440,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5648,6 +5798,10 @@ export interface operations {
                 permission: string;
                 /** @description For device-scoped permissions: evaluate the device-authority layer too */
                 device_id?: string;
+                /** @description `true` adds `paths`: every way the permission is allowed */
+                explain?: "true" | "false";
+                /** @description Answer as of this moment (ISO-8601 with an offset) from the access history; before the history begins: 422 `HISTORY_NOT_AVAILABLE` */
+                at?: string;
             };
             header?: never;
             path?: never;
@@ -5698,6 +5852,290 @@ export interface operations {
             };
             /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    DeviceAccess_list: {
+        parameters: {
+            query: {
+                page?: number;
+                page_size?: number;
+                /** @description Totals here are always exact */
+                count?: "exact" | "auto";
+                /** @description Answer as of this moment (ISO-8601 with an offset), from the access history; before the history begins: 422 `HISTORY_NOT_AVAILABLE` */
+                at?: string;
+                /** @description A device-scoped permission */
+                permission: string;
+                sort?: "user_id:asc" | "user_id:desc";
+                /** @description Comma-separated ways to keep: users allowed by at least one of them */
+                via?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["DeviceAccessDto"][];
+                        meta: components["schemas"]["AccessListMetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    AccessTimeline_list: {
+        parameters: {
+            query?: {
+                page?: number;
+                page_size?: number;
+                /** @description Totals here are always exact */
+                count?: "exact" | "auto";
+                sort?: "occurred_at:asc" | "occurred_at:desc";
+                /** @description Only this user’s changes */
+                user_id?: string;
+                /** @description Only changes of this permission */
+                permission?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AccessTimelineEntryDto"][];
+                        meta: components["schemas"]["AccessListMetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    UserAccess_list: {
+        parameters: {
+            query: {
+                page?: number;
+                page_size?: number;
+                /** @description Totals here are always exact */
+                count?: "exact" | "auto";
+                /** @description Answer as of this moment (ISO-8601 with an offset), from the access history; before the history begins: 422 `HISTORY_NOT_AVAILABLE` */
+                at?: string;
+                /** @description A device-scoped permission */
+                permission: string;
+                sort?: "device_id:asc" | "device_id:desc";
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["UserAccessDto"][];
+                        meta: components["schemas"]["UserAccessMetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7111,7 +7549,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7823,7 +8261,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8076,7 +8514,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
                     [name: string]: unknown;

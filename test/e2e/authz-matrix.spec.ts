@@ -37,7 +37,7 @@ describe('the three authorization layers: operators on devices A, B and C (part 
   let suspended: TestUser;
 
   beforeAll(async () => {
-    t = await startApp({ widgets: false });
+    t = await startApp({ widgets: false, env: { RATE_LIMIT_PER_MINUTE: '1000000' } });
     root = await actor('super_admin');
     operators = {
       nothing: await actor('operator'),
@@ -70,6 +70,27 @@ describe('the three authorization layers: operators on devices A, B and C (part 
     suspended = await createUser({ status: 'suspended' });
   });
   afterAll(() => t.close());
+
+  /**
+   * The user's row in a device's access list, if listed. Operators hold nothing by role, so the
+   * list is asked without role-holders (every super admin of the shared database).
+   */
+  async function deviceAccessOf(
+    device: number,
+    permission: string,
+    userId: number,
+  ): Promise<{ user_id: number; allowed_by: { decided_by: string }[] } | undefined> {
+    for (let page = 1; ; page += 1) {
+      const response = await caller(t, root)
+        .get(
+          `/v1/admin/devices/${device}/access?permission=${permission}&via=permission_grant,device_owner,authority_permission&page_size=100&page=${page}`,
+        )
+        .expect(200);
+      const rows = response.body.data as { user_id: number; allowed_by: { decided_by: string }[] }[];
+      const found = rows.find((row) => row.user_id === userId);
+      if (found !== undefined || page * 100 >= response.body.meta.total) return found;
+    }
+  }
 
   /** A fresh bystander authority on the device (with one authority permission) to act on. */
   async function target(device: DeviceName): Promise<{ authority: number; authorityPermission: number }> {
@@ -147,6 +168,16 @@ describe('the three authorization layers: operators on devices A, B and C (part 
             `${device} ${permission}: guard ${guard}, check ${check.body.data.allowed ? 'allowed' : 'denied'} by ${check.body.data.decided_by}`,
           );
           expect(check.body.data).toMatchObject({ allowed: decidedBy !== null, decided_by: decidedBy });
+          // The access lists (part 6.13) agree with the cell, and give the same first reason.
+          const listed = await deviceAccessOf(devices[device], permission, who.user.id);
+          expect(listed?.allowed_by[0]?.decided_by ?? null).toBe(decidedBy);
+          const where = await caller(t, root)
+            .get(`/v1/admin/users/${who.user.id}/access?permission=${permission}&page_size=100`)
+            .expect(200);
+          const onDevice = (where.body.data as { device_id: number }[]).some(
+            (row) => row.device_id === devices[device],
+          );
+          expect(where.body.meta.scope === 'all' || onDevice).toBe(decidedBy !== null);
         }
       }
       const wanted = DEVICES.flatMap((device) =>

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, Matches, MaxLength } from 'class-validator';
-import { AccessPageQueryDto } from './access.dto.js';
+import { AccessPageQueryDto, SortParam } from './access.dto.js';
 
 /** One gain or loss of a right on a device. */
 export class AccessTimelineEntryDto {
@@ -29,6 +29,8 @@ export class AccessTimelineEntryDto {
 }
 
 export class AccessTimelineQueryDto extends AccessPageQueryDto {
+  @SortParam('occurred_at', 'desc') sort?: string;
+
   @ApiPropertyOptional({ example: '42', description: 'Only this user’s changes' })
   @IsOptional()
   @Matches(/^[1-9]\d{0,15}$/, { message: 'user_id must be a positive integer' })

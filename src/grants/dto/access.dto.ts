@@ -77,6 +77,21 @@ export class AccessPageQueryDto {
   count?: string;
 }
 
+/** A `sort` parameter of one field, ascending or descending (part 2; ties cannot occur). */
+export function SortParam(field: string, fallback: 'asc' | 'desc'): PropertyDecorator {
+  const pattern = new RegExp(`^${field}:(asc|desc)$`);
+  return (target, key) => {
+    ApiPropertyOptional({ enum: [`${field}:asc`, `${field}:desc`], default: `${field}:${fallback}` })(target, key);
+    IsOptional()(target, key);
+    Matches(pattern, { message: `sort must be ${field}:asc or ${field}:desc` })(target, key);
+  };
+}
+
+/** `asc` or `desc` from a validated `sort`. */
+export function directionOf(sort: string | undefined, fallback: 'asc' | 'desc'): 'asc' | 'desc' {
+  return sort === undefined ? fallback : sort.endsWith(':desc') ? 'desc' : 'asc';
+}
+
 export class AtQueryDto extends AccessPageQueryDto {
   @ApiPropertyOptional({
     type: String,
@@ -90,14 +105,20 @@ export class AtQueryDto extends AccessPageQueryDto {
   at?: string;
 }
 
-export class UserAccessQueryDto extends AtQueryDto {
+class PermissionAtQueryDto extends AtQueryDto {
   @ApiProperty({ example: 'authorities.revoke', description: 'A device-scoped permission' })
   @IsString()
   @MaxLength(64)
   permission!: string;
 }
 
-export class DeviceAccessQueryDto extends UserAccessQueryDto {
+export class UserAccessQueryDto extends PermissionAtQueryDto {
+  @SortParam('device_id', 'asc') sort?: string;
+}
+
+export class DeviceAccessQueryDto extends PermissionAtQueryDto {
+  @SortParam('user_id', 'asc') sort?: string;
+
   @ApiPropertyOptional({
     description: 'Comma-separated ways to keep: users allowed by at least one of them',
     example: 'device_owner,authority_permission',

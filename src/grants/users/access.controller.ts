@@ -1,18 +1,18 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { Authorize } from '../auth/authorize.decorator.js';
-import { IdParam } from '../common/id.pipe.js';
-import type { ListResponse } from '../common/responses.js';
-import { AccessService } from './access.service.js';
-import { UserAccessDto, UserAccessMetaDto, UserAccessQueryDto } from './dto/access.dto.js';
+import { Authorize } from '../../auth/authorize.decorator.js';
+import { IdParam } from '../../common/id.pipe.js';
+import type { ListResponse } from '../../common/responses.js';
+import { AccessService } from '../access.service.js';
+import { UserAccessDto, UserAccessMetaDto, UserAccessQueryDto } from '../dto/access.dto.js';
 
 /** `/v1/admin/users/{id}/access` (part 6.13): where a user may act, now or as of a moment. */
 @ApiTags('access')
-@Controller('v1/admin/users')
+@Controller('v1/admin/users/:id/access')
 export class UserAccessController {
   constructor(private readonly access: AccessService) {}
 
-  @Get(':id/access')
+  @Get()
   @Authorize({
     permission: 'access.read',
     summary:
@@ -24,7 +24,7 @@ export class UserAccessController {
     listMeta: UserAccessMetaDto,
     errors: [400, 404, 422],
   })
-  userAccess(@IdParam() id: number, @Query() query: UserAccessQueryDto): Promise<ListResponse<UserAccessDto>> {
+  list(@IdParam() id: number, @Query() query: UserAccessQueryDto): Promise<ListResponse<UserAccessDto>> {
     return this.access.userAccess(id, query);
   }
 }
