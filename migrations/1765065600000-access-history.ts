@@ -14,6 +14,10 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   previous version (a transaction that started earlier but took the row lock later still comes
  *   after), so the newest version at or before T is the state at T, ties broken by `id`.
  *   Statement-level triggers with transition tables keep bulk writes set-based.
+ * - `authority_right_history`: the authority and authority-permission facts again, one row per
+ *   version of each (authority, right) with the authority's state on it, where a right is an
+ *   authority permission or ownership (0). It answers "where may U do P at T" from one index
+ *   range, so the answer costs what it returns, not what else U holds.
  * - Permission grants already are their own history: append-only, changed only by the one
  *   revocation stamp, so a grant held during [granted_at, revoked_at). Both stamps are now the
  *   transaction's time, set by the database whatever the statement says.
@@ -64,11 +68,8 @@ export class AccessHistory1765065600000 implements MigrationInterface {
     await db.query(
       'CREATE INDEX authority_history_device_idx ON authority_history (device_id, authority_id, valid_from DESC, id DESC)',
     );
-    // "Where may U act": the authorities U ever owned, in device order (the rest come through
-    // authority permissions, found by user and permission below).
-    await db.query(
-      'CREATE INDEX authority_history_owner_idx ON authority_history (user_id, device_id, authority_id) WHERE owner',
-    );
+    // Expiry is judged at the moment asked; the next one bounds how long a live answer is good.
+    await db.query('CREATE INDEX authorities_expires_at_idx ON authorities (expires_at) WHERE expires_at IS NOT NULL');
 
     await db.query(`CREATE TABLE authority_permission_history (
         id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -88,8 +89,27 @@ export class AccessHistory1765065600000 implements MigrationInterface {
     await db.query(
       'CREATE INDEX authority_permission_history_authority_idx ON authority_permission_history (authority_id, authority_permission_id)',
     );
+
+    // The same facts again, per (authority, right): "where may U do P at T" is then one index
+    // range per right, whatever else U holds (a user may hold 50 000 authorities). A right is an
+    // authority permission (its permission id) or ownership (0); each row carries the authority's
+    // state with it, and a new row is appended whenever either side changes.
+    await db.query(`CREATE TABLE authority_right_history (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        authority_id bigint NOT NULL,
+        device_id bigint NOT NULL,
+        user_id bigint NOT NULL,
+        permission_id integer NOT NULL,
+        held boolean NOT NULL,
+        usable boolean NOT NULL,
+        expires_at timestamptz NULL,
+        valid_from timestamptz NOT NULL
+      )`);
     await db.query(
-      'CREATE INDEX authority_permission_history_user_idx ON authority_permission_history (user_id, permission_id, device_id, authority_permission_id)',
+      'CREATE INDEX authority_right_history_as_of_idx ON authority_right_history (user_id, permission_id, authority_id, valid_from DESC, id DESC) INCLUDE (device_id, held, usable, expires_at)',
+    );
+    await db.query(
+      'CREATE INDEX authority_right_history_key_idx ON authority_right_history (authority_id, permission_id, valid_from DESC)',
     );
 
     for (const table of [
@@ -97,6 +117,7 @@ export class AccessHistory1765065600000 implements MigrationInterface {
       'user_access_history',
       'authority_history',
       'authority_permission_history',
+      'authority_right_history',
     ]) {
       await db.query(
         `CREATE TRIGGER ${table}_append_only BEFORE UPDATE OR DELETE ON ${table} FOR EACH ROW EXECUTE FUNCTION refuse_change()`,
@@ -134,6 +155,9 @@ export class AccessHistory1765065600000 implements MigrationInterface {
           INSERT INTO authority_history (authority_id, device_id, user_id, owner, is_active, revoked, is_deleted, expires_at, valid_from, actor_id)
           SELECT n.id, n.device_id, n.user_id, n.owner, n.is_active, n.revoked_at IS NOT NULL, n.is_deleted, n.expires_at, now(), n.created_by
           FROM new_rows n ORDER BY n.id;
+          INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at, valid_from)
+          SELECT n.id, n.device_id, n.user_id, 0, true, n.is_active AND n.revoked_at IS NULL AND NOT n.is_deleted, n.expires_at, now()
+          FROM new_rows n WHERE n.owner ORDER BY n.id;
         ELSE
           INSERT INTO authority_history (authority_id, device_id, user_id, owner, is_active, revoked, is_deleted, expires_at, valid_from, actor_id)
           SELECT n.id, n.device_id, n.user_id, n.owner, n.is_active, n.revoked_at IS NOT NULL, n.is_deleted, n.expires_at,
@@ -142,6 +166,25 @@ export class AccessHistory1765065600000 implements MigrationInterface {
           WHERE (n.owner, n.is_active, n.revoked_at IS NOT NULL, n.is_deleted, n.expires_at)
                 IS DISTINCT FROM (o.owner, o.is_active, o.revoked_at IS NOT NULL, o.is_deleted, o.expires_at)
           ORDER BY n.id;
+          -- Ownership, where it is or was held, and every authority permission held, with the new state.
+          INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at, valid_from)
+          SELECT r.authority_id, r.device_id, r.user_id, r.permission_id, r.held, r.usable, r.expires_at,
+                 greatest(now(), (SELECT max(h.valid_from) FROM authority_right_history h
+                                  WHERE h.authority_id = r.authority_id AND h.permission_id = r.permission_id))
+          FROM (
+            SELECT n.id AS authority_id, n.device_id, n.user_id, 0 AS permission_id, n.owner AS held,
+                   n.is_active AND n.revoked_at IS NULL AND NOT n.is_deleted AS usable, n.expires_at
+            FROM new_rows n JOIN old_rows o ON o.id = n.id
+            WHERE (n.owner OR o.owner)
+              AND (n.owner, n.is_active, n.revoked_at IS NOT NULL, n.is_deleted, n.expires_at)
+                  IS DISTINCT FROM (o.owner, o.is_active, o.revoked_at IS NOT NULL, o.is_deleted, o.expires_at)
+            UNION ALL
+            SELECT n.id, n.device_id, n.user_id, ap.permission_id, true,
+                   n.is_active AND n.revoked_at IS NULL AND NOT n.is_deleted, n.expires_at
+            FROM new_rows n JOIN old_rows o ON o.id = n.id JOIN authority_permissions ap ON ap.authority_id = n.id AND ap.revoked_at IS NULL
+            WHERE (n.is_active, n.revoked_at IS NOT NULL, n.is_deleted, n.expires_at)
+                  IS DISTINCT FROM (o.is_active, o.revoked_at IS NOT NULL, o.is_deleted, o.expires_at)
+          ) r ORDER BY r.authority_id, r.permission_id;
         END IF;
         RETURN NULL;
       END $$`);
@@ -157,11 +200,25 @@ export class AccessHistory1765065600000 implements MigrationInterface {
           INSERT INTO authority_permission_history (authority_permission_id, authority_id, device_id, user_id, permission_id, is_active, valid_from, actor_id)
           SELECT n.id, n.authority_id, a.device_id, a.user_id, n.permission_id, n.revoked_at IS NULL, now(), n.granted_by
           FROM new_rows n JOIN authorities a ON a.id = n.authority_id ORDER BY n.id;
+          INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at, valid_from)
+          SELECT n.authority_id, a.device_id, a.user_id, n.permission_id, n.revoked_at IS NULL,
+                 a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted, a.expires_at,
+                 greatest(now(), (SELECT max(h.valid_from) FROM authority_right_history h
+                                  WHERE h.authority_id = n.authority_id AND h.permission_id = n.permission_id))
+          FROM new_rows n JOIN authorities a ON a.id = n.authority_id ORDER BY n.id;
         ELSE
           INSERT INTO authority_permission_history (authority_permission_id, authority_id, device_id, user_id, permission_id, is_active, valid_from, actor_id)
           SELECT n.id, n.authority_id, a.device_id, a.user_id, n.permission_id, n.revoked_at IS NULL,
                  greatest(now(), (SELECT max(h.valid_from) FROM authority_permission_history h WHERE h.authority_permission_id = n.id)),
                  n.revoked_by
+          FROM new_rows n JOIN old_rows o ON o.id = n.id JOIN authorities a ON a.id = n.authority_id
+          WHERE (n.revoked_at IS NULL) IS DISTINCT FROM (o.revoked_at IS NULL)
+          ORDER BY n.id;
+          INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at, valid_from)
+          SELECT n.authority_id, a.device_id, a.user_id, n.permission_id, n.revoked_at IS NULL,
+                 a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted, a.expires_at,
+                 greatest(now(), (SELECT max(h.valid_from) FROM authority_right_history h
+                                  WHERE h.authority_id = n.authority_id AND h.permission_id = n.permission_id))
           FROM new_rows n JOIN old_rows o ON o.id = n.id JOIN authorities a ON a.id = n.authority_id
           WHERE (n.revoked_at IS NULL) IS DISTINCT FROM (o.revoked_at IS NULL)
           ORDER BY n.id;
@@ -202,6 +259,13 @@ export class AccessHistory1765065600000 implements MigrationInterface {
     await db.query(`INSERT INTO authority_permission_history (authority_permission_id, authority_id, device_id, user_id, permission_id, is_active, valid_from)
       SELECT ap.id, ap.authority_id, a.device_id, a.user_id, ap.permission_id, true, ${START}
       FROM authority_permissions ap JOIN authorities a ON a.id = ap.authority_id WHERE ap.revoked_at IS NULL ORDER BY ap.id`);
+    await db.query(`INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at, valid_from)
+      SELECT id, device_id, user_id, 0, true, is_active AND revoked_at IS NULL AND NOT is_deleted, expires_at, ${START}
+      FROM authorities WHERE owner ORDER BY id`);
+    await db.query(`INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at, valid_from)
+      SELECT a.id, a.device_id, a.user_id, ap.permission_id, true, a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted, a.expires_at, ${START}
+      FROM authority_permissions ap JOIN authorities a ON a.id = ap.authority_id WHERE ap.revoked_at IS NULL ORDER BY a.id, ap.permission_id`);
+    await db.query('ANALYZE authority_right_history');
     await db.query('ANALYZE user_access_history');
     await db.query('ANALYZE authority_history');
     await db.query('ANALYZE authority_permission_history');
@@ -221,8 +285,9 @@ export class AccessHistory1765065600000 implements MigrationInterface {
       await db.query(`DROP TRIGGER ${table}_access_history_update ON ${table}`);
       await db.query(`DROP FUNCTION ${fn}()`);
     }
+    await db.query('DROP INDEX authorities_expires_at_idx');
     await db.query(
-      'DROP TABLE authority_permission_history, authority_history, user_access_history, access_history_start',
+      'DROP TABLE authority_right_history, authority_permission_history, authority_history, user_access_history, access_history_start',
     );
   }
 }

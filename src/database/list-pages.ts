@@ -111,12 +111,13 @@ export class ListPages {
   /**
    * A page its route computes (not from a `ListSpec`), through the cache all the same: keyed by
    * `identity` (everything that decides the page), good while none of `tables` was written and
-   * its `changesAt` has not passed.
+   * its `changesAt` has not passed. `load` is told whether its page will be stored (else it need
+   * not work out `changesAt`).
    */
   async readComputed<Item>(
     identity: { readonly page: number; readonly page_size: number },
     tables: readonly string[],
-    load: () => Promise<ComputedPage<Item>>,
+    load: (caching: boolean) => Promise<ComputedPage<Item>>,
   ): Promise<ListResponse<Item>> {
     const pageDigest = createHash('sha1')
       .update(JSON.stringify(['computed', identity]))
@@ -134,7 +135,7 @@ export class ListPages {
       if (cached === 'unreadable' && lookup.entry !== undefined) await this.cache.dropUnreadable(key, lookup.entry);
     }
     this.cache.stats.loads += 1;
-    const page = await load();
+    const page = await load(lookup.ok);
     const result = new ListResponse<Item>(
       page.items,
       identity.page,

@@ -56,6 +56,7 @@ const TRIGGER_BOOKKEEPING = new Set([
   'user_access_history',
   'authority_history',
   'authority_permission_history',
+  'authority_right_history',
 ]);
 
 function undeclared(

@@ -47,7 +47,10 @@ export interface DeviceHistory {
     readonly xid: string;
     readonly actor_id: number | null;
   }[];
-  /** The feed events of those versions' transactions: `${xid}/${resource_type}/${resource_id}` → event. */
+  /**
+   * The feed events of those versions' transactions: `${xid}/${resource_type}/${resource_id}` →
+   * event, and `${xid}` → the transaction's first event (a transfer is one `device` event).
+   */
   readonly events: ReadonlyMap<string, { readonly id: string; readonly actor_id: number | null }>;
 }
 
@@ -63,8 +66,6 @@ const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
  * "As of $T" for each history table: the newest version at or before T (ties by id). Trusted
  * text; `$T` is the statement's moment parameter, written in as `%T`.
  */
-const AUTHORITY_VERSION_AT = `(SELECT h.owner, h.is_active, h.revoked, h.is_deleted, h.expires_at FROM authority_history h
-   WHERE h.authority_id = %A AND h.valid_from <= %T ORDER BY h.valid_from DESC, h.id DESC LIMIT 1)`;
 const USER_VERSION_AT = `(SELECT h.role_id, h.status_id, h.is_deleted FROM user_access_history h
    WHERE h.user_id = %U AND h.valid_from <= %T ORDER BY h.valid_from DESC, h.id DESC LIMIT 1)`;
 /** Authority permission versions of authority %A at %T that are active (the newest version of each row). */
@@ -198,9 +199,10 @@ export class AccessHistoryRepository {
     readonly direction: 'asc' | 'desc';
   }): Promise<CandidatePage> {
     const sources: string[] = [];
-    if (query.via.has('role') && query.roleIds.length > 0)
-      sources.push(`SELECT v.user_id FROM (
-          SELECT DISTINCT ON (h.user_id) h.user_id, h.role_id FROM user_access_history h WHERE h.valid_from <= %T
+    // Always present (every parameter is typed); with no role to look for it reads nothing.
+    sources.push(`SELECT v.user_id FROM (
+          SELECT DISTINCT ON (h.user_id) h.user_id, h.role_id FROM user_access_history h
+          WHERE cardinality($3::int[]) > 0 AND h.valid_from <= %T
           ORDER BY h.user_id, h.valid_from DESC, h.id DESC) v WHERE v.role_id = ANY($3::int[])`);
     if (query.via.has('permission_grant'))
       sources.push(`SELECT g.user_id FROM permission_grants g WHERE g.permission_id = $2 AND g.granted_at <= %T
@@ -213,22 +215,21 @@ export class AccessHistoryRepository {
           ORDER BY h.authority_id, h.valid_from DESC, h.id DESC) a
         WHERE ${EFFECTIVE('a')} AND (${byOwner ? 'a.owner' : 'false'} OR (${byPermission ? 'true' : 'false'} AND EXISTS (
           SELECT 1 FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x WHERE x.is_active AND x.permission_id = $2)))`);
-    if (sources.length === 0) return { ids: [], total: 0 };
     return this.candidatePage(
       `WITH candidates AS (${sources.join(' UNION ')}),
        admissible AS (
          SELECT c.user_id AS id FROM candidates c CROSS JOIN LATERAL ${USER_VERSION_AT.replace('%U', 'c.user_id')} u
          WHERE u.role_id = ANY($4::int[]) AND u.status_id = ${USER_STATUS.active} AND NOT u.is_deleted)`,
-      [query.deviceId, query.permissionId, [...query.roleIds], [...query.adminRoleIds]],
+      [query.deviceId, query.permissionId, query.via.has('role') ? [...query.roleIds] : [], [...query.adminRoleIds]],
       query,
     );
   }
 
   /**
    * The authorities through which a user holds `permissionId` at T, in device order: effective
-   * then, and the owner or holding the permission then. Only the authorities the user ever owned
-   * or ever held the permission on are looked at, so a user with many authorities costs what the
-   * answer costs.
+   * then (active, not revoked, not deleted, not expired), and the owner or holding the permission
+   * then. Read from the rights history (ownership is right 0), one index range per right, so a
+   * user with many authorities costs what the answer costs.
    */
   userAccessCandidates(query: {
     readonly userId: number;
@@ -238,16 +239,16 @@ export class AccessHistoryRepository {
     readonly limit: number;
     readonly direction: 'asc' | 'desc';
   }): Promise<CandidatePage> {
+    const right = (
+      id: string,
+    ): string => `(SELECT DISTINCT ON (r.authority_id) r.authority_id, r.device_id, r.held, r.usable, r.expires_at
+         FROM authority_right_history r WHERE r.user_id = $1 AND r.permission_id = ${id} AND r.valid_from <= %T
+         ORDER BY r.authority_id, r.valid_from DESC, r.id DESC)`;
     return this.candidatePage(
-      `WITH candidates AS (
-         SELECT h.authority_id, h.device_id FROM authority_history h WHERE h.user_id = $1 AND h.owner AND h.valid_from <= %T
-         UNION
-         SELECT ph.authority_id, ph.device_id FROM authority_permission_history ph
-         WHERE ph.user_id = $1 AND ph.permission_id = $2 AND ph.valid_from <= %T),
+      `WITH rights AS (SELECT * FROM ${right('0')} owned UNION ALL SELECT * FROM ${right('$2')} held),
        admissible AS (
-         SELECT c.authority_id AS id, c.device_id FROM candidates c CROSS JOIN LATERAL ${AUTHORITY_VERSION_AT.replace('%A', 'c.authority_id')} a
-         WHERE ${EFFECTIVE('a')} AND (a.owner OR EXISTS (
-           SELECT 1 FROM ${PERMISSIONS_HELD_AT.replace('%A', 'c.authority_id')} x WHERE x.is_active AND x.permission_id = $2)))`,
+         SELECT DISTINCT r.authority_id AS id, r.device_id FROM rights r
+         WHERE r.held AND r.usable AND (r.expires_at IS NULL OR r.expires_at > %T))`,
       [query.userId, query.permissionId],
       { ...query, order: 'device_id' },
     );
@@ -314,7 +315,14 @@ export class AccessHistoryRepository {
       authorities,
       permissions,
       users,
-      events: new Map(events.map((row) => [row.key, { id: row.id, actor_id: row.actor_id }])),
+      events: new Map(
+        events
+          .flatMap((row) => {
+            const event = { id: row.id, actor_id: row.actor_id };
+            return [[row.key.split('/')[0] ?? '', event] as const, [row.key, event] as const];
+          })
+          .reverse(),
+      ),
     };
   }
 

@@ -83,8 +83,8 @@ export class AccessTimelineService {
       permission: query.permission,
     };
     const identity = { route: 'access-timeline', deviceId, ...filter, ...page, sort: query.sort ?? null };
-    return this.pages.readComputed(identity, ACCESS_TABLES, async () => {
-      const changesAt = await this.history.nextExpiry();
+    return this.pages.readComputed(identity, ACCESS_TABLES, async (caching) => {
+      const changesAt = caching ? await this.history.nextExpiry() : undefined;
       const [now, start, history] = await Promise.all([
         this.history.now(),
         this.history.historyStart(),
@@ -194,7 +194,10 @@ function replay(history: DeviceHistory, nowMicros: number, startMicros: number):
       const [user, code = ''] = right.split(' ');
       const userId = Number(user);
       const cause = causeOf(userId, code, instant, previous);
-      const event = cause.xid === null ? undefined : history.events.get(`${cause.xid}/${cause.resource}`);
+      const event =
+        cause.xid === null
+          ? undefined
+          : (history.events.get(`${cause.xid}/${cause.resource}`) ?? history.events.get(cause.xid));
       entries.push({
         occurred_at: new Date(Math.floor(instant / 1000)).toISOString(),
         user_id: userId,

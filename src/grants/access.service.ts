@@ -126,8 +126,8 @@ export class AccessService {
       at: asked ? moment.toISOString() : null,
       ...page,
     };
-    return this.pages.readComputed(identity, ACCESS_TABLES, async () => {
-      const changesAt = asked ? undefined : await this.history.nextExpiry();
+    return this.pages.readComputed(identity, ACCESS_TABLES, async (caching) => {
+      const changesAt = asked || !caching ? undefined : await this.history.nextExpiry();
       const at = asked ? moment : await this.history.now();
       const candidates = await this.history.deviceAccessCandidates({
         deviceId,
@@ -170,8 +170,8 @@ export class AccessService {
       at: asked ? moment.toISOString() : null,
       ...page,
     };
-    return this.pages.readComputed(identity, ACCESS_TABLES, async () => {
-      const changesAt = asked ? undefined : await this.history.nextExpiry();
+    return this.pages.readComputed(identity, ACCESS_TABLES, async (caching) => {
+      const changesAt = asked || !caching ? undefined : await this.history.nextExpiry();
       const at = asked ? moment : await this.history.now();
       const subject = subjectAt((await this.history.usersAt([userId], at)).get(userId));
       const everywhere = subject !== undefined && globalPaths(subject, permission.code, at.getTime()).length > 0;
