@@ -79,7 +79,7 @@ try {
     writeIds: seeded.writeIds,
     writeUserId: seeded.users[3],
     heavyBulkHolders: { service: seeded.users.slice(4, 6), raw: seeded.users.slice(6, 8) },
-    accessHolders: seeded.users.slice(10, 12),
+    accessHolders: seeded.users.slice(10, 13),
     ports: {
       detail: await freePort(),
       list: await freePort(),

@@ -47,6 +47,8 @@ export class AccessHistory1765065600000 implements MigrationInterface {
     await db.query(
       'CREATE INDEX user_access_history_as_of_idx ON user_access_history (user_id, valid_from DESC, id DESC) INCLUDE (role_id, status_id, is_deleted)',
     );
+    // "Who holds P by role at T": the users who ever had such a role, each then checked at T.
+    await db.query('CREATE INDEX user_access_history_role_idx ON user_access_history (role_id, user_id)');
 
     await db.query(`CREATE TABLE authority_history (
         id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -133,6 +135,12 @@ export class AccessHistory1765065600000 implements MigrationInterface {
         IF TG_OP = 'INSERT' THEN
           INSERT INTO user_access_history (user_id, role_id, status_id, is_deleted, valid_from, actor_id)
           SELECT n.id, n.role_id, n.status_id, n.is_deleted, now(), n.created_by FROM new_rows n ORDER BY n.id;
+        ELSIF TG_OP = 'DELETE' THEN
+          -- The application never deletes a user row; one deleted by hand is recorded as deleted.
+          INSERT INTO user_access_history (user_id, role_id, status_id, is_deleted, valid_from, actor_id)
+          SELECT o.id, o.role_id, o.status_id, true,
+                 greatest(now(), (SELECT max(h.valid_from) FROM user_access_history h WHERE h.user_id = o.id)), NULL
+          FROM old_rows o ORDER BY o.id;
         ELSE
           INSERT INTO user_access_history (user_id, role_id, status_id, is_deleted, valid_from, actor_id)
           SELECT n.id, n.role_id, n.status_id, n.is_deleted,
@@ -147,6 +155,8 @@ export class AccessHistory1765065600000 implements MigrationInterface {
       REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION users_access_versions()`);
     await db.query(`CREATE TRIGGER users_access_history_update AFTER UPDATE ON users
       REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION users_access_versions()`);
+    await db.query(`CREATE TRIGGER users_access_history_delete AFTER DELETE ON users
+      REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION users_access_versions()`);
 
     // Authorities: a version when what decides layer 3c changes (the pair never changes).
     await db.query(`CREATE FUNCTION authorities_access_versions() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -158,6 +168,16 @@ export class AccessHistory1765065600000 implements MigrationInterface {
           INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at, valid_from)
           SELECT n.id, n.device_id, n.user_id, 0, true, n.is_active AND n.revoked_at IS NULL AND NOT n.is_deleted, n.expires_at, now()
           FROM new_rows n WHERE n.owner ORDER BY n.id;
+        ELSIF TG_OP = 'DELETE' THEN
+          -- Never by the application (authorities are soft-deleted); one deleted by hand is recorded as deleted.
+          INSERT INTO authority_history (authority_id, device_id, user_id, owner, is_active, revoked, is_deleted, expires_at, valid_from, actor_id)
+          SELECT o.id, o.device_id, o.user_id, o.owner, o.is_active, o.revoked_at IS NOT NULL, true, o.expires_at,
+                 greatest(now(), (SELECT max(h.valid_from) FROM authority_history h WHERE h.authority_id = o.id)), NULL
+          FROM old_rows o ORDER BY o.id;
+          INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at, valid_from)
+          SELECT o.id, o.device_id, o.user_id, 0, o.owner, false, o.expires_at,
+                 greatest(now(), (SELECT max(h.valid_from) FROM authority_right_history h WHERE h.authority_id = o.id AND h.permission_id = 0))
+          FROM old_rows o WHERE o.owner ORDER BY o.id;
         ELSE
           INSERT INTO authority_history (authority_id, device_id, user_id, owner, is_active, revoked, is_deleted, expires_at, valid_from, actor_id)
           SELECT n.id, n.device_id, n.user_id, n.owner, n.is_active, n.revoked_at IS NOT NULL, n.is_deleted, n.expires_at,
@@ -192,6 +212,8 @@ export class AccessHistory1765065600000 implements MigrationInterface {
       REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION authorities_access_versions()`);
     await db.query(`CREATE TRIGGER authorities_access_history_update AFTER UPDATE ON authorities
       REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION authorities_access_versions()`);
+    await db.query(`CREATE TRIGGER authorities_access_history_delete AFTER DELETE ON authorities
+      REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION authorities_access_versions()`);
 
     // Authority permissions: active when granted, inactive when revoked (the only change allowed).
     await db.query(`CREATE FUNCTION authority_permissions_access_versions() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -283,6 +305,7 @@ export class AccessHistory1765065600000 implements MigrationInterface {
     ] as const) {
       await db.query(`DROP TRIGGER ${table}_access_history_insert ON ${table}`);
       await db.query(`DROP TRIGGER ${table}_access_history_update ON ${table}`);
+      await db.query(`DROP TRIGGER IF EXISTS ${table}_access_history_delete ON ${table}`);
       await db.query(`DROP FUNCTION ${fn}()`);
     }
     await db.query('DROP INDEX authorities_expires_at_idx');

@@ -1,14 +1,15 @@
 // 9. Access questions over 1 000 000 authorities (part 6.13), on an instance without the list
 // cache so every request answers from the database: who may revoke on a device, and where a user
-// with 50 000 authorities may revoke (10 000 of them through an authority permission, 5 000 of
-// another user's as owner), now and as of a moment before 2 000 revocations and 1 000
-// deactivations. 10 connections each.
+// with 50 000 authorities may revoke: one holding it on 1 000 of them (a large operator), one on
+// 10 000 (an extreme one), and another user's 5 000 as owner, now and as of a moment before 2 000
+// revocations and 1 000 deactivations. Each URL is warmed for a second, then loaded with 10
+// connections.
 import { load, startChild, withClient } from '../support.mjs';
 
 const PERMISSION = 'authorities.revoke';
 
 export async function accessQuestions(ctx) {
-  const [holder, owner] = ctx.accessHolders;
+  const [holder, owner, operator] = ctx.accessHolders;
   const { device, before } = await withClient(ctx.databaseUrl, async (client) => {
     await client.query(
       `INSERT INTO authority_permissions (authority_id, permission_id)
@@ -16,6 +17,11 @@ export async function accessQuestions(ctx) {
       [holder, PERMISSION],
     );
     await client.query('UPDATE authorities SET owner = true WHERE user_id = $1 AND id % 10 = 0', [owner]);
+    await client.query(
+      `INSERT INTO authority_permissions (authority_id, permission_id)
+       SELECT a.id, p.id FROM authorities a, permissions p WHERE a.user_id = $1 AND a.id % 50 = 0 AND p.code = $2`,
+      [operator, PERMISSION],
+    );
     const {
       rows: [moment],
     } = await client.query('SELECT now() AS at');
@@ -55,14 +61,17 @@ export async function accessQuestions(ctx) {
     for (const [label, path, goal] of [
       ['device access, page 1', `/devices/${device}/access?permission=${PERMISSION}`, 50],
       ['device access at T, page 1', `/devices/${device}/access?permission=${PERMISSION}${at}`, 100],
-      ['user access (10 000), page 1', `/users/${holder}/access?permission=${PERMISSION}`, 50],
-      ['user access (10 000), page 200', `/users/${holder}/access?permission=${PERMISSION}&page=200`, 50],
-      ['user access at T, page 1', `/users/${holder}/access?permission=${PERMISSION}${at}`, 100],
-      ['owner access at T, page 100', `/users/${owner}/access?permission=${PERMISSION}&page=100${at}`, 100],
+      ['user access (1 000), page 1', `/users/${operator}/access?permission=${PERMISSION}`, 50],
+      ['user access (1 000), page 40', `/users/${operator}/access?permission=${PERMISSION}&page=40`, 50],
+      ['user access (1 000) at T, page 1', `/users/${operator}/access?permission=${PERMISSION}${at}`, 100],
+      ['user access (8 000), page 1', `/users/${holder}/access?permission=${PERMISSION}`, 50],
+      ['user access (10 000) at T, page 200', `/users/${holder}/access?permission=${PERMISSION}&page=200${at}`, 100],
+      ['owner access (5 000) at T, page 100', `/users/${owner}/access?permission=${PERMISSION}&page=100${at}`, 100],
     ]) {
       const check = await (await fetch(`${base}${path}`, { headers })).json();
       if (!Array.isArray(check.data) || check.data.length === 0 || check.meta?.cache !== 'bypass')
         throw new Error(`access ${label} answered ${JSON.stringify(check).slice(0, 300)}`);
+      await load(`${base}${path}`, { headers, connections: 10, duration: 1 });
       const result = await load(`${base}${path}`, { headers, connections: 10, duration: ctx.shortDuration });
       rows.push({
         scenario: `9 ${label}, uncached (10 conn)`,

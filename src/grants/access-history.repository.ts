@@ -75,10 +75,14 @@ const PERMISSIONS_HELD_AT = `(SELECT DISTINCT ON (ph.authority_permission_id) ph
 const EFFECTIVE = (alias: string): string =>
   `${alias}.is_active AND NOT ${alias}.revoked AND NOT ${alias}.is_deleted AND (${alias}.expires_at IS NULL OR ${alias}.expires_at > %T)`;
 
-function at(sql: string, moment: string, bindings: Readonly<Record<string, string>> = {}): string {
-  let text = sql.replaceAll('%T', moment);
-  for (const [name, value] of Object.entries(bindings)) text = text.replaceAll(name, value);
-  return text;
+/**
+ * Writes the moment parameter (`$n`) in for `%T`. A moment is asked to the millisecond, as the API
+ * shows times, and means the end of that millisecond: a change shown at 14:00:00.821 (its version
+ * began at 14:00:00.821225) is in the answer at 14:00:00.821, and an expiry is judged the same way
+ * in SQL as by the rules, which read expiries to the millisecond.
+ */
+function at(sql: string, parameter: string): string {
+  return sql.replaceAll('%T', `(${parameter}::timestamptz + interval '999 microseconds')`);
 }
 
 /**
@@ -133,7 +137,7 @@ export class AccessHistoryRepository {
                       WHERE g.user_id = u.id AND g.granted_at <= %T AND (g.revoked_at IS NULL OR g.revoked_at > %T)
                       ORDER BY g.id) AS grants
          FROM unnest($1::bigint[]) AS u(id) CROSS JOIN LATERAL ${USER_VERSION_AT.replace('%U', 'u.id')} v`,
-        '$2::timestamptz',
+        '$2',
       ),
       [[...new Set(userIds)], moment],
     );
@@ -145,7 +149,7 @@ export class AccessHistoryRepository {
     const only = userIds === undefined ? '' : 'AND h.user_id = ANY($3::bigint[])';
     return this.authorityFacts(
       `SELECT DISTINCT ON (h.authority_id) h.* FROM authority_history h
-       WHERE h.device_id = $1 AND h.valid_from <= $2::timestamptz ${only}
+       WHERE h.device_id = $1 AND h.valid_from <= %T ${only}
        ORDER BY h.authority_id, h.valid_from DESC, h.id DESC`,
       userIds === undefined ? [deviceId, moment] : [deviceId, moment, [...userIds]],
     );
@@ -155,7 +159,7 @@ export class AccessHistoryRepository {
   authoritiesAt(authorityIds: readonly number[], moment: Date): Promise<AuthorityFacts[]> {
     return this.authorityFacts(
       `SELECT v.* FROM unnest($1::bigint[]) AS c(id) CROSS JOIN LATERAL (
-         SELECT h.* FROM authority_history h WHERE h.authority_id = c.id AND h.valid_from <= $2::timestamptz
+         SELECT h.* FROM authority_history h WHERE h.authority_id = c.id AND h.valid_from <= %T
          ORDER BY h.valid_from DESC, h.id DESC LIMIT 1) v`,
       [[...authorityIds], moment],
     );
@@ -169,7 +173,7 @@ export class AccessHistoryRepository {
                 ARRAY(SELECT p.code FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x
                       JOIN permissions p ON p.id = x.permission_id WHERE x.is_active ORDER BY p.code) AS permissions
          FROM (${versions}) a ORDER BY a.authority_id`,
-        '$2::timestamptz',
+        '$2',
       ),
       params,
     );
@@ -198,28 +202,30 @@ export class AccessHistoryRepository {
     readonly limit: number;
     readonly direction: 'asc' | 'desc';
   }): Promise<CandidatePage> {
-    const sources: string[] = [];
-    // Always present (every parameter is typed); with no role to look for it reads nothing.
-    sources.push(`SELECT v.user_id FROM (
-          SELECT DISTINCT ON (h.user_id) h.user_id, h.role_id FROM user_access_history h
-          WHERE cardinality($3::int[]) > 0 AND h.valid_from <= %T
-          ORDER BY h.user_id, h.valid_from DESC, h.id DESC) v WHERE v.role_id = ANY($3::int[])`);
+    const others: string[] = [];
     if (query.via.has('permission_grant'))
-      sources.push(`SELECT g.user_id FROM permission_grants g WHERE g.permission_id = $2 AND g.granted_at <= %T
+      others.push(`SELECT g.user_id FROM permission_grants g WHERE g.permission_id = $2 AND g.granted_at <= %T
           AND (g.revoked_at IS NULL OR g.revoked_at > %T) AND (g.expires_at IS NULL OR g.expires_at > %T)`);
     const byOwner = query.via.has('device_owner');
     const byPermission = query.via.has('authority_permission');
-    if (byOwner || byPermission)
-      sources.push(`SELECT a.user_id FROM (
+    // Always present (it names the device, so every parameter is typed); without either way it matches nobody.
+    others.push(`SELECT a.user_id FROM (
           SELECT DISTINCT ON (h.authority_id) h.* FROM authority_history h WHERE h.device_id = $1 AND h.valid_from <= %T
           ORDER BY h.authority_id, h.valid_from DESC, h.id DESC) a
         WHERE ${EFFECTIVE('a')} AND (${byOwner ? 'a.owner' : 'false'} OR (${byPermission ? 'true' : 'false'} AND EXISTS (
           SELECT 1 FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x WHERE x.is_active AND x.permission_id = $2)))`);
+    // By role: the users who ever had one of the roles (an index range), kept only where their
+    // version at T has it. With no role to look for ($3 empty) it reads nothing.
     return this.candidatePage(
-      `WITH candidates AS (${sources.join(' UNION ')}),
+      `WITH by_role AS (
+         SELECT DISTINCT h.user_id FROM user_access_history h
+         WHERE cardinality($3::int[]) > 0 AND h.role_id = ANY($3::int[]) AND h.valid_from <= %T),
+       others AS (${others.join(' UNION ')}),
+       candidates AS (SELECT user_id FROM by_role UNION SELECT user_id FROM others),
        admissible AS (
          SELECT c.user_id AS id FROM candidates c CROSS JOIN LATERAL ${USER_VERSION_AT.replace('%U', 'c.user_id')} u
-         WHERE u.role_id = ANY($4::int[]) AND u.status_id = ${USER_STATUS.active} AND NOT u.is_deleted)`,
+         WHERE u.role_id = ANY($4::int[]) AND u.status_id = ${USER_STATUS.active} AND NOT u.is_deleted
+           AND (u.role_id = ANY($3::int[]) OR c.user_id IN (SELECT user_id FROM others)))`,
       [query.deviceId, query.permissionId, query.via.has('role') ? [...query.roleIds] : [], [...query.adminRoleIds]],
       query,
     );
@@ -239,16 +245,18 @@ export class AccessHistoryRepository {
     readonly limit: number;
     readonly direction: 'asc' | 'desc';
   }): Promise<CandidatePage> {
-    const right = (
-      id: string,
-    ): string => `(SELECT DISTINCT ON (r.authority_id) r.authority_id, r.device_id, r.held, r.usable, r.expires_at
+    const usable = (id: string): string => `SELECT r.authority_id, r.device_id FROM (
+         SELECT DISTINCT ON (r.authority_id) r.authority_id, r.device_id, r.held, r.usable, r.expires_at
          FROM authority_right_history r WHERE r.user_id = $1 AND r.permission_id = ${id} AND r.valid_from <= %T
-         ORDER BY r.authority_id, r.valid_from DESC, r.id DESC)`;
+         ORDER BY r.authority_id, r.valid_from DESC, r.id DESC) r
+       WHERE r.held AND r.usable AND (r.expires_at IS NULL OR r.expires_at > %T)`;
+    // An owner may also hold the permission: counted once, as owned (no hashing of the whole answer).
     return this.candidatePage(
-      `WITH rights AS (SELECT * FROM ${right('0')} owned UNION ALL SELECT * FROM ${right('$2')} held),
+      `WITH owned AS (${usable('0')}), held AS (${usable('$2')}),
        admissible AS (
-         SELECT DISTINCT r.authority_id AS id, r.device_id FROM rights r
-         WHERE r.held AND r.usable AND (r.expires_at IS NULL OR r.expires_at > %T))`,
+         SELECT authority_id AS id, device_id FROM owned
+         UNION ALL
+         SELECT authority_id, device_id FROM held WHERE authority_id NOT IN (SELECT authority_id FROM owned))`,
       [query.userId, query.permissionId],
       { ...query, order: 'device_id' },
     );
@@ -274,7 +282,7 @@ export class AccessHistoryRepository {
          SELECT (SELECT count(*) FROM admissible)::int AS total,
                 (SELECT array_agg(p.id ORDER BY p.${order}, p.id ${direction}) FROM (
                    SELECT * FROM admissible ORDER BY ${order}, id ${direction} LIMIT $${n + 2} OFFSET $${n + 3}) p) AS ids`,
-        `$${n + 1}::timestamptz`,
+        `$${n + 1}`,
       ),
       [...params, page.moment, page.limit, page.offset],
     );

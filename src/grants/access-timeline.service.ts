@@ -9,8 +9,7 @@ import { UnitOfWork } from '../database/unit-of-work.js';
 import { AccessHistoryRepository, type DeviceHistory } from './access-history.repository.js';
 import { permissionOf, subjectAt } from './access.service.js';
 import type { AccessTimelineEntryDto, AccessTimelineQueryDto } from './dto/access-timeline.dto.js';
-import { directionOf } from './dto/access.dto.js';
-import { DEFAULT_PAGE_SIZE } from '../common/list/list-spec.js';
+import { directionOf, pageOf } from './dto/access.dto.js';
 
 const DEVICE_PERMISSIONS = PERMISSION_CODES.filter(isDeviceScoped);
 const ACCESS_TABLES = ['users', 'authorities', 'authority_permissions'] as const;
@@ -27,23 +26,9 @@ interface Cause {
   readonly actor_id: number | null;
 }
 
-const latest = <T extends { readonly from: number }>(
-  versions: readonly T[] | undefined,
-  instant: number,
-): T | undefined => {
-  let found: T | undefined;
-  for (const version of versions ?? []) if (version.from <= instant) found = version;
-  return found;
-};
-
-function groupBy<T, K>(rows: readonly T[], key: (row: T) => K): Map<K, T[]> {
-  const groups = new Map<K, T[]>();
-  for (const row of rows) groups.set(key(row), [...(groups.get(key(row)) ?? []), row]);
-  return groups;
-}
-
 function authorityCause(before: AuthorityVersion | undefined, after: AuthorityVersion): string {
-  if (before === undefined) return 'authority_created';
+  // A new authority that is the owner's comes from a transfer (the only way ownership is given).
+  if (before === undefined) return after.owner ? 'ownership_transferred' : 'authority_created';
   if (before.owner !== after.owner) return 'ownership_transferred';
   if (before.revoked !== after.revoked) return after.revoked ? 'revoked' : 'unrevoked';
   if (before.is_deleted !== after.is_deleted) return after.is_deleted ? 'authority_deleted' : 'authority_restored';
@@ -77,7 +62,7 @@ export class AccessTimelineService {
   async timeline(deviceId: number, query: AccessTimelineQueryDto): Promise<ListResponse<AccessTimelineEntryDto>> {
     await this.references.device(this.uow.reader, deviceId);
     if (query.permission !== undefined) permissionOf(query.permission, true);
-    const page = { page: query.page ?? 1, page_size: query.page_size ?? DEFAULT_PAGE_SIZE };
+    const page = pageOf(query);
     const filter = {
       user_id: query.user_id === undefined ? undefined : Number(query.user_id),
       permission: query.permission,
@@ -108,108 +93,127 @@ export class AccessTimelineService {
   }
 }
 
-/** The timeline, oldest first: the rights at each instant compared with those just before. */
+type Change =
+  | { readonly kind: 'authority'; readonly row: AuthorityVersion }
+  | { readonly kind: 'permission'; readonly row: PermissionVersion }
+  | { readonly kind: 'user'; readonly row: UserVersion }
+  | { readonly kind: 'expiry'; readonly authority_id: number };
+
+/**
+ * The timeline, oldest first. The device's versions are applied instant by instant (µs); after
+ * each instant the rights of the authorities it touched are judged again by the rules and
+ * compared with what they were, so the work is the number of changes, not changes × authorities.
+ * A right's cause is the change that touched that very right (an authority permission), else its
+ * authority, else its holder, else the clock (an expiry).
+ */
 function replay(history: DeviceHistory, nowMicros: number, startMicros: number): AccessTimelineEntryDto[] {
-  const authorities = groupBy(history.authorities, (row) => row.authority_id);
-  const permissions = groupBy(history.permissions, (row) => row.authority_id);
-  const users = groupBy(history.users, (row) => row.user_id);
-  const instants = new Set<number>();
-  for (const row of [...history.authorities, ...history.permissions]) instants.add(row.from);
-  for (const row of history.users) if (row.from >= startMicros) instants.add(row.from);
-  for (const row of history.authorities)
+  const changes = new Map<number, Change[]>();
+  const add = (instant: number, change: Change): void => {
+    const list = changes.get(instant);
+    if (list === undefined) changes.set(instant, [change]);
+    else list.push(change);
+  };
+  for (const row of history.authorities) {
+    add(row.from, { kind: 'authority', row });
     if (row.expires_at !== null && row.expires_at > row.from && row.expires_at <= nowMicros)
-      instants.add(row.expires_at);
-  const rightsAt = (instant: number): Set<string> => {
-    const rights = new Set<string>();
-    for (const [authorityId, versions] of authorities) {
-      const version = latest(versions, instant);
-      if (version === undefined) continue;
-      const subject = subjectAt(
-        ((user) => user && { ...user, grants: [] })(latest(users.get(version.user_id), instant)),
-      );
-      if (subject === undefined || !admissible(subject)) continue;
-      const held = new Map<number, PermissionVersion>();
-      for (const row of permissions.get(authorityId) ?? [])
-        if (row.from <= instant) held.set(row.authority_permission_id, row);
-      const facts: AuthorityFacts = {
-        id: authorityId,
-        device_id: 0,
-        user_id: version.user_id,
-        owner: version.owner,
-        is_active: version.is_active,
-        revoked: version.revoked,
-        deleted: version.is_deleted,
-        expires_at: version.expires_at === null ? null : new Date(version.expires_at / 1000).toISOString(),
-        permissions: [...held.values()].filter((row) => row.is_active).map((row) => row.code),
-      };
-      for (const code of DEVICE_PERMISSIONS)
-        if (authorityPaths(facts, code, instant / 1000).length > 0) rights.add(`${version.user_id} ${code}`);
-    }
-    return rights;
-  };
-  const causeOf = (userId: number, code: string, instant: number, previous: number): Cause => {
-    for (const [, versions] of authorities) {
-      const after = versions.find((row) => row.from === instant && row.user_id === userId);
-      if (after !== undefined)
-        return {
-          cause: instant === startMicros ? 'history_started' : authorityCause(latest(versions, previous), after),
-          xid: after.xid,
-          resource: `authority/${after.authority_id}`,
-          actor_id: after.actor_id,
-        };
-    }
-    const grant = history.permissions.find(
-      (row) =>
-        row.from === instant &&
-        row.code === code &&
-        history.authorities.some((a) => a.authority_id === row.authority_id && a.user_id === userId),
-    );
-    if (grant !== undefined)
-      return {
-        cause: grant.is_active ? 'permission_granted' : 'permission_revoked',
-        xid: grant.xid,
-        resource: `authority_permission/${grant.authority_permission_id}`,
-        actor_id: grant.actor_id,
-      };
-    const user = users.get(userId)?.find((row) => row.from === instant);
-    if (user !== undefined)
-      return {
-        cause: userCause(latest(users.get(userId), previous), user),
-        xid: user.xid,
-        resource: `user/${userId}`,
-        actor_id: user.actor_id,
-      };
-    return { cause: 'expired', xid: null, resource: null, actor_id: null };
-  };
+      add(row.expires_at, { kind: 'expiry', authority_id: row.authority_id });
+  }
+  for (const row of history.permissions) add(row.from, { kind: 'permission', row });
+  for (const row of history.users) add(row.from, { kind: 'user', row });
+
+  const authorities = new Map<number, AuthorityVersion>();
+  const held = new Map<number, Map<number, PermissionVersion>>();
+  const users = new Map<number, UserVersion>();
+  const ofUser = new Map<number, Set<number>>();
+  const rights = new Map<number, ReadonlySet<string>>();
   const entries: AccessTimelineEntryDto[] = [];
-  let before = new Set<string>();
-  let previous = Number.NEGATIVE_INFINITY;
-  for (const instant of [...instants].sort((a, b) => a - b)) {
-    const now = rightsAt(instant);
-    const changes = [
-      ...[...now].filter((right) => !before.has(right)).map((right) => ['gained', right] as const),
-      ...[...before].filter((right) => !now.has(right)).map((right) => ['lost', right] as const),
-    ];
-    for (const [change, right] of changes) {
-      const [user, code = ''] = right.split(' ');
-      const userId = Number(user);
-      const cause = causeOf(userId, code, instant, previous);
-      const event =
-        cause.xid === null
-          ? undefined
-          : (history.events.get(`${cause.xid}/${cause.resource}`) ?? history.events.get(cause.xid));
-      entries.push({
-        occurred_at: new Date(Math.floor(instant / 1000)).toISOString(),
-        user_id: userId,
-        change,
-        cause: cause.cause,
-        permission_code: code,
-        actor_id: event?.actor_id ?? cause.actor_id,
-        event_id: event?.id ?? null,
-      });
+
+  const rightsOf = (authorityId: number, instant: number): ReadonlySet<string> => {
+    const version = authorities.get(authorityId);
+    const user = version === undefined ? undefined : users.get(version.user_id);
+    const subject = subjectAt(user && { ...user, grants: [] });
+    if (version === undefined || subject === undefined || !admissible(subject)) return new Set();
+    const facts: AuthorityFacts = {
+      id: authorityId,
+      device_id: 0,
+      user_id: version.user_id,
+      owner: version.owner,
+      is_active: version.is_active,
+      revoked: version.revoked,
+      deleted: version.is_deleted,
+      expires_at: version.expires_at === null ? null : new Date(Math.floor(version.expires_at / 1000)).toISOString(),
+      permissions: [...(held.get(authorityId)?.values() ?? [])].filter((row) => row.is_active).map((row) => row.code),
+    };
+    return new Set(DEVICE_PERMISSIONS.filter((code) => authorityPaths(facts, code, instant / 1000).length > 0));
+  };
+
+  for (const instant of [...changes.keys()].sort((a, b) => a - b)) {
+    const touched = new Set<number>();
+    const byAuthority = new Map<number, Cause>();
+    const byPermission = new Map<string, Cause>();
+    const byUser = new Map<number, Cause>();
+    for (const change of changes.get(instant) ?? []) {
+      if (change.kind === 'authority') {
+        const { row } = change;
+        const cause =
+          instant === startMicros ? 'history_started' : authorityCause(authorities.get(row.authority_id), row);
+        authorities.set(row.authority_id, row);
+        ofUser.set(row.user_id, (ofUser.get(row.user_id) ?? new Set()).add(row.authority_id));
+        byAuthority.set(row.authority_id, {
+          cause,
+          xid: row.xid,
+          resource: `authority/${row.authority_id}`,
+          actor_id: row.actor_id,
+        });
+        touched.add(row.authority_id);
+      } else if (change.kind === 'permission') {
+        const { row } = change;
+        const rows = held.get(row.authority_id) ?? new Map<number, PermissionVersion>();
+        held.set(row.authority_id, rows.set(row.authority_permission_id, row));
+        byPermission.set(`${row.authority_id} ${row.code}`, {
+          cause:
+            instant === startMicros ? 'history_started' : row.is_active ? 'permission_granted' : 'permission_revoked',
+          xid: row.xid,
+          resource: `authority_permission/${row.authority_permission_id}`,
+          actor_id: row.actor_id,
+        });
+        touched.add(row.authority_id);
+      } else if (change.kind === 'user') {
+        const { row } = change;
+        const cause = instant === startMicros ? 'history_started' : userCause(users.get(row.user_id), row);
+        users.set(row.user_id, row);
+        byUser.set(row.user_id, { cause, xid: row.xid, resource: `user/${row.user_id}`, actor_id: row.actor_id });
+        for (const authorityId of ofUser.get(row.user_id) ?? []) touched.add(authorityId);
+      } else touched.add(change.authority_id);
     }
-    before = now;
-    previous = instant;
+    for (const authorityId of touched) {
+      const before = rights.get(authorityId) ?? new Set<string>();
+      const after = rightsOf(authorityId, instant);
+      rights.set(authorityId, after);
+      const userId = authorities.get(authorityId)?.user_id ?? 0;
+      const moved = [
+        ...[...after].filter((code) => !before.has(code)).map((code) => ['gained', code] as const),
+        ...[...before].filter((code) => !after.has(code)).map((code) => ['lost', code] as const),
+      ];
+      for (const [change, code] of moved) {
+        const cause = byPermission.get(`${authorityId} ${code}`) ??
+          byAuthority.get(authorityId) ??
+          byUser.get(userId) ?? { cause: 'expired', xid: null, resource: null, actor_id: null };
+        const event =
+          cause.xid === null
+            ? undefined
+            : (history.events.get(`${cause.xid}/${cause.resource}`) ?? history.events.get(cause.xid));
+        entries.push({
+          occurred_at: new Date(Math.floor(instant / 1000)).toISOString(),
+          user_id: userId,
+          change,
+          cause: cause.cause,
+          permission_code: code,
+          actor_id: event?.actor_id ?? cause.actor_id,
+          event_id: event?.id ?? null,
+        });
+      }
+    }
   }
   return entries;
 }

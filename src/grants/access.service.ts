@@ -6,7 +6,6 @@ import type { Decision } from '../auth/decision.js';
 import { isDeviceScoped, isPermissionCode, PERMISSIONS, type PermissionCode } from '../auth/permissions.js';
 import { roleById, ROLES, USER_STATUS } from '../auth/roles.js';
 import { ApiError } from '../common/api-error.js';
-import { DEFAULT_PAGE_SIZE } from '../common/list/list-spec.js';
 import type { ListResponse } from '../common/responses.js';
 import { ListPages } from '../database/list-pages.js';
 import { References } from '../database/references.js';
@@ -14,6 +13,7 @@ import { UnitOfWork } from '../database/unit-of-work.js';
 import { AccessHistoryRepository, type UserFactsAt } from './access-history.repository.js';
 import {
   directionOf,
+  pageOf as pageOfQuery,
   type AtQueryDto,
   type DeviceAccessDto,
   type DeviceAccessQueryDto,
@@ -212,9 +212,5 @@ function pageOf(query: AtQueryDto & { readonly sort?: string }): {
   page_size: number;
   direction: 'asc' | 'desc';
 } {
-  return {
-    page: query.page ?? 1,
-    page_size: query.page_size ?? DEFAULT_PAGE_SIZE,
-    direction: directionOf(query.sort, 'asc'),
-  };
+  return { ...pageOfQuery(query), direction: directionOf(query.sort, 'asc') };
 }

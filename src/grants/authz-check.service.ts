@@ -3,6 +3,7 @@ import { References } from '../database/references.js';
 import { AuthContextService } from '../auth/auth-context.service.js';
 import { AuthorizationService } from '../auth/authorization.service.js';
 import { decisionOf } from '../auth/access-rules.js';
+import type { Subject } from '../auth/auth-context.js';
 import { isPermissionCode, PERMISSIONS } from '../auth/permissions.js';
 import { ApiError } from '../common/api-error.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
@@ -20,7 +21,7 @@ export class AuthzCheckService {
     private readonly access: AccessService,
   ) {}
 
-  async check(query: AuthzCheckQueryDto): Promise<AuthzDecisionDto> {
+  async check(query: AuthzCheckQueryDto, actor: Subject): Promise<AuthzDecisionDto> {
     const userId = Number(query.user_id);
     const deviceId = query.device_id === undefined ? undefined : Number(query.device_id);
     if (!isPermissionCode(query.permission)) {
@@ -32,7 +33,9 @@ export class AuthzCheckService {
     const answer = { user_id: userId, permission: query.permission, device_id: deviceId ?? null };
     const explain = query.explain === 'true';
     if (query.at !== undefined) {
-      // As of a moment: any user that exists (a deleted one included), judged on the facts then.
+      // As of a moment: an access question (part 6.13), so `access.read` too; any user that
+      // exists (a deleted one included), judged on the facts then.
+      await this.authorization.assertAllowed(actor, 'access.read');
       const { moment } = await this.access.momentOf(query.at);
       await this.access.assertUser(userId, true);
       if (deviceId !== undefined) await this.references.device(this.uow.reader, deviceId);

@@ -1,5 +1,7 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
+import { Actor } from '../auth/actor.decorator.js';
+import type { AuthContext } from '../auth/auth-context.js';
 import { Authorize } from '../auth/authorize.decorator.js';
 import { AuthzCheckService } from './authz-check.service.js';
 import { AuthzCheckQueryDto, AuthzDecisionDto } from './dto/authz-check.dto.js';
@@ -16,11 +18,11 @@ export class AuthzController {
     summary: 'Would this user be allowed this permission (on this device)?',
     description:
       'Answers with the same evaluator the guards use, and says which layer decided. `explain=true` adds every way it is allowed; ' +
-      '`at` answers as of that moment from the access history (a user pending, suspended or deleted then is allowed nothing).',
+      '`at` answers as of that moment from the access history (a user pending, suspended or deleted then is allowed nothing); a question about the past needs `access.read` as well.',
     returns: AuthzDecisionDto,
     errors: [400, 404, 422],
   })
-  check(@Query() query: AuthzCheckQueryDto): Promise<AuthzDecisionDto> {
-    return this.authz.check(query);
+  check(@Query() query: AuthzCheckQueryDto, @Actor() actor: AuthContext): Promise<AuthzDecisionDto> {
+    return this.authz.check(query, actor);
   }
 }

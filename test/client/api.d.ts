@@ -723,7 +723,7 @@ export interface paths {
         };
         /**
          * Would this user be allowed this permission (on this device)?
-         * @description Answers with the same evaluator the guards use, and says which layer decided. `explain=true` adds every way it is allowed; `at` answers as of that moment from the access history (a user pending, suspended or deleted then is allowed nothing).
+         * @description Answers with the same evaluator the guards use, and says which layer decided. `explain=true` adds every way it is allowed; `at` answers as of that moment from the access history (a user pending, suspended or deleted then is allowed nothing); a question about the past needs `access.read` as well.
          *
          *     Requires the permission `permission_grants.read`.
          */
@@ -5800,7 +5800,7 @@ export interface operations {
                 device_id?: string;
                 /** @description `true` adds `paths`: every way the permission is allowed */
                 explain?: "true" | "false";
-                /** @description Answer as of this moment (ISO-8601 with an offset) from the access history; before the history begins: 422 `HISTORY_NOT_AVAILABLE` */
+                /** @description Answer as of this moment (ISO-8601 with an offset) from the access history (needs `access.read` as well); before the history begins: 422 `HISTORY_NOT_AVAILABLE` */
                 at?: string;
             };
             header?: never;

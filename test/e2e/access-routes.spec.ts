@@ -114,8 +114,74 @@ describe('access questions: errors, timeline, cache and history (part 6.13)', ()
       });
   });
 
+  it.each(['role', 'permission_grant', 'device_owner', 'authority_permission', 'role,permission_grant'])(
+    'via=%s answers 200 with only users allowed that way',
+    async (via) => {
+      const response = await get(
+        `/v1/admin/devices/${device}/access?permission=${REVOKE}&via=${via}&page_size=100`,
+      ).expect(200);
+      const ways = new Set(via.split(','));
+      for (const row of response.body.data as { allowed_by: { decided_by: string }[] }[])
+        expect(row.allowed_by.some((path) => ways.has(path.decided_by))).toBe(true);
+      const holderListed = (response.body.data as { user_id: number }[]).some((row) => row.user_id === holder.id);
+      expect(holderListed).toBe(ways.has('authority_permission'));
+    },
+  );
+
+  it('a moment as the API shows it includes the change shown at that moment', async () => {
+    const door = (await createDevice()).id;
+    const user = await createUser({ role: 'operator' });
+    const authority = await caller(t, root)
+      .post('/v1/admin/authorities', { device_id: door, user_id: user.id })
+      .expect(201);
+    const granted = await caller(t, root)
+      .post('/v1/admin/authority-permissions', {
+        authority_id: authority.body.data.id,
+        permission_id: permissionId(REVOKE),
+      })
+      .expect(201);
+    const shown = granted.body.data.granted_at as string;
+    const check = await get(
+      `/v1/admin/authz/check?user_id=${user.id}&permission=${REVOKE}&device_id=${door}&at=${encodeURIComponent(shown)}`,
+    ).expect(200);
+    expect(check.body.data).toMatchObject({ allowed: true, decided_by: 'authority_permission' });
+    const before = new Date(Date.parse(shown) - 1).toISOString();
+    const earlier = await get(
+      `/v1/admin/authz/check?user_id=${user.id}&permission=${REVOKE}&device_id=${door}&at=${encodeURIComponent(before)}`,
+    ).expect(200);
+    expect(earlier.body.data.allowed).toBe(false);
+    const timeline = await get(
+      `/v1/admin/devices/${door}/access-timeline?user_id=${user.id}&permission=${REVOKE}`,
+    ).expect(200);
+    expect(timeline.body.data[0]).toMatchObject({ occurred_at: shown, change: 'gained', cause: 'permission_granted' });
+  });
+
+  it('an authority deleted by hand in the database is recorded as deleted', async () => {
+    const door = (await createDevice()).id;
+    const user = await createUser({ role: 'operator' });
+    const authority = await createAuthority(door, user.id);
+    const [before] = await sql<{ n: number }>(
+      'SELECT count(*)::int AS n FROM authority_history WHERE authority_id = $1',
+      [authority],
+    );
+    await sql('DELETE FROM authorities WHERE id = $1', [authority]);
+    const [after] = await sql<{ n: number; is_deleted: boolean }>(
+      'SELECT count(*)::int AS n, bool_or(is_deleted) AS is_deleted FROM authority_history WHERE authority_id = $1',
+      [authority],
+    );
+    expect(after).toEqual({ n: (before?.n ?? 0) + 1, is_deleted: true });
+  });
+
   it('needs access.read: an operator is refused, a viewer (whose role reads everything) is answered', async () => {
     const operator = await actor('operator');
+    // An operator may ask /authz/check about now (permission_grants.read), not about the past.
+    await caller(t, operator).get(`/v1/admin/authz/check?user_id=${holder.id}&permission=${REVOKE}`).expect(200);
+    const past = await caller(t, operator)
+      .get(
+        `/v1/admin/authz/check?user_id=${holder.id}&permission=${REVOKE}&at=${encodeURIComponent(new Date().toISOString())}`,
+      )
+      .expect(403);
+    expect(past.body.error).toMatchObject({ code: 'PERMISSION_DENIED', details: { permission: 'access.read' } });
     const refused = await caller(t, operator)
       .get(`/v1/admin/devices/${device}/access?permission=${REVOKE}`)
       .expect(403);
@@ -256,8 +322,8 @@ describe('access questions: errors, timeline, cache and history (part 6.13)', ()
       entries
         .filter((entry) => entry.user_id === user.id && entry.permission_code === code)
         .map((entry) => `${entry.change} ${entry.cause}`);
-    expect(of(first, 'devices.transfer_owner')).toEqual(['lost ownership_transferred', 'gained authority_created']);
-    expect(of(second, 'devices.transfer_owner')).toEqual(['lost user_status_changed', 'gained authority_created']);
+    expect(of(first, 'devices.transfer_owner')).toEqual(['lost ownership_transferred', 'gained ownership_transferred']);
+    expect(of(second, 'devices.transfer_owner')).toEqual(['lost user_status_changed', 'gained ownership_transferred']);
     expect(of(helper, REVOKE)).toEqual([
       'lost expired',
       'gained permission_granted',

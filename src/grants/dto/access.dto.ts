@@ -1,12 +1,10 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { IsDateString, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsDefined, IsIn, IsOptional, IsString, Matches, MaxLength, ValidateBy } from 'class-validator';
+import { isIsoTimestamp } from '../../common/list/list-query.parser.js';
 import { ListMetaDto } from '../../common/openapi/envelope.dto.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../common/list/list-spec.js';
 
 const DECIDED_BY = ['role', 'permission_grant', 'device_owner', 'authority_permission'];
-/** An ISO-8601 timestamp that says its offset (`Z` or `+01:00`): a moment, not a wall-clock time. */
-const WITH_OFFSET = /(Z|[+-]\d{2}:?\d{2})$/i;
 
 /** One way a permission is allowed. */
 export class AccessPathDto {
@@ -54,27 +52,52 @@ export class UserAccessMetaDto extends AccessListMetaDto {
   scope!: string;
 }
 
-/** `page`, `page_size` and `at`, shared by the access questions. */
-export class AccessPageQueryDto {
-  @ApiPropertyOptional({ minimum: 1, default: 1 })
-  @IsOptional()
-  @Type(() => Number)
-  @IsInt({ message: 'page must be an integer' })
-  @Min(1)
-  page?: number;
+/** An ISO-8601 timestamp with its offset, a real calendar moment (the list filters' rule). */
+export function IsMoment(field: string): PropertyDecorator {
+  return ValidateBy({
+    name: 'timestamp',
+    validator: {
+      validate: (value: unknown) => typeof value === 'string' && isIsoTimestamp(value),
+      defaultMessage: () => `${field} must be an ISO-8601 timestamp with an offset, such as 2026-11-24T14:00:00Z`,
+    },
+  });
+}
 
-  @ApiPropertyOptional({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })
+/** A positive integer written plainly (`1e3`, `0x10` and `01` are not), at most `max`. */
+function IsPlainInteger(field: string, max: number): PropertyDecorator {
+  return (target, key) => {
+    Matches(/^[1-9]\d{0,14}$/, { message: `${field} must be a positive integer` })(target, key);
+    ValidateBy({
+      name: 'max',
+      validator: {
+        validate: (value: unknown) => typeof value !== 'string' || Number(value) <= max,
+        defaultMessage: () => `${field} must not be greater than ${max}`,
+      },
+    })(target, key);
+  };
+}
+
+/** `page`, `page_size` and `count`, shared by the access questions (parsed like every list's). */
+export class AccessPageQueryDto {
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, default: 1 })
   @IsOptional()
-  @Type(() => Number)
-  @IsInt({ message: 'page_size must be an integer' })
-  @Min(1)
-  @Max(MAX_PAGE_SIZE)
-  page_size?: number;
+  @IsPlainInteger('page', Number.MAX_SAFE_INTEGER)
+  page?: string;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })
+  @IsOptional()
+  @IsPlainInteger('page_size', MAX_PAGE_SIZE)
+  page_size?: string;
 
   @ApiPropertyOptional({ enum: ['exact', 'auto'], description: 'Totals here are always exact' })
   @IsOptional()
   @IsIn(['exact', 'auto'])
   count?: string;
+}
+
+/** The page asked for, from validated strings. */
+export function pageOf(query: AccessPageQueryDto): { page: number; page_size: number } {
+  return { page: Number(query.page ?? 1), page_size: Number(query.page_size ?? DEFAULT_PAGE_SIZE) };
 }
 
 /** A `sort` parameter of one field, ascending or descending (part 2; ties cannot occur). */
@@ -100,13 +123,13 @@ export class AtQueryDto extends AccessPageQueryDto {
       'Answer as of this moment (ISO-8601 with an offset), from the access history; before the history begins: 422 `HISTORY_NOT_AVAILABLE`',
   })
   @IsOptional()
-  @IsDateString({ strict: true }, { message: 'at must be an ISO-8601 timestamp' })
-  @Matches(WITH_OFFSET, { message: 'at must say its offset (Z or ±hh:mm)' })
+  @IsMoment('at')
   at?: string;
 }
 
 class PermissionAtQueryDto extends AtQueryDto {
   @ApiProperty({ example: 'authorities.revoke', description: 'A device-scoped permission' })
+  @IsDefined({ message: 'permission is required (a device-scoped permission code)' })
   @IsString()
   @MaxLength(64)
   permission!: string;
@@ -133,5 +156,3 @@ export class DeviceAccessQueryDto extends PermissionAtQueryDto {
   )
   via?: string;
 }
-
-export { WITH_OFFSET };

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsDateString, IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
-import { AccessPathDto, WITH_OFFSET } from './access.dto.js';
+import { IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { AccessPathDto, IsMoment } from './access.dto.js';
 
 const ID = /^[1-9]\d{0,15}$/;
 
@@ -34,11 +34,10 @@ export class AuthzCheckQueryDto {
     type: String,
     format: 'date-time',
     description:
-      'Answer as of this moment (ISO-8601 with an offset) from the access history; before the history begins: 422 `HISTORY_NOT_AVAILABLE`',
+      'Answer as of this moment (ISO-8601 with an offset) from the access history (needs `access.read` as well); before the history begins: 422 `HISTORY_NOT_AVAILABLE`',
   })
   @IsOptional()
-  @IsDateString({ strict: true }, { message: 'at must be an ISO-8601 timestamp' })
-  @Matches(WITH_OFFSET, { message: 'at must say its offset (Z or ±hh:mm)' })
+  @IsMoment('at')
   at?: string;
 }
 
