@@ -54,10 +54,11 @@ export interface DeviceHistory {
   readonly events: ReadonlyMap<string, { readonly id: string; readonly actor_id: number | null }>;
 }
 
-/** One page of candidate ids with the number of them all. */
+/** One page of candidate ids with the number of them all, and the moment they were judged at. */
 export interface CandidatePage {
   readonly ids: number[];
   readonly total: number;
+  readonly moment: Date;
 }
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
@@ -82,8 +83,12 @@ const EFFECTIVE = (alias: string): string =>
  * in SQL as by the rules, which read expiries to the millisecond.
  */
 function at(sql: string, parameter: string): string {
-  return sql.replaceAll('%T', `(${parameter}::timestamptz + interval '999 microseconds')`);
+  return sql.replaceAll('%T', `(${momentOf(parameter)} + interval '999 microseconds')`);
 }
+
+/** The moment parameter, or (null) the database's now, to the millisecond. */
+const momentOf = (parameter: string): string =>
+  `coalesce(${parameter}::timestamptz, date_trunc('milliseconds', now()))`;
 
 /**
  * Reads of the access history (migration `access-history`): the facts that decide access as they
@@ -197,7 +202,8 @@ export class AccessHistoryRepository {
     readonly roleIds: readonly number[];
     readonly adminRoleIds: readonly number[];
     readonly via: ReadonlySet<string>;
-    readonly moment: Date;
+    /** Null: now. */
+    readonly moment: Date | null;
     readonly offset: number;
     readonly limit: number;
     readonly direction: 'asc' | 'desc';
@@ -240,7 +246,8 @@ export class AccessHistoryRepository {
   userAccessCandidates(query: {
     readonly userId: number;
     readonly permissionId: number;
-    readonly moment: Date;
+    /** Null: now. */
+    readonly moment: Date | null;
     readonly offset: number;
     readonly limit: number;
     readonly direction: 'asc' | 'desc';
@@ -266,7 +273,7 @@ export class AccessHistoryRepository {
     withClause: string,
     params: unknown[],
     page: {
-      readonly moment: Date;
+      readonly moment: Date | null;
       readonly offset: number;
       readonly limit: number;
       readonly direction: 'asc' | 'desc';
@@ -276,17 +283,18 @@ export class AccessHistoryRepository {
     const n = params.length;
     const direction = page.direction === 'desc' ? 'DESC' : 'ASC';
     const order = `${page.order ?? 'id'} ${direction}`;
-    const [row] = await this.db.query<{ total: number; ids: string[] | null }[]>(
+    const [row] = await this.db.query<{ total: number; ids: string[] | null; moment: Date }[]>(
       at(
         `${withClause}
-         SELECT (SELECT count(*) FROM admissible)::int AS total,
+         SELECT ${momentOf(`$${n + 1}`)} AS moment, (SELECT count(*) FROM admissible)::int AS total,
                 (SELECT array_agg(p.id ORDER BY p.${order}, p.id ${direction}) FROM (
                    SELECT * FROM admissible ORDER BY ${order}, id ${direction} LIMIT $${n + 2} OFFSET $${n + 3}) p) AS ids`,
         `$${n + 1}`,
       ),
       [...params, page.moment, page.limit, page.offset],
     );
-    return { ids: (row?.ids ?? []).map(Number), total: Number(row?.total ?? 0) };
+    if (row === undefined) throw new Error('a candidate page query answered no row');
+    return { ids: (row.ids ?? []).map(Number), total: Number(row.total), moment: row.moment };
   }
 
   /** The whole access history of a device's authorities and of their holders, with its events. */

@@ -25,13 +25,6 @@ import {
 const ACCESS_TABLES = ['users', 'permission_grants', 'authorities', 'authority_permissions'] as const;
 const WAYS = ['role', 'permission_grant', 'device_owner', 'authority_permission'] as const;
 
-/** The moment a question is about: `at`, or the database's now. */
-export interface Moment {
-  readonly moment: Date;
-  /** Whether the caller named it (a question about the past). */
-  readonly asked: boolean;
-}
-
 /** The subject of the rules at a moment, from the facts then (undefined: no such user then). */
 export function subjectAt(facts: UserFactsAt | undefined): Subject | undefined {
   const role = facts === undefined ? undefined : roleById(facts.role_id);
@@ -73,9 +66,12 @@ export class AccessService {
     private readonly uow: UnitOfWork,
   ) {}
 
-  /** The moment of a question: 400 for the future, 422 `HISTORY_NOT_AVAILABLE` before the history. */
-  async momentOf(at: string | undefined): Promise<Moment> {
-    if (at === undefined) return { moment: await this.history.now(), asked: false };
+  /**
+   * The moment of a question: undefined for now (the database's, read with the answer); 400 for
+   * the future, 422 `HISTORY_NOT_AVAILABLE` before the history.
+   */
+  async momentOf(at: string | undefined): Promise<Date | undefined> {
+    if (at === undefined) return undefined;
     const moment = new Date(at);
     if (moment.getTime() > Date.now())
       throw ApiError.field('at', 'not_future', 'at must not be in the future (leave it out to ask about now)');
@@ -86,7 +82,7 @@ export class AccessService {
         `The access history begins at ${startsAt.toISOString()}; ${moment.toISOString()} is before it`,
         { at: moment.toISOString(), history_starts_at: startsAt.toISOString() },
       );
-    return { moment, asked: true };
+    return moment;
   }
 
   /** `/authz/check?at=`: one user, one permission (on one device) as of the moment. */
@@ -116,19 +112,18 @@ export class AccessService {
     await this.references.device(this.uow.reader, deviceId);
     const permission = permissionOf(query.permission, true);
     const via = new Set<string>(query.via?.split(',') ?? WAYS);
-    const { moment, asked } = await this.momentOf(query.at);
+    const moment = await this.momentOf(query.at);
     const page = pageOf(query);
     const identity = {
       route: 'device-access',
       deviceId,
       permission: permission.code,
       via: [...via].sort(),
-      at: asked ? moment.toISOString() : null,
+      at: moment?.toISOString() ?? null,
       ...page,
     };
     return this.pages.readComputed(identity, ACCESS_TABLES, async (caching) => {
-      const changesAt = asked || !caching ? undefined : await this.history.nextExpiry();
-      const at = asked ? moment : await this.history.now();
+      const changesAt = moment !== undefined || !caching ? undefined : await this.history.nextExpiry();
       const candidates = await this.history.deviceAccessCandidates({
         deviceId,
         permissionId: permission.id,
@@ -137,11 +132,12 @@ export class AccessService {
         ),
         adminRoleIds: ROLES.filter((role) => role.admin_access).map((role) => role.id),
         via,
-        moment: at,
+        moment: moment ?? null,
         offset: (page.page - 1) * page.page_size,
         limit: page.page_size,
         direction: page.direction,
       });
+      const at = candidates.moment;
       const [users, authorities] = await Promise.all([
         this.history.usersAt(candidates.ids, at),
         this.history.deviceAuthoritiesAt(deviceId, at, candidates.ids),
@@ -161,34 +157,37 @@ export class AccessService {
   async userAccess(userId: number, query: UserAccessQueryDto): Promise<ListResponse<UserAccessDto>> {
     await this.assertUser(userId, query.at !== undefined);
     const permission = permissionOf(query.permission, true);
-    const { moment, asked } = await this.momentOf(query.at);
+    const moment = await this.momentOf(query.at);
     const page = pageOf(query);
     const identity = {
       route: 'user-access',
       userId,
       permission: permission.code,
-      at: asked ? moment.toISOString() : null,
+      at: moment?.toISOString() ?? null,
       ...page,
     };
     return this.pages.readComputed(identity, ACCESS_TABLES, async (caching) => {
-      const changesAt = asked || !caching ? undefined : await this.history.nextExpiry();
-      const at = asked ? moment : await this.history.now();
-      const subject = subjectAt((await this.history.usersAt([userId], at)).get(userId));
-      const everywhere = subject !== undefined && globalPaths(subject, permission.code, at.getTime()).length > 0;
-      const meta = { at: at.toISOString(), scope: everywhere ? 'all' : 'devices' };
-      if (subject === undefined || !admissible(subject))
-        return { items: [], total: 0, total_exact: true, changesAt, meta };
+      const changesAt = moment !== undefined || !caching ? undefined : await this.history.nextExpiry();
+      // The candidates first: they fix the moment (now, when none was asked) that the rest reads.
       const candidates = await this.history.userAccessCandidates({
         userId,
         permissionId: permission.id,
-        moment: at,
+        moment: moment ?? null,
         offset: (page.page - 1) * page.page_size,
         limit: page.page_size,
         direction: page.direction,
       });
-      const authorities = new Map(
-        (await this.history.authoritiesAt(candidates.ids, at)).map((authority) => [authority.id, authority]),
-      );
+      const at = candidates.moment;
+      const [users, found] = await Promise.all([
+        this.history.usersAt([userId], at),
+        this.history.authoritiesAt(candidates.ids, at),
+      ]);
+      const subject = subjectAt(users.get(userId));
+      const everywhere = subject !== undefined && globalPaths(subject, permission.code, at.getTime()).length > 0;
+      const meta = { at: at.toISOString(), scope: everywhere ? 'all' : 'devices' };
+      if (subject === undefined || !admissible(subject))
+        return { items: [], total: 0, total_exact: true, changesAt, meta };
+      const authorities = new Map(found.map((authority) => [authority.id, authority]));
       const items = candidates.ids.flatMap((authorityId) => {
         const authority: AuthorityFacts | undefined = authorities.get(authorityId);
         const paths = accessPaths(subject, authority, permission.code, at.getTime());

