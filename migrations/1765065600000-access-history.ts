@@ -216,34 +216,26 @@ export class AccessHistory1765065600000 implements MigrationInterface {
       REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION authorities_access_versions()`);
 
     // Authority permissions: active when granted, inactive when revoked (the only change allowed).
-    await db.query(`CREATE FUNCTION authority_permissions_access_versions() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF TG_OP = 'INSERT' THEN
-          INSERT INTO authority_permission_history (authority_permission_id, authority_id, device_id, user_id, permission_id, is_active, valid_from, actor_id)
-          SELECT n.id, n.authority_id, a.device_id, a.user_id, n.permission_id, n.revoked_at IS NULL, now(), n.granted_by
-          FROM new_rows n JOIN authorities a ON a.id = n.authority_id ORDER BY n.id;
-          INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at, valid_from)
-          SELECT n.authority_id, a.device_id, a.user_id, n.permission_id, n.revoked_at IS NULL,
-                 a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted, a.expires_at,
-                 greatest(now(), (SELECT max(h.valid_from) FROM authority_right_history h
-                                  WHERE h.authority_id = n.authority_id AND h.permission_id = n.permission_id))
-          FROM new_rows n JOIN authorities a ON a.id = n.authority_id ORDER BY n.id;
-        ELSE
+    // The same two statements for both; an update keeps only the rows whose revocation changed.
+    const permissionVersions = (from: string): string => `
           INSERT INTO authority_permission_history (authority_permission_id, authority_id, device_id, user_id, permission_id, is_active, valid_from, actor_id)
           SELECT n.id, n.authority_id, a.device_id, a.user_id, n.permission_id, n.revoked_at IS NULL,
                  greatest(now(), (SELECT max(h.valid_from) FROM authority_permission_history h WHERE h.authority_permission_id = n.id)),
-                 n.revoked_by
-          FROM new_rows n JOIN old_rows o ON o.id = n.id JOIN authorities a ON a.id = n.authority_id
-          WHERE (n.revoked_at IS NULL) IS DISTINCT FROM (o.revoked_at IS NULL)
-          ORDER BY n.id;
+                 CASE WHEN n.revoked_at IS NULL THEN n.granted_by ELSE n.revoked_by END
+          ${from} ORDER BY n.id;
           INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at, valid_from)
           SELECT n.authority_id, a.device_id, a.user_id, n.permission_id, n.revoked_at IS NULL,
                  a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted, a.expires_at,
                  greatest(now(), (SELECT max(h.valid_from) FROM authority_right_history h
                                   WHERE h.authority_id = n.authority_id AND h.permission_id = n.permission_id))
-          FROM new_rows n JOIN old_rows o ON o.id = n.id JOIN authorities a ON a.id = n.authority_id
-          WHERE (n.revoked_at IS NULL) IS DISTINCT FROM (o.revoked_at IS NULL)
-          ORDER BY n.id;
+          ${from} ORDER BY n.id;`;
+    await db.query(`CREATE FUNCTION authority_permissions_access_versions() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP = 'INSERT' THEN
+          ${permissionVersions('FROM new_rows n JOIN authorities a ON a.id = n.authority_id')}
+        ELSE
+          ${permissionVersions(`FROM new_rows n JOIN old_rows o ON o.id = n.id JOIN authorities a ON a.id = n.authority_id
+          WHERE (n.revoked_at IS NULL) IS DISTINCT FROM (o.revoked_at IS NULL)`)}
         END IF;
         RETURN NULL;
       END $$`);

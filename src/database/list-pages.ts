@@ -77,19 +77,8 @@ export class ListPages {
   ): Promise<ListResponse<Item>> {
     const query = parseListQuery(spec, rawQuery);
     const pageDigest = digest(spec, query, scope);
-    const key = cacheKeys.listPage(pageDigest);
-    const lookup = await this.cache.listPage(key, spec.tables);
-    if (lookup.ok) {
-      const cached =
-        lookup.entry === undefined ? 'absent' : decodePage(lookup.entry, pageDigest, lookup.generations, query);
-      if (cached instanceof ListResponse) {
-        this.cache.stats.hits += 1;
-        return cached as ListResponse<Item>;
-      }
-      this.cache.stats.misses += 1;
-      // Not a page at all (its version may be anything, which would refuse every fill): removed.
-      if (cached === 'unreadable' && lookup.entry !== undefined) await this.cache.dropUnreadable(key, lookup.entry);
-    }
+    const lookup = await this.lookup(pageDigest, spec.tables, query);
+    if (lookup.hit !== undefined) return lookup.hit as ListResponse<Item>;
     const page = await this.loadOnce({
       pageDigest,
       spec,
@@ -122,18 +111,8 @@ export class ListPages {
     const pageDigest = createHash('sha1')
       .update(JSON.stringify(['computed', identity]))
       .digest('base64url');
-    const key = cacheKeys.listPage(pageDigest);
-    const lookup = await this.cache.listPage(key, tables);
-    if (lookup.ok) {
-      const cached =
-        lookup.entry === undefined ? 'absent' : decodePage(lookup.entry, pageDigest, lookup.generations, identity);
-      if (cached instanceof ListResponse) {
-        this.cache.stats.hits += 1;
-        return cached as ListResponse<Item>;
-      }
-      this.cache.stats.misses += 1;
-      if (cached === 'unreadable' && lookup.entry !== undefined) await this.cache.dropUnreadable(key, lookup.entry);
-    }
+    const lookup = await this.lookup(pageDigest, tables, identity);
+    if (lookup.hit !== undefined) return lookup.hit as ListResponse<Item>;
     this.cache.stats.loads += 1;
     const page = await load(lookup.ok);
     const result = new ListResponse<Item>(
@@ -145,8 +124,34 @@ export class ListPages {
       lookup.ok ? 'miss' : 'bypass',
       page.meta,
     );
-    if (lookup.ok) await this.cache.put(key, encodePage(pageDigest, result, lookup.generations, page.changesAt), false);
+    if (lookup.ok)
+      await this.cache.put(
+        cacheKeys.listPage(pageDigest),
+        encodePage(pageDigest, result, lookup.generations, page.changesAt),
+        false,
+      );
     return result;
+  }
+
+  /** The cached page if it is good (a hit), else the tables' generations to load under (`ok`: the cache answered). */
+  private async lookup(
+    pageDigest: string,
+    tables: readonly string[],
+    query: Pick<ListQuery, 'page' | 'page_size'>,
+  ): Promise<{ ok: boolean; generations: number[]; hit?: ListResponse<unknown> }> {
+    const key = cacheKeys.listPage(pageDigest);
+    const lookup = await this.cache.listPage(key, tables);
+    if (!lookup.ok) return lookup;
+    const cached =
+      lookup.entry === undefined ? 'absent' : decodePage(lookup.entry, pageDigest, lookup.generations, query);
+    if (cached instanceof ListResponse) {
+      this.cache.stats.hits += 1;
+      return { ...lookup, hit: cached };
+    }
+    this.cache.stats.misses += 1;
+    // Not a page at all (its version may be anything, which would refuse every fill): removed.
+    if (cached === 'unreadable' && lookup.entry !== undefined) await this.cache.dropUnreadable(key, lookup.entry);
+    return lookup;
   }
 
   /**
