@@ -2,8 +2,8 @@
 // cache so every request answers from the database: who may revoke on a device, and where a user
 // with 50 000 authorities may revoke: one holding it on 1 000 of them (a large operator), one on
 // 10 000 (an extreme one), and another user's 5 000 as owner, now and as of a moment before 2 000
-// revocations and 1 000 deactivations. Each URL is warmed for a second, then loaded with 10
-// connections.
+// revocations and 1 000 deactivations. Each URL is warmed for two seconds, then loaded with 10
+// connections (the large answers also with 1).
 import { load, startChild, withClient } from '../support.mjs';
 
 const PERMISSION = 'authorities.revoke';
@@ -65,7 +65,7 @@ export async function accessQuestions(ctx) {
   const at = `&at=${encodeURIComponent(before)}`;
   const rows = [];
   try {
-    for (const [label, path, goal] of [
+    for (const [label, path, goal, connections = 10] of [
       ['device access, page 1', `/devices/${device}/access?permission=${PERMISSION}`, 50],
       ['device access at T, page 1', `/devices/${device}/access?permission=${PERMISSION}${at}`, 100],
       ['user access (1 000), page 1', `/users/${operator}/access?permission=${PERMISSION}`, 50],
@@ -74,14 +74,17 @@ export async function accessQuestions(ctx) {
       ['user access (8 000), page 1', `/users/${holder}/access?permission=${PERMISSION}`, 50],
       ['user access (10 000) at T, page 200', `/users/${holder}/access?permission=${PERMISSION}&page=200${at}`, 100],
       ['owner access (5 000) at T, page 100', `/users/${owner}/access?permission=${PERMISSION}&page=100${at}`, 100],
+      // The same large answers one at a time: what a request costs without queueing behind nine others.
+      ['user access (8 000), page 1', `/users/${holder}/access?permission=${PERMISSION}`, 50, 1],
+      ['user access (10 000) at T, page 200', `/users/${holder}/access?permission=${PERMISSION}&page=200${at}`, 100, 1],
     ]) {
       const check = await (await fetch(`${base}${path}`, { headers })).json();
       if (!Array.isArray(check.data) || check.data.length === 0 || check.meta?.cache !== 'bypass')
         throw new Error(`access ${label} answered ${JSON.stringify(check).slice(0, 300)}`);
-      await load(`${base}${path}`, { headers, connections: 10, duration: 1 });
-      const result = await load(`${base}${path}`, { headers, connections: 10, duration: ctx.shortDuration });
+      await load(`${base}${path}`, { headers, connections, duration: 2 });
+      const result = await load(`${base}${path}`, { headers, connections, duration: ctx.shortDuration });
       rows.push({
-        scenario: `9 ${label}, uncached (10 conn)`,
+        scenario: `9 ${label}, uncached (${connections} conn)`,
         metric: 'p99 ms',
         service: result.p99_ms,
         baseline: '',
