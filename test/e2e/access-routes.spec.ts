@@ -173,6 +173,20 @@ describe('access questions: errors, timeline, cache and history (part 6.13)', ()
     expect(after).toEqual({ n: (before?.n ?? 0) + 1, is_deleted: true });
   });
 
+  it('an expiry in a form the database would not read is a 400 naming it, not a database error', async () => {
+    const user = await createUser({ role: 'operator' });
+    for (const expires of ['2030-W01-1T10:00Z', '20300101T100000Z', '2030-01-01T10:00:00,5Z']) {
+      const response = await caller(t, root)
+        .post('/v1/admin/permission-grants/grant', {
+          user_id: user.id,
+          permission_id: permissionId(REVOKE),
+          expires_at: expires,
+        })
+        .expect(400);
+      expect(response.body.error.details.fields).toEqual([expect.objectContaining({ field: 'expires_at' })]);
+    }
+  });
+
   it('needs access.read: an operator is refused, a viewer (whose role reads everything) is answered', async () => {
     const operator = await actor('operator');
     // An operator may ask /authz/check about now (permission_grants.read), not about the past.
