@@ -9,10 +9,11 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   version of the deciding columns (a user's role, status and deletion; an authority's owner
  *   flag, activation, revocation, deletion and expiry; an authority permission's being active).
  *   A version holds from its `valid_from` until the next version of the same record: the rows are
- *   only ever appended (the database refuses UPDATE, DELETE and TRUNCATE), never closed in place.
- *   `valid_from` is the changing transaction's start, and never earlier than the record's
- *   previous version (a transaction that started earlier but took the row lock later still comes
- *   after), so the newest version at or before T is the state at T, ties broken by `id`.
+ *   only ever appended (the database refuses DELETE and TRUNCATE, and every UPDATE but the one
+ *   that stamps `valid_from` as the writing transaction commits), never closed in place.
+ *   `valid_from` is the moment the changing transaction commits (a deferred trigger stamps it, as
+ *   the feed's commit step does), so the newest version at or before T is the state at T as the
+ *   guards saw it, ties broken by `id`.
  *   Statement-level triggers with transition tables keep bulk writes set-based.
  * - `authority_right_history`: the authority and authority-permission facts again, one row per
  *   version of each (authority, right) with the authority's state on it, where a right is an
@@ -40,7 +41,7 @@ export class AccessHistory1765065600000 implements MigrationInterface {
         role_id integer NOT NULL,
         status_id integer NOT NULL,
         is_deleted boolean NOT NULL,
-        valid_from timestamptz NOT NULL,
+        valid_from timestamptz NULL,
         xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
         actor_id bigint NULL
       )`);
@@ -60,7 +61,7 @@ export class AccessHistory1765065600000 implements MigrationInterface {
         revoked boolean NOT NULL,
         is_deleted boolean NOT NULL,
         expires_at timestamptz NULL,
-        valid_from timestamptz NOT NULL,
+        valid_from timestamptz NULL,
         xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
         actor_id bigint NULL
       )`);
@@ -81,7 +82,7 @@ export class AccessHistory1765065600000 implements MigrationInterface {
         user_id bigint NOT NULL,
         permission_id integer NOT NULL,
         is_active boolean NOT NULL,
-        valid_from timestamptz NOT NULL,
+        valid_from timestamptz NULL,
         xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
         actor_id bigint NULL
       )`);
@@ -105,7 +106,8 @@ export class AccessHistory1765065600000 implements MigrationInterface {
         held boolean NOT NULL,
         usable boolean NOT NULL,
         expires_at timestamptz NULL,
-        valid_from timestamptz NOT NULL
+        valid_from timestamptz NULL,
+        xid xid8 NOT NULL DEFAULT pg_current_xact_id()
       )`);
     await db.query(
       'CREATE INDEX authority_right_history_as_of_idx ON authority_right_history (user_id, permission_id, authority_id, valid_from DESC, id DESC) INCLUDE (device_id, held, usable, expires_at)',
@@ -114,6 +116,16 @@ export class AccessHistory1765065600000 implements MigrationInterface {
       'CREATE INDEX authority_right_history_key_idx ON authority_right_history (authority_id, permission_id, valid_from DESC)',
     );
 
+    // A history row is written once, then stamped once: its `valid_from` is set as its
+    // transaction commits (below), by that transaction; nothing else may change it, ever.
+    await db.query(`CREATE FUNCTION access_history_stamp_only() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF OLD.valid_from IS NULL AND NEW.valid_from IS NOT NULL AND NEW.xid = OLD.xid
+           AND OLD.xid = pg_current_xact_id() THEN
+          RETURN NEW;
+        END IF;
+        RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP USING ERRCODE = 'insufficient_privilege';
+      END $$`);
     for (const table of [
       'access_history_start',
       'user_access_history',
@@ -121,30 +133,65 @@ export class AccessHistory1765065600000 implements MigrationInterface {
       'authority_permission_history',
       'authority_right_history',
     ]) {
+      const update = table === 'access_history_start' ? 'refuse_change' : 'access_history_stamp_only';
       await db.query(
-        `CREATE TRIGGER ${table}_append_only BEFORE UPDATE OR DELETE ON ${table} FOR EACH ROW EXECUTE FUNCTION refuse_change()`,
+        `CREATE TRIGGER ${table}_append_only BEFORE UPDATE ON ${table} FOR EACH ROW EXECUTE FUNCTION ${update}()`,
+      );
+      await db.query(
+        `CREATE TRIGGER ${table}_no_delete BEFORE DELETE ON ${table} FOR EACH ROW EXECUTE FUNCTION refuse_change()`,
       );
       await db.query(
         `CREATE TRIGGER ${table}_no_truncate BEFORE TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION refuse_change()`,
       );
+      if (table !== 'access_history_start')
+        await db.query(`CREATE INDEX ${table}_unstamped_idx ON ${table} (xid) WHERE valid_from IS NULL`);
     }
+
+    // The commit step, as the event feed's: one row per transaction that wrote history, whose
+    // deferred trigger fires once, just before COMMIT, and stamps the transaction's versions with
+    // that moment. A version therefore starts when its change becomes visible (not when its
+    // transaction began, which may be long before, if it waited for a lock), all of a transaction's
+    // versions start at one instant, and a later writer of the same record, which waited for this
+    // one's commit, stamps after it.
+    await db.query('CREATE TABLE access_history_transactions (xid xid8 PRIMARY KEY)');
+    await db.query(`CREATE FUNCTION access_history_written() RETURNS void LANGUAGE plpgsql AS $$
+      DECLARE
+        writer xid8 := pg_current_xact_id();
+      BEGIN
+        IF current_setting('admin_api.history_xid', true) IS DISTINCT FROM writer::text THEN
+          INSERT INTO access_history_transactions (xid) VALUES (writer) ON CONFLICT DO NOTHING;
+          PERFORM set_config('admin_api.history_xid', writer::text, true);
+        END IF;
+      END $$`);
+    await db.query(`CREATE FUNCTION access_history_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE
+        stamp timestamptz := clock_timestamp();
+      BEGIN
+        UPDATE user_access_history SET valid_from = stamp WHERE xid = NEW.xid AND valid_from IS NULL;
+        UPDATE authority_history SET valid_from = stamp WHERE xid = NEW.xid AND valid_from IS NULL;
+        UPDATE authority_permission_history SET valid_from = stamp WHERE xid = NEW.xid AND valid_from IS NULL;
+        UPDATE authority_right_history SET valid_from = stamp WHERE xid = NEW.xid AND valid_from IS NULL;
+        DELETE FROM access_history_transactions WHERE xid = NEW.xid;
+        PERFORM set_config('admin_api.history_xid', '', true);
+        RETURN NULL;
+      END $$`);
+    await db.query(`CREATE CONSTRAINT TRIGGER access_history_transactions_commit AFTER INSERT ON access_history_transactions
+      DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION access_history_commit()`);
 
     // Users: a version when the role, status or deletion changes.
     await db.query(`CREATE FUNCTION users_access_versions() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
+        PERFORM access_history_written();
         IF TG_OP = 'INSERT' THEN
-          INSERT INTO user_access_history (user_id, role_id, status_id, is_deleted, valid_from, actor_id)
-          SELECT n.id, n.role_id, n.status_id, n.is_deleted, now(), n.created_by FROM new_rows n ORDER BY n.id;
+          INSERT INTO user_access_history (user_id, role_id, status_id, is_deleted, actor_id)
+          SELECT n.id, n.role_id, n.status_id, n.is_deleted, n.created_by FROM new_rows n ORDER BY n.id;
         ELSIF TG_OP = 'DELETE' THEN
           -- The application never deletes a user row; one deleted by hand is recorded as deleted.
-          INSERT INTO user_access_history (user_id, role_id, status_id, is_deleted, valid_from, actor_id)
-          SELECT o.id, o.role_id, o.status_id, true,
-                 greatest(now(), (SELECT max(h.valid_from) FROM user_access_history h WHERE h.user_id = o.id)), NULL
-          FROM old_rows o ORDER BY o.id;
+          INSERT INTO user_access_history (user_id, role_id, status_id, is_deleted, actor_id)
+          SELECT o.id, o.role_id, o.status_id, true, NULL FROM old_rows o ORDER BY o.id;
         ELSE
-          INSERT INTO user_access_history (user_id, role_id, status_id, is_deleted, valid_from, actor_id)
-          SELECT n.id, n.role_id, n.status_id, n.is_deleted,
-                 greatest(now(), (SELECT max(h.valid_from) FROM user_access_history h WHERE h.user_id = n.id)), n.updated_by
+          INSERT INTO user_access_history (user_id, role_id, status_id, is_deleted, actor_id)
+          SELECT n.id, n.role_id, n.status_id, n.is_deleted, n.updated_by
           FROM new_rows n JOIN old_rows o ON o.id = n.id
           WHERE (n.role_id, n.status_id, n.is_deleted) IS DISTINCT FROM (o.role_id, o.status_id, o.is_deleted)
           ORDER BY n.id;
@@ -158,39 +205,35 @@ export class AccessHistory1765065600000 implements MigrationInterface {
     await db.query(`CREATE TRIGGER users_access_history_delete AFTER DELETE ON users
       REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION users_access_versions()`);
 
-    // Authorities: a version when what decides layer 3c changes (the pair never changes).
+    // Authorities: a version when what decides layer 3c changes (the pair never changes), and
+    // the rights that carry the authority's state: ownership, and every authority permission held
+    // (read after this statement's row locks, which the writers of authority permissions wait for).
     await db.query(`CREATE FUNCTION authorities_access_versions() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
+        PERFORM access_history_written();
         IF TG_OP = 'INSERT' THEN
-          INSERT INTO authority_history (authority_id, device_id, user_id, owner, is_active, revoked, is_deleted, expires_at, valid_from, actor_id)
-          SELECT n.id, n.device_id, n.user_id, n.owner, n.is_active, n.revoked_at IS NOT NULL, n.is_deleted, n.expires_at, now(), n.created_by
+          INSERT INTO authority_history (authority_id, device_id, user_id, owner, is_active, revoked, is_deleted, expires_at, actor_id)
+          SELECT n.id, n.device_id, n.user_id, n.owner, n.is_active, n.revoked_at IS NOT NULL, n.is_deleted, n.expires_at, n.created_by
           FROM new_rows n ORDER BY n.id;
-          INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at, valid_from)
-          SELECT n.id, n.device_id, n.user_id, 0, true, n.is_active AND n.revoked_at IS NULL AND NOT n.is_deleted, n.expires_at, now()
+          INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at)
+          SELECT n.id, n.device_id, n.user_id, 0, true, n.is_active AND n.revoked_at IS NULL AND NOT n.is_deleted, n.expires_at
           FROM new_rows n WHERE n.owner ORDER BY n.id;
         ELSIF TG_OP = 'DELETE' THEN
           -- Never by the application (authorities are soft-deleted); one deleted by hand is recorded as deleted.
-          INSERT INTO authority_history (authority_id, device_id, user_id, owner, is_active, revoked, is_deleted, expires_at, valid_from, actor_id)
-          SELECT o.id, o.device_id, o.user_id, o.owner, o.is_active, o.revoked_at IS NOT NULL, true, o.expires_at,
-                 greatest(now(), (SELECT max(h.valid_from) FROM authority_history h WHERE h.authority_id = o.id)), NULL
+          INSERT INTO authority_history (authority_id, device_id, user_id, owner, is_active, revoked, is_deleted, expires_at, actor_id)
+          SELECT o.id, o.device_id, o.user_id, o.owner, o.is_active, o.revoked_at IS NOT NULL, true, o.expires_at, NULL
           FROM old_rows o ORDER BY o.id;
-          INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at, valid_from)
-          SELECT o.id, o.device_id, o.user_id, 0, o.owner, false, o.expires_at,
-                 greatest(now(), (SELECT max(h.valid_from) FROM authority_right_history h WHERE h.authority_id = o.id AND h.permission_id = 0))
-          FROM old_rows o WHERE o.owner ORDER BY o.id;
+          INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at)
+          SELECT o.id, o.device_id, o.user_id, 0, o.owner, false, o.expires_at FROM old_rows o WHERE o.owner ORDER BY o.id;
         ELSE
-          INSERT INTO authority_history (authority_id, device_id, user_id, owner, is_active, revoked, is_deleted, expires_at, valid_from, actor_id)
-          SELECT n.id, n.device_id, n.user_id, n.owner, n.is_active, n.revoked_at IS NOT NULL, n.is_deleted, n.expires_at,
-                 greatest(now(), (SELECT max(h.valid_from) FROM authority_history h WHERE h.authority_id = n.id)), n.updated_by
+          INSERT INTO authority_history (authority_id, device_id, user_id, owner, is_active, revoked, is_deleted, expires_at, actor_id)
+          SELECT n.id, n.device_id, n.user_id, n.owner, n.is_active, n.revoked_at IS NOT NULL, n.is_deleted, n.expires_at, n.updated_by
           FROM new_rows n JOIN old_rows o ON o.id = n.id
           WHERE (n.owner, n.is_active, n.revoked_at IS NOT NULL, n.is_deleted, n.expires_at)
                 IS DISTINCT FROM (o.owner, o.is_active, o.revoked_at IS NOT NULL, o.is_deleted, o.expires_at)
           ORDER BY n.id;
-          -- Ownership, where it is or was held, and every authority permission held, with the new state.
-          INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at, valid_from)
-          SELECT r.authority_id, r.device_id, r.user_id, r.permission_id, r.held, r.usable, r.expires_at,
-                 greatest(now(), (SELECT max(h.valid_from) FROM authority_right_history h
-                                  WHERE h.authority_id = r.authority_id AND h.permission_id = r.permission_id))
+          INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at)
+          SELECT r.authority_id, r.device_id, r.user_id, r.permission_id, r.held, r.usable, r.expires_at
           FROM (
             SELECT n.id AS authority_id, n.device_id, n.user_id, 0 AS permission_id, n.owner AS held,
                    n.is_active AND n.revoked_at IS NULL AND NOT n.is_deleted AS usable, n.expires_at
@@ -216,21 +259,23 @@ export class AccessHistory1765065600000 implements MigrationInterface {
       REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION authorities_access_versions()`);
 
     // Authority permissions: active when granted, inactive when revoked (the only change allowed).
-    // The same two statements for both; an update keeps only the rows whose revocation changed.
+    // A right row carries its authority's state: the authority is share-locked first, so a
+    // concurrent change to it either waits for this transaction or has committed and is read
+    // here (and a change to it reads this permission once this commits). The same two
+    // statements for both; an update keeps only the rows whose revocation changed.
     const permissionVersions = (from: string): string => `
-          INSERT INTO authority_permission_history (authority_permission_id, authority_id, device_id, user_id, permission_id, is_active, valid_from, actor_id)
+          PERFORM 1 FROM authorities a WHERE a.id IN (SELECT n.authority_id FROM new_rows n) ORDER BY a.id FOR SHARE;
+          INSERT INTO authority_permission_history (authority_permission_id, authority_id, device_id, user_id, permission_id, is_active, actor_id)
           SELECT n.id, n.authority_id, a.device_id, a.user_id, n.permission_id, n.revoked_at IS NULL,
-                 greatest(now(), (SELECT max(h.valid_from) FROM authority_permission_history h WHERE h.authority_permission_id = n.id)),
                  CASE WHEN n.revoked_at IS NULL THEN n.granted_by ELSE n.revoked_by END
           ${from} ORDER BY n.id;
-          INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at, valid_from)
+          INSERT INTO authority_right_history (authority_id, device_id, user_id, permission_id, held, usable, expires_at)
           SELECT n.authority_id, a.device_id, a.user_id, n.permission_id, n.revoked_at IS NULL,
-                 a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted, a.expires_at,
-                 greatest(now(), (SELECT max(h.valid_from) FROM authority_right_history h
-                                  WHERE h.authority_id = n.authority_id AND h.permission_id = n.permission_id))
+                 a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted, a.expires_at
           ${from} ORDER BY n.id;`;
     await db.query(`CREATE FUNCTION authority_permissions_access_versions() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
+        PERFORM access_history_written();
         IF TG_OP = 'INSERT' THEN
           ${permissionVersions('FROM new_rows n JOIN authorities a ON a.id = n.authority_id')}
         ELSE
@@ -244,13 +289,14 @@ export class AccessHistory1765065600000 implements MigrationInterface {
     await db.query(`CREATE TRIGGER authority_permissions_access_history_update AFTER UPDATE ON authority_permissions
       REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION authority_permissions_access_versions()`);
 
-    // Permission grants: the validity period is the database's own clock, never the statement's.
+    // Permission grants: the validity period is the database's own clock, never the statement's,
+    // read as the row is written (after any lock wait), and a revocation never before its grant.
     await db.query(`CREATE FUNCTION permission_grants_stamp_period() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         IF TG_OP = 'INSERT' THEN
-          NEW.granted_at := now();
+          NEW.granted_at := clock_timestamp();
         ELSIF OLD.revoked_at IS NULL AND NEW.revoked_at IS NOT NULL THEN
-          NEW.revoked_at := greatest(now(), OLD.granted_at);
+          NEW.revoked_at := greatest(clock_timestamp(), OLD.granted_at);
         END IF;
         RETURN NEW;
       END $$`);
@@ -301,8 +347,13 @@ export class AccessHistory1765065600000 implements MigrationInterface {
       await db.query(`DROP FUNCTION ${fn}()`);
     }
     await db.query('DROP INDEX authorities_expires_at_idx');
+    await db.query('DROP TRIGGER access_history_transactions_commit ON access_history_transactions');
+    await db.query('DROP TABLE access_history_transactions');
+    await db.query('DROP FUNCTION access_history_commit()');
+    await db.query('DROP FUNCTION access_history_written()');
     await db.query(
       'DROP TABLE authority_right_history, authority_permission_history, authority_history, user_access_history, access_history_start',
     );
+    await db.query('DROP FUNCTION access_history_stamp_only()');
   }
 }

@@ -104,7 +104,7 @@ export class ListPages {
    * not work out `changesAt`).
    */
   async readComputed<Item>(
-    identity: { readonly page: number; readonly page_size: number },
+    identity: { readonly page: number; readonly page_size: number; readonly [key: string]: unknown },
     tables: readonly string[],
     load: (caching: boolean) => Promise<ComputedPage<Item>>,
   ): Promise<ListResponse<Item>> {

@@ -57,6 +57,7 @@ const TRIGGER_BOOKKEEPING = new Set([
   'authority_history',
   'authority_permission_history',
   'authority_right_history',
+  'access_history_transactions',
 ]);
 
 function undeclared(

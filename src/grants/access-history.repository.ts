@@ -123,6 +123,14 @@ export class AccessHistoryRepository {
     return row?.now ?? new Date();
   }
 
+  /** When a device was created (devices are never deleted), or undefined for an unknown one. */
+  async deviceCreatedAt(deviceId: number): Promise<Date | undefined> {
+    const [row] = await this.db.query<{ created_at: Date }[]>('SELECT created_at FROM devices WHERE id = $1', [
+      deviceId,
+    ]);
+    return row?.created_at;
+  }
+
   /** Whether a user row exists at all (deleted or not), now. */
   async userExists(userId: number): Promise<{ exists: boolean; deleted: boolean }> {
     const [row] = await this.db.query<{ is_deleted: boolean }[]>('SELECT is_deleted FROM users WHERE id = $1', [

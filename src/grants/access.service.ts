@@ -8,8 +8,6 @@ import { roleById, ROLES, USER_STATUS } from '../auth/roles.js';
 import { ApiError } from '../common/api-error.js';
 import type { ListResponse } from '../common/responses.js';
 import { ListPages } from '../database/list-pages.js';
-import { References } from '../database/references.js';
-import { UnitOfWork } from '../database/unit-of-work.js';
 import { AccessHistoryRepository, type UserFactsAt } from './access-history.repository.js';
 import {
   directionOf,
@@ -62,8 +60,6 @@ export class AccessService {
   constructor(
     private readonly history: AccessHistoryRepository,
     private readonly pages: ListPages,
-    private readonly references: References,
-    private readonly uow: UnitOfWork,
   ) {}
 
   /**
@@ -94,6 +90,9 @@ export class AccessService {
   ): Promise<{ decision: Decision; paths: AccessPath[] }> {
     const subject = subjectAt((await this.history.usersAt([userId], moment)).get(userId));
     if (subject === undefined) return { decision: decisionOf([]), paths: [] };
+    // Before the device existed, nothing was allowed on it.
+    if (deviceId !== undefined && moment < (await this.deviceCreatedAt(deviceId)))
+      return { decision: decisionOf([]), paths: [] };
     const authority =
       deviceId === undefined || !isDeviceScoped(permission)
         ? undefined
@@ -108,12 +107,26 @@ export class AccessService {
     if (!user.exists || (user.deleted && !asked)) throw ApiError.notFound('USER_NOT_FOUND', userId);
   }
 
+  /** The device's creation; 404 for an unknown device. */
+  async deviceCreatedAt(deviceId: number): Promise<Date> {
+    const createdAt = await this.history.deviceCreatedAt(deviceId);
+    if (createdAt === undefined) throw ApiError.notFound('DEVICE_NOT_FOUND', deviceId);
+    return createdAt;
+  }
+
   async deviceAccess(deviceId: number, query: DeviceAccessQueryDto): Promise<ListResponse<DeviceAccessDto>> {
-    await this.references.device(this.uow.reader, deviceId);
+    const createdAt = await this.deviceCreatedAt(deviceId);
     const permission = permissionOf(query.permission, true);
     const via = new Set<string>(query.via?.split(',') ?? WAYS);
     const moment = await this.momentOf(query.at);
     const page = pageOf(query);
+    // Before the device existed nobody could act on it.
+    if (moment !== undefined && moment < createdAt)
+      return this.pages.readComputed(
+        { route: 'device-access-before', deviceId, at: moment.toISOString(), ...page },
+        [],
+        () => Promise.resolve({ items: [], total: 0, total_exact: true, meta: { at: moment.toISOString() } }),
+      );
     const identity = {
       route: 'device-access',
       deviceId,

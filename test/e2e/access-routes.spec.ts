@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import { loadSettings } from '../../src/config/settings.js';
 import { migrate } from '../../src/database/migrate.js';
 import { actor, createUser, permissionId, signToken, type Caller, type TestUser } from '../support/auth.js';
@@ -7,7 +8,7 @@ import { sql, sqlOn } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { createOwnDatabase } from '../support/own-database.js';
 import { caller } from '../support/requests.js';
-import { testCachePrefix } from '../support/test-env.js';
+import { testCachePrefix, testDatabaseUrl } from '../support/test-env.js';
 
 interface TimelineEntry {
   occurred_at: string;
@@ -129,19 +130,23 @@ describe('access questions: errors, timeline, cache and history (part 6.13)', ()
     },
   );
 
-  it('a moment as the API shows it includes the change shown at that moment', async () => {
+  it('a moment as the timeline shows it includes the change shown at that moment', async () => {
     const door = (await createDevice()).id;
     const user = await createUser({ role: 'operator' });
     const authority = await caller(t, root)
       .post('/v1/admin/authorities', { device_id: door, user_id: user.id })
       .expect(201);
-    const granted = await caller(t, root)
+    await caller(t, root)
       .post('/v1/admin/authority-permissions', {
         authority_id: authority.body.data.id,
         permission_id: permissionId(REVOKE),
       })
       .expect(201);
-    const shown = granted.body.data.granted_at as string;
+    const timeline = await get(
+      `/v1/admin/devices/${door}/access-timeline?user_id=${user.id}&permission=${REVOKE}`,
+    ).expect(200);
+    expect(timeline.body.data[0]).toMatchObject({ change: 'gained', cause: 'permission_granted' });
+    const shown = timeline.body.data[0].occurred_at as string;
     const check = await get(
       `/v1/admin/authz/check?user_id=${user.id}&permission=${REVOKE}&device_id=${door}&at=${encodeURIComponent(shown)}`,
     ).expect(200);
@@ -151,10 +156,81 @@ describe('access questions: errors, timeline, cache and history (part 6.13)', ()
       `/v1/admin/authz/check?user_id=${user.id}&permission=${REVOKE}&device_id=${door}&at=${encodeURIComponent(before)}`,
     ).expect(200);
     expect(earlier.body.data.allowed).toBe(false);
-    const timeline = await get(
-      `/v1/admin/devices/${door}/access-timeline?user_id=${user.id}&permission=${REVOKE}`,
+  });
+
+  it('a write that waited for a lock counts from its commit, as the guard saw it', async () => {
+    const door = (await createDevice()).id;
+    const user = await actor('operator');
+    const authority = await createAuthority(door, user.user.id, { permissions: ['devices.read'] });
+    // Another session holds the authority row; the revoke waits for it.
+    const holder = new pg.Client({ connectionString: testDatabaseUrl() });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM authorities WHERE id = $1 FOR UPDATE', [authority]);
+      const revoking = caller(t, root)
+        .post(`/v1/admin/authorities/${authority}/revoke`)
+        .then((response) => response);
+      await sleep(300);
+      const during = new Date().toISOString();
+      await caller(t, user).get(`/v1/admin/devices/${door}`).expect(200); // the guard still allows it
+      await sleep(20);
+      await holder.query('COMMIT');
+      expect((await revoking).status).toBe(200);
+      await caller(t, user).get(`/v1/admin/devices/${door}`).expect(403);
+      const then = await get(
+        `/v1/admin/authz/check?user_id=${user.user.id}&permission=devices.read&device_id=${door}&at=${encodeURIComponent(during)}`,
+      ).expect(200);
+      expect(then.body.data).toMatchObject({ allowed: true, decided_by: 'authority_permission' });
+    } finally {
+      await holder.end();
+    }
+  });
+
+  it('a revoke and a change to its authority at once leave the rights history right', async () => {
+    const door = (await createDevice()).id;
+    const user = await createUser({ role: 'operator' });
+    const authority = await createAuthority(door, user.id, { permissions: [REVOKE], isActive: false });
+    const [row] = await sql<{ id: number }>('SELECT id FROM authority_permissions WHERE authority_id = $1', [
+      authority,
+    ]);
+    // Both wait on the device's projection version, held here, then go in either order.
+    const holder = new pg.Client({ connectionString: testDatabaseUrl() });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(
+        "INSERT INTO projection_versions (scope, id, version) VALUES ('device', $1, 2) ON CONFLICT (scope, id) DO UPDATE SET version = projection_versions.version + 1",
+        [door],
+      );
+      const revoke = caller(t, root)
+        .delete(`/v1/admin/authority-permissions/${row?.id}`)
+        .then((response) => response);
+      const activate = caller(t, root)
+        .post(`/v1/admin/authorities/${authority}/activate`)
+        .then((response) => response);
+      await sleep(300);
+      await holder.query('COMMIT');
+      expect([(await revoke).status, (await activate).status]).toEqual([200, 200]);
+    } finally {
+      await holder.end();
+    }
+    const where = await get(`/v1/admin/users/${user.id}/access?permission=${REVOKE}`).expect(200);
+    expect(where.body).toMatchObject({ data: [], meta: { total: 0 } });
+  });
+
+  it('before a device existed nobody could act on it', async () => {
+    const before = new Date().toISOString();
+    await sleep(5);
+    const door = (await createDevice()).id;
+    const then = await get(
+      `/v1/admin/devices/${door}/access?permission=devices.read&at=${encodeURIComponent(before)}`,
     ).expect(200);
-    expect(timeline.body.data[0]).toMatchObject({ occurred_at: shown, change: 'gained', cause: 'permission_granted' });
+    expect(then.body).toMatchObject({ data: [], meta: { total: 0 } });
+    const check = await get(
+      `/v1/admin/authz/check?user_id=${root.user.id}&permission=devices.read&device_id=${door}&at=${encodeURIComponent(before)}`,
+    ).expect(200);
+    expect(check.body.data.allowed).toBe(false);
   });
 
   it('an authority deleted by hand in the database is recorded as deleted', async () => {
