@@ -55,6 +55,7 @@ describe('access questions: errors, timeline, cache and history (part 6.13)', ()
       'PERMISSION_NOT_DEVICE_SCOPED',
     ],
     ['no permission', () => `/v1/admin/devices/${device}/access`, 400, 'VALIDATION_FAILED'],
+    ['an empty permission', () => `/v1/admin/users/${holder.id}/access?permission=`, 400, 'VALIDATION_FAILED'],
     [
       'a future moment',
       () => `/v1/admin/devices/${device}/access?permission=${REVOKE}&at=2999-01-01T00:00:00Z`,

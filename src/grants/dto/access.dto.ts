@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsDefined, IsIn, IsOptional, IsString, Matches, MaxLength, ValidateBy } from 'class-validator';
+import { IsDefined, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength, ValidateBy } from 'class-validator';
 import { isIsoTimestamp } from '../../common/list/list-query.parser.js';
 import { ListMetaDto } from '../../common/openapi/envelope.dto.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../common/list/list-spec.js';
@@ -131,6 +131,7 @@ class PermissionAtQueryDto extends AtQueryDto {
   @ApiProperty({ example: 'authorities.revoke', description: 'A device-scoped permission' })
   @IsDefined({ message: 'permission is required (a device-scoped permission code)' })
   @IsString()
+  @MinLength(1, { message: 'permission must not be empty' })
   @MaxLength(64)
   permission!: string;
 }
