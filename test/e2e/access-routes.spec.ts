@@ -382,7 +382,7 @@ describe('access questions: errors, timeline, cache and history (part 6.13)', ()
       .post('/v1/admin/authorities', {
         device_id: door,
         user_id: helper.id,
-        expires_at: new Date(Date.now() + 1200).toISOString(),
+        expires_at: new Date(Date.now() + 3000).toISOString(),
       })
       .expect(201);
     const granted = await caller(t, root)
@@ -405,7 +405,11 @@ describe('access questions: errors, timeline, cache and history (part 6.13)', ()
       })
       .expect(200);
     await caller(t, root).post(`/v1/admin/users/${second.id}/suspend`, {}).expect(200);
-    await sleep(1400); // the helper's authority expires
+    // The helper's authority expires (3 s gives the writes above room on a slow machine).
+    const [expiry] = await sql<{ expires_at: Date }>('SELECT expires_at FROM authorities WHERE id = $1', [
+      created.body.data.id,
+    ]);
+    await sleep(Math.max(0, (expiry?.expires_at.getTime() ?? 0) - Date.now() + 200));
 
     const timeline = await get(`/v1/admin/devices/${door}/access-timeline?page_size=100`).expect(200);
     const entries = timeline.body.data as TimelineEntry[];
