@@ -27,20 +27,24 @@ export function admissible(subject: Subject): boolean {
 }
 
 /** Layers 3a and 3b: the ways the subject holds the permission everywhere, in the order they decide. */
-export function globalPaths(subject: Subject, permission: string, at: number): AccessPath[] {
-  if (!admissible(subject)) return [];
-  const paths: AccessPath[] = [];
+function* globalWays(subject: Subject, permission: string, at: number): Generator<AccessPath> {
+  if (!admissible(subject)) return;
   if ((subject.role.permissions as ReadonlySet<string>).has(permission))
-    paths.push({ decided_by: 'role', authority_id: null, grant_id: null, expires_at: null });
+    yield { decided_by: 'role', authority_id: null, grant_id: null, expires_at: null };
   for (const grant of subject.grants)
     if (grant.code === permission && !expired(grant.expires_at, at))
-      paths.push({
-        decided_by: 'permission_grant',
-        authority_id: null,
-        grant_id: grant.id,
-        expires_at: grant.expires_at,
-      });
-  return paths;
+      yield { decided_by: 'permission_grant', authority_id: null, grant_id: grant.id, expires_at: grant.expires_at };
+}
+
+/** Every way the subject holds the permission everywhere (layers 3a and 3b). */
+export function globalPaths(subject: Subject, permission: string, at: number): AccessPath[] {
+  return [...globalWays(subject, permission, at)];
+}
+
+/** The decision of layers 3a and 3b, from the first way alone: the guard asks this on every request. */
+export function globalDecision(subject: Subject, permission: string, at: number): Decision {
+  const first = globalWays(subject, permission, at).next();
+  return first.done === true ? DENIED : decisionOf([first.value]);
 }
 
 /**

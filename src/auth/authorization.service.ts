@@ -2,7 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { ApiError } from '../common/api-error.js';
 import type { Subject } from './auth-context.js';
 import { AccessFactsRepository } from './access-facts.repository.js';
-import { accessPaths, admissible, authorityPaths, decisionOf, globalPaths, type AccessPath } from './access-rules.js';
+import {
+  accessPaths,
+  admissible,
+  authorityPaths,
+  decisionOf,
+  globalDecision,
+  type AccessPath,
+} from './access-rules.js';
 import type { AuthorityFacts } from './authority-facts.js';
 import type { Decision } from './decision.js';
 import { DeviceAuthoritiesService } from './device-authorities.service.js';
@@ -51,7 +58,7 @@ export class AuthorizationService {
 
   /** Layers 2, 3a and 3b: what the subject may do everywhere. */
   decideGlobally(subject: Subject, permission: PermissionCode, now = Date.now()): Decision {
-    return decisionOf(globalPaths(subject, permission, now));
+    return globalDecision(subject, permission, now);
   }
 
   async decide(subject: Subject, permission: PermissionCode, deviceId?: number): Promise<Decision> {

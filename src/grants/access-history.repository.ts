@@ -131,14 +131,6 @@ export class AccessHistoryRepository {
     return row?.created_at;
   }
 
-  /** Whether a user row exists at all (deleted or not), now. */
-  async userExists(userId: number): Promise<{ exists: boolean; deleted: boolean }> {
-    const [row] = await this.db.query<{ is_deleted: boolean }[]>('SELECT is_deleted FROM users WHERE id = $1', [
-      userId,
-    ]);
-    return { exists: row !== undefined, deleted: row?.is_deleted ?? false };
-  }
-
   /** The users' standing at T (absent: the user did not exist yet). */
   async usersAt(userIds: readonly number[], moment: Date): Promise<Map<number, UserFactsAt>> {
     if (userIds.length === 0) return new Map();
@@ -339,14 +331,7 @@ export class AccessHistoryRepository {
       authorities,
       permissions,
       users,
-      events: new Map(
-        events
-          .flatMap((row) => {
-            const event = { id: row.id, actor_id: row.actor_id };
-            return [[row.key.split('/')[0] ?? '', event] as const, [row.key, event] as const];
-          })
-          .reverse(),
-      ),
+      events: firstEvents(events),
     };
   }
 
@@ -361,4 +346,14 @@ export class AccessHistoryRepository {
     );
     return row?.at == null ? undefined : row.at.getTime();
   }
+}
+
+/** Events in feed order → the first of each resource's key and of each transaction. */
+function firstEvents(
+  events: readonly { key: string; id: string; actor_id: number | null }[],
+): Map<string, { readonly id: string; readonly actor_id: number | null }> {
+  const first = new Map<string, { readonly id: string; readonly actor_id: number | null }>();
+  for (const { key, id, actor_id } of events)
+    for (const name of [key, key.split('/')[0] ?? '']) if (!first.has(name)) first.set(name, { id, actor_id });
+  return first;
 }

@@ -1,13 +1,15 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { accessPaths, admissible, decisionOf, globalPaths, type AccessPath } from '../auth/access-rules.js';
+import { accessPaths, admissible, decisionOf, globalDecision, type AccessPath } from '../auth/access-rules.js';
 import type { Subject } from '../auth/auth-context.js';
 import type { AuthorityFacts } from '../auth/authority-facts.js';
 import type { Decision } from '../auth/decision.js';
-import { isDeviceScoped, isPermissionCode, PERMISSIONS, type PermissionCode } from '../auth/permissions.js';
+import { isDeviceScoped, PERMISSIONS, type PermissionCode } from '../auth/permissions.js';
 import { roleById, ROLES, USER_STATUS } from '../auth/roles.js';
 import { ApiError } from '../common/api-error.js';
 import type { ListResponse } from '../common/responses.js';
 import { ListPages } from '../database/list-pages.js';
+import { References } from '../database/references.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
 import { AccessHistoryRepository, type UserFactsAt } from './access-history.repository.js';
 import {
   directionOf,
@@ -35,16 +37,16 @@ export function subjectAt(facts: UserFactsAt | undefined): Subject | undefined {
   };
 }
 
-export function permissionOf(code: string, deviceScopedOnly: boolean): { id: number; code: PermissionCode } {
+export function permissionOf(code: string, deviceScopedOnly: boolean): (typeof PERMISSIONS)[number] {
   const permission = PERMISSIONS.find((candidate) => candidate.code === code);
-  if (permission === undefined || !isPermissionCode(code))
+  if (permission === undefined)
     throw new ApiError('PERMISSION_NOT_FOUND', `Permission ${code} does not exist`, { permission: code });
   if (deviceScopedOnly && !isDeviceScoped(code))
     throw new ApiError('PERMISSION_NOT_DEVICE_SCOPED', `${code} is not a device-scoped permission`, {
       permission_id: permission.id,
       permission_code: code,
     });
-  return { id: permission.id, code };
+  return permission;
 }
 
 /**
@@ -60,14 +62,17 @@ export class AccessService {
   constructor(
     private readonly history: AccessHistoryRepository,
     private readonly pages: ListPages,
+    private readonly references: References,
+    private readonly uow: UnitOfWork,
   ) {}
 
-  /**
-   * The moment of a question: undefined for now (the database's, read with the answer); 400 for
-   * the future, 422 `HISTORY_NOT_AVAILABLE` before the history.
-   */
-  async momentOf(at: string | undefined): Promise<Date | undefined> {
-    if (at === undefined) return undefined;
+  /** The moment of a question: undefined for now (the database's, read with the answer). */
+  momentOf(at: string | undefined): Promise<Date | undefined> {
+    return at === undefined ? Promise.resolve(undefined) : this.momentAsked(at);
+  }
+
+  /** A moment asked for: 400 in the future, 422 `HISTORY_NOT_AVAILABLE` before the history. */
+  async momentAsked(at: string): Promise<Date> {
     const moment = new Date(at);
     if (moment.getTime() > Date.now())
       throw ApiError.field('at', 'not_future', 'at must not be in the future (leave it out to ask about now)');
@@ -81,17 +86,21 @@ export class AccessService {
     return moment;
   }
 
-  /** `/authz/check?at=`: one user, one permission (on one device) as of the moment. */
+  /**
+   * `/authz/check?at=`: one user, one permission (on one device) as of the moment. The user must
+   * exist (deleted or not) and the device too (404s, in that order).
+   */
   async decideAt(
     userId: number,
     permission: PermissionCode,
     deviceId: number | undefined,
     moment: Date,
   ): Promise<{ decision: Decision; paths: AccessPath[] }> {
+    await this.assertUser(userId, true);
+    const createdAt = deviceId === undefined ? undefined : await this.deviceCreatedAt(deviceId);
     const subject = subjectAt((await this.history.usersAt([userId], moment)).get(userId));
-    if (subject === undefined) return { decision: decisionOf([]), paths: [] };
     // Before the device existed, nothing was allowed on it.
-    if (deviceId !== undefined && moment < (await this.deviceCreatedAt(deviceId)))
+    if (subject === undefined || (createdAt !== undefined && moment < createdAt))
       return { decision: decisionOf([]), paths: [] };
     const authority =
       deviceId === undefined || !isDeviceScoped(permission)
@@ -103,8 +112,8 @@ export class AccessService {
 
   /** The user a question is about: any row with `at`, a live one without (a deleted user is 404 now). */
   async assertUser(userId: number, asked: boolean): Promise<void> {
-    const user = await this.history.userExists(userId);
-    if (!user.exists || (user.deleted && !asked)) throw ApiError.notFound('USER_NOT_FOUND', userId);
+    const user = await this.references.user(this.uow.reader, userId);
+    if (user === undefined || (user.is_deleted && !asked)) throw ApiError.notFound('USER_NOT_FOUND', userId);
   }
 
   /** The device's creation; 404 for an unknown device. */
@@ -196,7 +205,7 @@ export class AccessService {
         this.history.authoritiesAt(candidates.ids, at),
       ]);
       const subject = subjectAt(users.get(userId));
-      const everywhere = subject !== undefined && globalPaths(subject, permission.code, at.getTime()).length > 0;
+      const everywhere = subject !== undefined && globalDecision(subject, permission.code, at.getTime()).allowed;
       const meta = { at: at.toISOString(), scope: everywhere ? 'all' : 'devices' };
       if (subject === undefined || !admissible(subject))
         return { items: [], total: 0, total_exact: true, changesAt, meta };

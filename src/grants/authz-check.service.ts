@@ -36,9 +36,7 @@ export class AuthzCheckService {
       // As of a moment: an access question (part 6.13), so `access.read` too; any user that
       // exists (a deleted one included), judged on the facts then.
       await this.authorization.assertAllowed(actor, 'access.read');
-      const moment = (await this.access.momentOf(query.at)) ?? new Date();
-      await this.access.assertUser(userId, true);
-      if (deviceId !== undefined) await this.references.device(this.uow.reader, deviceId);
+      const moment = await this.access.momentAsked(query.at);
       const { decision, paths } = await this.access.decideAt(userId, query.permission, deviceId, moment);
       return { ...answer, ...decision, ...(explain ? { paths } : {}) };
     }
