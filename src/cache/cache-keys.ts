@@ -25,6 +25,39 @@ export const cacheKeys = {
   authFailures: (ip: string): string => `auth-failures:${ip}`,
 } as const;
 
+/**
+ * Entries are spread over this many shards, each with its own cache generation. A Lua script
+ * touches one shard only, so on Redis Cluster every script's keys share a hash slot (the shard's
+ * hash tag); the shards spread the entries and the generation reads over the masters.
+ */
+export const CACHE_SHARDS = 128;
+
+/** The shard of a logical key (FNV-1a): stable across instances and restarts. */
+export function shardOf(key: string): number {
+  let hash = 0x811c9dc5;
+  for (let index = 0; index < key.length; index += 1) {
+    hash ^= key.charCodeAt(index);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % CACHE_SHARDS;
+}
+
+/**
+ * The keys as stored in Redis under the store's prefix. The part in braces is the hash tag: Redis
+ * Cluster puts keys with the same tag in one slot, which is what lets one script read a shard's
+ * generation and its entries together. The prefix itself never holds a brace (CACHE_KEY_PREFIX).
+ */
+export const storedKeys = {
+  /** A shard's cache generation; its entries live under `<prefix>{s<shard>}:<generation>:`. */
+  shardGeneration: (prefix: string, shard: number): string => `${prefix}{s${shard}}:generation`,
+  /** What a shard's entries of generation `generation` start with (the script appends it itself). */
+  shardHead: (prefix: string, shard: number): string => `${prefix}{s${shard}}:`,
+  /** A table generation: all of them share one slot, so one script reads or bumps several at once. */
+  tableGeneration: (prefix: string, name: string): string => `${prefix}{t}:gen:${name}`,
+  /** A rate-limit counter (one key, any slot); outside every generation. */
+  counter: (prefix: string, key: string): string => `${prefix}count:${key}`,
+} as const;
+
 /** `@Authorize({ prefetch: detailOf('user') })`: the detail projection named by the path's `:id`. */
 export function detailOf(type: string, param = 'id'): (request: FastifyRequest) => string | undefined {
   return (request) => {

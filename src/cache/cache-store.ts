@@ -48,6 +48,8 @@ export interface CacheStore {
     names: readonly string[],
   ): Promise<{ entry: CacheEntry | undefined; generations: number[] }>;
   ping(): Promise<void>;
+  /** Told of a call that failed or ran out of time (a cluster then re-reads where its slots are). */
+  failed?(): void;
   close(): Promise<void>;
 }
 

@@ -239,6 +239,7 @@ export class CacheService {
 
   private recordFailure(operation: string, key: string, afterWrite: boolean, error: unknown): void {
     if (afterWrite) this.loseWrite();
+    this.store.failed?.();
     this.stats.failures += 1;
     if (error instanceof CacheTimeout) this.stats.timeouts += 1;
     this.consecutiveFailures += 1;

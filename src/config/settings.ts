@@ -1,5 +1,6 @@
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isClusterUrl, parseClusterUrl } from './redis-url.js';
 
 /** Thrown for the first invalid setting; its message is the one line printed at start-up. */
 export class SettingsError extends Error {
@@ -123,6 +124,15 @@ function identifier(env: Env, name: string, fallback: string): string {
   return raw;
 }
 
+/** One server (`redis://`), or a cluster named by some of its nodes (`redis+cluster://h:p,h:p`). */
+function redisUrl(env: Env): string | undefined {
+  const raw = text(env, 'REDIS_URL');
+  if (raw === undefined || !isClusterUrl(raw)) return url(env, 'REDIS_URL', ['redis:', 'rediss:']);
+  if (parseClusterUrl(raw) === undefined)
+    throw new SettingsError('REDIS_URL', 'must list cluster nodes as redis+cluster://[user:password@]host:port,host:port');
+  return raw;
+}
+
 function keyPrefix(env: Env, name: string, fallback: string): string {
   const raw = text(env, name) ?? fallback;
   if (!/^[A-Za-z0-9._:-]{1,64}$/.test(raw))
@@ -163,7 +173,7 @@ export function loadSettings(env: Env = process.env): Settings {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: text(env, 'HOST') ?? '127.0.0.1',
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
-    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisUrl: redisUrl(env),
     cacheKeyPrefix: keyPrefix(env, 'CACHE_KEY_PREFIX', 'admin-api:'),
     jwtSecret,
     jwtJwksUrl,

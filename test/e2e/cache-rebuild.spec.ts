@@ -1,4 +1,4 @@
-import { createClient } from '@keyv/redis';
+import { withRawRedis } from '../support/redis-raw.js';
 import { actor, createUser, permissionId, tokenFor, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
@@ -18,19 +18,12 @@ describe('POST /cache/rebuild (part 6.14): drops and warms projections in a job,
    * without the prefix and generation.
    */
   async function cachedKeys(): Promise<Set<string>> {
-    const client = createClient({ url: TEST_REDIS_URL });
-    await client.connect();
-    try {
-      const generation = (await client.get(`${prefix()}generation`)) ?? '0';
-      const head = `${prefix()}${generation}:`;
+    return withRawRedis(TEST_REDIS_URL, async (redis) => {
       const keys = new Set<string>();
-      for await (const batch of client.scanIterator({ MATCH: `${head}*`, COUNT: 1000 }))
-        for (const key of batch)
-          if (!/^\d+\|0\|$/.test((await client.get(key)) ?? '')) keys.add(key.slice(head.length));
+      for (const [key, stored] of await redis.entries(prefix()))
+        if (!/^\d+\|0\|$/.test((await redis.get(stored)) ?? '')) keys.add(key);
       return keys;
-    } finally {
-      await client.close();
-    }
+    });
   }
 
   beforeAll(async () => {

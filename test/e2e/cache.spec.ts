@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createClient } from '@keyv/redis';
+import { withRawRedis, type RawRedis } from '../support/redis-raw.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { OwnRedis } from '../support/redis-server.js';
@@ -15,27 +15,15 @@ async function createWidget(t: TestApp, weight = 1): Promise<number> {
   return response.body.data.id as number;
 }
 
-interface KeyCommands {
-  get(key: string): Promise<string | null>;
-  set(key: string, value: string): Promise<unknown>;
-  del(key: string): Promise<number>;
-}
-
 /** Runs `work` on the Redis key behind a widget's detail entry (in the current generation). */
 async function withEntryKey<T>(
   url: string,
   id: number,
-  work: (client: KeyCommands, key: string) => Promise<T>,
+  work: (redis: RawRedis, key: string) => Promise<T>,
 ): Promise<T> {
-  const client = createClient({ url });
-  await client.connect();
-  try {
-    const prefix = testCachePrefix();
-    const generation = (await client.get(`${prefix}generation`)) ?? '0';
-    return await work(client, `${prefix}${generation}:res:test_widget:${id}`);
-  } finally {
-    await client.close();
-  }
+  return withRawRedis(url, async (redis) =>
+    work(redis, await redis.entryKey(testCachePrefix(), `res:test_widget:${id}`)),
+  );
 }
 
 /** The raw entry, straight from Redis. */

@@ -1,4 +1,4 @@
-import { createClient } from '@keyv/redis';
+import { withRawRedis } from '../support/redis-raw.js';
 import { randomUUID } from 'node:crypto';
 import { actor, createUser, permissionId, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
@@ -161,19 +161,11 @@ describe('cached list pages', () => {
     await createUser({ email: `lx-${tag}@example.com` });
     const path = `/v1/admin/users?q=lx-${tag}`;
     const expected = (await caller(a, root).get(path).expect(200)).body.data as unknown;
-    const client = createClient({ url: TEST_REDIS_URL });
-    await client.connect();
-    try {
-      const prefix = testCachePrefix();
-      const generation = (await client.get(`${prefix}generation`)) ?? '0';
-      const keys: string[] = [];
-      for await (const batch of client.scanIterator({ MATCH: `${prefix}${generation}:list:*`, COUNT: 1000 }))
-        keys.push(...batch);
+    await withRawRedis(TEST_REDIS_URL, async (redis) => {
+      const keys = [...(await redis.entries(testCachePrefix()))].filter(([key]) => key.startsWith('list:'));
       expect(keys.length).toBeGreaterThan(0);
-      for (const key of keys) await client.set(key, '999999999|0|{"g":[1]}\n[{"email":"intruder"}');
-    } finally {
-      await client.close();
-    }
+      for (const [, stored] of keys) await redis.set(stored, '999999999|0|{"g":[1]}\n[{"email":"intruder"}');
+    });
     const unreadable = (await a.http().get('/health/ready').expect(200)).body.data.cache_stats.unreadable as number;
     const read = await caller(a, root).get(path).expect(200);
     expect(read.body.meta.cache).toBe('miss');

@@ -1,4 +1,4 @@
-import { cacheKeys } from '../../src/cache/cache-keys.js';
+import { cacheKeys, storedKeys } from '../../src/cache/cache-keys.js';
 import { CacheService } from '../../src/cache/cache.service.js';
 import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { actor, type Caller } from '../support/auth.js';
@@ -6,7 +6,7 @@ import { startApp, type TestApp } from '../support/app.js';
 import { createDevice } from '../support/devices.js';
 import { sql } from '../support/db.js';
 import { caller } from '../support/requests.js';
-import { createClient } from '@keyv/redis';
+import { withRawRedis } from '../support/redis-raw.js';
 import { TEST_REDIS_URL, testCachePrefix } from '../support/test-env.js';
 
 const TABLES = ['users', 'audit_events', 'authorities', 'devices', 'projection_versions'] as const;
@@ -41,19 +41,15 @@ describe('table generations: every committed write makes the cached list pages o
     const list = '/v1/admin/devices?page_size=1&sort=id:asc';
     await caller(t, root).get(list).expect(200);
     expect((await caller(t, root).get(list).expect(200)).body.meta.cache).toBe('hit');
-    const redis = createClient({ url: TEST_REDIS_URL });
-    await redis.connect();
-    try {
+    await withRawRedis(TEST_REDIS_URL, async (redis) => {
       const [before] = (await cache.tableGenerations(['devices'])) ?? [];
-      await redis.del(`${prefix}gen:${cacheKeys.tableGeneration('devices')}`);
+      expect(await redis.del(storedKeys.tableGeneration(prefix, cacheKeys.tableGeneration('devices')))).toBe(1);
       // A missing generation read as 0 could match a page built while it was 0 before: it is not.
       expect((await caller(t, root).get(list).expect(200)).body.meta.cache).toBe('miss');
       const [after] = (await cache.tableGenerations(['devices'])) ?? [];
       expect(after).toBeGreaterThan(before ?? 0);
       expect((await caller(t, root).get(list).expect(200)).body.meta.cache).toBe('hit');
-    } finally {
-      await redis.close();
-    }
+    });
   });
 
   it('a create bumps its table and the audit trail once, and nothing else', async () => {

@@ -1,5 +1,17 @@
-/** The test Redis database. Runs share it; each keeps to its own key prefix. */
-export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
+/** Set by the `redis-cluster` Jest project (jest.config.js) for the specs it runs again on a cluster. */
+const ON_CLUSTER = (globalThis as { ADMIN_API_REDIS_TARGET?: string }).ADMIN_API_REDIS_TARGET === 'cluster';
+
+/**
+ * The test Redis database (runs share it; each keeps to its own key prefix), or in the
+ * `redis-cluster` project the run's own cluster (`redis+cluster://…`).
+ */
+export const TEST_REDIS_URL = ON_CLUSTER ? clusterUrl() : (process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15');
+
+function clusterUrl(): string {
+  const url = process.env.ADMIN_API_TEST_REDIS_CLUSTER_URL;
+  if (url === undefined) throw new Error('ADMIN_API_TEST_REDIS_CLUSTER_URL is unset: the cluster project starts it');
+  return url;
+}
 
 /**
  * This run's key prefix (set by the global setup, removed with its keys by the teardown), so two

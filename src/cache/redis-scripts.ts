@@ -1,0 +1,114 @@
+// The Lua scripts of the Redis store. Each one touches the keys of one hash slot only (a shard, or
+// the table generations), so they run unchanged on Redis Cluster (see storedKeys).
+//
+// A generation is stored as `<n>@<run id>`: the number, and the run id of the Redis server that
+// wrote it. A generation written by another server is not trusted: after a failover the promoted
+// replica may lack the last writes its old master acknowledged (replication is asynchronous), an
+// invalidation among them, and a restarted server may have come back from an old snapshot. Such a
+// generation, a missing one (evicted) and a corrupted one all restart above anything they could
+// have reached: the server clock in microseconds (or one more than the old value, if that is
+// higher). Never from 0 or 1, whose entries may still exist.
+const GENERATIONS = `
+local function clock()
+  local now = redis.call('TIME')
+  return tonumber(now[1]) * 1000000 + tonumber(now[2])
+end
+local function me()
+  return string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
+end
+local function parse(raw)
+  local n, owner = string.match(raw or '', '^(%d+)@(%w+)$')
+  n = tonumber(n)
+  if n and n < 9007199254740992 then return n, owner end
+  return nil, nil
+end
+local function store(key, n, self)
+  redis.call('SET', key, string.format('%.0f@%s', n, self))
+  return string.format('%.0f', n)
+end
+local function generation(key, self)
+  local n, owner = parse(redis.call('GET', key))
+  if n and owner == self then return string.format('%.0f', n) end
+  return store(key, math.max(clock(), (n or 0) + 1), self)
+end
+local function bump(key, self)
+  local n, owner = parse(redis.call('GET', key))
+  if n and owner == self then return store(key, n + 1, self) end
+  return store(key, math.max(clock(), (n or 0) + 1), self)
+end
+`;
+
+// Entries of one shard: KEYS[1] is the shard's generation, ARGV[1] the shard's head; the entry keys
+// are built here from the generation (they carry the shard's hash tag, so they are in KEYS[1]'s slot).
+export const GET_MANY = `${GENERATIONS}
+local head = ARGV[1] .. generation(KEYS[1], me()) .. ':'
+local found = {}
+for i = 2, #ARGV do found[i - 1] = redis.call('GET', head .. ARGV[i]) end
+return found`;
+
+// Compare-and-set: an entry built from an older row version never replaces a newer one.
+// ARGV = head, ttl, then (key, version, value) triples; answers 1 or 0 per triple.
+export const SET_MANY_IF_NOT_OLDER = `${GENERATIONS}
+local head = ARGV[1] .. generation(KEYS[1], me()) .. ':'
+local stored = {}
+for i = 3, #ARGV, 3 do
+  local key = head .. ARGV[i]
+  local current = redis.call('GET', key)
+  local version = current and tonumber(string.match(current, '^(%d+)|[01]|'))
+  if version and version > tonumber(ARGV[i + 1]) then
+    stored[#stored + 1] = 0
+  else
+    redis.call('SET', key, ARGV[i + 2], 'PX', ARGV[2])
+    stored[#stored + 1] = 1
+  end
+end
+return stored`;
+
+// Compare-and-delete: removes an entry a read could not use, unless a write replaced it meanwhile.
+export const DELETE_IF_SAME = `${GENERATIONS}
+local key = ARGV[1] .. generation(KEYS[1], me()) .. ':' .. ARGV[2]
+if redis.call('GET', key) == ARGV[3] then return redis.call('DEL', key) end
+return 0`;
+
+/** The named generations (KEYS), each as a decimal string. */
+export const READ_GENERATIONS = `${GENERATIONS}
+local self = me()
+local found = {}
+for i = 1, #KEYS do found[i] = generation(KEYS[i], self) end
+return found`;
+
+/** Adds one to each named generation (KEYS); answers the new values. */
+export const BUMP_GENERATIONS = `${GENERATIONS}
+local self = me()
+local found = {}
+for i = 1, #KEYS do found[i] = bump(KEYS[i], self) end
+return found`;
+
+// Counters live outside the generations: dropping the cache must not reset a rate limit. A value
+// that is not a count (a corrupted key) would fail INCRBY on every request, and those failures
+// would open the circuit for the whole cache: it starts the window again instead.
+export const INCREMENT = `
+local current = redis.call('GET', KEYS[1])
+if current and not tonumber(current) then redis.call('DEL', KEYS[1]) end
+local n = redis.call('INCRBY', KEYS[1], ARGV[2])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {n, ttl}`;
+
+// A triggered rebuild's drop (KEYS: entries of one shard): each entry becomes a tombstone at its
+// own version (a miss for reads that still refuses an older fill, as every invalidation does); a
+// value that is not an entry goes.
+export const TOMBSTONE = `
+local dropped = 0
+for i = 1, #KEYS do
+  local current = redis.call('GET', KEYS[i])
+  if current then
+    local version = string.match(current, '^(%d+)|[01]|')
+    if version then redis.call('SET', KEYS[i], version .. '|0|', 'KEEPTTL') else redis.call('DEL', KEYS[i]) end
+    dropped = dropped + 1
+  end
+end
+return dropped`;

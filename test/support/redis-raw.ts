@@ -1,0 +1,83 @@
+import { createClient, createCluster } from '@keyv/redis';
+import { shardOf, storedKeys } from '../../src/cache/cache-keys.js';
+import { parseClusterUrl } from '../../src/config/redis-url.js';
+
+/** Plain Redis commands behind the service's back, on one server or a cluster alike. */
+export interface RawRedis {
+  get(key: string): Promise<string | null>;
+  set(key: string, value: string, options?: { KEEPTTL?: true }): Promise<unknown>;
+  del(key: string): Promise<number>;
+  type(key: string): Promise<string>;
+  /** Keys matching `pattern` on every master. */
+  keys(pattern: string): Promise<string[]>;
+  /** The key under which the store keeps the logical `key` now (its shard, at its current generation). */
+  entryKey(prefix: string, key: string): Promise<string>;
+  /** Every entry of the current generations under `prefix`: logical key → stored key. */
+  entries(prefix: string): Promise<Map<string, string>>;
+}
+
+export async function withRawRedis<T>(url: string, work: (redis: RawRedis) => Promise<T>): Promise<T> {
+  const cluster = parseClusterUrl(url);
+  if (cluster === undefined) {
+    const client = createClient({ url });
+    await client.connect();
+    try {
+      return await work(
+        raw(client, async (pattern) => {
+          const found: string[] = [];
+          for await (const batch of client.scanIterator({ MATCH: pattern, COUNT: 1000 })) found.push(...batch);
+          return found;
+        }),
+      );
+    } finally {
+      await client.close();
+    }
+  }
+  const client = createCluster({ rootNodes: cluster.nodes.map((socket) => ({ socket })) });
+  await client.connect();
+  try {
+    return await work(
+      raw(client, async (pattern) => {
+        const found: string[] = [];
+        for (const master of client.masters) {
+          const node = await client.nodeClient(master);
+          for await (const batch of node.scanIterator({ MATCH: pattern, COUNT: 1000 })) found.push(...batch);
+        }
+        return found;
+      }),
+    );
+  } finally {
+    await client.close();
+  }
+}
+
+type Commands = Pick<ReturnType<typeof createClient>, 'get' | 'set' | 'del' | 'type'>;
+
+function raw(client: Commands, keys: (pattern: string) => Promise<string[]>): RawRedis {
+  const redis: RawRedis = {
+    get: (key) => client.get(key),
+    set: (key, value, options) => client.set(key, value, options),
+    del: (key) => client.del(key),
+    type: (key) => client.type(key),
+    keys,
+    async entryKey(prefix, key) {
+      const shard = shardOf(key);
+      const generation = (await redis.get(storedKeys.shardGeneration(prefix, shard)))?.split('@')[0] ?? '0';
+      return `${storedKeys.shardHead(prefix, shard)}${generation}:${key}`;
+    },
+    async entries(prefix) {
+      const generations = new Map<number, string>();
+      const found = new Map<string, string>();
+      for (const stored of await keys(`${prefix}{s*}:*:*`)) {
+        const match = /^\{s(\d+)\}:(\d+):(.*)$/s.exec(stored.slice(prefix.length));
+        if (match === null) continue;
+        const shard = Number(match[1]);
+        if (!generations.has(shard))
+          generations.set(shard, (await redis.get(storedKeys.shardGeneration(prefix, shard)))?.split('@')[0] ?? '');
+        if (generations.get(shard) === match[2]) found.set(match[3] ?? '', stored);
+      }
+      return found;
+    },
+  };
+  return redis;
+}
