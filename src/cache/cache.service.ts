@@ -211,9 +211,11 @@ export class CacheService {
     budgetMs = this.budgetMs,
   ): Promise<{ ok: true; value: T } | { ok: false }> {
     if (this.store.kind === 'memory') return { ok: true, value: await call() };
-    if (Date.now() < this.openUntil) {
+    // A write's cache work is tried even with the circuit open: skipped, it would be lost while
+    // another instance, whose store answers again, serves the entry it should have replaced. A
+    // write pays at most the budget for it; reads, far more, are the ones the circuit spares.
+    if (Date.now() < this.openUntil && !afterWrite) {
       this.stats.short_circuited += 1;
-      if (afterWrite) this.loseWrite();
       return { ok: false };
     }
     try {
@@ -245,6 +247,11 @@ export class CacheService {
     this.consecutiveFailures += 1;
     const opening = this.consecutiveFailures >= FAILURES_TO_OPEN;
     if (opening) this.openUntil = Date.now() + OPEN_FOR_MS;
+    // A store that refused a call (not merely a slow answer), or that failed often enough to open
+    // the circuit, may have refused another instance's invalidation at the same moment, and that
+    // write's response is sent all the same: this instance drops the whole cache before it trusts
+    // the store again (a Redis Cluster refuses every slot while it promotes a replica).
+    if (opening || !(error instanceof CacheTimeout)) this.dirty = true;
     this.logger.warn({
       msg: opening
         ? 'cache call failed; circuit open, serving from the database'

@@ -39,7 +39,9 @@ class SingleConnection implements RedisConnection {
     const warn = throttledWarn(logger);
     this.client = createClient({ url, disableOfflineQueue: true, socket: SOCKET });
     this.client.on('error', (error: unknown) => warn('redis connection error', error));
-    this.client.connect().catch((error: unknown) => warn('redis is not reachable yet; serving from the database', error));
+    this.client
+      .connect()
+      .catch((error: unknown) => warn('redis is not reachable yet; serving from the database', error));
   }
 
   eval(script: string, keys: readonly string[], args: readonly string[] = []): Promise<unknown> {
@@ -75,15 +77,17 @@ class SingleConnection implements RedisConnection {
 /**
  * A Redis Cluster through the node-redis cluster client. The client re-reads the slot map only on
  * a MOVED or ASK reply, never because a node went away: after a master dies its slots would keep
- * failing until something else moved. So every failed call asks for a re-read (at most one every
- * 250 ms): while the cluster promotes a replica the calls fail fast (the service bypasses the
- * cache), and the first re-read after the promotion sends them to the new master.
+ * failing until something else moved. So a call that fails for want of a node re-reads the slots
+ * and tries once more, and every failed call (a timeout too) asks for a re-read: while the cluster
+ * promotes a replica the calls fail fast (the service bypasses the cache), and the first re-read
+ * after the promotion sends them to the new master.
  */
 class ClusterConnection implements RedisConnection {
   private readonly cluster: Cluster;
   private readonly warn: (msg: string, error: unknown) => void;
   private connected: Promise<void> | undefined;
   private lastRefresh = 0;
+  private refreshing: Promise<void> | undefined;
   private closed = false;
 
   constructor(url: string, logger: Logger) {
@@ -107,7 +111,17 @@ class ClusterConnection implements RedisConnection {
 
   async eval(script: string, keys: readonly string[], args: readonly string[] = []): Promise<unknown> {
     await this.ready();
-    return this.cluster.eval(script, { keys: [...keys], arguments: [...args] });
+    const call = () => this.cluster.eval(script, { keys: [...keys], arguments: [...args] });
+    try {
+      return await call();
+    } catch (error) {
+      if (!isTopologyError(error)) throw error;
+      // Once more after re-reading the slots: a write's invalidation that fails only because this
+      // instance still sends it to a dead master would be lost while the others read the new one.
+      // Every script may run twice (compare-and-set, a bump, a count: at worst one more).
+      await this.refresh();
+      return call();
+    }
   }
 
   async *scan(pattern: string): AsyncIterable<string[]> {
@@ -124,13 +138,25 @@ class ClusterConnection implements RedisConnection {
   }
 
   failed(): void {
-    if (this.closed || !this.cluster.isOpen || Date.now() - this.lastRefresh < 250) return;
-    this.lastRefresh = Date.now();
+    void this.refresh();
+  }
+
+  /** Re-reads the slot map (one re-read at a time, and none within 100 ms of the last). */
+  private refresh(): Promise<void> {
+    if (this.refreshing !== undefined) return this.refreshing;
+    if (this.closed || !this.cluster.isOpen || Date.now() - this.lastRefresh < 100) return Promise.resolve();
     const masters = this.cluster.masters.map((master) => master.client).filter((client) => client !== undefined);
     const start = masters.find((client) => client.isReady) ?? masters[0];
-    if (start === undefined) return;
+    if (start === undefined) return Promise.resolve();
     // `rediscover` starts from the given node and falls back to the root nodes.
-    this.cluster._slots.rediscover(start).catch((error: unknown) => this.warn('redis cluster slots not re-read', error));
+    this.refreshing = this.cluster._slots
+      .rediscover(start)
+      .catch((error: unknown) => this.warn('redis cluster slots not re-read', error))
+      .finally(() => {
+        this.refreshing = undefined;
+        this.lastRefresh = Date.now();
+      });
+    return this.refreshing;
   }
 
   async close(): Promise<void> {
@@ -159,6 +185,16 @@ class ClusterConnection implements RedisConnection {
     if (this.connected !== undefined) await this.connected;
     if (!this.cluster.isOpen) throw new Error('redis cluster is not connected');
   }
+}
+
+/**
+ * A failure that a fresh slot map may cure: the node is gone or unreachable, or the cluster is
+ * moving slots. Not a reply of a script or a command (`ERR …`, `WRONGTYPE …`): those repeat.
+ */
+function isTopologyError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (/^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN)\b/.test(error.message)) return true;
+  return !/^[A-Z]+ /.test(error.message);
 }
 
 async function closeWithin(close: () => Promise<unknown>, destroy: () => void): Promise<void> {

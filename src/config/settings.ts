@@ -129,7 +129,10 @@ function redisUrl(env: Env): string | undefined {
   const raw = text(env, 'REDIS_URL');
   if (raw === undefined || !isClusterUrl(raw)) return url(env, 'REDIS_URL', ['redis:', 'rediss:']);
   if (parseClusterUrl(raw) === undefined)
-    throw new SettingsError('REDIS_URL', 'must list cluster nodes as redis+cluster://[user:password@]host:port,host:port');
+    throw new SettingsError(
+      'REDIS_URL',
+      'must list cluster nodes as redis+cluster://[user:password@]host:port,host:port',
+    );
   return raw;
 }
 

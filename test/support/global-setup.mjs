@@ -4,21 +4,11 @@ import pg from 'pg';
 import { loadSettings } from '../../dist/src/config/settings.js';
 import { BASE_RECORD_COLUMNS_V1, SOFT_DELETE_COLUMNS_V1 } from '../../dist/migrations/record-columns-v1.js';
 import { migrate } from '../../dist/src/database/migrate.js';
+import { testSchema } from './test-schema.mjs';
 
 export const TEST_DATABASE_SERVER_URL =
   process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
-
-// Throw-away table behind the test-only routes that exercise the platform; same base columns
-// and version trigger as the real tables.
-const TEST_SCHEMA = `
-  CREATE TABLE test_widgets (${BASE_RECORD_COLUMNS_V1}, ${SOFT_DELETE_COLUMNS_V1},
-    name text NOT NULL,
-    category text NOT NULL,
-    weight integer NOT NULL DEFAULT 0,
-    active boolean NOT NULL DEFAULT true);
-  CREATE TRIGGER test_widgets_version BEFORE UPDATE ON test_widgets FOR EACH ROW EXECUTE FUNCTION bump_row_version();
-`;
 
 async function withClient(url, work) {
   const client = new pg.Client({ connectionString: url });
@@ -43,5 +33,5 @@ export default async function globalSetup() {
   url.pathname = `/${name}`;
   process.env.ADMIN_API_TEST_DATABASE_URL = url.toString();
   await migrate(loadSettings({ DATABASE_URL: url.toString() }), url.toString());
-  await withClient(url.toString(), (db) => db.query(TEST_SCHEMA));
+  await withClient(url.toString(), (db) => db.query(testSchema(BASE_RECORD_COLUMNS_V1, SOFT_DELETE_COLUMNS_V1)));
 }

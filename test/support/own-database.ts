@@ -4,7 +4,9 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { dataSourceOptions, runMigrations } from '../../src/database/data-source.js';
 import { migrate } from '../../src/database/migrate.js';
+import { BASE_RECORD_COLUMNS_V1, SOFT_DELETE_COLUMNS_V1 } from '../../migrations/record-columns-v1.js';
 import { testDatabaseUrl } from './test-env.js';
+import { testSchema } from './test-schema.mjs';
 
 async function onServer(work: (client: pg.Client) => Promise<unknown>): Promise<void> {
   const server = new URL(testDatabaseUrl());
@@ -24,7 +26,7 @@ async function onServer(work: (client: pg.Client) => Promise<unknown>): Promise<
  */
 export async function createOwnDatabase(
   tag: string,
-  options: { migrateUpTo?: string; empty?: boolean } = {},
+  options: { migrateUpTo?: string; empty?: boolean; widgets?: boolean } = {},
 ): Promise<{ url: string; drop: () => Promise<void> }> {
   const name = `admin_api_test_${tag}_${Date.now()}_${process.pid}`;
   await onServer((client) => client.query(`CREATE DATABASE ${name}`));
@@ -45,6 +47,12 @@ export async function createOwnDatabase(
     });
     await dataSource.initialize();
     await runMigrations(dataSource).finally(() => dataSource.destroy());
+  }
+  // The test-only widget routes' table, for specs that mount them on their own database.
+  if (options.widgets === true) {
+    const client = new pg.Client({ connectionString: url.toString() });
+    await client.connect();
+    await client.query(testSchema(BASE_RECORD_COLUMNS_V1, SOFT_DELETE_COLUMNS_V1)).finally(() => client.end());
   }
   return {
     url: url.toString(),

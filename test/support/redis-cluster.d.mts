@@ -9,6 +9,10 @@ export interface RedisCluster {
   /** `redis+cluster://` with every live node. */
   readonly url: string;
   killMasterOf(slot: number): Promise<number>;
+  masterOf(slot: number): Promise<number>;
+  mastersWithReplicas(): Promise<number[]>;
+  freezeReplicasOf(slot: number): Promise<number[]>;
+  thaw(ports: readonly number[]): void;
   waitForSlot(slot: number, timeoutMs?: number): Promise<number>;
   stop(): Promise<void>;
 }

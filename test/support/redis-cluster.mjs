@@ -85,6 +85,37 @@ export async function startRedisCluster({ masters = 3, replicas = 1, nodeTimeout
       await stopNode(victim);
       return victim.port;
     },
+    /** The port of the master serving `slot` now. */
+    async masterOf(slot) {
+      const alive = nodes.find((node) => node.alive);
+      const master = (await clusterNodes(alive.port)).find(
+        (node) => node.flags.includes('master') && !node.flags.includes('fail') && ownsSlot(node, slot),
+      );
+      return master.port;
+    },
+    /** The ports of the masters that have a replica attached (one that a failover can promote). */
+    async mastersWithReplicas() {
+      const alive = nodes.find((node) => node.alive);
+      const view = await clusterNodes(alive.port);
+      return view
+        .filter((node) => node.flags.includes('master') && view.some((other) => other.master === node.id))
+        .map((node) => node.port);
+    },
+    /** Freezes (SIGSTOP) the replicas of the master serving `slot` and cuts their links: it keeps acknowledging writes they never get. */
+    async freezeReplicasOf(slot) {
+      const alive = nodes.find((node) => node.alive);
+      const view = await clusterNodes(alive.port);
+      const master = view.find((node) => node.flags.includes('master') && ownsSlot(node, slot));
+      const frozen = view.filter((node) => node.master === master.id).map((node) => node.port);
+      for (const port of frozen) nodes.find((node) => node.port === port).child.kill('SIGSTOP');
+      // A frozen process still receives into its socket buffer: cut the replication links too, so
+      // what the master acknowledges from now on reaches no replica at all.
+      await cli(master.port, 'CLIENT', 'KILL', 'TYPE', 'replica');
+      return frozen;
+    },
+    thaw(ports) {
+      for (const port of ports) nodes.find((node) => node.port === port).child.kill('SIGCONT');
+    },
     /** Waits until a live node serves `slot` as master and every live node says the cluster is ok. */
     async waitForSlot(slot, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
@@ -117,10 +148,28 @@ export async function startRedisCluster({ masters = 3, replicas = 1, nodeTimeout
       const child = spawn(
         'redis-server',
         [
-          '--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes',
-          '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', String(nodeTimeoutMs),
-          '--repl-diskless-sync-delay', '0', '--cluster-replica-validity-factor', '0',
-          '--save', '', '--appendonly', 'no', '--dir', dir, '--logfile', join(dir, `node-${port}.log`),
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(dir, `nodes-${port}.conf`),
+          '--cluster-node-timeout',
+          String(nodeTimeoutMs),
+          '--repl-diskless-sync-delay',
+          '0',
+          '--cluster-replica-validity-factor',
+          '0',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--dir',
+          dir,
+          '--logfile',
+          join(dir, `node-${port}.log`),
         ],
         { stdio: 'ignore' },
       );
@@ -131,7 +180,14 @@ export async function startRedisCluster({ masters = 3, replicas = 1, nodeTimeout
     for (const node of nodes) await waitForPing(node.port);
     await run(
       'redis-cli',
-      ['--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'],
+      [
+        '--cluster',
+        'create',
+        ...nodes.map((node) => `127.0.0.1:${node.port}`),
+        '--cluster-replicas',
+        String(replicas),
+        '--cluster-yes',
+      ],
       { timeout: 30_000 },
     );
     await cluster.waitForSlot(0);
@@ -170,6 +226,7 @@ async function stopNode(node) {
   node.alive = false;
   if (node.child.exitCode !== null || node.child.signalCode !== null) return;
   const exited = new Promise((resolve) => node.child.once('exit', resolve));
+  node.child.kill('SIGCONT');
   node.child.kill('SIGKILL');
   await exited;
 }
