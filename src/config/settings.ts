@@ -24,6 +24,8 @@ export interface Settings {
   readonly host: string;
   /** Unset means: run the embedded PostgreSQL under `dataDir`. */
   readonly databaseUrl: string | undefined;
+  /** Read replicas of DATABASE_URL: cache misses of details and lists may read from one that has caught up. */
+  readonly databaseReadUrls: readonly string[];
   /** Unset means: use the in-process cache. */
   readonly redisUrl: string | undefined;
   /** Every Redis key of the service starts with it: deployments (or test runs) sharing a Redis stay apart. */
@@ -124,6 +126,18 @@ function identifier(env: Env, name: string, fallback: string): string {
   return raw;
 }
 
+/** DATABASE_READ_URLS: comma-separated PostgreSQL URLs of streaming replicas (none by default). */
+function readUrls(env: Env): readonly string[] {
+  const raw = text(env, 'DATABASE_READ_URLS');
+  if (raw === undefined) return [];
+  const urls = raw.split(',').map((item) => item.trim());
+  for (const item of urls) {
+    if (item === '') throw new SettingsError('DATABASE_READ_URLS', 'has an empty entry');
+    url({ DATABASE_READ_URLS: item }, 'DATABASE_READ_URLS', ['postgres:', 'postgresql:']);
+  }
+  return Object.freeze(urls);
+}
+
 /** One server (`redis://`), or a cluster named by some of its nodes (`redis+cluster://h:p,h:p`). */
 function redisUrl(env: Env): string | undefined {
   const raw = text(env, 'REDIS_URL');
@@ -176,6 +190,7 @@ export function loadSettings(env: Env = process.env): Settings {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: text(env, 'HOST') ?? '127.0.0.1',
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseReadUrls: readUrls(env),
     redisUrl: redisUrl(env),
     cacheKeyPrefix: keyPrefix(env, 'CACHE_KEY_PREFIX', 'admin-api:'),
     jwtSecret,

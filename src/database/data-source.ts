@@ -31,7 +31,9 @@ export function dataSourceOptions(
       application_name: applicationName,
       // No JIT: it compiles any plan estimated above jit_above_cost, measured at 20-30 ms spent
       // compiling an access question that runs in 5 ms (an API's statements are short).
-      options: '-c jit=off',
+      // Synchronous commit, whatever the server's default: a read replica is trusted once it has
+      // replayed the primary's flushed WAL, which holds every commit that returned (read-replicas.ts).
+      options: '-c jit=off -c synchronous_commit=on',
       keepAlive: true,
     },
   };

@@ -1,10 +1,12 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import type { Settings } from '../config/settings.js';
 import { CacheEpoch } from './cache-epoch.js';
 import { dataSourceOptions } from './data-source.js';
 import { DATABASE_URL } from './database.tokens.js';
 import { ListPages } from './list-pages.js';
+import { ReadReplicas } from './read-replicas.js';
 import { References } from './references.js';
 import { UnitOfWork } from './unit-of-work.js';
 
@@ -19,8 +21,19 @@ export class DatabaseModule {
           useFactory: () => ({ ...dataSourceOptions(settings, databaseUrl), retryAttempts: 2, retryDelay: 1000 }),
         }),
       ],
-      providers: [UnitOfWork, ListPages, CacheEpoch, References, { provide: DATABASE_URL, useValue: databaseUrl }],
-      exports: [UnitOfWork, ListPages, References, DATABASE_URL],
+      providers: [
+        UnitOfWork,
+        ListPages,
+        CacheEpoch,
+        References,
+        { provide: DATABASE_URL, useValue: databaseUrl },
+        {
+          provide: ReadReplicas,
+          inject: [DataSource],
+          useFactory: (primary: DataSource) => new ReadReplicas(primary, settings),
+        },
+      ],
+      exports: [UnitOfWork, ListPages, References, ReadReplicas, DATABASE_URL],
     };
   }
 }

@@ -181,8 +181,10 @@ export class ListPages {
     this.cache.stats.loads += 1;
     // The next expiry first: judged no later than the page, it can only be early (a reload too
     // soon), never late (an expired row shown as live).
-    const changesAt = generations === undefined ? undefined : await nextChangeOf(this.uow.reader, spec);
-    const page = await runList<unknown>(this.uow.reader, spec, query, scope);
+    const { changesAt, page } = await this.uow.readFresh(async (db) => ({
+      changesAt: generations === undefined ? undefined : await nextChangeOf(db, spec),
+      page: await runList<unknown>(db, spec, query, scope),
+    }));
     const items = present === undefined ? page.items : present(page.items as readonly unknown[]);
     const result = new ListResponse<unknown>(items, page.page, page.page_size, page.total, page.total_exact);
     if (generations !== undefined)

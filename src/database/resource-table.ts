@@ -89,7 +89,7 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
       cache,
       (id) => cacheKeys.resource(options.type, id),
       async (id) => {
-        const row = await this.find(this.uow.reader, id);
+        const row = await this.uow.readFresh((db) => this.find(db, id));
         return row === undefined ? undefined : this.entryOf(row);
       },
       objectOf<Omit<Row, 'version'>>({ id: 'number' }),

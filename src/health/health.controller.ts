@@ -3,6 +3,7 @@ import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { DataSource } from 'typeorm';
 import { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../common/api-error.js';
+import { ReadReplicas } from '../database/read-replicas.js';
 import { Public } from '../common/public.decorator.js';
 import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
 import { LivenessDto, ReadinessDto } from './health.dto.js';
@@ -16,6 +17,7 @@ export class HealthController {
   constructor(
     private readonly dataSource: DataSource,
     private readonly cache: CacheService,
+    private readonly replicas: ReadReplicas,
   ) {}
 
   @Get('live')
@@ -41,7 +43,13 @@ export class HealthController {
         { 'Retry-After': '1' },
       );
     }
-    return { status: 'ok', database: 'up', cache, cache_stats: { ...this.cache.stats } };
+    return {
+      status: 'ok',
+      database: 'up',
+      cache,
+      cache_stats: { ...this.cache.stats },
+      read_replicas: this.replicas.status,
+    };
   }
 
   private async probeDatabase(): Promise<boolean> {

@@ -22,6 +22,18 @@ export class CacheStatsDto {
   unreadable!: number;
 }
 
+export class ReadReplicaDto {
+  @ApiProperty({ description: 'host:port/database of a DATABASE_READ_URLS entry' }) name!: string;
+  @ApiProperty({
+    enum: ['up', 'lagging', 'down'],
+    description:
+      '`lagging`: it had not replayed the primary position when last asked; `down`: unreachable, retried after 5 s',
+  })
+  state!: 'up' | 'lagging' | 'down';
+  @ApiProperty({ description: 'Cache-miss reads it served' }) reads!: number;
+  @ApiProperty({ description: 'Reads that went to the primary because it lagged or was down' }) skipped!: number;
+}
+
 export class ReadinessDto {
   @ApiProperty({ enum: ['ok'] })
   status!: 'ok';
@@ -34,4 +46,7 @@ export class ReadinessDto {
 
   @ApiProperty({ type: CacheStatsDto })
   cache_stats!: CacheStatsDto;
+
+  @ApiProperty({ type: [ReadReplicaDto], description: 'The read replicas (DATABASE_READ_URLS); empty without' })
+  read_replicas!: ReadReplicaDto[];
 }

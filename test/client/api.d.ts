@@ -1485,6 +1485,19 @@ export interface components {
             /** @description Entries that could not be read back; served as misses and replaced */
             unreadable: number;
         };
+        ReadReplicaDto: {
+            /** @description host:port/database of a DATABASE_READ_URLS entry */
+            name: string;
+            /**
+             * @description `lagging`: it had not replayed the primary position when last asked; `down`: unreachable, retried after 5 s
+             * @enum {string}
+             */
+            state: "up" | "lagging" | "down";
+            /** @description Cache-miss reads it served */
+            reads: number;
+            /** @description Reads that went to the primary because it lagged or was down */
+            skipped: number;
+        };
         ReadinessDto: {
             /** @enum {string} */
             status: "ok";
@@ -1496,6 +1509,8 @@ export interface components {
              */
             cache: "up" | "down" | "memory";
             cache_stats: components["schemas"]["CacheStatsDto"];
+            /** @description The read replicas (DATABASE_READ_URLS); empty without */
+            read_replicas: components["schemas"]["ReadReplicaDto"][];
         };
         UserDto: {
             /** Format: date-time */

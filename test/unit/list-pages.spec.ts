@@ -24,7 +24,10 @@ function fakeDatabase() {
     },
   };
   return {
-    uow: { reader: reader as unknown as EntityManager } as UnitOfWork,
+    uow: {
+      reader: reader as unknown as EntityManager,
+      readFresh: (work: (db: EntityManager) => Promise<unknown>) => work(reader as unknown as EntityManager),
+    } as unknown as UnitOfWork,
     write: (value: string) => (label = value),
     holdReads: (on: boolean) => (hold = on),
     release: () => held.splice(0).forEach((resolve) => resolve()),
