@@ -5,7 +5,7 @@ import { migrate } from '../../src/database/migrate.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { signToken } from '../support/auth.js';
 import { sqlOn } from '../support/db.js';
-import { PrimaryWithReplica } from '../support/pg-replica.js';
+import { PrimaryWithReplica } from '../support/pg-replica.mjs';
 import { withRawRedis } from '../support/redis-raw.js';
 import { TEST_REDIS_URL, testCachePrefix } from '../support/test-env.js';
 

@@ -1,3 +1,4 @@
+import { parseClusterUrl } from '../../src/config/redis-url.js';
 import { loadSettings, SettingsError } from '../../src/config/settings.js';
 
 describe('settings', () => {
@@ -24,6 +25,22 @@ describe('settings', () => {
     [{ PORT: '70000' }, 'Invalid setting PORT: 70000 is outside 0..65535'],
     [{ DATABASE_URL: 'mysql://x' }, 'Invalid setting DATABASE_URL: must use one of postgres:, postgresql:'],
     [{ REDIS_URL: 'not a url' }, 'Invalid setting REDIS_URL: is not a valid URL'],
+    [
+      { REDIS_URL: 'redis+cluster://10.0.0.1:7000,10.0.0.2' },
+      'Invalid setting REDIS_URL: must list cluster nodes as redis+cluster://[user:password@]host:port,host:port',
+    ],
+    [
+      { REDIS_URL: 'redis+cluster://10.0.0.1:70000' },
+      'Invalid setting REDIS_URL: must list cluster nodes as redis+cluster://[user:password@]host:port,host:port',
+    ],
+    [
+      { DATABASE_READ_URLS: 'postgres://replica-1/app,,postgres://replica-2/app' },
+      'Invalid setting DATABASE_READ_URLS: has an empty entry',
+    ],
+    [
+      { DATABASE_READ_URLS: 'postgres://replica-1/app,mysql://replica-2/app' },
+      'Invalid setting DATABASE_READ_URLS: must use one of postgres:, postgresql:',
+    ],
     [{ JWT_SECRET: 'short' }, 'Invalid setting JWT_SECRET: must be at least 32 characters'],
     [
       { JWT_SECRET: 'x'.repeat(32), JWT_JWKS_URL: 'https://idp.example/jwks' },
@@ -61,5 +78,24 @@ describe('settings', () => {
       logLevel: 'debug',
       jwtSecret: 's'.repeat(40),
     });
+  });
+
+  it('takes a Redis Cluster by some of its nodes, and read replicas as a list', () => {
+    const settings = loadSettings({
+      REDIS_URL: 'rediss+cluster://app:s%40cret@10.0.0.1:7000,[::1]:7001,redis-3.internal:7002',
+      DATABASE_READ_URLS: ' postgres://replica-1:5432/app , postgresql://replica-2/app',
+    });
+    expect(settings.databaseReadUrls).toEqual(['postgres://replica-1:5432/app', 'postgresql://replica-2/app']);
+    expect(parseClusterUrl(settings.redisUrl ?? '')).toEqual({
+      nodes: [
+        { host: '10.0.0.1', port: 7000 },
+        { host: '::1', port: 7001 },
+        { host: 'redis-3.internal', port: 7002 },
+      ],
+      username: 'app',
+      password: 's@cret',
+      tls: true,
+    });
+    expect(loadSettings({}).databaseReadUrls).toEqual([]);
   });
 });

@@ -4,13 +4,31 @@ import { appendFile, chmod, chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { createServer } from 'node:net';
 import pg from 'pg';
-import { freePort } from './redis-server.js';
 
+// Plain ESM: the specs and the scale-out benchmark (which runs on dist/, outside Jest) use it.
 const run = promisify(execFile);
 
+function canListen(port) {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** A free port below Linux's ephemeral range (see redis-server.ts). */
+async function freePort() {
+  for (let attempt = 0; attempt < 100; attempt += 1) {
+    const port = 15_000 + Math.floor(Math.random() * 15_000);
+    if (await canListen(port)) return port;
+  }
+  throw new Error('no free port found in 15000-29999');
+}
+
 /** The PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup): PG_BINDIR, else the newest installed. */
-function binDir(): string {
+function binDir() {
   if (process.env.PG_BINDIR !== undefined) return process.env.PG_BINDIR;
   const root = '/usr/lib/postgresql';
   const versions = existsSync(root)
@@ -28,18 +46,18 @@ function binDir(): string {
  */
 const AS_ROOT = userInfo().uid === 0;
 
-async function postgresTool(tool: string, args: readonly string[]): Promise<string> {
+async function postgresTool(tool, args) {
   const path = join(binDir(), tool);
   const [command, argv] = AS_ROOT ? ['runuser', ['-u', 'postgres', '--', path, ...args]] : [path, [...args]];
   const { stdout } = await run(command, argv, { timeout: 120_000 });
   return stdout;
 }
 
-async function sqlOn<T>(url: string, text: string): Promise<T[]> {
+async function sqlOn(url, text) {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    return (await client.query(text)).rows as T[];
+    return (await client.query(text)).rows;
   } finally {
     await client.end();
   }
@@ -51,18 +69,18 @@ async function sqlOn<T>(url: string, text: string): Promise<T[]> {
  * own server is not touched (its pg_hba allows no replication connection anyway).
  */
 export class PrimaryWithReplica {
-  private constructor(
-    private readonly dir: string,
-    readonly primaryPort: number,
-    readonly replicaPort: number,
-  ) {}
+  constructor(dir, primaryPort, replicaPort) {
+    this.dir = dir;
+    this.primaryPort = primaryPort;
+    this.replicaPort = replicaPort;
+  }
 
   /** A database on the primary (created here), and the same database on the replica. */
-  url(database: string, on: 'primary' | 'replica'): string {
+  url(database, on) {
     return `postgresql://postgres@127.0.0.1:${on === 'primary' ? this.primaryPort : this.replicaPort}/${database}`;
   }
 
-  static async start(): Promise<PrimaryWithReplica> {
+  static async start() {
     const dir = await mkdtemp(join(tmpdir(), 'admin-api-pg-'));
     if (AS_ROOT) {
       const { uid, gid } = await run('id', ['-u', 'postgres']).then(async ({ stdout }) => ({
@@ -127,19 +145,16 @@ export class PrimaryWithReplica {
     }
   }
 
-  async createDatabase(name: string): Promise<void> {
+  async createDatabase(name) {
     await sqlOn(this.url('postgres', 'primary'), `CREATE DATABASE ${name}`);
   }
 
   /** Waits until the replica has replayed everything the primary has flushed. */
-  async waitForReplica(timeoutMs = 20_000): Promise<void> {
+  async waitForReplica(timeoutMs = 20_000) {
     const deadline = Date.now() + timeoutMs;
-    const [target] = await sqlOn<{ lsn: string }>(
-      this.url('postgres', 'primary'),
-      'SELECT pg_current_wal_flush_lsn() AS lsn',
-    );
+    const [target] = await sqlOn(this.url('postgres', 'primary'), 'SELECT pg_current_wal_flush_lsn() AS lsn');
     for (;;) {
-      const [row] = await sqlOn<{ caught_up: boolean }>(
+      const [row] = await sqlOn(
         this.url('postgres', 'replica'),
         `SELECT pg_last_wal_replay_lsn() >= '${target?.lsn ?? '0/0'}'::pg_lsn AS caught_up`,
       );
@@ -149,31 +164,31 @@ export class PrimaryWithReplica {
     }
   }
 
-  pauseReplay(): Promise<unknown> {
+  pauseReplay() {
     return sqlOn(this.url('postgres', 'replica'), 'SELECT pg_wal_replay_pause()');
   }
 
-  resumeReplay(): Promise<unknown> {
+  resumeReplay() {
     return sqlOn(this.url('postgres', 'replica'), 'SELECT pg_wal_replay_resume()');
   }
 
-  async startReplica(): Promise<void> {
+  async startReplica() {
     await this.pgCtl('replica', 'start');
   }
 
-  async stopReplica(): Promise<void> {
+  async stopReplica() {
     await this.pgCtl('replica', 'stop', ['-m', 'immediate']);
   }
 
-  async stop(): Promise<void> {
-    for (const server of ['replica', 'primary'] as const)
+  async stop() {
+    for (const server of ['replica', 'primary'])
       if (existsSync(join(this.dir, server, 'postmaster.pid')))
         await this.pgCtl(server, 'stop', ['-m', 'immediate']).catch(() => undefined);
     await rm(this.dir, { recursive: true, force: true });
   }
 
   /** pg_ctl stops a server by the pid in its own data directory: only our servers. */
-  private async pgCtl(server: 'primary' | 'replica', action: 'start' | 'stop', extra: string[] = []): Promise<void> {
+  async pgCtl(server, action, extra = []) {
     await postgresTool('pg_ctl', [
       '-D',
       join(this.dir, server),
