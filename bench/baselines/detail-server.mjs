@@ -1,17 +1,13 @@
 // Baseline for GET /v1/admin/{users|authorities}/{id} (cache hit): a bare node:http server doing the same
 // work as the service: verify the same JWT (HS256, KeyObject, issuer, audience), read the
-// session and the user's auth entry from the same Redis in one round trip and check them,
+// session and the user's auth entry from the same Redis as the service does and check them,
 // read the cached user, send the same envelope bytes and headers. No framework, no guard, no
 // permission metadata, no logging.
 import { createClient } from '@keyv/redis';
 import jwt from 'jsonwebtoken';
 import { createSecretKey, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
-import { GET, GET_MANY } from '../../dist/src/cache/redis-cache-store.js';
-
-// The service's own Lua scripts and key layout: the baseline does exactly the same Redis work.
-const PREFIX = 'admin-api:';
-const GENERATION = `${PREFIX}generation`;
+import { getEntries } from './redis-entries.mjs';
 
 const key = createSecretKey(Buffer.from(process.env.JWT_SECRET, 'utf8'));
 const redis = createClient({ url: process.env.REDIS_URL });
@@ -45,10 +41,7 @@ const server = createServer(async (request, response) => {
   } catch {
     return send(response, 401, '{}');
   }
-  const [sessionRaw, userRaw] = await redis.eval(GET_MANY, {
-    keys: [GENERATION],
-    arguments: [PREFIX, `auth:session:${claims.sid}`, `auth:user:${claims.sub}`],
-  });
+  const [sessionRaw, userRaw] = await getEntries(redis, [`auth:session:${claims.sid}`, `auth:user:${claims.sub}`]);
   const session = JSON.parse(decode(sessionRaw).json);
   const account = JSON.parse(decode(userRaw).json);
   if (
@@ -59,7 +52,8 @@ const server = createServer(async (request, response) => {
   )
     return send(response, 401, '{}');
   const type = match[1] === 'users' ? 'user' : 'authority';
-  const entry = decode(await redis.eval(GET, { keys: [GENERATION], arguments: [PREFIX, `res:${type}:${match[2]}`] }));
+  const [raw] = await getEntries(redis, [`res:${type}:${match[2]}`]);
+  const entry = decode(raw);
   send(
     response,
     200,

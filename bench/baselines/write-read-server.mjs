@@ -4,14 +4,12 @@ import { createClient } from '@keyv/redis';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import pg from 'pg';
-import { GET, SET_IF_NOT_OLDER } from '../../dist/src/cache/redis-cache-store.js';
+import { getEntries, setEntry } from './redis-entries.mjs';
 
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
 const redis = createClient({ url: process.env.REDIS_URL });
 await redis.connect();
-const PREFIX = 'admin-api:';
-const GENERATION = `${PREFIX}generation`;
 const COLUMNS = `version, id, device_id, user_id, owner, is_active, revoked_at, revoked_by, revoke_reason, expires_at, label, assigned_by, assigned_at,
   created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by`;
 
@@ -37,10 +35,7 @@ function read(request) {
 async function store(row) {
   const { version, ...resource } = row;
   const json = JSON.stringify(resource);
-  await redis.eval(SET_IF_NOT_OLDER, {
-    keys: [GENERATION],
-    arguments: [PREFIX, `res:authority:${row.id}`, String(version), `${version}|0|${json}`, '300000'],
-  });
+  await setEntry(redis, `res:authority:${row.id}`, version, `${version}|0|${json}`, 300_000);
   return json;
 }
 
@@ -75,7 +70,7 @@ const server = createServer(async (request, response) => {
     }
     return send(response, 200, await store(row), row.version);
   }
-  const raw = await redis.eval(GET, { keys: [GENERATION], arguments: [PREFIX, `res:authority:${id}`] });
+  const [raw] = await getEntries(redis, [`res:authority:${id}`]);
   const match = typeof raw === 'string' ? /^(\d+)\|([01])\|/.exec(raw) : null;
   if (match !== null) return send(response, 200, raw.slice(match[0].length), Number(match[1]));
   const row = (await pool.query(`SELECT ${COLUMNS} FROM authorities WHERE id = $1`, [id])).rows[0];
