@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import { createApp } from './app.factory.js';
 import { createPino } from './common/logger.js';
 import { withJwtSecret } from './auth/jwt-secret.js';
+import { isClusterUrl } from './config/redis-url.js';
 import { loadSettings, SettingsError, type Settings } from './config/settings.js';
 import { resolveDatabase } from './database/database-url.js';
 import { migrate } from './database/migrate.js';
@@ -46,11 +47,14 @@ async function main(): Promise<void> {
     url,
     docs: `${url}/docs`,
     database: database.embedded === undefined ? 'external' : 'embedded',
-    cache: settings.redisUrl === undefined ? 'memory' : 'redis',
+    ...(settings.databaseReadUrls.length === 0 ? {} : { read_replicas: settings.databaseReadUrls.length }),
+    cache: settings.redisUrl === undefined ? 'memory' : isClusterUrl(settings.redisUrl) ? 'redis cluster' : 'redis',
   };
+  const replicas =
+    settings.databaseReadUrls.length === 0 ? '' : ` + ${settings.databaseReadUrls.length} read replica(s)`;
   log.info(
     ready,
-    `admin-api ready on ${ready.url} · docs ${ready.docs} · database ${ready.database} · cache ${ready.cache}`,
+    `admin-api ready on ${ready.url} · docs ${ready.docs} · database ${ready.database}${replicas} · cache ${ready.cache}`,
   );
 
   let stopping = false;

@@ -45,7 +45,11 @@ export class CacheAside<T, Id extends string | number = number> {
       // An entry that cannot be read back is a miss: removed, reloaded from the database, refilled.
       await this.cache.dropUnreadable(this.keyOf(id), lookup.entry);
     }
-    const entry = await this.loadOnce(this.keyOf(id), id, lookup.ok);
+    let entry = await this.loadOnce(this.keyOf(id), id, lookup.ok);
+    // A tombstone holds the version a write left: a load this read joined that began before that
+    // write committed comes back older, and is read again on its own.
+    const floor = lookup.entry !== undefined && isTombstone(lookup.entry) ? lookup.entry.version : 0;
+    if (entry !== undefined && entry.version < floor) entry = await this.loadAlone(this.keyOf(id), id, lookup.ok);
     if (entry === undefined) return undefined;
     const value = this.decode(entry.json);
     if (value === undefined)
@@ -75,14 +79,16 @@ export class CacheAside<T, Id extends string | number = number> {
   private loadOnce(key: string, id: Id, fill: boolean): Promise<CacheEntry | undefined> {
     const running = this.inflight.get(key);
     if (running !== undefined) return running;
-    const loading = (async () => {
-      this.cache.stats.loads += 1;
-      const entry = await this.load(id);
-      if (entry !== undefined && fill) await this.cache.put(key, entry, false);
-      return entry;
-    })().finally(() => this.inflight.delete(key));
+    const loading = this.loadAlone(key, id, fill).finally(() => this.inflight.delete(key));
     this.inflight.set(key, loading);
     return loading;
+  }
+
+  private async loadAlone(key: string, id: Id, fill: boolean): Promise<CacheEntry | undefined> {
+    this.cache.stats.loads += 1;
+    const entry = await this.load(id);
+    if (entry !== undefined && fill) await this.cache.put(key, entry, false);
+    return entry;
   }
 }
 

@@ -40,9 +40,10 @@ class CacheTimeout extends Error {
 /**
  * The cache as the rest of the service sees it: every call is bounded by the budget
  * (CACHE_TIMEOUT_MS, 50 ms), guarded by a circuit breaker, logged and counted on failure, and
- * never throws. A failed write-path call marks the cache dirty: before it is trusted again the
- * whole cache is dropped (generation bump), so an invalidation lost in an outage can never let
- * a stale entry be served after Redis returns.
+ * never throws. A failed write-path call, a call the store refused and an opening circuit mark
+ * the cache dirty: before reads trust it again the whole cache is dropped (generation bump), so
+ * an invalidation lost in an outage, here or on another instance, can never let a stale entry be
+ * served after Redis returns.
  */
 export class CacheService {
   readonly stats: CacheStats = {
@@ -58,7 +59,10 @@ export class CacheService {
   };
   private consecutiveFailures = 0;
   private openUntil = 0;
-  private dirty = false;
+  /** Events after which an invalidation may have been lost, and how many of them a flush covered. */
+  private failureMarks = 0;
+  private flushedMarks = 0;
+  private flushing: Promise<void> | undefined;
   /** Counts rate-limit events locally while the shared store is unreachable. */
   private readonly localCounters = new MemoryCacheStore(10_000);
 
@@ -218,12 +222,15 @@ export class CacheService {
       this.stats.short_circuited += 1;
       return { ok: false };
     }
+    // While the store may hold entries whose invalidation was lost, reads bypass it (from the
+    // database, without filling) and one flush per instance drops it. A write's work goes on: it
+    // lands in a shard already flushed, ahead of any fill, or in one about to be.
+    if (!afterWrite && this.dirty) {
+      this.flushOnce();
+      this.stats.short_circuited += 1;
+      return { ok: false };
+    }
     try {
-      if (this.dirty) {
-        await this.withBudget(() => this.store.flushAll());
-        this.dirty = false;
-        this.logger.warn({ msg: 'cache flushed after an outage in which invalidations were lost' });
-      }
       const value = await this.withBudget(call, budgetMs);
       this.consecutiveFailures = 0;
       return { ok: true, value };
@@ -233,9 +240,31 @@ export class CacheService {
     }
   }
 
+  /** Whether an event that may have lost an invalidation happened after the last flush began. */
+  private get dirty(): boolean {
+    return this.failureMarks > this.flushedMarks;
+  }
+
+  /**
+   * Drops the whole cache (a generation bump), one flush at a time, with a budget of its own. It
+   * covers the marks made before it began: a failure during it leaves the cache dirty.
+   */
+  private flushOnce(): void {
+    if (this.flushing !== undefined) return;
+    const marks = this.failureMarks;
+    this.flushing = this.withBudget(() => this.store.flushAll(), Math.max(this.budgetMs * 10, 500))
+      .then(() => {
+        this.flushedMarks = Math.max(this.flushedMarks, marks);
+        this.consecutiveFailures = 0;
+        this.logger.warn({ msg: 'cache flushed after an outage in which invalidations may have been lost' });
+      })
+      .catch((error: unknown) => this.recordFailure('flush', '*', false, error))
+      .finally(() => (this.flushing = undefined));
+  }
+
   /** A write-path call that did not land: this instance flushes before trusting the store again. */
   private loseWrite(): void {
-    this.dirty = true;
+    this.failureMarks += 1;
     this.stats.lost_writes += 1;
   }
 
@@ -251,7 +280,7 @@ export class CacheService {
     // the circuit, may have refused another instance's invalidation at the same moment, and that
     // write's response is sent all the same: this instance drops the whole cache before it trusts
     // the store again (a Redis Cluster refuses every slot while it promotes a replica).
-    if (opening || !(error instanceof CacheTimeout)) this.dirty = true;
+    if (opening || !(error instanceof CacheTimeout)) this.failureMarks += 1;
     this.logger.warn({
       msg: opening
         ? 'cache call failed; circuit open, serving from the database'

@@ -28,8 +28,9 @@ const asArray = (raw: unknown): unknown[] => (Array.isArray(raw) ? (raw as unkno
 
 /**
  * Redis, one server or a cluster, with Lua scripts for the versioned operations. Every entry lives
- * in one of CACHE_SHARDS shards under that shard's generation; a call touching several shards
- * makes one script call per shard (in parallel), so no script ever crosses a hash slot.
+ * in one of CACHE_SHARDS shards under that shard's generation. On a cluster a call touching
+ * several shards makes one script call per shard (in parallel), so no script ever crosses a hash
+ * slot; on one server it is one script call.
  */
 export class RedisCacheStore implements CacheStore {
   readonly kind = 'redis' as const;
@@ -51,15 +52,15 @@ export class RedisCacheStore implements CacheStore {
   async getMany(keys: readonly string[]): Promise<(CacheEntry | undefined)[]> {
     const found: (CacheEntry | undefined)[] = keys.map(() => undefined);
     await Promise.all(
-      [...byShard(keys, (key) => key)].map(async ([shard, group]) => {
+      this.batches(keys, (key) => key).map(async (batch) => {
         const raw = asArray(
           await this.redis.eval(
             GET_MANY,
-            [storedKeys.shardGeneration(this.prefix, shard)],
-            [storedKeys.shardHead(this.prefix, shard), ...group.map(({ item }) => item)],
+            batch.map(({ item }) => this.generationKeyOf(item)),
+            batch.flatMap(({ item }) => [storedKeys.shardHead(this.prefix, shardOf(item)), item]),
           ),
         );
-        group.forEach(({ index }, position) => {
+        batch.forEach(({ index }, position) => {
           const value = raw[position];
           found[index] = decodeEntry(typeof value === 'string' ? value : undefined);
         });
@@ -76,11 +77,10 @@ export class RedisCacheStore implements CacheStore {
   }
 
   async deleteIfSame(key: string, entry: CacheEntry): Promise<boolean> {
-    const shard = shardOf(key);
     const deleted = await this.redis.eval(
       DELETE_IF_SAME,
-      [storedKeys.shardGeneration(this.prefix, shard)],
-      [storedKeys.shardHead(this.prefix, shard), key, entry.raw ?? encodeEntry(entry)],
+      [this.generationKeyOf(key)],
+      [storedKeys.shardHead(this.prefix, shardOf(key)), key, entry.raw ?? encodeEntry(entry)],
     );
     return deleted === 1;
   }
@@ -99,7 +99,10 @@ export class RedisCacheStore implements CacheStore {
         if (!key.startsWith(heads[shard] ?? '\0')) continue; // an older generation: unreachable already
         live.set(shard, [...(live.get(shard) ?? []), key]);
       }
-      const counts = await Promise.all([...live.values()].map((group) => this.redis.eval(TOMBSTONE, group)));
+      const groups = this.redis.isCluster
+        ? [...live.values()]
+        : [[...live.values()].flat()].filter((g) => g.length > 0);
+      const counts = await Promise.all(groups.map((group) => this.redis.eval(TOMBSTONE, group)));
       dropped += counts.reduce<number>((sum, count) => sum + Number(count), 0);
     }
     return dropped;
@@ -150,11 +153,9 @@ export class RedisCacheStore implements CacheStore {
 
   async flushAll(): Promise<void> {
     // Every shard's generation moves on: what was stored under the old ones is unreachable.
-    await Promise.all(
-      Array.from({ length: CACHE_SHARDS }, (_, shard) =>
-        this.redis.eval(BUMP_GENERATIONS, [storedKeys.shardGeneration(this.prefix, shard)]),
-      ),
-    );
+    const keys = Array.from({ length: CACHE_SHARDS }, (_, shard) => storedKeys.shardGeneration(this.prefix, shard));
+    if (!this.redis.isCluster) await this.redis.eval(BUMP_GENERATIONS, keys);
+    else await Promise.all(keys.map((key) => this.redis.eval(BUMP_GENERATIONS, [key])));
   }
 
   async ping(): Promise<void> {
@@ -172,31 +173,45 @@ export class RedisCacheStore implements CacheStore {
   private async setMany(entries: readonly (readonly [string, CacheEntry])[], ttlMs: number): Promise<boolean[]> {
     const stored = entries.map(() => false);
     await Promise.all(
-      [...byShard(entries, ([key]) => key)].map(async ([shard, group]) => {
+      this.batches(entries, ([key]) => key).map(async (batch) => {
         const raw = asArray(
           await this.redis.eval(
             SET_MANY_IF_NOT_OLDER,
-            [storedKeys.shardGeneration(this.prefix, shard)],
+            batch.map(({ item: [key] }) => this.generationKeyOf(key)),
             [
-              storedKeys.shardHead(this.prefix, shard),
               String(ttlMs),
-              ...group.flatMap(({ item: [key, entry] }) => [key, String(entry.version), encodeEntry(entry)]),
+              ...batch.flatMap(({ item: [key, entry] }) => [
+                storedKeys.shardHead(this.prefix, shardOf(key)),
+                key,
+                String(entry.version),
+                encodeEntry(entry),
+              ]),
             ],
           ),
         );
-        group.forEach(({ index }, position) => (stored[index] = raw[position] === 1));
+        batch.forEach(({ index }, position) => (stored[index] = raw[position] === 1));
       }),
     );
     return stored;
   }
 
-  /** Each shard's current generation (one call per shard: each is in its own slot). */
-  private shardGenerations(): Promise<string[]> {
-    return Promise.all(
-      Array.from({ length: CACHE_SHARDS }, async (_, shard) => {
-        const raw = await this.redis.eval(READ_GENERATIONS, [storedKeys.shardGeneration(this.prefix, shard)]);
-        return String(asArray(raw)[0]);
-      }),
-    );
+  private generationKeyOf(key: string): string {
+    return storedKeys.shardGeneration(this.prefix, shardOf(key));
+  }
+
+  /**
+   * The calls to make for these items: one per shard on a cluster (a script keeps to one slot),
+   * one for all of them on a single server (one round trip, the run id read once).
+   */
+  private batches<T>(items: readonly T[], keyOf: (item: T) => string): { item: T; index: number }[][] {
+    if (!this.redis.isCluster) return items.length === 0 ? [] : [items.map((item, index) => ({ item, index }))];
+    return [...byShard(items, keyOf).values()];
+  }
+
+  /** Each shard's current generation. */
+  private async shardGenerations(): Promise<string[]> {
+    const keys = Array.from({ length: CACHE_SHARDS }, (_, shard) => storedKeys.shardGeneration(this.prefix, shard));
+    if (!this.redis.isCluster) return asArray(await this.redis.eval(READ_GENERATIONS, keys)).map(String);
+    return Promise.all(keys.map(async (key) => String(asArray(await this.redis.eval(READ_GENERATIONS, [key]))[0])));
   }
 }

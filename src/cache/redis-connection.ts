@@ -7,6 +7,8 @@ type Cluster = ReturnType<typeof createCluster>;
 
 /** What the store needs of Redis, one server or a cluster alike. */
 export interface RedisConnection {
+  /** A cluster: a script's keys must share one hash slot. */
+  readonly isCluster: boolean;
   /** Runs a script on the node that holds its keys (all in one slot). */
   eval(script: string, keys: readonly string[], args?: readonly string[]): Promise<unknown>;
   /** The keys matching `pattern` on every master, in batches. */
@@ -33,6 +35,7 @@ const SOCKET = { connectTimeout: 1000, reconnectStrategy: (retries: number) => M
 
 /** One Redis server through the client of `@keyv/redis`. */
 class SingleConnection implements RedisConnection {
+  readonly isCluster = false;
   private readonly client: Client;
 
   constructor(url: string, logger: Logger) {
@@ -83,6 +86,7 @@ class SingleConnection implements RedisConnection {
  * after the promotion sends them to the new master.
  */
 class ClusterConnection implements RedisConnection {
+  readonly isCluster = true;
   private readonly cluster: Cluster;
   private readonly warn: (msg: string, error: unknown) => void;
   private connected: Promise<void> | undefined;

@@ -38,35 +38,49 @@ local function bump(key, self)
 end
 `;
 
-// Entries of one shard: KEYS[1] is the shard's generation, ARGV[1] the shard's head; the entry keys
-// are built here from the generation (they carry the shard's hash tag, so they are in KEYS[1]'s slot).
-export const GET_MANY = `${GENERATIONS}
-local head = ARGV[1] .. generation(KEYS[1], me()) .. ':'
+// Entries: KEYS[i] is the generation of entry i's shard, ARGV holds (shard head, key) pairs; the
+// stored key is built here from the generation (it carries the shard's hash tag, so it is in
+// KEYS[i]'s slot). On a cluster every call holds one shard's entries; on one server, any.
+const ENTRIES = `${GENERATIONS}
+local self = me()
+local known = {}
+local function stored(i, head, key)
+  local gen = known[KEYS[i]]
+  if not gen then
+    gen = generation(KEYS[i], self)
+    known[KEYS[i]] = gen
+  end
+  return head .. gen .. ':' .. key
+end
+`;
+
+export const GET_MANY = `${ENTRIES}
 local found = {}
-for i = 2, #ARGV do found[i - 1] = redis.call('GET', head .. ARGV[i]) end
+for i = 1, #KEYS do found[i] = redis.call('GET', stored(i, ARGV[2 * i - 1], ARGV[2 * i])) end
 return found`;
 
 // Compare-and-set: an entry built from an older row version never replaces a newer one.
-// ARGV = head, ttl, then (key, version, value) triples; answers 1 or 0 per triple.
-export const SET_MANY_IF_NOT_OLDER = `${GENERATIONS}
-local head = ARGV[1] .. generation(KEYS[1], me()) .. ':'
-local stored = {}
-for i = 3, #ARGV, 3 do
-  local key = head .. ARGV[i]
+// ARGV = ttl, then (head, key, version, value) per entry; answers 1 or 0 per entry.
+export const SET_MANY_IF_NOT_OLDER = `${ENTRIES}
+local result = {}
+for i = 1, #KEYS do
+  local at = 2 + (i - 1) * 4
+  local key = stored(i, ARGV[at], ARGV[at + 1])
   local current = redis.call('GET', key)
   local version = current and tonumber(string.match(current, '^(%d+)|[01]|'))
-  if version and version > tonumber(ARGV[i + 1]) then
-    stored[#stored + 1] = 0
+  if version and version > tonumber(ARGV[at + 2]) then
+    result[i] = 0
   else
-    redis.call('SET', key, ARGV[i + 2], 'PX', ARGV[2])
-    stored[#stored + 1] = 1
+    redis.call('SET', key, ARGV[at + 3], 'PX', ARGV[1])
+    result[i] = 1
   end
 end
-return stored`;
+return result`;
 
 // Compare-and-delete: removes an entry a read could not use, unless a write replaced it meanwhile.
-export const DELETE_IF_SAME = `${GENERATIONS}
-local key = ARGV[1] .. generation(KEYS[1], me()) .. ':' .. ARGV[2]
+// ARGV = head, key, the value the read found.
+export const DELETE_IF_SAME = `${ENTRIES}
+local key = stored(1, ARGV[1], ARGV[2])
 if redis.call('GET', key) == ARGV[3] then return redis.call('DEL', key) end
 return 0`;
 

@@ -36,7 +36,7 @@ export function createPino(level: LogLevel, format: LogFormat = 'json'): Pino {
       colorize: process.stdout.isTTY === true,
       sync: true,
       translateTime: 'SYS:HH:MM:ss.l',
-      ignore: 'pid,hostname,service,url,docs,database,cache,applied',
+      ignore: 'pid,hostname,service,url,docs,database,read_replicas,cache,applied',
       singleLine: true,
     }),
   );

@@ -20,5 +20,9 @@ export function parseClusterUrl(
   }
   const decode = (value: string | undefined): string | undefined =>
     value === undefined || value === '' ? undefined : decodeURIComponent(value);
-  return { nodes, username: decode(match[2]), password: decode(match[3]), tls: match[1] === 'rediss' };
+  try {
+    return { nodes, username: decode(match[2]), password: decode(match[3]), tls: match[1] === 'rediss' };
+  } catch {
+    return undefined; // a malformed %-escape in the credentials
+  }
 }

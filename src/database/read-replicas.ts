@@ -1,14 +1,14 @@
 import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { DataSource, type EntityManager } from 'typeorm';
+import { DataSource, type EntityManager, type QueryRunner } from 'typeorm';
 import type { Settings } from '../config/settings.js';
-import { createDataSource } from './data-source.js';
+import { dataSourceOptions } from './data-source.js';
 import { walPositions } from './wal-positions.repository.js';
 
 /** A replica's state as /health/ready reports it. */
 export interface ReplicaStatus {
   /** host:port/database, never the credentials. */
   readonly name: string;
-  /** `lagging`: it had not replayed the primary's position when last asked; `down`: unreachable, skipped for a while. */
+  /** `lagging`: it had not replayed the primary's position when last asked; `down`: unreachable or not replaying, skipped for a while. */
   readonly state: 'up' | 'lagging' | 'down';
   /** Reads it served. */
   readonly reads: number;
@@ -20,8 +20,6 @@ interface Replica {
   readonly name: string;
   readonly source: DataSource;
   state: 'up' | 'lagging' | 'down';
-  /** The furthest position it was seen to have replayed (replay only moves forward). */
-  replayed: bigint;
   downUntil: number;
   reads: number;
   skipped: number;
@@ -29,6 +27,42 @@ interface Replica {
 
 /** How long a replica that failed is left alone before it is tried again. */
 const DOWN_FOR_MS = 5000;
+
+class NotReplaying extends Error {
+  constructor() {
+    super('it is not replaying (promoted, or not a replica)');
+  }
+}
+
+/**
+ * The replica is gone or unreachable (connection exceptions, an administrator's shutdown, a
+ * socket error or a connect/query timeout), as opposed to a statement it refused: a bad or slow
+ * query of one request must not take the replica away from every other read.
+ */
+function isConnectionFailure(error: unknown): boolean {
+  const code =
+    (error as { code?: unknown; driverError?: { code?: unknown } }).driverError?.code ??
+    (error as { code?: unknown }).code;
+  if (typeof code === 'string' && /^(08|57P0[1-3]|53300)/.test(code)) return true;
+  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return true; // ECONNREFUSED, ECONNRESET, ETIMEDOUT…
+  const message = error instanceof Error ? error.message : String(error);
+  return (
+    /timeout|terminated|Connection|connect/i.test(message) && !/statement timeout|canceling statement/i.test(message)
+  );
+}
+
+/**
+ * A replica's pool: a replica that does not answer is skipped, so it may not hold a read up for
+ * long, not even on a connection already open (a client-side timeout past the statement timeout).
+ */
+function replicaSource(settings: Settings, url: string): DataSource {
+  const quick = { ...settings, dbConnectTimeoutMs: Math.min(settings.dbConnectTimeoutMs, 1000) };
+  const options = dataSourceOptions(quick, url, `${settings.dbApplicationName}-read`);
+  return new DataSource({
+    ...options,
+    extra: { ...(options.extra as object), query_timeout: settings.dbStatementTimeoutMs + 1000 },
+  });
+}
 
 function nameOf(url: string): string {
   const parsed = new URL(url);
@@ -63,14 +97,8 @@ export class ReadReplicas implements OnModuleInit, OnApplicationShutdown {
   ) {
     this.replicas = settings.databaseReadUrls.map((url) => ({
       name: nameOf(url),
-      source: createDataSource(
-        // A replica that does not answer is skipped: it may not hold a read up for long.
-        { ...settings, dbConnectTimeoutMs: Math.min(settings.dbConnectTimeoutMs, 1000) },
-        url,
-        `${settings.dbApplicationName}-read`,
-      ),
+      source: replicaSource(settings, url),
       state: 'down',
-      replayed: 0n,
       downUntil: 0,
       reads: 0,
       skipped: 0,
@@ -93,24 +121,71 @@ export class ReadReplicas implements OnModuleInit, OnApplicationShutdown {
 
   /** Runs a read on a replica that has every write answered so far, or else on the primary. */
   async read<T>(work: (db: EntityManager) => Promise<T>): Promise<T> {
-    if (this.replicas.length === 0) return work(this.primary.manager);
+    const now = Date.now();
+    if (this.replicas.every((replica) => replica.state === 'down' && now < replica.downUntil)) {
+      for (const replica of this.replicas) replica.skipped += 1;
+      return this.onPrimary(work);
+    }
     const position = await this.primaryPosition();
     for (let tried = 0; tried < this.replicas.length; tried += 1) {
       const replica = this.replicas[(this.next + tried) % this.replicas.length];
-      if (replica === undefined || !(await this.caughtUp(replica, position))) continue;
+      if (replica === undefined) continue;
       this.next = (this.next + tried + 1) % this.replicas.length;
-      try {
-        const result = await work(replica.source.manager);
-        replica.reads += 1;
-        return result;
-      } catch (error) {
-        // The primary answers instead (a recovery conflict, a replica going away): if the read
-        // itself is at fault it fails there the same way.
-        this.markDown(replica, error);
-      }
+      const read = await this.onReplica(replica, position, work);
+      if (read !== undefined) return read.value;
     }
+    return this.onPrimary(work);
+  }
+
+  private onPrimary<T>(work: (db: EntityManager) => Promise<T>): Promise<T> {
     this.primaryReads += 1;
     return work(this.primary.manager);
+  }
+
+  /**
+   * The read on `replica` if it has replayed `position`, else undefined. The check and the read
+   * run in one read-committed transaction on one connection: behind a balancer or a pooler that
+   * spreads connections over several replicas, a check on one connection says nothing about
+   * another, and a replica restarted from an older point reuses its address. Each statement of
+   * the read takes its snapshot after the check, so it sees at least what the check saw.
+   */
+  private async onReplica<T>(
+    replica: Replica,
+    position: bigint,
+    work: (db: EntityManager) => Promise<T>,
+  ): Promise<{ value: T } | undefined> {
+    if (replica.state === 'down' && (Date.now() < replica.downUntil || !(await this.connect(replica)))) {
+      replica.skipped += 1;
+      return undefined;
+    }
+    let runner: QueryRunner | undefined;
+    try {
+      runner = replica.source.createQueryRunner('slave');
+      await runner.connect();
+      await runner.startTransaction('READ COMMITTED');
+      const replayed = await walPositions.replayed(runner.manager);
+      if (replayed === undefined) throw new NotReplaying();
+      if (replayed < position) {
+        replica.state = 'lagging';
+        replica.skipped += 1;
+        return undefined;
+      }
+      replica.state = 'up';
+      const value = await work(runner.manager);
+      replica.reads += 1;
+      return { value };
+    } catch (error) {
+      // The primary answers instead (if the read itself is at fault it fails there the same way);
+      // only a replica that is unreachable or not replaying is left alone for a while.
+      if (error instanceof NotReplaying || isConnectionFailure(error)) this.markDown(replica, error);
+      replica.skipped += 1;
+      return undefined;
+    } finally {
+      if (runner !== undefined) {
+        if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+        await runner.release().catch(() => undefined);
+      }
+    }
   }
 
   /** The primary's flushed WAL position, from an ask that began after this call. */
@@ -136,38 +211,10 @@ export class ReadReplicas implements OnModuleInit, OnApplicationShutdown {
     return asking;
   }
 
-  private async caughtUp(replica: Replica, position: bigint): Promise<boolean> {
-    if (replica.state === 'down') {
-      if (Date.now() < replica.downUntil || !(await this.connect(replica))) {
-        replica.skipped += 1;
-        return false;
-      }
-    }
-    if (replica.replayed < position) {
-      try {
-        const replayed = await walPositions.replayed(replica.source.manager);
-        if (replayed === undefined) {
-          this.markDown(replica, new Error('it is not replaying (promoted, or not a replica)'));
-          replica.skipped += 1;
-          return false;
-        }
-        if (replayed > replica.replayed) replica.replayed = replayed;
-      } catch (error) {
-        this.markDown(replica, error);
-        replica.skipped += 1;
-        return false;
-      }
-    }
-    replica.state = replica.replayed >= position ? 'up' : 'lagging';
-    if (replica.state === 'lagging') replica.skipped += 1;
-    return replica.state === 'up';
-  }
-
   /** Opens the replica's pool; false (and down for a while) when it does not answer. */
   private async connect(replica: Replica): Promise<boolean> {
     if (replica.source.isInitialized) {
-      replica.state = 'lagging'; // not trusted before its replay position is read again
-      replica.replayed = 0n;
+      replica.state = 'lagging';
       return true;
     }
     try {

@@ -153,7 +153,7 @@ describe('CLI token commands (part 11)', () => {
     }
     const tokenHelp = await runCli(['issue-token', '--help'], {});
     expect(tokenHelp.stdout).toContain('--ttl-seconds S  how long the session lives, 1–2592000 seconds');
-  });
+  }, 90_000); // twelve CLI processes, about a second each on an idle machine
 
   it('fails with one clear line and nothing on stdout for bad input', async () => {
     const suspended = await createUser({ status: 'suspended' });

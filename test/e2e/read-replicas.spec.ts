@@ -98,7 +98,10 @@ describe('read replicas (DATABASE_READ_URLS) against a streaming replica of our 
     for (let n = 0; n < 5; n += 1) expect((await list(b)).map((device) => device.id)).toEqual(created.map((d) => d.id));
     const after = await replicaStatus(b);
     expect(after).toMatchObject({ name: `127.0.0.1:${servers.replicaPort}/app`, state: 'up' });
-    expect(after.reads - before.reads).toBe(5);
+    // Each read went to the replica, or to the primary when some WAL (autovacuum) had just been
+    // flushed that the replica was still replaying.
+    expect(after.reads - before.reads + (after.skipped - before.skipped)).toBe(5);
+    expect(after.reads - before.reads).toBeGreaterThanOrEqual(3);
   });
 
   it('with its replay paused, every read on either instance is still fresh (from the primary), then the replica serves again once resumed', async () => {
@@ -138,11 +141,13 @@ describe('read replicas (DATABASE_READ_URLS) against a streaming replica of our 
     }
     await servers.waitForReplica();
     const before = await replicaStatus(b);
-    const rows = await list(b);
-    expect(rows.find((device) => device.id === first.id)?.name).toBe('Renamed while the replica waits');
+    for (let n = 0; n < 5; n += 1) {
+      const rows = await list(b);
+      expect(rows.find((device) => device.id === first.id)?.name).toBe('Renamed while the replica waits');
+    }
     const after = await replicaStatus(b);
     expect(after.state).toBe('up');
-    expect(after.reads).toBe(before.reads + 1);
+    expect(after.reads - before.reads).toBeGreaterThanOrEqual(3);
   });
 
   it('a replica that goes down is skipped: reads answer from the primary', async () => {

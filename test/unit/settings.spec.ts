@@ -30,6 +30,10 @@ describe('settings', () => {
       'Invalid setting REDIS_URL: must list cluster nodes as redis+cluster://[user:password@]host:port,host:port',
     ],
     [
+      { REDIS_URL: 'redis+cluster://user:pa%ZZ@10.0.0.1:7000' },
+      'Invalid setting REDIS_URL: must list cluster nodes as redis+cluster://[user:password@]host:port,host:port',
+    ],
+    [
       { REDIS_URL: 'redis+cluster://10.0.0.1:70000' },
       'Invalid setting REDIS_URL: must list cluster nodes as redis+cluster://[user:password@]host:port,host:port',
     ],
