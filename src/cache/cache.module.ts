@@ -6,8 +6,7 @@ import { MemoryCacheStore } from './memory-cache-store.js';
 import { RedisCacheStore } from './redis-cache-store.js';
 
 /** The cache the settings ask for (the CLI builds one too, to drop entries its writes made stale). */
-export function createCacheService(settings: Settings): CacheService {
-  const logger = new Logger('Cache');
+export function createCacheService(settings: Settings, logger: Logger = new Logger('Cache')): CacheService {
   const store =
     settings.redisUrl === undefined
       ? new MemoryCacheStore()
@@ -22,7 +21,7 @@ export function createCacheService(settings: Settings): CacheService {
     {
       provide: CacheService,
       inject: [SETTINGS],
-      useFactory: createCacheService,
+      useFactory: (settings: Settings) => createCacheService(settings),
     },
   ],
   exports: [CacheService],

@@ -90,6 +90,7 @@ class ClusterConnection implements RedisConnection {
   private readonly cluster: Cluster;
   private readonly warn: (msg: string, error: unknown) => void;
   private connected: Promise<void> | undefined;
+  private slotsKnown = false;
   private lastRefresh = 0;
   private refreshing: Promise<void> | undefined;
   private closed = false;
@@ -175,7 +176,9 @@ class ClusterConnection implements RedisConnection {
   /** Connects, and keeps trying in the background while no root node answers. */
   private connect(): void {
     this.connected = this.cluster.connect().then(
-      () => undefined,
+      () => {
+        this.slotsKnown = true;
+      },
       (error: unknown) => {
         this.warn('redis cluster is not reachable yet; serving from the database', error);
         this.connected = undefined;
@@ -184,10 +187,11 @@ class ClusterConnection implements RedisConnection {
     );
   }
 
+  /** The client counts as open from the start of `connect`, before it knows a single slot. */
   private async ready(): Promise<void> {
-    if (this.cluster.isOpen) return;
+    if (this.slotsKnown) return;
     if (this.connected !== undefined) await this.connected;
-    if (!this.cluster.isOpen) throw new Error('redis cluster is not connected');
+    if (!this.slotsKnown) throw new Error('redis cluster is not connected');
   }
 }
 

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { Logger } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import { createCacheService } from '../cache/cache.module.js';
 import { createDataSource } from '../database/data-source.js';
@@ -6,6 +7,13 @@ import { migrate } from '../database/migrate.js';
 import type { Settings } from '../config/settings.js';
 
 /** Messages go to stderr so that stdout carries only the command's result (a token, an id). */
+/** Nest's logger writes warnings to stdout, which a command keeps for its result. */
+class QuietLogger extends Logger {
+  override log(): void {}
+  override warn(): void {}
+  override error(): void {}
+}
+
 export function say(line: string): void {
   process.stderr.write(`${line}\n`);
 }
@@ -71,7 +79,12 @@ export class ServerCaches {
   /** After the commit. */
   async afterCommit(): Promise<void> {
     if (this.settings.redisUrl === undefined) return;
-    const cache = createCacheService(this.settings);
+    // A command may wait for Redis (a cluster's slot map takes a few round trips to learn), and
+    // its stdout carries only the result: the cache's own log lines are dropped, the outcome is said below.
+    const cache = createCacheService(
+      { ...this.settings, cacheTimeoutMs: Math.max(this.settings.cacheTimeoutMs, 3000) },
+      new QuietLogger('Cache'),
+    );
     try {
       const told = this.tables === undefined ? await cache.invalidateAll() : await cache.tablesWritten(this.tables);
       if (told) return;
