@@ -4,28 +4,11 @@ import { appendFile, chmod, chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { createServer } from 'node:net';
 import pg from 'pg';
+import { freePort } from './ports.mjs';
 
 // Plain ESM: the specs and the scale-out benchmark (which runs on dist/, outside Jest) use it.
 const run = promisify(execFile);
-
-function canListen(port) {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-/** A free port below Linux's ephemeral range (see redis-server.ts). */
-async function freePort() {
-  for (let attempt = 0; attempt < 100; attempt += 1) {
-    const port = 15_000 + Math.floor(Math.random() * 15_000);
-    if (await canListen(port)) return port;
-  }
-  throw new Error('no free port found in 15000-29999');
-}
 
 /** The PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup): PG_BINDIR, else the newest installed. */
 function binDir() {

@@ -3,30 +3,17 @@
 // directory that `stop` removes.
 import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { canListen, freePort } from './ports.mjs';
 
 const run = promisify(execFile);
 
-function canListen(port) {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-/** A port free with its cluster bus port (+10000), below Linux's ephemeral range. */
-async function freeClusterPort(taken) {
-  for (let attempt = 0; attempt < 200; attempt += 1) {
-    const port = 15_000 + Math.floor(Math.random() * 15_000);
-    if (taken.has(port) || taken.has(port + 10_000)) continue;
-    if ((await canListen(port)) && (await canListen(port + 10_000))) return port;
-  }
-  throw new Error('no free port pair found for a cluster node');
+/** A port free with its cluster bus port (+10000). */
+function freeClusterPort(taken) {
+  return freePort(new Set([...taken].flatMap((port) => [port, port - 10_000])), (port) => canListen(port + 10_000));
 }
 
 async function cli(port, ...args) {
