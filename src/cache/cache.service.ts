@@ -192,7 +192,10 @@ export class CacheService {
    * write path such as the CLI; returns false if the cache could not be reached.
    */
   async invalidateAll(): Promise<boolean> {
+    const marks = this.failureMarks;
     const result = await this.guard('flush', '*', true, () => this.store.flushAll());
+    // A flush covers every mark made before it began: no second flush for the same outage.
+    if (result.ok) this.flushedMarks = Math.max(this.flushedMarks, marks);
     return result.ok;
   }
 

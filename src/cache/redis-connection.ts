@@ -37,17 +37,26 @@ const SOCKET = { connectTimeout: 1000, reconnectStrategy: (retries: number) => M
 class SingleConnection implements RedisConnection {
   readonly isCluster = false;
   private readonly client: Client;
+  /** The first connection, awaited by calls made before it is up (within their budget); later outages fail at once. */
+  private connecting: Promise<void> | undefined;
 
   constructor(url: string, logger: Logger) {
     const warn = throttledWarn(logger);
     this.client = createClient({ url, disableOfflineQueue: true, socket: SOCKET });
     this.client.on('error', (error: unknown) => warn('redis connection error', error));
-    this.client
-      .connect()
-      .catch((error: unknown) => warn('redis is not reachable yet; serving from the database', error));
+    this.connecting = this.client.connect().then(
+      () => {
+        this.connecting = undefined;
+      },
+      (error: unknown) => {
+        this.connecting = undefined;
+        warn('redis is not reachable yet; serving from the database', error);
+      },
+    );
   }
 
-  eval(script: string, keys: readonly string[], args: readonly string[] = []): Promise<unknown> {
+  async eval(script: string, keys: readonly string[], args: readonly string[] = []): Promise<unknown> {
+    if (this.connecting !== undefined) await this.connecting;
     return this.client.eval(script, { keys: [...keys], arguments: [...args] });
   }
 
@@ -56,6 +65,7 @@ class SingleConnection implements RedisConnection {
   }
 
   async ping(): Promise<void> {
+    if (this.connecting !== undefined) await this.connecting;
     await this.client.ping();
   }
 

@@ -25,6 +25,14 @@ interface Replica {
   skipped: number;
 }
 
+/** Gives the connection back to the pool as broken (pg-pool then destroys it). */
+async function destroyConnection(runner: QueryRunner, error: unknown): Promise<void> {
+  // TypeORM's PostgreSQL runner passes this error on to pg-pool; its public `release()` cannot.
+  const postgres = runner as unknown as { releasePostgresConnection?: (error: unknown) => Promise<void> };
+  if (postgres.releasePostgresConnection !== undefined)
+    await postgres.releasePostgresConnection(error instanceof Error ? error : new Error(String(error)));
+}
+
 /** How long a replica that failed is left alone before it is tried again. */
 const DOWN_FOR_MS = 5000;
 
@@ -43,8 +51,9 @@ function isConnectionFailure(error: unknown): boolean {
   const code =
     (error as { code?: unknown; driverError?: { code?: unknown } }).driverError?.code ??
     (error as { code?: unknown }).code;
-  if (typeof code === 'string' && /^(08|57P0[1-3]|53300)/.test(code)) return true;
   if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return true; // ECONNREFUSED, ECONNRESET, ETIMEDOUT…
+  // A SQLSTATE decides on its own: a statement the replica refused is not the replica failing.
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return /^(08|57P0[1-3]|53300)/.test(code);
   const message = error instanceof Error ? error.message : String(error);
   return (
     /timeout|terminated|Connection|connect/i.test(message) && !/statement timeout|canceling statement/i.test(message)
@@ -177,11 +186,15 @@ export class ReadReplicas implements OnModuleInit, OnApplicationShutdown {
     } catch (error) {
       // The primary answers instead (if the read itself is at fault it fails there the same way);
       // only a replica that is unreachable or not replaying is left alone for a while.
-      if (error instanceof NotReplaying || isConnectionFailure(error)) this.markDown(replica, error);
+      const unreachable = isConnectionFailure(error);
+      if (error instanceof NotReplaying || unreachable) this.markDown(replica, error);
       replica.skipped += 1;
+      // A connection that failed (a query that timed out may still run on it) is destroyed, not
+      // rolled back and handed to the next read.
+      if (unreachable && runner !== undefined) await destroyConnection(runner, error);
       return undefined;
     } finally {
-      if (runner !== undefined) {
+      if (runner !== undefined && !runner.isReleased) {
         if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
         await runner.release().catch(() => undefined);
       }
