@@ -35,6 +35,7 @@ const asArray = (raw: unknown): unknown[] => (Array.isArray(raw) ? (raw as unkno
 export class RedisCacheStore implements CacheStore {
   readonly kind = 'redis' as const;
   private readonly redis: RedisConnection;
+  private readonly shards: readonly { readonly generation: string; readonly head: string }[];
 
   constructor(
     url: string,
@@ -42,6 +43,10 @@ export class RedisCacheStore implements CacheStore {
     logger: Logger,
   ) {
     this.redis = connectRedis(url, logger);
+    this.shards = Array.from({ length: CACHE_SHARDS }, (_, shard) => ({
+      generation: storedKeys.shardGeneration(prefix, shard),
+      head: storedKeys.shardHead(prefix, shard),
+    }));
   }
 
   async get(key: string): Promise<CacheEntry | undefined> {
@@ -56,8 +61,8 @@ export class RedisCacheStore implements CacheStore {
         const raw = asArray(
           await this.redis.eval(
             GET_MANY,
-            batch.map(({ item }) => this.generationKeyOf(item)),
-            batch.flatMap(({ item }) => [storedKeys.shardHead(this.prefix, shardOf(item)), item]),
+            batch.map(({ item }) => this.shardKeys(item).generation),
+            batch.flatMap(({ item }) => [this.shardKeys(item).head, item]),
           ),
         );
         batch.forEach(({ index }, position) => {
@@ -79,8 +84,8 @@ export class RedisCacheStore implements CacheStore {
   async deleteIfSame(key: string, entry: CacheEntry): Promise<boolean> {
     const deleted = await this.redis.eval(
       DELETE_IF_SAME,
-      [this.generationKeyOf(key)],
-      [storedKeys.shardHead(this.prefix, shardOf(key)), key, entry.raw ?? encodeEntry(entry)],
+      [this.shardKeys(key).generation],
+      [this.shardKeys(key).head, key, entry.raw ?? encodeEntry(entry)],
     );
     return deleted === 1;
   }
@@ -88,7 +93,7 @@ export class RedisCacheStore implements CacheStore {
   /** Scans every master for the entries of the current generations and tombstones them, shard by shard. */
   async tombstoneByPrefix(keyPrefix: string): Promise<number> {
     const current = await this.shardGenerations();
-    const heads = current.map((generation, shard) => `${storedKeys.shardHead(this.prefix, shard)}${generation}:`);
+    const heads = current.map((generation, shard) => `${this.shards[shard]?.head ?? ''}${generation}:`);
     const shardPattern = /\{s(\d+)\}:/;
     let dropped = 0;
     // `{` is not special in a SCAN pattern: this matches every shard's entries of every generation.
@@ -153,9 +158,7 @@ export class RedisCacheStore implements CacheStore {
 
   async flushAll(): Promise<void> {
     // Every shard's generation moves on: what was stored under the old ones is unreachable.
-    const keys = Array.from({ length: CACHE_SHARDS }, (_, shard) => storedKeys.shardGeneration(this.prefix, shard));
-    if (!this.redis.isCluster) await this.redis.eval(BUMP_GENERATIONS, keys);
-    else await Promise.all(keys.map((key) => this.redis.eval(BUMP_GENERATIONS, [key])));
+    await this.onEveryShardGeneration(BUMP_GENERATIONS);
   }
 
   async ping(): Promise<void> {
@@ -177,11 +180,11 @@ export class RedisCacheStore implements CacheStore {
         const raw = asArray(
           await this.redis.eval(
             SET_MANY_IF_NOT_OLDER,
-            batch.map(({ item: [key] }) => this.generationKeyOf(key)),
+            batch.map(({ item: [key] }) => this.shardKeys(key).generation),
             [
               String(ttlMs),
               ...batch.flatMap(({ item: [key, entry] }) => [
-                storedKeys.shardHead(this.prefix, shardOf(key)),
+                this.shardKeys(key).head,
                 key,
                 String(entry.version),
                 encodeEntry(entry),
@@ -195,8 +198,9 @@ export class RedisCacheStore implements CacheStore {
     return stored;
   }
 
-  private generationKeyOf(key: string): string {
-    return storedKeys.shardGeneration(this.prefix, shardOf(key));
+  /** The generation and head of a key's shard (strings built once per shard, not per call). */
+  private shardKeys(key: string): { readonly generation: string; readonly head: string } {
+    return this.shards[shardOf(key)] ?? { generation: '', head: '' };
   }
 
   /**
@@ -210,8 +214,16 @@ export class RedisCacheStore implements CacheStore {
 
   /** Each shard's current generation. */
   private async shardGenerations(): Promise<string[]> {
-    const keys = Array.from({ length: CACHE_SHARDS }, (_, shard) => storedKeys.shardGeneration(this.prefix, shard));
-    if (!this.redis.isCluster) return asArray(await this.redis.eval(READ_GENERATIONS, keys)).map(String);
-    return Promise.all(keys.map(async (key) => String(asArray(await this.redis.eval(READ_GENERATIONS, [key]))[0])));
+    return (await this.onEveryShardGeneration(READ_GENERATIONS)).map(String);
+  }
+
+  /**
+   * A generations script (read or bump) over every shard's generation, answering one value per
+   * shard: one call on a single server, one per shard (each its own slot) on a cluster.
+   */
+  private async onEveryShardGeneration(script: string): Promise<unknown[]> {
+    const keys = this.shards.map((shard) => shard.generation);
+    if (!this.redis.isCluster) return asArray(await this.redis.eval(script, keys));
+    return Promise.all(keys.map(async (key) => asArray(await this.redis.eval(script, [key]))[0]));
   }
 }

@@ -97,8 +97,6 @@ export class ReadReplicas implements OnModuleInit, OnApplicationShutdown {
   private next = 0;
   private asking: Promise<bigint> | undefined;
   private queued: Promise<bigint> | undefined;
-  /** Reads that went to the primary because no replica had caught up (or none answered). */
-  primaryReads = 0;
 
   constructor(
     private readonly primary: DataSource,
@@ -133,7 +131,7 @@ export class ReadReplicas implements OnModuleInit, OnApplicationShutdown {
     const now = Date.now();
     if (this.replicas.every((replica) => replica.state === 'down' && now < replica.downUntil)) {
       for (const replica of this.replicas) replica.skipped += 1;
-      return this.onPrimary(work);
+      return work(this.primary.manager);
     }
     const position = await this.primaryPosition();
     for (let tried = 0; tried < this.replicas.length; tried += 1) {
@@ -143,11 +141,6 @@ export class ReadReplicas implements OnModuleInit, OnApplicationShutdown {
       const read = await this.onReplica(replica, position, work);
       if (read !== undefined) return read.value;
     }
-    return this.onPrimary(work);
-  }
-
-  private onPrimary<T>(work: (db: EntityManager) => Promise<T>): Promise<T> {
-    this.primaryReads += 1;
     return work(this.primary.manager);
   }
 

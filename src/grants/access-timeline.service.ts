@@ -152,37 +152,44 @@ function replay(history: DeviceHistory, nowMicros: number, startMicros: number):
     const byAuthority = new Map<number, Cause>();
     const byPermission = new Map<string, Cause>();
     const byUser = new Map<number, Cause>();
+    // What the instant's first version of each record says changed, and who changed it.
+    const started = instant === startMicros;
+    const causeOf = (
+      cause: string,
+      row: { xid: Cause['xid']; actor_id: Cause['actor_id'] },
+      resource: string,
+    ): Cause => ({
+      cause: started ? 'history_started' : cause,
+      xid: row.xid,
+      resource,
+      actor_id: row.actor_id,
+    });
     for (const change of changes.get(instant) ?? []) {
       if (change.kind === 'authority') {
         const { row } = change;
-        const cause =
-          instant === startMicros ? 'history_started' : authorityCause(authorities.get(row.authority_id), row);
+        const cause = authorityCause(authorities.get(row.authority_id), row);
         authorities.set(row.authority_id, row);
         ofUser.set(row.user_id, (ofUser.get(row.user_id) ?? new Set()).add(row.authority_id));
-        byAuthority.set(row.authority_id, {
-          cause,
-          xid: row.xid,
-          resource: `authority/${row.authority_id}`,
-          actor_id: row.actor_id,
-        });
+        byAuthority.set(row.authority_id, causeOf(cause, row, `authority/${row.authority_id}`));
         touched.add(row.authority_id);
       } else if (change.kind === 'permission') {
         const { row } = change;
         const rows = held.get(row.authority_id) ?? new Map<number, PermissionVersion>();
         held.set(row.authority_id, rows.set(row.authority_permission_id, row));
-        byPermission.set(`${row.authority_id} ${row.code}`, {
-          cause:
-            instant === startMicros ? 'history_started' : row.is_active ? 'permission_granted' : 'permission_revoked',
-          xid: row.xid,
-          resource: `authority_permission/${row.authority_permission_id}`,
-          actor_id: row.actor_id,
-        });
+        byPermission.set(
+          `${row.authority_id} ${row.code}`,
+          causeOf(
+            row.is_active ? 'permission_granted' : 'permission_revoked',
+            row,
+            `authority_permission/${row.authority_permission_id}`,
+          ),
+        );
         touched.add(row.authority_id);
       } else if (change.kind === 'user') {
         const { row } = change;
-        const cause = instant === startMicros ? 'history_started' : userCause(users.get(row.user_id), row);
+        const cause = userCause(users.get(row.user_id), row);
         users.set(row.user_id, row);
-        byUser.set(row.user_id, { cause, xid: row.xid, resource: `user/${row.user_id}`, actor_id: row.actor_id });
+        byUser.set(row.user_id, causeOf(cause, row, `user/${row.user_id}`));
         for (const authorityId of ofUser.get(row.user_id) ?? []) touched.add(authorityId);
       } else touched.add(change.authority_id);
     }

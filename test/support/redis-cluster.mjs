@@ -64,11 +64,8 @@ export async function startRedisCluster({ masters = 3, replicas = 1, nodeTimeout
     },
     /** Kills the master that serves `slot` (SIGKILL, by its pid) and returns its port. */
     async killMasterOf(slot) {
-      const alive = nodes.find((node) => node.alive);
-      const master = (await clusterNodes(alive.port)).find(
-        (node) => node.flags.includes('master') && !node.flags.includes('fail') && ownsSlot(node, slot),
-      );
-      const victim = nodes.find((node) => node.port === master.port);
+      const port = await cluster.masterOf(slot);
+      const victim = nodes.find((node) => node.port === port);
       await stopNode(victim);
       return victim.port;
     },

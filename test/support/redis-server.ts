@@ -1,28 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from '@keyv/redis';
+import { freePort } from './ports.mjs';
 
-function canListen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-/**
- * A port that was free a moment ago, chosen below Linux's ephemeral range (32768-60999): a port
- * the kernel handed out (port 0) can be taken again by an outgoing connection before the
- * server binds it, which made a spec fail once with EADDRINUSE.
- */
-export async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 100; attempt += 1) {
-    const port = 15_000 + Math.floor(Math.random() * 15_000);
-    if (await canListen(port)) return port;
-  }
-  throw new Error('no free port found in 15000-29999');
-}
+export { freePort } from './ports.mjs';
 
 /** A redis-server this test owns, so it may pause, resume or kill it. */
 export class OwnRedis {
