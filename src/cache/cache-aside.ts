@@ -45,11 +45,7 @@ export class CacheAside<T, Id extends string | number = number> {
       // An entry that cannot be read back is a miss: removed, reloaded from the database, refilled.
       await this.cache.dropUnreadable(this.keyOf(id), lookup.entry);
     }
-    // Without the cache a read loads alone: a load under way may have begun before a write whose
-    // response was sent (its rebuild failed), and nothing here can tell.
-    let entry = lookup.ok
-      ? await this.loadOnce(this.keyOf(id), id, true)
-      : await this.loadAlone(this.keyOf(id), id, false);
+    let entry = await this.loadOnce(this.keyOf(id), id, lookup.ok);
     // A tombstone holds the version a write left: a load this read joined that began before that
     // write committed comes back older, and is read again on its own.
     const floor = lookup.entry !== undefined && isTombstone(lookup.entry) ? lookup.entry.version : 0;
