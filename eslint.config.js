@@ -9,6 +9,7 @@ export default tseslint.config(
       'coverage/',
       '.data/',
       'jest.config.js',
+      'jest.unit.config.js',
       'eslint.config.js',
       'test/client/api.d.ts',
     ],
@@ -27,6 +28,26 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', ignoreRestSiblings: true }],
     },
   },
+  // The platform floor (src/platform/) imports no feature: features register into it (bulk kinds,
+  // queues, rebuild warmers) instead of being named by it. A relative import that climbs out of
+  // src/platform/ is refused (the migrations are history, not a feature); the depth of each glob is
+  // the depth of the importing file.
+  ...[1, 2, 3].map((depth) => ({
+    files: [`src/platform/${'*/'.repeat(depth)}*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: `^(\\.\\./){${depth + 1}}(?!\\.\\./migrations/)`,
+              message: 'The platform imports no feature: register into the platform from the feature instead.',
+            },
+          ],
+        },
+      ],
+    },
+  })),
   {
     // Plain ESM scripts over the compiled dist/ (benchmarks, Jest's global setup): linted, untyped.
     files: ['**/*.mjs'],

@@ -16,7 +16,7 @@ const CLUSTER_SPECS = ['cache', 'list-cache', 'table-generations', 'cache-rebuil
   (name) => `<rootDir>/test/e2e/${name}.spec.ts`,
 );
 
-const project = {
+export const project = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   transform: {

@@ -2,8 +2,8 @@
 // database, starts the built service against it, and loads GET /audit-events with the default
 // page and with each filter of the contract (10 connections each); the goal is p99 < 50 ms.
 // BENCH_DURATION_SECONDS sets the length of each run (default 4).
-import { signAccessToken } from '../dist/src/auth/token-signer.js';
-import { loadSettings } from '../dist/src/config/settings.js';
+import { signAccessToken } from '../dist/src/platform/auth/token-signer.js';
+import { loadSettings } from '../dist/src/platform/config/settings.js';
 import { freePort } from './ports.mjs';
 import { AUDIT_EVENTS, seedAuditEvents } from './lib/seed-audit.mjs';
 import {

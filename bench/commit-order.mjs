@@ -3,8 +3,8 @@
 // without the feed's triggers. Each event-writing transaction takes its feed position under one
 // lock as it commits, so such commits are serialised; this measures the ceiling that sets.
 import pg from 'pg';
-import { loadSettings } from '../dist/src/config/settings.js';
-import { migrate } from '../dist/src/database/migrate.js';
+import { loadSettings } from '../dist/src/platform/config/settings.js';
+import { migrate } from '../dist/src/platform/database/migrate.js';
 
 const server = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const admin = new pg.Client({ connectionString: server });

@@ -3,8 +3,8 @@
 // `node bench/detail-probe.mjs [seconds]` after `npm run build`.
 import { readFileSync } from 'node:fs';
 import { execSync } from 'node:child_process';
-import { signAccessToken } from '../dist/src/auth/token-signer.js';
-import { loadSettings } from '../dist/src/config/settings.js';
+import { signAccessToken } from '../dist/src/platform/auth/token-signer.js';
+import { loadSettings } from '../dist/src/platform/config/settings.js';
 import { freePort } from './ports.mjs';
 import {
   benchAdminSession,

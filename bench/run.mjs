@@ -1,8 +1,8 @@
 // `npm run bench`: seeds a million authorities into a throw-away database, starts the service
 // against it and Redis, runs every scenario against its baseline in this same run, prints the
 // table and writes it as JSON under bench/results/. BENCH_DURATION_SECONDS sets the long runs.
-import { signAccessToken } from '../dist/src/auth/token-signer.js';
-import { loadSettings } from '../dist/src/config/settings.js';
+import { signAccessToken } from '../dist/src/platform/auth/token-signer.js';
+import { loadSettings } from '../dist/src/platform/config/settings.js';
 import { freePort } from './ports.mjs';
 import { bulkGrant } from './scenarios/bulk.mjs';
 import { detailAndMemory } from './scenarios/detail.mjs';

@@ -3,9 +3,9 @@
 // streaming read replica, all of our own on loopback ports. It measures the cached detail read
 // and uncached list pages (LIST_CACHE=false, so every page is a database read: the replica's
 // work), then writes on one instance and reads on the other, counting stale answers.
-import { signAccessToken } from '../dist/src/auth/token-signer.js';
-import { loadSettings } from '../dist/src/config/settings.js';
-import { migrate } from '../dist/src/database/migrate.js';
+import { signAccessToken } from '../dist/src/platform/auth/token-signer.js';
+import { loadSettings } from '../dist/src/platform/config/settings.js';
+import { migrate } from '../dist/src/platform/database/migrate.js';
 import { PrimaryWithReplica } from '../test/support/pg-replica.mjs';
 import { startRedisCluster } from '../test/support/redis-cluster.mjs';
 import { seedMillion } from './lib/seed.mjs';

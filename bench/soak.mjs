@@ -5,8 +5,8 @@
 // and the server's RSS at start and end. Exits 1 on a stale read or any 5xx other than 503.
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { signAccessToken } from '../dist/src/auth/token-signer.js';
-import { loadSettings } from '../dist/src/config/settings.js';
+import { signAccessToken } from '../dist/src/platform/auth/token-signer.js';
+import { loadSettings } from '../dist/src/platform/config/settings.js';
 import { freePort } from './ports.mjs';
 import {
   JWT_SECRET,

@@ -6,8 +6,8 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { loadSettings } from '../dist/src/config/settings.js';
-import { migrate } from '../dist/src/database/migrate.js';
+import { loadSettings } from '../dist/src/platform/config/settings.js';
+import { migrate } from '../dist/src/platform/database/migrate.js';
 
 export const SERVER_URL =
   process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';

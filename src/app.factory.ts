@@ -3,14 +3,14 @@ import { NestFactory } from '@nestjs/core';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Logger as Pino } from 'pino';
 import { AppModule, type AppModuleOptions } from './app.module.js';
-import { EnvelopeInterceptor } from './common/envelope.interceptor.js';
-import { ApiExceptionFilter } from './common/exception.filter.js';
-import { configureHttp, createHttpAdapter } from './common/http.js';
-import { createPino, PinoNestLogger } from './common/logger.js';
-import { buildOpenApi, serveDocs } from './common/openapi/openapi.js';
-import { createValidationPipe } from './common/validation.js';
-import { completeIdempotentResponse, IdempotentRequests } from './idempotency/idempotent-requests.js';
-import { IdempotencyKeysRepository } from './idempotency/idempotency-keys.repository.js';
+import { EnvelopeInterceptor } from './platform/http/envelope.interceptor.js';
+import { ApiExceptionFilter } from './platform/http/exception.filter.js';
+import { configureHttp, createHttpAdapter } from './platform/http/http.js';
+import { createPino, PinoNestLogger } from './platform/http/logger.js';
+import { buildOpenApi, serveDocs } from './platform/http/openapi/openapi.js';
+import { createValidationPipe } from './platform/http/validation.js';
+import { completeIdempotentResponse, IdempotentRequests } from './platform/idempotency/idempotent-requests.js';
+import { IdempotencyKeysRepository } from './platform/idempotency/idempotency-keys.repository.js';
 
 export interface CreateAppOptions extends AppModuleOptions {
   readonly log?: Pino;

@@ -1,21 +1,25 @@
 import { Module, type DynamicModule, type ModuleMetadata } from '@nestjs/common';
-import { AuditModule } from './audit/audit.module.js';
-import { AuthModule } from './auth/auth.module.js';
+import { AccessModule } from './access/access.module.js';
+import { AuditEventsModule } from './audit-events/audit-events.module.js';
 import { AuthoritiesModule } from './authorities/authorities.module.js';
-import { CacheModule } from './cache/cache.module.js';
-import { CacheRebuildModule } from './cache/cache-rebuild.module.js';
-import { ConfigModule } from './config/config.module.js';
-import type { Settings } from './config/settings.js';
-import { DatabaseModule } from './database/database.module.js';
-import { MobileDevicesModule } from './mobile-devices/mobile-devices.module.js';
+import { CacheAdminModule } from './cache-admin/cache-admin.module.js';
+import { EventsModule } from './events/events.module.js';
 import { GrantsModule } from './grants/grants.module.js';
+import { HealthModule } from './health/health.module.js';
 import { InboxModule } from './inbox/inbox.module.js';
 import { JobsModule } from './jobs/jobs.module.js';
+import { MobileDevicesModule } from './mobile-devices/mobile-devices.module.js';
+import { AuditModule } from './platform/audit/audit.module.js';
+import { AuthModule } from './platform/auth/auth.module.js';
+import { CacheModule } from './platform/cache/cache.module.js';
+import { ConfigModule } from './platform/config/config.module.js';
+import type { Settings } from './platform/config/settings.js';
+import { DatabaseModule } from './platform/database/database.module.js';
+import { IdempotencyModule } from './platform/idempotency/idempotency.module.js';
+import { JobQueueModule } from './platform/jobs/job-queue.module.js';
 import { ReadStateModule } from './read-state/read-state.module.js';
-import { HealthModule } from './health/health.module.js';
-import { IdempotencyModule } from './idempotency/idempotency.module.js';
 import { UsersModule } from './users/users.module.js';
-import { EventsModule } from './events/events.module.js';
+import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 export interface AppModuleOptions {
   readonly settings: Settings;
@@ -24,6 +28,7 @@ export interface AppModuleOptions {
   readonly imports?: ModuleMetadata['imports'];
 }
 
+/** The platform floor first (global modules every feature uses), then one module per feature folder. */
 @Module({})
 export class AppModule {
   static forRoot(options: AppModuleOptions): DynamicModule {
@@ -35,17 +40,21 @@ export class AppModule {
         CacheModule,
         AuditModule,
         AuthModule,
+        JobQueueModule,
+        IdempotencyModule,
         HealthModule,
         UsersModule,
         AuthoritiesModule,
         GrantsModule,
-        JobsModule,
-        IdempotencyModule,
+        AccessModule,
         InboxModule,
         ReadStateModule,
         MobileDevicesModule,
-        CacheRebuildModule,
+        JobsModule,
+        AuditEventsModule,
         EventsModule,
+        WebhooksModule,
+        CacheAdminModule,
         ...(options.imports ?? []),
       ],
     };

@@ -2,9 +2,9 @@ import 'reflect-metadata';
 import { CliError, options, say, type Command } from './cli/command.js';
 import { SEED_DEMO } from './cli/seed-demo.js';
 import { TOKEN_COMMANDS } from './cli/token-commands.js';
-import { loadSettings, SettingsError } from './config/settings.js';
-import { resolveDatabase } from './database/database-url.js';
-import { migrate } from './database/migrate.js';
+import { loadSettings, SettingsError } from './platform/config/settings.js';
+import { resolveDatabase } from './platform/database/database-url.js';
+import { migrate } from './platform/database/migrate.js';
 
 /** Every command; the usage text and the dispatch are both derived from this table. */
 const COMMANDS: Readonly<Record<string, Command>> = {

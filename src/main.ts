@@ -1,12 +1,12 @@
 import 'reflect-metadata';
 import type { Server } from 'node:http';
 import { createApp } from './app.factory.js';
-import { createPino } from './common/logger.js';
-import { withJwtSecret } from './auth/jwt-secret.js';
-import { isClusterUrl } from './config/redis-url.js';
-import { loadSettings, SettingsError, type Settings } from './config/settings.js';
-import { resolveDatabase } from './database/database-url.js';
-import { migrate } from './database/migrate.js';
+import { createPino } from './platform/http/logger.js';
+import { withJwtSecret } from './platform/auth/jwt-secret.js';
+import { isClusterUrl } from './platform/config/redis-url.js';
+import { loadSettings, SettingsError, type Settings } from './platform/config/settings.js';
+import { resolveDatabase } from './platform/database/database-url.js';
+import { migrate } from './platform/database/migrate.js';
 
 function settingsOrExit(): Settings {
   try {

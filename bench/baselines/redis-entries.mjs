@@ -1,7 +1,7 @@
 // The service's own Lua scripts and key layout (shards, each under its generation), so a
 // baseline does exactly the same Redis work as the service for the entries it reads and writes.
-import { shardOf, storedKeys } from '../../dist/src/cache/cache-keys.js';
-import { GET_MANY, SET_MANY_IF_NOT_OLDER } from '../../dist/src/cache/redis-scripts.js';
+import { shardOf, storedKeys } from '../../dist/src/platform/cache/cache-keys.js';
+import { GET_MANY, SET_MANY_IF_NOT_OLDER } from '../../dist/src/platform/cache/redis-scripts.js';
 
 const PREFIX = 'admin-api:';
 

@@ -295,12 +295,12 @@ function action(options) {
     };
 
     // The permission in the catalogue, with the next free id, and a migration seeding it.
-    const catalogue = read(tree, 'src/auth/permissions.ts');
+    const catalogue = read(tree, 'src/platform/auth/permissions.ts');
     if (catalogue.includes(`code: '${permission}'`))
       throw new SchematicsException(`${permission} is already in the catalogue`);
     const nextId = Math.max(...[...catalogue.matchAll(/\{ id: (\d+), code:/g)].map((match) => Number(match[1]))) + 1;
     overwrite(
-      'src/auth/permissions.ts',
+      'src/platform/auth/permissions.ts',
       catalogue.replace('] as const;', `  { id: ${nextId}, code: '${permission}' },\n] as const;`),
     );
     const timestamp = Date.now();
@@ -355,10 +355,10 @@ export class ${ResultClass} {
     create(
       `src/${domain}/${actionFile}.ts`,
       `import { Injectable } from '@nestjs/common';
-import { AuditService } from '../audit/audit.service.js';
-import type { IfMatch } from '../common/etag.js';
-import { ResourceResponse } from '../common/responses.js';
-import { UnitOfWork } from '../database/unit-of-work.js';
+import { AuditService } from '../platform/audit/audit.service.js';
+import type { IfMatch } from '../platform/http/etag.js';
+import { ResourceResponse } from '../platform/http/responses.js';
+import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import type { ${DtoClass}, ${ResultClass} } from './dto/${url}-${verb}.dto.js';
 
 /** \`${verb}\` on a ${resource.replace(/_/g, ' ')}: one transaction with its \`${resource}.${snake(verb)}\` audit event. */
@@ -386,9 +386,12 @@ export class ${ActionClass} {
     const controllerPath = `src/${domain}/${url}.controller.ts`;
     let controller = read(tree, controllerPath);
     controller = addNamedImports(controller, '@nestjs/common', ['Body', 'Post']);
-    controller = addNamedImports(controller, '../auth/authorize.decorator.js', ['Authorize']);
-    controller = addNamedImports(controller, '../auth/record-write.decorator.js', ['Write', 'type RecordWrite']);
-    controller = addNamedImports(controller, '../common/responses.js', ['type ResourceResponse']);
+    controller = addNamedImports(controller, '../platform/auth/authorize.decorator.js', ['Authorize']);
+    controller = addNamedImports(controller, '../platform/auth/record-write.decorator.js', [
+      'Write',
+      'type RecordWrite',
+    ]);
+    controller = addNamedImports(controller, '../platform/http/responses.js', ['type ResourceResponse']);
     if (devices !== undefined) controller = addNamedImports(controller, './device-locators.js', [devices.locator]);
     controller = addImport(controller, `import { ${DtoClass}, ${ResultClass} } from './dto/${url}-${verb}.dto.js';`);
     controller = addImport(controller, `import { ${ActionClass} } from './${actionFile}.js';`);

@@ -1,21 +1,22 @@
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
 import { AUTHORITY_LIST } from './authorities.repository.js';
-import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
+import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
-import { Actor } from '../auth/actor.decorator.js';
-import type { AuthContext } from '../auth/auth-context.js';
-import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
-import { ApiIncludeDeleted, IncludeDeleted } from '../common/include-deleted.js';
-import { IdParam } from '../common/id.pipe.js';
-import type { ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
-import { NoOptionsDto } from '../common/validation.js';
+import { Actor } from '../platform/auth/actor.decorator.js';
+import type { AuthContext } from '../platform/auth/auth-context.js';
+import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { ApiIncludeDeleted, IncludeDeleted } from '../platform/http/include-deleted.js';
+import { IdParam } from '../platform/http/id.pipe.js';
+import type { ListResponse, NoContent, ResourceResponse } from '../platform/http/responses.js';
+import { NoOptionsDto } from '../platform/http/validation.js';
 import { AuthoritiesService } from './authorities.service.js';
 import { AuthorityActionsService } from './authority-actions.service.js';
-import { deviceOfAuthority } from './device-locators.js';
+import { deviceOf } from '../platform/auth/device-locators.js';
+import { AUTHORITY } from './device-locators.js';
 import { AuthorityDto, CreateAuthorityDto, RevokeAuthorityDto, UpdateAuthorityDto } from './dto/authority.dto.js';
-import { detailOf } from '../cache/cache-keys.js';
+import { detailOf } from '../platform/cache/cache-keys.js';
 
-const ON_ITS_DEVICE = deviceOfAuthority('id');
+const ON_ITS_DEVICE = deviceOf(AUTHORITY);
 
 /** `/v1/admin/authorities` (part 6.3). */
 @ApiTags('authorities')

@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js';
-import { CacheService } from '../cache/cache.service.js';
-import type { Subject } from '../auth/auth-context.js';
-import { ApiError } from '../common/api-error.js';
-import { listSpec } from '../common/list/list-spec.js';
-import { ResourceTable } from '../database/resource-table.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { DeviceAuthoritiesService } from '../platform/auth/device-authorities.service.js';
+import { CacheService } from '../platform/cache/cache.service.js';
+import type { Subject } from '../platform/auth/auth-context.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { listSpec } from '../platform/http/list/list-spec.js';
+import { ResourceTable } from '../platform/projections/resource-table.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { AuthorityDto } from './dto/authority.dto.js';
 
 export interface AuthorityRow extends AuthorityDto {

@@ -1,16 +1,17 @@
 import { Injectable } from '@nestjs/common';
-import { References } from '../database/references.js';
-import { creationStamp, updateStamp } from '../audit/actor-stamps.js';
-import { AuditService, diffChanges } from '../audit/audit.service.js';
-import type { AuthContext } from '../auth/auth-context.js';
-import { AuthorizationService } from '../auth/authorization.service.js';
-import { deviceRowScope } from '../auth/row-scope.js';
-import { ApiError } from '../common/api-error.js';
-import { futureTimestamp } from '../common/timestamps.js';
-import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { ResourceResponse, type ListResponse } from '../common/responses.js';
-import { respondWith } from '../database/resource-table.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { AuthorityReferences } from './authority-references.repository.js';
+import { UserReferences } from '../users/user-references.repository.js';
+import { creationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
+import { AuditService, diffChanges } from '../platform/audit/audit.service.js';
+import type { AuthContext } from '../platform/auth/auth-context.js';
+import { AuthorizationService } from '../platform/auth/authorization.service.js';
+import { deviceRowScope } from '../platform/auth/row-scope.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { futureTimestamp } from '../platform/http/timestamps.js';
+import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
+import { ResourceResponse, type ListResponse } from '../platform/http/responses.js';
+import { respondWith } from '../platform/projections/resource-table.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import {
   assertNotExtendingOwn,
   AuthoritiesRepository,
@@ -33,7 +34,8 @@ export const AUTHORITY_AUDITED_FIELDS = [
 export class AuthoritiesService {
   constructor(
     private readonly uow: UnitOfWork,
-    private readonly references: References,
+    private readonly authorityReferences: AuthorityReferences,
+    private readonly userReferences: UserReferences,
     private readonly authorities: AuthoritiesRepository,
     private readonly audit: AuditService,
     private readonly authorization: AuthorizationService,
@@ -123,8 +125,8 @@ export class AuthoritiesService {
   }
 
   private async assertReferences(deviceId: number, userId: number): Promise<void> {
-    await this.references.device(this.uow.reader, deviceId);
-    await this.references.liveUser(this.uow.reader, userId);
+    await this.authorityReferences.device(this.uow.reader, deviceId);
+    await this.userReferences.liveUser(this.uow.reader, userId);
   }
 
   private async alreadyExists(tx: Tx, deviceId: number, userId: number): Promise<ApiError> {

@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { deletionStamp, restorationStamp, updateStamp } from '../audit/actor-stamps.js';
-import { AuditService, type AuditAction } from '../audit/audit.service.js';
-import { ApiError } from '../common/api-error.js';
-import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { NoContent, type ResourceResponse } from '../common/responses.js';
-import { NOW, respondWith } from '../database/resource-table.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { deletionStamp, restorationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
+import { AuditService, type AuditAction } from '../platform/audit/audit.service.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
+import { NoContent, type ResourceResponse } from '../platform/http/responses.js';
+import { NOW, respondWith } from '../platform/projections/resource-table.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { AuthoritiesRepository, authorityState, ownerProtected, type AuthorityRow } from './authorities.repository.js';
 import type { AuthorityDto } from './dto/authority.dto.js';
 

@@ -1,25 +1,31 @@
-import type { DeviceLocator } from '../auth/authorize.decorator.js';
-import { ApiError } from '../common/api-error.js';
-import { pathId } from '../common/id.pipe.js';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { DeviceLocators } from '../platform/auth/device-locators.js';
+import { ApiError } from '../platform/http/api-error.js';
 import { AuthoritiesRepository } from './authorities.repository.js';
 import { DevicesRepository } from './devices.repository.js';
 
-/** The device named by a path parameter; 404 `DEVICE_NOT_FOUND` before any device check. */
-export function deviceFromParam(name: string): DeviceLocator {
-  return async (request, modules) => {
-    const id = pathId(request, name);
-    if ((await modules.get(DevicesRepository, { strict: false }).read(id)) === undefined)
-      throw ApiError.notFound('DEVICE_NOT_FOUND', id);
-    return id;
-  };
-}
+/** Records whose device a route can be scoped by: `deviceOf(DEVICE)`, `deviceOf(AUTHORITY)`. */
+export const DEVICE = 'device';
+export const AUTHORITY = 'authority';
 
-/** The device of the authority named by a path parameter; 404 `AUTHORITY_NOT_FOUND` first. */
-export function deviceOfAuthority(name: string): DeviceLocator {
-  return async (request, modules) => {
-    const id = pathId(request, name);
-    const read = await modules.get(AuthoritiesRepository, { strict: false }).read(id);
-    if (read === undefined) throw ApiError.notFound('AUTHORITY_NOT_FOUND', id);
-    return read.value.device_id;
-  };
+/** Registers how the guard finds the device of a device id and of an authority (404s first). */
+@Injectable()
+export class AuthorityDeviceLocators implements OnModuleInit {
+  constructor(
+    private readonly locators: DeviceLocators,
+    private readonly devices: DevicesRepository,
+    private readonly authorities: AuthoritiesRepository,
+  ) {}
+
+  onModuleInit(): void {
+    this.locators.register(DEVICE, async (id) => {
+      if ((await this.devices.read(id)) === undefined) throw ApiError.notFound('DEVICE_NOT_FOUND', id);
+      return id;
+    });
+    this.locators.register(AUTHORITY, async (id) => {
+      const read = await this.authorities.read(id);
+      if (read === undefined) throw ApiError.notFound('AUTHORITY_NOT_FOUND', id);
+      return read.value.device_id;
+    });
+  }
 }

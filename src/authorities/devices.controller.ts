@@ -1,14 +1,15 @@
 import { Body, Controller, Get, Patch, Post, Query } from '@nestjs/common';
 import { DEVICE_LIST, TRANSFER_LIST } from './devices.repository.js';
-import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
+import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
-import { Actor } from '../auth/actor.decorator.js';
-import type { AuthContext } from '../auth/auth-context.js';
-import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
-import { IfMatchHeader, type IfMatch } from '../common/etag.js';
-import { IdParam } from '../common/id.pipe.js';
-import type { ListResponse, ResourceResponse } from '../common/responses.js';
-import { deviceFromParam } from './device-locators.js';
+import { Actor } from '../platform/auth/actor.decorator.js';
+import type { AuthContext } from '../platform/auth/auth-context.js';
+import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { IfMatchHeader, type IfMatch } from '../platform/http/etag.js';
+import { IdParam } from '../platform/http/id.pipe.js';
+import type { ListResponse, ResourceResponse } from '../platform/http/responses.js';
+import { deviceOf } from '../platform/auth/device-locators.js';
+import { DEVICE } from './device-locators.js';
 import { DevicesService } from './devices.service.js';
 import {
   CreateDeviceDto,
@@ -19,7 +20,7 @@ import {
   UpdateDeviceDto,
 } from './dto/device.dto.js';
 import { OwnershipService } from './ownership.service.js';
-import { detailOf } from '../cache/cache-keys.js';
+import { detailOf } from '../platform/cache/cache-keys.js';
 
 /** `/v1/admin/devices` (part 6.2). */
 @ApiTags('devices')
@@ -46,7 +47,7 @@ export class DevicesController {
   @Authorize({
     prefetch: detailOf('device'),
     permission: 'devices.read',
-    device: deviceFromParam('id'),
+    device: deviceOf(DEVICE),
     summary: 'Get a device (cached)',
     returns: DeviceDto,
     errors: [400, 404],
@@ -70,7 +71,7 @@ export class DevicesController {
   @Patch(':id')
   @Authorize({
     permission: 'devices.update',
-    device: deviceFromParam('id'),
+    device: deviceOf(DEVICE),
     summary: 'Rename a device or change its model',
     returns: DeviceDto,
     errors: [400, 404, 412],
@@ -82,7 +83,7 @@ export class DevicesController {
   @Post(':device_id/transfer-owner')
   @Authorize({
     permission: 'devices.transfer_owner',
-    device: deviceFromParam('device_id'),
+    device: deviceOf(DEVICE, 'device_id'),
     summary: 'Make another user the owner of the device',
     description: 'The only way `owner` becomes true; one transaction, one owner at all times, one history row.',
     returns: TransferResultDto,
@@ -100,7 +101,7 @@ export class DevicesController {
   @ListRoute({
     path: ':device_id/ownership-transfers',
     permission: 'devices.read',
-    device: deviceFromParam('device_id'),
+    device: deviceOf(DEVICE, 'device_id'),
     summary: 'The ownership history of a device',
     returns: OwnershipTransferDto,
     spec: TRANSFER_LIST,

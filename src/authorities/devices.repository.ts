@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import type { ListResponse } from '../common/responses.js';
+import type { ListResponse } from '../platform/http/responses.js';
 import type { OwnershipTransferDto } from './dto/device.dto.js';
-import { CacheService } from '../cache/cache.service.js';
-import { listSpec } from '../common/list/list-spec.js';
-import { ResourceTable } from '../database/resource-table.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { CacheService } from '../platform/cache/cache.service.js';
+import { listSpec } from '../platform/http/list/list-spec.js';
+import { ResourceTable } from '../platform/projections/resource-table.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { DeviceDto } from './dto/device.dto.js';
 
 export interface DeviceRow extends DeviceDto {

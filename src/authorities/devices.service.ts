@@ -1,15 +1,15 @@
 import { Injectable } from '@nestjs/common';
-import { creationStamp, updateStamp } from '../audit/actor-stamps.js';
-import { AuditService, diffChanges } from '../audit/audit.service.js';
-import type { AuthContext } from '../auth/auth-context.js';
-import { AuthorizationService } from '../auth/authorization.service.js';
-import { deviceRowScope } from '../auth/row-scope.js';
-import { ApiError } from '../common/api-error.js';
-import { isUniqueViolation } from '../common/error-mapping.js';
-import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { ResourceResponse, type ListResponse } from '../common/responses.js';
-import { respondWith } from '../database/resource-table.js';
-import { UnitOfWork } from '../database/unit-of-work.js';
+import { creationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
+import { AuditService, diffChanges } from '../platform/audit/audit.service.js';
+import type { AuthContext } from '../platform/auth/auth-context.js';
+import { AuthorizationService } from '../platform/auth/authorization.service.js';
+import { deviceRowScope } from '../platform/auth/row-scope.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { isUniqueViolation } from '../platform/http/error-mapping.js';
+import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
+import { ResourceResponse, type ListResponse } from '../platform/http/responses.js';
+import { respondWith } from '../platform/projections/resource-table.js';
+import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { DevicesRepository, type DeviceRow } from './devices.repository.js';
 import type { CreateDeviceDto, DeviceDto, UpdateDeviceDto } from './dto/device.dto.js';
 

@@ -1,15 +1,15 @@
 import { Injectable } from '@nestjs/common';
-import { References } from '../database/references.js';
-import { AuditService } from '../audit/audit.service.js';
-import type { AuthContext } from '../auth/auth-context.js';
-import { AuthorizationService } from '../auth/authorization.service.js';
-import { USER_STATUS } from '../auth/roles.js';
-import { ApiError } from '../common/api-error.js';
-import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { currentActorId, currentRequest } from '../common/request-context.js';
-import { ResourceResponse, type ListResponse } from '../common/responses.js';
-import { NOW, withoutVersion } from '../database/resource-table.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { UserReferences } from '../users/user-references.repository.js';
+import { AuditService } from '../platform/audit/audit.service.js';
+import type { AuthContext } from '../platform/auth/auth-context.js';
+import { AuthorizationService } from '../platform/auth/authorization.service.js';
+import { USER_STATUS } from '../platform/auth/roles.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
+import { currentActorId, currentRequest } from '../platform/http/request-context.js';
+import { ResourceResponse, type ListResponse } from '../platform/http/responses.js';
+import { NOW, withoutVersion } from '../platform/projections/resource-table.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { AuthoritiesRepository, type AuthorityRow } from './authorities.repository.js';
 import { DevicesRepository, type DeviceRow } from './devices.repository.js';
 import type { OwnershipTransferDto, TransferOwnerDto, TransferResultDto } from './dto/device.dto.js';
@@ -27,7 +27,7 @@ function targetInvalid(userId: number, reason: string, message: string): ApiErro
 export class OwnershipService {
   constructor(
     private readonly uow: UnitOfWork,
-    private readonly references: References,
+    private readonly userReferences: UserReferences,
     private readonly devices: DevicesRepository,
     private readonly authorities: AuthoritiesRepository,
     private readonly audit: AuditService,
@@ -93,7 +93,7 @@ export class OwnershipService {
   }
 
   private async assertTarget(tx: Tx, device: DeviceRow, userId: number): Promise<void> {
-    const user = await this.references.user(tx.db, userId);
+    const user = await this.userReferences.user(tx.db, userId);
     if (user === undefined) throw ApiError.notFound('USER_NOT_FOUND', userId);
     if (user.is_deleted) throw targetInvalid(userId, 'user_deleted', `User ${userId} is deleted`);
     if (user.status_id !== USER_STATUS.active)

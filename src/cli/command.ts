@@ -1,10 +1,10 @@
 import { parseArgs } from 'node:util';
 import { Logger } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
-import { createCacheService } from '../cache/cache.module.js';
-import { createDataSource } from '../database/data-source.js';
-import { migrate } from '../database/migrate.js';
-import type { Settings } from '../config/settings.js';
+import { createCacheService } from '../platform/cache/cache.module.js';
+import { createDataSource } from '../platform/database/data-source.js';
+import { migrate } from '../platform/database/migrate.js';
+import type { Settings } from '../platform/config/settings.js';
 
 /** Messages go to stderr so that stdout carries only the command's result (a token, an id). */
 /** Nest's logger writes warnings to stdout, which a command keeps for its result. */

@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import type { Settings } from '../config/settings.js';
+import type { Settings } from '../platform/config/settings.js';
 
 import { CliError, options, say, ServerCaches, withDatabase, type Command } from './command.js';
 

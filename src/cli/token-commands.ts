@@ -1,12 +1,12 @@
 import { isEmail } from 'class-validator';
 import type { EntityManager } from 'typeorm';
-import { toAuditEvents, type AuditRecord } from '../audit/audit.service.js';
-import { appendAuditEvents } from '../audit/audit-events.repository.js';
-import { withJwtSecret } from '../auth/jwt-secret.js';
-import { ROLE, USER_STATUS } from '../auth/roles.js';
-import { DEFAULT_SESSION_TTL_SECONDS, insertSession, type SessionRow } from '../auth/sessions.repository.js';
-import { signAccessToken } from '../auth/token-signer.js';
-import type { Settings } from '../config/settings.js';
+import { toAuditEvents, type AuditRecord } from '../platform/audit/audit.service.js';
+import { appendAuditEvents } from '../platform/audit/audit-trail.repository.js';
+import { withJwtSecret } from '../platform/auth/jwt-secret.js';
+import { ROLE, USER_STATUS } from '../platform/auth/roles.js';
+import { DEFAULT_SESSION_TTL_SECONDS, insertSession, type SessionRow } from '../platform/auth/sessions.repository.js';
+import { signAccessToken } from '../platform/auth/token-signer.js';
+import type { Settings } from '../platform/config/settings.js';
 
 import { CliError, options, say, ServerCaches, withDatabase, type Command } from './command.js';
 

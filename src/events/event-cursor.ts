@@ -1,4 +1,4 @@
-import { ApiError } from '../common/api-error.js';
+import { ApiError } from '../platform/http/api-error.js';
 import type { EventDto } from './events.dto.js';
 import { EVENT_ID, type EventRow } from './events.repository.js';
 

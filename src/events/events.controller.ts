@@ -1,8 +1,8 @@
 import { Controller, Get, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { ApiTags } from '@nestjs/swagger';
-import { Authorize } from '../auth/authorize.decorator.js';
-import type { FeedResponse } from '../common/responses.js';
+import { Authorize } from '../platform/auth/authorize.decorator.js';
+import type { FeedResponse } from '../platform/http/responses.js';
 import { EventDto, EventsQueryDto } from './events.dto.js';
 import { EventsService } from './events.service.js';
 

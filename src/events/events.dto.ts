@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ApiResourceId } from '../audit/dto/audit-event.dto.js';
+import { ApiResourceId } from '../audit-events/audit-event.dto.js';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 

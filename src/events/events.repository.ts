@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { resourceIdJson } from '../audit/audit-events.repository.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { resourceIdJson } from '../platform/audit/audit-trail.repository.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 
 /** One event as the feed shows it (part 6.12), with its commit position. */
 export interface EventRow {

@@ -1,7 +1,7 @@
 import { Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError } from '../common/api-error.js';
-import { FeedResponse } from '../common/responses.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { FeedResponse } from '../platform/http/responses.js';
 import { EVENT_TYPE, type EventDto, type EventsQueryDto } from './events.dto.js';
 import { nextAfter, parseCursor, presentEvent } from './event-cursor.js';
 import { EventsRepository } from './events.repository.js';

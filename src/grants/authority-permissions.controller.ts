@@ -1,25 +1,26 @@
 import { Body, Controller, Delete, Get, Post, Query } from '@nestjs/common';
 import { AUTHORITY_PERMISSION_LIST } from './authority-permissions.repository.js';
-import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
+import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
-import { Actor } from '../auth/actor.decorator.js';
-import type { AuthContext } from '../auth/auth-context.js';
-import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
-import { IdParam } from '../common/id.pipe.js';
-import type { AcceptedResponse, ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
-import { BulkJobs } from '../jobs/bulk-jobs.service.js';
-import { BulkJobRoute, PrefersAsync } from '../jobs/bulk-job-route.decorator.js';
-import type { AcceptedJobDto } from '../jobs/jobs.dto.js';
+import { Actor } from '../platform/auth/actor.decorator.js';
+import type { AuthContext } from '../platform/auth/auth-context.js';
+import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { IdParam } from '../platform/http/id.pipe.js';
+import type { AcceptedResponse, ListResponse, NoContent, ResourceResponse } from '../platform/http/responses.js';
+import { BulkJobs } from '../platform/jobs/bulk-jobs.service.js';
+import { BulkJobRoute, PrefersAsync } from '../platform/jobs/bulk-job-route.decorator.js';
+import type { AcceptedJobDto } from '../platform/jobs/jobs.dto.js';
 import { AuthorityPermissionsService } from './authority-permissions.service.js';
 import { BulkAuthorityPermissionsService } from './bulk-authority-permissions.service.js';
-import { deviceOfAuthorityPermission } from './device-locators.js';
+import { deviceOf } from '../platform/auth/device-locators.js';
+import { AUTHORITY_PERMISSION } from './device-locators.js';
 import {
   AuthorityPermissionDto,
   BulkAuthorityPermissionsDto,
   BulkResponseDto,
   CreateAuthorityPermissionDto,
 } from './dto/authority-permission.dto.js';
-import { detailOf } from '../cache/cache-keys.js';
+import { detailOf } from '../platform/cache/cache-keys.js';
 
 /** `/v1/admin/authority-permissions` (part 6.6). */
 @ApiTags('authority permissions')
@@ -50,7 +51,7 @@ export class AuthorityPermissionsController {
   @Authorize({
     prefetch: detailOf('authority_permission'),
     permission: 'authority_permissions.read',
-    device: deviceOfAuthorityPermission('id'),
+    device: deviceOf(AUTHORITY_PERMISSION),
     summary: 'Get an authority permission (cached)',
     returns: AuthorityPermissionDto,
     errors: [400, 404],
@@ -78,7 +79,7 @@ export class AuthorityPermissionsController {
   @Delete(':id')
   @Authorize({
     permission: 'authority_permissions.revoke',
-    device: deviceOfAuthorityPermission('id'),
+    device: deviceOf(AUTHORITY_PERMISSION),
     summary: 'Revoke an authority permission (204 if already revoked)',
     returns: AuthorityPermissionDto,
     noContent: 'Already deleted (or revoked): nothing changed',

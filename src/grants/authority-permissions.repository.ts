@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { ApiError } from '../common/api-error.js';
-import { DeviceAuthoritiesService } from '../auth/device-authorities.service.js';
-import { CacheService } from '../cache/cache.service.js';
-import { listSpec } from '../common/list/list-spec.js';
-import { ResourceTable, withoutVersion } from '../database/resource-table.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { DeviceAuthoritiesService } from '../platform/auth/device-authorities.service.js';
+import { CacheService } from '../platform/cache/cache.service.js';
+import { listSpec } from '../platform/http/list/list-spec.js';
+import { ResourceTable, withoutVersion } from '../platform/projections/resource-table.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { AuthorityPermissionDto } from './dto/authority-permission.dto.js';
 
 export interface AuthorityPermissionRow extends AuthorityPermissionDto {

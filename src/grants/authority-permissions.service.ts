@@ -1,15 +1,16 @@
 import { Injectable } from '@nestjs/common';
-import { References } from '../database/references.js';
-import { AuditService } from '../audit/audit.service.js';
-import type { AuthContext } from '../auth/auth-context.js';
-import { AuthorizationService } from '../auth/authorization.service.js';
-import { deviceRowScope } from '../auth/row-scope.js';
-import { ApiError } from '../common/api-error.js';
-import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { currentActorId } from '../common/request-context.js';
-import { NoContent, ResourceResponse, type ListResponse } from '../common/responses.js';
-import { respondWith } from '../database/resource-table.js';
-import { UnitOfWork } from '../database/unit-of-work.js';
+import { AuthorityReferences } from '../authorities/authority-references.repository.js';
+import { PermissionReferences } from './permission-references.repository.js';
+import { AuditService } from '../platform/audit/audit.service.js';
+import type { AuthContext } from '../platform/auth/auth-context.js';
+import { AuthorizationService } from '../platform/auth/authorization.service.js';
+import { deviceRowScope } from '../platform/auth/row-scope.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
+import { currentActorId } from '../platform/http/request-context.js';
+import { NoContent, ResourceResponse, type ListResponse } from '../platform/http/responses.js';
+import { respondWith } from '../platform/projections/resource-table.js';
+import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { AuthorityPermissionsRepository } from './authority-permissions.repository.js';
 import type { AuthorityPermissionDto, CreateAuthorityPermissionDto } from './dto/authority-permission.dto.js';
 
@@ -29,7 +30,8 @@ export class AuthorityPermissionsService {
     private readonly rows: AuthorityPermissionsRepository,
     private readonly audit: AuditService,
     private readonly authorization: AuthorizationService,
-    private readonly references: References,
+    private readonly authorityReferences: AuthorityReferences,
+    private readonly permissionReferences: PermissionReferences,
   ) {}
 
   async list(actor: AuthContext, query: Record<string, unknown>): Promise<ListResponse<AuthorityPermissionDto>> {
@@ -47,8 +49,8 @@ export class AuthorityPermissionsService {
     actor: AuthContext,
     dto: CreateAuthorityPermissionDto,
   ): Promise<ResourceResponse<AuthorityPermissionDto>> {
-    const authority = await this.references.liveAuthority(this.uow.reader, dto.authority_id);
-    const permission = await this.references.permission(this.uow.reader, dto.permission_id);
+    const authority = await this.authorityReferences.liveAuthority(this.uow.reader, dto.authority_id);
+    const permission = await this.permissionReferences.permission(this.uow.reader, dto.permission_id);
     if (!permission.device_scoped) throw notDeviceScoped(dto.permission_id, permission.code);
     const target = { device_id: authority.device_id, holder: authority.user_id, code: permission.code };
     await this.authorization.assertAllowed(actor, 'authority_permissions.grant', target.device_id);

@@ -1,11 +1,11 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { AuditService, type AuditAction, type AuditRecord } from '../audit/audit.service.js';
-import type { AuthContext } from '../auth/auth-context.js';
-import { AuthorizationService, type DeviceQuestion } from '../auth/authorization.service.js';
-import type { PermissionCode } from '../auth/permissions.js';
-import { currentActorId } from '../common/request-context.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
-import { BulkJobs } from '../jobs/bulk-jobs.service.js';
+import { AuditService, type AuditAction, type AuditRecord } from '../platform/audit/audit.service.js';
+import type { AuthContext } from '../platform/auth/auth-context.js';
+import { AuthorizationService, type DeviceQuestion } from '../platform/auth/authorization.service.js';
+import type { PermissionCode } from '../platform/auth/permissions.js';
+import { currentActorId } from '../platform/http/request-context.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
+import { BulkJobs } from '../platform/jobs/bulk-jobs.service.js';
 import { AuthorityPermissionsRepository, type Resolved } from './authority-permissions.repository.js';
 import type { BulkAuthorityPermissionsDto, BulkResponseDto, BulkResultDto } from './dto/authority-permission.dto.js';
 
@@ -32,7 +32,7 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
 
   onModuleInit(): void {
     for (const mode of ['grant', 'revoke'] as const)
-      this.jobs.register(`authority_permissions.${mode}`, (tx, actor, items, options) =>
+      this.jobs.register(`authority_permissions.${mode}`, 'per-item', (tx, actor, items, options) =>
         this.runIn(tx, actor, mode, { ...options, items: items as BulkAuthorityPermissionsDto['items'] }),
       );
   }

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { roleById } from '../auth/roles.js';
-import { listSpec } from '../common/list/list-spec.js';
-import type { ListResponse } from '../common/responses.js';
-import { ListPages } from '../database/list-pages.js';
+import { roleById } from '../platform/auth/roles.js';
+import { listSpec } from '../platform/http/list/list-spec.js';
+import type { ListResponse } from '../platform/http/responses.js';
+import { ListPages } from '../platform/projections/list-pages.js';
 import type { PermissionDto, RoleDto } from './catalogue.dto.js';
 
 export const PERMISSION_LIST = listSpec({

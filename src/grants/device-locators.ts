@@ -1,14 +1,24 @@
-import type { DeviceLocator } from '../auth/authorize.decorator.js';
-import { ApiError } from '../common/api-error.js';
-import { pathId } from '../common/id.pipe.js';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { DeviceLocators } from '../platform/auth/device-locators.js';
+import { ApiError } from '../platform/http/api-error.js';
 import { AuthorityPermissionsRepository } from './authority-permissions.repository.js';
 
-/** The device of the authority permission named by a path parameter; 404 first. */
-export function deviceOfAuthorityPermission(name: string): DeviceLocator {
-  return async (request, modules) => {
-    const id = pathId(request, name);
-    const read = await modules.get(AuthorityPermissionsRepository, { strict: false }).read(id);
-    if (read === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
-    return read.value.device_id;
-  };
+/** `deviceOf(AUTHORITY_PERMISSION)`: the device of an authority permission. */
+export const AUTHORITY_PERMISSION = 'authority_permission';
+
+/** Registers how the guard finds the device of an authority permission (404 first). */
+@Injectable()
+export class AuthorityPermissionDeviceLocator implements OnModuleInit {
+  constructor(
+    private readonly locators: DeviceLocators,
+    private readonly authorityPermissions: AuthorityPermissionsRepository,
+  ) {}
+
+  onModuleInit(): void {
+    this.locators.register(AUTHORITY_PERMISSION, async (id) => {
+      const read = await this.authorityPermissions.read(id);
+      if (read === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
+      return read.value.device_id;
+    });
+  }
 }

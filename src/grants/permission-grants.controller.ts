@@ -1,14 +1,14 @@
 import { Body, Controller, Get, Post, Query } from '@nestjs/common';
 import { GRANT_LIST } from './permission-grants.repository.js';
 import { ApiTags } from '@nestjs/swagger';
-import { Actor } from '../auth/actor.decorator.js';
-import type { AuthContext } from '../auth/auth-context.js';
-import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
-import { IdParam } from '../common/id.pipe.js';
-import type { ListResponse, ResourceResponse } from '../common/responses.js';
+import { Actor } from '../platform/auth/actor.decorator.js';
+import type { AuthContext } from '../platform/auth/auth-context.js';
+import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { IdParam } from '../platform/http/id.pipe.js';
+import type { ListResponse, ResourceResponse } from '../platform/http/responses.js';
 import { GrantPermissionDto, PermissionGrantDto, RevokePermissionDto } from './dto/permission-grant.dto.js';
 import { PermissionGrantsService } from './permission-grants.service.js';
-import { detailOf } from '../cache/cache-keys.js';
+import { detailOf } from '../platform/cache/cache-keys.js';
 
 /** `/v1/admin/permission-grants` (part 6.5). */
 @ApiTags('permission grants')

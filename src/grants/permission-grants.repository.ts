@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { AuthContextService } from '../auth/auth-context.service.js';
-import { CacheService } from '../cache/cache.service.js';
-import { listSpec } from '../common/list/list-spec.js';
-import { ResourceTable } from '../database/resource-table.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { AuthContextService } from '../platform/auth/auth-context.service.js';
+import { CacheService } from '../platform/cache/cache.service.js';
+import { listSpec } from '../platform/http/list/list-spec.js';
+import { ResourceTable } from '../platform/projections/resource-table.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { PermissionGrantDto } from './dto/permission-grant.dto.js';
 
 export interface GrantRow extends PermissionGrantDto {

@@ -1,15 +1,16 @@
 import { Injectable } from '@nestjs/common';
-import { References } from '../database/references.js';
-import { AuditService } from '../audit/audit.service.js';
-import type { AuthContext } from '../auth/auth-context.js';
-import { AuthorizationService } from '../auth/authorization.service.js';
-import { assertMayWriteUser, assertNotSelf } from '../auth/user-rules.js';
-import { futureTimestamp } from '../common/timestamps.js';
-import { ApiError } from '../common/api-error.js';
-import { currentActorId } from '../common/request-context.js';
-import { ResourceResponse, type ListResponse } from '../common/responses.js';
-import { respondWith } from '../database/resource-table.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { PermissionReferences } from './permission-references.repository.js';
+import { UserReferences } from '../users/user-references.repository.js';
+import { AuditService } from '../platform/audit/audit.service.js';
+import type { AuthContext } from '../platform/auth/auth-context.js';
+import { AuthorizationService } from '../platform/auth/authorization.service.js';
+import { assertMayWriteUser, assertNotSelf } from '../platform/auth/user-rules.js';
+import { futureTimestamp } from '../platform/http/timestamps.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { currentActorId } from '../platform/http/request-context.js';
+import { ResourceResponse, type ListResponse } from '../platform/http/responses.js';
+import { respondWith } from '../platform/projections/resource-table.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { GrantPermissionDto, PermissionGrantDto, RevokePermissionDto } from './dto/permission-grant.dto.js';
 import { PermissionGrantsRepository } from './permission-grants.repository.js';
 
@@ -24,7 +25,8 @@ function withLiveState(grant: PermissionGrantDto): PermissionGrantDto {
 export class PermissionGrantsService {
   constructor(
     private readonly uow: UnitOfWork,
-    private readonly references: References,
+    private readonly permissionReferences: PermissionReferences,
+    private readonly userReferences: UserReferences,
     private readonly audit: AuditService,
     private readonly authorization: AuthorizationService,
     private readonly grants: PermissionGrantsRepository,
@@ -106,8 +108,8 @@ export class PermissionGrantsService {
    * that user (part 5). Returns the permission's code.
    */
   private async assertTarget(tx: Tx, actor: AuthContext, userId: number, permissionId: number): Promise<string> {
-    const user = await this.references.liveUser(tx.db, userId);
-    const permission = await this.references.permission(tx.db, permissionId);
+    const user = await this.userReferences.liveUser(tx.db, userId);
+    const permission = await this.permissionReferences.permission(tx.db, permissionId);
     assertMayWriteUser(actor, user);
     return permission.code;
   }

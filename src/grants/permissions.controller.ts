@@ -1,7 +1,7 @@
 import { Controller, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { ListRoute } from '../auth/authorize.decorator.js';
-import type { ListResponse } from '../common/responses.js';
+import { ListRoute } from '../platform/auth/authorize.decorator.js';
+import type { ListResponse } from '../platform/http/responses.js';
 import { PermissionDto } from './catalogue.dto.js';
 import { CatalogueService, PERMISSION_LIST } from './catalogue.service.js';
 

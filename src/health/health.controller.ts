@@ -1,11 +1,11 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { DataSource } from 'typeorm';
-import { CacheService } from '../cache/cache.service.js';
-import { ApiError } from '../common/api-error.js';
-import { ReadReplicas } from '../database/read-replicas.js';
-import { Public } from '../common/public.decorator.js';
-import { ApiEnvelope } from '../common/openapi/api-envelope.decorator.js';
+import { CacheService } from '../platform/cache/cache.service.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { ReadReplicas } from '../platform/database/read-replicas.js';
+import { Public } from '../platform/http/public.decorator.js';
+import { ApiEnvelope } from '../platform/http/openapi/api-envelope.decorator.js';
 import { LivenessDto, ReadinessDto } from './health.dto.js';
 
 const DATABASE_PROBE_MS = 2000;

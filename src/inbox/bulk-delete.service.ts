@@ -1,6 +1,6 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
-import { BulkJobs } from '../jobs/bulk-jobs.service.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
+import { BulkJobs } from '../platform/jobs/bulk-jobs.service.js';
 import type { BulkDeleteDto, BulkDeleteResponseDto, BulkDeleteResultDto } from './inbox.dto.js';
 import { MessagesRepository } from './messages.repository.js';
 import { MessagesService } from './messages.service.js';
@@ -20,7 +20,7 @@ export class BulkDeleteService implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.jobs.register('inbox.delete', (tx, _actor, items, options) =>
+    this.jobs.register('inbox.delete', 'route', (tx, _actor, items, options) =>
       this.runIn(tx, { ...options, items: items as BulkDeleteDto['items'] }),
     );
   }

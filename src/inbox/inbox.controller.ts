@@ -1,17 +1,17 @@
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
 import { MESSAGE_LIST } from './messages.repository.js';
-import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
+import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
-import { Actor } from '../auth/actor.decorator.js';
-import type { AuthContext } from '../auth/auth-context.js';
-import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
-import { ApiIncludeDeleted, IncludeDeleted } from '../common/include-deleted.js';
-import { IdParam } from '../common/id.pipe.js';
-import type { AcceptedResponse, ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
-import { NoOptionsDto } from '../common/validation.js';
-import { BulkJobs } from '../jobs/bulk-jobs.service.js';
-import { BulkJobRoute, PrefersAsync } from '../jobs/bulk-job-route.decorator.js';
-import { AcceptedJobDto } from '../jobs/jobs.dto.js';
+import { Actor } from '../platform/auth/actor.decorator.js';
+import type { AuthContext } from '../platform/auth/auth-context.js';
+import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { ApiIncludeDeleted, IncludeDeleted } from '../platform/http/include-deleted.js';
+import { IdParam } from '../platform/http/id.pipe.js';
+import type { AcceptedResponse, ListResponse, NoContent, ResourceResponse } from '../platform/http/responses.js';
+import { NoOptionsDto } from '../platform/http/validation.js';
+import { BulkJobs } from '../platform/jobs/bulk-jobs.service.js';
+import { BulkJobRoute, PrefersAsync } from '../platform/jobs/bulk-job-route.decorator.js';
+import { AcceptedJobDto } from '../platform/jobs/jobs.dto.js';
 import { BulkDeleteService } from './bulk-delete.service.js';
 import {
   BulkDeleteDto,
@@ -22,7 +22,7 @@ import {
   UpdateMessageDto,
 } from './inbox.dto.js';
 import { MessagesService } from './messages.service.js';
-import { detailOf } from '../cache/cache-keys.js';
+import { detailOf } from '../platform/cache/cache-keys.js';
 
 /** `/v1/admin/inbox` (part 6.7). */
 @ApiTags('inbox')

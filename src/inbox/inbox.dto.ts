@@ -12,10 +12,10 @@ import {
   MaxLength,
   ValidateIf,
 } from 'class-validator';
-import { EachItem } from '../common/bulk-items.js';
-import { IsId } from '../common/id.validators.js';
-import { MaxJsonSize } from '../common/max-json-size.validator.js';
-import { SoftDeletableDto } from '../common/openapi/audit-fields.dto.js';
+import { EachItem } from '../platform/http/bulk-items.js';
+import { IsId } from '../platform/http/id.validators.js';
+import { MaxJsonSize } from '../platform/http/max-json-size.validator.js';
+import { SoftDeletableDto } from '../platform/http/openapi/audit-fields.dto.js';
 
 const TYPE = /^[a-z][a-z0-9_]{0,31}$/;
 const NOT_BLANK = /\S/;

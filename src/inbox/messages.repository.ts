@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { CacheService } from '../cache/cache.service.js';
-import { listSpec } from '../common/list/list-spec.js';
-import { ResourceTable } from '../database/resource-table.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { CacheService } from '../platform/cache/cache.service.js';
+import { listSpec } from '../platform/http/list/list-spec.js';
+import { ResourceTable } from '../platform/projections/resource-table.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { InboxMessageDto } from './inbox.dto.js';
 
 export interface MessageRow extends InboxMessageDto {

@@ -1,14 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import { References } from '../database/references.js';
-import { ApiError } from '../common/api-error.js';
-import { creationStamp, deletionStamp, restorationStamp, updateStamp } from '../audit/actor-stamps.js';
-import { AuditService, diffChanges } from '../audit/audit.service.js';
-import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { AcceptedResponse, NoContent, ResourceResponse, type ListResponse } from '../common/responses.js';
-import { respondWith, withoutVersion } from '../database/resource-table.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
-import { JobQueue } from '../jobs/job-queue.js';
-import type { AcceptedJobDto } from '../jobs/jobs.dto.js';
+import { UserReferences } from '../users/user-references.repository.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { creationStamp, deletionStamp, restorationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
+import { AuditService, diffChanges } from '../platform/audit/audit.service.js';
+import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
+import { AcceptedResponse, NoContent, ResourceResponse, type ListResponse } from '../platform/http/responses.js';
+import { respondWith, withoutVersion } from '../platform/projections/resource-table.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
+import { JobQueue } from '../platform/jobs/job-queue.js';
+import type { AcceptedJobDto } from '../platform/jobs/jobs.dto.js';
 import { ReadStateService } from '../read-state/read-state.service.js';
 import type { CreateMessageDto, InboxMessageDto, SendPushDto, UpdateMessageDto } from './inbox.dto.js';
 import { MessagesRepository, type MessageRow } from './messages.repository.js';
@@ -29,7 +29,7 @@ const POLL_AFTER_SECONDS = 1;
 export class MessagesService {
   constructor(
     private readonly uow: UnitOfWork,
-    private readonly references: References,
+    private readonly userReferences: UserReferences,
     private readonly messages: MessagesRepository,
     private readonly readState: ReadStateService,
     private readonly audit: AuditService,
@@ -48,7 +48,7 @@ export class MessagesService {
   async create(dto: CreateMessageDto): Promise<ResourceResponse<InboxMessageDto>> {
     const stamp = creationStamp();
     const row = await this.uow.run(async (tx) => {
-      await this.references.liveUser(tx.db, dto.user_id);
+      await this.userReferences.liveUser(tx.db, dto.user_id);
       const created = await this.messages.insert(tx, {
         user_id: dto.user_id,
         conversation_id: dto.conversation_id ?? null,

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
-import type { PushOutcome } from '../jobs/push/push-provider.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
+import type { PushOutcome } from './push/push-provider.js';
 
 /** One attempt to push a message to one mobile device. */
 export interface PushAttempt {

@@ -1,12 +1,12 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { NOW } from '../database/resource-table.js';
+import { NOW } from '../platform/projections/resource-table.js';
 import type { Job } from 'pg-boss';
 import type { PushTarget } from '../mobile-devices/mobile-devices.repository.js';
 import { MobileDevicesService } from '../mobile-devices/mobile-devices.service.js';
-import { UnitOfWork } from '../database/unit-of-work.js';
+import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { EventsRepository } from '../events/events.repository.js';
-import { JobQueue } from '../jobs/job-queue.js';
-import { PUSH_PROVIDER, type PushOutcome, type PushProvider } from '../jobs/push/push-provider.js';
+import { JobQueue } from '../platform/jobs/job-queue.js';
+import { PUSH_PROVIDER, type PushOutcome, type PushProvider } from './push/push-provider.js';
 import { MessagesRepository } from './messages.repository.js';
 import { PushDeliveriesRepository } from './push-deliveries.repository.js';
 
@@ -48,6 +48,7 @@ export class SendPushWorker implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
+    this.queue.declare('send-push', { retryLimit: 3, retryDelay: 1, retryBackoff: true, retryDelayMax: 60 });
     this.queue.register<SendPushData>('send-push', (job, attempt) =>
       this.deliver(job, attempt.retryCount >= attempt.retryLimit),
     );

@@ -1,9 +1,9 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
-import type { ListResponse } from '../common/responses.js';
-import { JOB_RESULT_LIST } from './job-results.repository.js';
-import { JobDto, JobResultDto } from './jobs.dto.js';
+import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import type { ListResponse } from '../platform/http/responses.js';
+import { JOB_RESULT_LIST } from '../platform/jobs/job-results.repository.js';
+import { JobDto, JobResultDto } from '../platform/jobs/jobs.dto.js';
 import { JobsService } from './jobs.service.js';
 
 /** `/v1/admin/jobs/{job_id}` (part 6.10). */

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import type { JobWithMetadata } from 'pg-boss';
-import { ApiError } from '../common/api-error.js';
-import type { ListResponse } from '../common/responses.js';
-import { JobQueue, QUEUES, type QueueName } from './job-queue.js';
-import { JobResultsRepository } from './job-results.repository.js';
-import type { JobDto } from './jobs.dto.js';
+import { ApiError } from '../platform/http/api-error.js';
+import type { ListResponse } from '../platform/http/responses.js';
+import { JobQueue } from '../platform/jobs/job-queue.js';
+import { JobResultsRepository } from '../platform/jobs/job-results.repository.js';
+import type { JobDto } from '../platform/jobs/jobs.dto.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -59,7 +59,7 @@ export class JobsService {
 
   async get(jobId: string): Promise<JobDto> {
     if (!UUID.test(jobId)) throw ApiError.field('job_id', 'uuid', 'job_id must be a UUID');
-    for (const type of Object.keys(QUEUES) as QueueName[]) {
+    for (const type of this.queue.names()) {
       const job = await this.queue.find(type, jobId);
       if (job === null) continue;
       const state = stateOf(job);

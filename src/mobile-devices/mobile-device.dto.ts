@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Length, Matches, MaxLength } from 'class-validator';
-import { IsId } from '../common/id.validators.js';
-import { AuditedDto } from '../common/openapi/audit-fields.dto.js';
+import { IsId } from '../platform/http/id.validators.js';
+import { AuditedDto } from '../platform/http/openapi/audit-fields.dto.js';
 
 export const PLATFORMS = ['ios', 'android', 'web'] as const;
 const TOKEN = /^[\x21-\x7e]+$/;

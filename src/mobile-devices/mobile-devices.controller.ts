@@ -1,10 +1,10 @@
 import { Body, Controller, Get, Post, Query } from '@nestjs/common';
 import { MOBILE_DEVICE_LIST } from './mobile-devices.repository.js';
-import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
+import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
-import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
-import { IdParam } from '../common/id.pipe.js';
-import type { ListResponse, ResourceResponse } from '../common/responses.js';
+import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { IdParam } from '../platform/http/id.pipe.js';
+import type { ListResponse, ResourceResponse } from '../platform/http/responses.js';
 import {
   DeactivateMobileDeviceDto,
   MobileDeviceDto,
@@ -12,7 +12,7 @@ import {
   RegisterMobileDeviceDto,
 } from './mobile-device.dto.js';
 import { MobileDevicesService } from './mobile-devices.service.js';
-import { detailOf } from '../cache/cache-keys.js';
+import { detailOf } from '../platform/cache/cache-keys.js';
 
 /** `/v1/admin/mobile-devices` (part 6.9). */
 @ApiTags('mobile devices')

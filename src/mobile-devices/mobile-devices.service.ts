@@ -1,13 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import { References } from '../database/references.js';
-import { creationStamp, updateStamp } from '../audit/actor-stamps.js';
-import { AuditService, diffChanges } from '../audit/audit.service.js';
-import { ApiError } from '../common/api-error.js';
-import { isUniqueViolation } from '../common/error-mapping.js';
-import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { ResourceResponse, type ListResponse } from '../common/responses.js';
-import { NOW, respondWith } from '../database/resource-table.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { UserReferences } from '../users/user-references.repository.js';
+import { creationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
+import { AuditService, diffChanges } from '../platform/audit/audit.service.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { isUniqueViolation } from '../platform/http/error-mapping.js';
+import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
+import { ResourceResponse, type ListResponse } from '../platform/http/responses.js';
+import { NOW, respondWith } from '../platform/projections/resource-table.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { MobileDeviceDto, RegisterMobileDeviceDto } from './mobile-device.dto.js';
 import {
   MobileDevicesRepository,
@@ -26,7 +26,7 @@ function tokenTaken(): ApiError {
 export class MobileDevicesService {
   constructor(
     private readonly uow: UnitOfWork,
-    private readonly references: References,
+    private readonly userReferences: UserReferences,
     private readonly audit: AuditService,
     private readonly devices: MobileDevicesRepository,
     private readonly events: EventsRepository,
@@ -44,7 +44,7 @@ export class MobileDevicesService {
     const stamp = creationStamp();
     const row = await this.uow
       .run(async (tx) => {
-        await this.references.liveUser(tx.db, dto.user_id);
+        await this.userReferences.liveUser(tx.db, dto.user_id);
         const created = await this.devices.insert(tx, {
           user_id: dto.user_id,
           platform: dto.platform,

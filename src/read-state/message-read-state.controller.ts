@@ -1,10 +1,10 @@
 import { Body, Controller, Get, Post, Query } from '@nestjs/common';
 import { READ_STATE_LIST } from './read-state.repository.js';
-import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
+import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
-import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
-import { IdParam } from '../common/id.pipe.js';
-import { ResourceResponse, type ListResponse } from '../common/responses.js';
+import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { IdParam } from '../platform/http/id.pipe.js';
+import { ResourceResponse, type ListResponse } from '../platform/http/responses.js';
 import { ReadCountsRepository } from './read-counts.repository.js';
 import {
   ArchiveDto,
@@ -16,7 +16,7 @@ import {
   SnoozeDto,
 } from './read-state.dto.js';
 import { ReadStateService } from './read-state.service.js';
-import { detailOf } from '../cache/cache-keys.js';
+import { detailOf } from '../platform/cache/cache-keys.js';
 
 /** `/v1/admin/message-read-state` (part 6.8). */
 @ApiTags('message read state')

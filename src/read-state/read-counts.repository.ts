@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { CacheAside } from '../cache/cache-aside.js';
-import { cacheKeys } from '../cache/cache-keys.js';
-import { objectOf } from '../cache/decode.js';
-import type { CacheEntry } from '../cache/cache-store.js';
-import { CacheService } from '../cache/cache.service.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { CacheAside } from '../platform/cache/cache-aside.js';
+import { cacheKeys } from '../platform/cache/cache-keys.js';
+import { objectOf } from '../platform/cache/decode.js';
+import type { CacheEntry } from '../platform/cache/cache-store.js';
+import { CacheService } from '../platform/cache/cache.service.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { ReadCountsDto } from './read-state.dto.js';
 
 interface CachedCounts extends ReadCountsDto {

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { CacheService } from '../cache/cache.service.js';
-import { ApiError } from '../common/api-error.js';
-import { listSpec } from '../common/list/list-spec.js';
-import { currentActorId } from '../common/request-context.js';
-import { assignments, ResourceTable, type ColumnValues } from '../database/resource-table.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { CacheService } from '../platform/cache/cache.service.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { listSpec } from '../platform/http/list/list-spec.js';
+import { currentActorId } from '../platform/http/request-context.js';
+import { assignments, ResourceTable, type ColumnValues } from '../platform/projections/resource-table.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { ReadCountsRepository } from './read-counts.repository.js';
 import type { ReadStateDto } from './read-state.dto.js';
 

@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { AuditService, type AuditAction } from '../audit/audit.service.js';
-import { ApiError } from '../common/api-error.js';
-import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { currentActorId } from '../common/request-context.js';
-import { ResourceResponse, type ListResponse } from '../common/responses.js';
-import { NOW, withoutVersion } from '../database/resource-table.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { AuditService, type AuditAction } from '../platform/audit/audit.service.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
+import { currentActorId } from '../platform/http/request-context.js';
+import { ResourceResponse, type ListResponse } from '../platform/http/responses.js';
+import { NOW, withoutVersion } from '../platform/projections/resource-table.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { ReadCountsRepository, type CountsScope } from './read-counts.repository.js';
 import type { ReadStateDto } from './read-state.dto.js';
 import { ReadStateRepository, type ReadStateRow } from './read-state.repository.js';

@@ -1,16 +1,16 @@
 import { Injectable } from '@nestjs/common';
-import { deletionStamp, restorationStamp, updateStamp } from '../audit/actor-stamps.js';
-import { AuditService, type AuditAction } from '../audit/audit.service.js';
-import type { AuthContext } from '../auth/auth-context.js';
-import { SessionsService } from '../auth/sessions.service.js';
-import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { NoContent, ResourceResponse } from '../common/responses.js';
-import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { deletionStamp, restorationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
+import { AuditService, type AuditAction } from '../platform/audit/audit.service.js';
+import type { AuthContext } from '../platform/auth/auth-context.js';
+import { SessionsService } from '../platform/auth/sessions.service.js';
+import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
+import { NoContent, ResourceResponse } from '../platform/http/responses.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { PinResetDto, UserDto } from './dto/user.dto.js';
 import { hashPin, newPin } from './pin.js';
 import { assertTransition, TARGET_STATUS } from './user-lifecycle.js';
-import { assertMayWriteUser, assertNotSelf } from '../auth/user-rules.js';
-import { NOW, respondWith } from '../database/resource-table.js';
+import { assertMayWriteUser, assertNotSelf } from '../platform/auth/user-rules.js';
+import { NOW, respondWith } from '../platform/projections/resource-table.js';
 import { UsersRepository, type UserRow } from './users.repository.js';
 
 /** Soft delete, restore and the lifecycle actions of part 6.1, each one transaction with its audit event. */

@@ -1,5 +1,5 @@
-import { ApiError } from '../common/api-error.js';
-import { statusCode, USER_STATUS, type UserStatusCode } from '../auth/roles.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { statusCode, USER_STATUS, type UserStatusCode } from '../platform/auth/roles.js';
 
 export type UserAction = 'activate' | 'suspend' | 'reset_pin';
 

@@ -1,22 +1,22 @@
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
-import { SESSION_LIST } from '../auth/sessions.repository.js';
+import { SESSION_LIST } from '../platform/auth/sessions.repository.js';
 import { USER_LIST } from './users.repository.js';
-import { Write, type RecordWrite } from '../auth/record-write.decorator.js';
+import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
-import { Actor } from '../auth/actor.decorator.js';
-import type { AuthContext } from '../auth/auth-context.js';
-import { Authorize, ListRoute } from '../auth/authorize.decorator.js';
-import { ApiIncludeDeleted, IncludeDeleted } from '../common/include-deleted.js';
-import { IdParam } from '../common/id.pipe.js';
-import type { ListResponse, NoContent, ResourceResponse } from '../common/responses.js';
-import { NoOptionsDto } from '../common/validation.js';
+import { Actor } from '../platform/auth/actor.decorator.js';
+import type { AuthContext } from '../platform/auth/auth-context.js';
+import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { ApiIncludeDeleted, IncludeDeleted } from '../platform/http/include-deleted.js';
+import { IdParam } from '../platform/http/id.pipe.js';
+import type { ListResponse, NoContent, ResourceResponse } from '../platform/http/responses.js';
+import { NoOptionsDto } from '../platform/http/validation.js';
 import { CreateUserDto, SuspendUserDto, UpdateUserDto } from './dto/user-input.dto.js';
 import { RevokeSessionsDto, SessionDto, SessionsRevokedDto } from './dto/session.dto.js';
 import { PinResetDto, UserDto } from './dto/user.dto.js';
 import { UserActionsService } from './user-actions.service.js';
 import { UserSessionsService } from './user-sessions.service.js';
 import { UsersService } from './users.service.js';
-import { detailOf } from '../cache/cache-keys.js';
+import { detailOf } from '../platform/cache/cache-keys.js';
 
 /** `/v1/admin/users` (part 6.1). */
 @ApiTags('users')

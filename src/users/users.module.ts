@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { UserReferences } from './user-references.repository.js';
 import { UserActionsService } from './user-actions.service.js';
 import { UserSessionsService } from './user-sessions.service.js';
 import { UsersController } from './users.controller.js';
@@ -7,7 +8,7 @@ import { UsersService } from './users.service.js';
 
 @Module({
   controllers: [UsersController],
-  providers: [UsersRepository, UsersService, UserActionsService, UserSessionsService],
-  exports: [UsersService],
+  providers: [UserReferences, UsersRepository, UsersService, UserActionsService, UserSessionsService],
+  exports: [UserReferences, UsersService],
 })
 export class UsersModule {}

@@ -1,16 +1,16 @@
 import { Injectable } from '@nestjs/common';
-import { creationStamp, updateStamp } from '../audit/actor-stamps.js';
-import { AuditService, diffChanges } from '../audit/audit.service.js';
-import type { AuthContext } from '../auth/auth-context.js';
-import { ApiError } from '../common/api-error.js';
-import { isUniqueViolation } from '../common/error-mapping.js';
-import { assertIfMatch, type IfMatch } from '../common/etag.js';
-import { ListResponse, ResourceResponse } from '../common/responses.js';
-import { UnitOfWork } from '../database/unit-of-work.js';
+import { creationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
+import { AuditService, diffChanges } from '../platform/audit/audit.service.js';
+import type { AuthContext } from '../platform/auth/auth-context.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { isUniqueViolation } from '../platform/http/error-mapping.js';
+import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
+import { ListResponse, ResourceResponse } from '../platform/http/responses.js';
+import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import type { CreateUserDto, UpdateUserDto } from './dto/user-input.dto.js';
 import type { UserDto } from './dto/user.dto.js';
-import { assertMayAssignRole, assertMayWriteUser, assertNotSelf } from '../auth/user-rules.js';
-import { respondWith } from '../database/resource-table.js';
+import { assertMayAssignRole, assertMayWriteUser, assertNotSelf } from '../platform/auth/user-rules.js';
+import { respondWith } from '../platform/projections/resource-table.js';
 import { UsersRepository, type UserRow } from './users.repository.js';
 
 /** Fields whose changes audit events record (never the PIN hash). */

@@ -3,7 +3,7 @@ import { actor, createUser, permissionId, type Caller, type TestUser } from '../
 import { startApp, type TestApp } from '../support/app.js';
 import { createDevice } from '../support/devices.js';
 import { caller } from '../support/requests.js';
-import { ROLE } from '../../src/auth/roles.js';
+import { ROLE } from '../../src/platform/auth/roles.js';
 
 /*
  * The property of part 6.13: whatever happened since, asking about a past moment with `at=` gives

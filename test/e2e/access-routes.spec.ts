@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { loadSettings } from '../../src/config/settings.js';
-import { migrate } from '../../src/database/migrate.js';
+import { loadSettings } from '../../src/platform/config/settings.js';
+import { migrate } from '../../src/platform/database/migrate.js';
 import { actor, createUser, permissionId, signToken, type Caller, type TestUser } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql, sqlOn } from '../support/db.js';

@@ -1,4 +1,4 @@
-import { UnitOfWork } from '../../src/database/unit-of-work.js';
+import { UnitOfWork } from '../../src/platform/database/unit-of-work.js';
 import { createUser, permissionId } from '../support/auth.js';
 import { useApp } from '../support/app.js';
 import { sql } from '../support/db.js';

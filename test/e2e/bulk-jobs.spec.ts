@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { JobQueue } from '../../src/jobs/job-queue.js';
-import { UnitOfWork } from '../../src/database/unit-of-work.js';
+import { JobQueue } from '../../src/platform/jobs/job-queue.js';
+import { UnitOfWork } from '../../src/platform/database/unit-of-work.js';
 import { createSession } from '../support/auth.js';
 import { actor, createUser, permissionId, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';

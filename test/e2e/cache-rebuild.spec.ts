@@ -4,7 +4,7 @@ import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
-import { CacheService } from '../../src/cache/cache.service.js';
+import { CacheService } from '../../src/platform/cache/cache.service.js';
 import { caller } from '../support/requests.js';
 import { TEST_REDIS_URL, testCachePrefix } from '../support/test-env.js';
 

@@ -1,5 +1,5 @@
-import { PERMISSIONS, isDeviceScoped } from '../../src/auth/permissions.js';
-import { ROLES } from '../../src/auth/roles.js';
+import { PERMISSIONS, isDeviceScoped } from '../../src/platform/auth/permissions.js';
+import { ROLES } from '../../src/platform/auth/roles.js';
 import { actor } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { loadSettings } from '../../src/config/settings.js';
-import { migrate } from '../../src/database/migrate.js';
+import { loadSettings } from '../../src/platform/config/settings.js';
+import { migrate } from '../../src/platform/database/migrate.js';
 import { signToken } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { testDatabaseUrl } from '../support/test-env.js';

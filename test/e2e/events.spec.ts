@@ -1,10 +1,10 @@
 import pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { UnitOfWork } from '../../src/database/unit-of-work.js';
+import { UnitOfWork } from '../../src/platform/database/unit-of-work.js';
 import { EventsRepository } from '../../src/events/events.repository.js';
 import { parseCursor } from '../../src/events/event-cursor.js';
-import { loadSettings } from '../../src/config/settings.js';
-import { migrate } from '../../src/database/migrate.js';
+import { loadSettings } from '../../src/platform/config/settings.js';
+import { migrate } from '../../src/platform/database/migrate.js';
 import { createOwnDatabase } from '../support/own-database.js';
 import { actor, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { PERMISSIONS } from '../../src/auth/permissions.js';
+import { PERMISSIONS } from '../../src/platform/auth/permissions.js';
 import { actor, createUser, permissionId, type TestUser } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { IdempotencyKeysRepository } from '../../src/idempotency/idempotency-keys.repository.js';
+import { IdempotencyKeysRepository } from '../../src/platform/idempotency/idempotency-keys.repository.js';
 import { actor, createUser, type TestUser } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';

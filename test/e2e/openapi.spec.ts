@@ -1,5 +1,5 @@
 import { readFileSync, writeFileSync } from 'node:fs';
-import { buildOpenApi } from '../../src/common/openapi/openapi.js';
+import { buildOpenApi } from '../../src/platform/http/openapi/openapi.js';
 import { startApp, type TestApp } from '../support/app.js';
 
 const COMMITTED = new URL('../../openapi.json', import.meta.url);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { ROLE, USER_STATUS } from '../../src/auth/roles.js';
-import { loadSettings } from '../../src/config/settings.js';
-import { migrate } from '../../src/database/migrate.js';
+import { ROLE, USER_STATUS } from '../../src/platform/auth/roles.js';
+import { loadSettings } from '../../src/platform/config/settings.js';
+import { migrate } from '../../src/platform/database/migrate.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { signToken } from '../support/auth.js';
 import { sqlOn } from '../support/db.js';

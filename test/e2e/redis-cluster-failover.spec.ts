@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { shardOf, storedKeys } from '../../src/cache/cache-keys.js';
+import { shardOf, storedKeys } from '../../src/platform/cache/cache-keys.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { createOwnDatabase } from '../support/own-database.js';
 import { hashSlot, startRedisCluster, type RedisCluster } from '../support/redis-cluster.mjs';

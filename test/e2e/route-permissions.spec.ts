@@ -2,9 +2,9 @@ import { Controller, Get, Module, RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { MetadataScanner, ModulesContainer } from '@nestjs/core';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { AUTHORIZE, type AuthorizeOptions } from '../../src/auth/authorize.decorator.js';
-import { buildOpenApi } from '../../src/common/openapi/openapi.js';
-import { IS_PUBLIC } from '../../src/common/public.decorator.js';
+import { AUTHORIZE, type AuthorizeOptions } from '../../src/platform/auth/authorize.decorator.js';
+import { buildOpenApi } from '../../src/platform/http/openapi/openapi.js';
+import { IS_PUBLIC } from '../../src/platform/http/public.decorator.js';
 import { actor } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PERMISSIONS } from '../../src/auth/permissions.js';
+import { PERMISSIONS } from '../../src/platform/auth/permissions.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const SKIP = ['node_modules', 'dist', '.data', '.git', 'bench', 'coverage'];
@@ -119,7 +119,7 @@ describe('nest g action (the schematic, in a temporary copy of the project)', ()
       expect({ command: action.command, code: generated.code }).toEqual({ command: action.command, code: 0 });
       expect(generated.output).toContain(action.file);
       // The next free id after the catalogue as it stands.
-      expect(readFileSync(join(copy, 'src/auth/permissions.ts'), 'utf8')).toContain(
+      expect(readFileSync(join(copy, 'src/platform/auth/permissions.ts'), 'utf8')).toContain(
         `{ id: ${PERMISSIONS.length + 1 + index}, code: '${action.permission}' }`,
       );
       const controller = readFileSync(

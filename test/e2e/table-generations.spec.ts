@@ -1,6 +1,6 @@
-import { cacheKeys, storedKeys } from '../../src/cache/cache-keys.js';
-import { CacheService } from '../../src/cache/cache.service.js';
-import { UnitOfWork } from '../../src/database/unit-of-work.js';
+import { cacheKeys, storedKeys } from '../../src/platform/cache/cache-keys.js';
+import { CacheService } from '../../src/platform/cache/cache.service.js';
+import { UnitOfWork } from '../../src/platform/database/unit-of-work.js';
 import { actor, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { createDevice } from '../support/devices.js';

@@ -1,6 +1,6 @@
 import pg from 'pg';
-import { loadSettings } from '../../src/config/settings.js';
-import { migrate } from '../../src/database/migrate.js';
+import { loadSettings } from '../../src/platform/config/settings.js';
+import { migrate } from '../../src/platform/database/migrate.js';
 import { actor, createUser, permissionId } from '../support/auth.js';
 import { useApp } from '../support/app.js';
 import { sql } from '../support/db.js';

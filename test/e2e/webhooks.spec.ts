@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { endpointAgent, postWebhook } from '../../src/events/webhooks/webhook-http.js';
-import { WebhookSender } from '../../src/events/webhooks/webhook-sender.js';
+import { endpointAgent, postWebhook } from '../../src/webhooks/webhook-http.js';
+import { WebhookSender } from '../../src/webhooks/webhook-sender.js';
 import { actor, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql, sqlOn } from '../support/db.js';

@@ -4,7 +4,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Server } from 'node:http';
 import supertest from 'supertest';
 import { createApp } from '../../src/app.factory.js';
-import { loadSettings, type Settings } from '../../src/config/settings.js';
+import { loadSettings, type Settings } from '../../src/platform/config/settings.js';
 import { TEST_JWT_SECRET, TEST_REDIS_URL, testCachePrefix, testDatabaseUrl } from './test-env.js';
 import { actor, type Caller } from './auth.js';
 import { WidgetsModule } from './widgets/widgets.module.js';

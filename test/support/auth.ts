@@ -1,7 +1,7 @@
 import jwt from 'jsonwebtoken';
 import { createSecretKey, randomUUID } from 'node:crypto';
-import { PERMISSIONS } from '../../src/auth/permissions.js';
-import { ROLE, USER_STATUS, type RoleCode, type UserStatusCode } from '../../src/auth/roles.js';
+import { PERMISSIONS } from '../../src/platform/auth/permissions.js';
+import { ROLE, USER_STATUS, type RoleCode, type UserStatusCode } from '../../src/platform/auth/roles.js';
 import { sql } from './db.js';
 import { TEST_JWT_SECRET } from './test-env.js';
 

@@ -1,9 +1,9 @@
 // Plain ESM (Jest loads global setup outside its module mapper): it uses the compiled dist/,
 // which `npm test` builds first.
 import pg from 'pg';
-import { loadSettings } from '../../dist/src/config/settings.js';
+import { loadSettings } from '../../dist/src/platform/config/settings.js';
 import { BASE_RECORD_COLUMNS_V1, SOFT_DELETE_COLUMNS_V1 } from '../../dist/migrations/record-columns-v1.js';
-import { migrate } from '../../dist/src/database/migrate.js';
+import { migrate } from '../../dist/src/platform/database/migrate.js';
 import { testSchema } from './test-schema.mjs';
 
 export const TEST_DATABASE_SERVER_URL =

@@ -1,9 +1,9 @@
 import pg from 'pg';
-import { loadSettings } from '../../src/config/settings.js';
+import { loadSettings } from '../../src/platform/config/settings.js';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
-import { dataSourceOptions, runMigrations } from '../../src/database/data-source.js';
-import { migrate } from '../../src/database/migrate.js';
+import { dataSourceOptions, runMigrations } from '../../src/platform/database/data-source.js';
+import { migrate } from '../../src/platform/database/migrate.js';
 import { BASE_RECORD_COLUMNS_V1, SOFT_DELETE_COLUMNS_V1 } from '../../migrations/record-columns-v1.js';
 import { testDatabaseUrl } from './test-env.js';
 import { testSchema } from './test-schema.mjs';

@@ -1,6 +1,6 @@
 import { createClient, createCluster } from '@keyv/redis';
-import { shardOf, storedKeys } from '../../src/cache/cache-keys.js';
-import { parseClusterUrl } from '../../src/config/redis-url.js';
+import { shardOf, storedKeys } from '../../src/platform/cache/cache-keys.js';
+import { parseClusterUrl } from '../../src/platform/config/redis-url.js';
 
 /** Plain Redis commands behind the service's back, on one server or a cluster alike. */
 export interface RawRedis {

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { plainToInstance } from 'class-transformer';
 import { ArrayMaxSize, ArrayUnique, validateSync } from 'class-validator';
-import { compileItemCheck, EachItem, splitBulkBody } from '../../src/common/bulk-items.js';
+import { compileItemCheck, EachItem, splitBulkBody } from '../../src/platform/http/bulk-items.js';
 import { BulkAuthorityPermissionsDto, BulkItemDto } from '../../src/grants/dto/authority-permission.dto.js';
 import { BulkDeleteDto, BulkDeleteItemDto } from '../../src/inbox/inbox.dto.js';
 

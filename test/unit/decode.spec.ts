@@ -1,4 +1,4 @@
-import { arrayOf, objectOf } from '../../src/cache/decode.js';
+import { arrayOf, objectOf } from '../../src/platform/cache/decode.js';
 
 describe('decoders of cached JSON (part 7: an unreadable entry is a miss)', () => {
   const session = objectOf<{ user_id: number; revoked: boolean; note: string | null }>({

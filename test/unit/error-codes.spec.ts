@@ -1,5 +1,5 @@
-import { ApiError } from '../../src/common/api-error.js';
-import { codesOf, ERROR_CODES, ERRORS, statusOf } from '../../src/common/error-codes.js';
+import { ApiError } from '../../src/platform/http/api-error.js';
+import { codesOf, ERROR_CODES, ERRORS, statusOf } from '../../src/platform/http/error-codes.js';
 
 describe('the one error table (part 1)', () => {
   it('derives the statuses, and lists each status’s codes in catalogue order', () => {

@@ -1,6 +1,6 @@
 import { QueryRunnerAlreadyReleasedError, QueryRunnerProviderAlreadyReleasedError, QueryFailedError } from 'typeorm';
-import { toApiError } from '../../src/common/error-mapping.js';
-import { loggableError } from '../../src/common/exception.filter.js';
+import { toApiError } from '../../src/platform/http/error-mapping.js';
+import { loggableError } from '../../src/platform/http/exception.filter.js';
 
 /** A driver error as `pg` raises it, wrapped by TypeORM as it reaches the service. */
 const sqlState = (code: string): unknown =>

@@ -1,5 +1,5 @@
-import { ApiError } from '../../src/common/api-error.js';
-import { assertIfMatch, parseIfMatch } from '../../src/common/etag.js';
+import { ApiError } from '../../src/platform/http/api-error.js';
+import { assertIfMatch, parseIfMatch } from '../../src/platform/http/etag.js';
 
 describe('If-Match', () => {
   it.each([

@@ -1,4 +1,8 @@
-import { canonicalJson, isValidIdempotencyKey, requestFingerprint } from '../../src/idempotency/fingerprint.js';
+import {
+  canonicalJson,
+  isValidIdempotencyKey,
+  requestFingerprint,
+} from '../../src/platform/idempotency/fingerprint.js';
 
 describe('idempotency fingerprint', () => {
   it('ignores key order at every level but not values or array order', () => {

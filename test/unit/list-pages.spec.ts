@@ -1,10 +1,10 @@
 import type { EntityManager } from 'typeorm';
-import { CacheService } from '../../src/cache/cache.service.js';
-import { MemoryCacheStore } from '../../src/cache/memory-cache-store.js';
-import { listSpec } from '../../src/common/list/list-spec.js';
-import { RawJson } from '../../src/common/responses.js';
-import { ListPages } from '../../src/database/list-pages.js';
-import type { UnitOfWork } from '../../src/database/unit-of-work.js';
+import { CacheService } from '../../src/platform/cache/cache.service.js';
+import { MemoryCacheStore } from '../../src/platform/cache/memory-cache-store.js';
+import { listSpec } from '../../src/platform/http/list/list-spec.js';
+import { RawJson } from '../../src/platform/http/responses.js';
+import { ListPages } from '../../src/platform/projections/list-pages.js';
+import type { UnitOfWork } from '../../src/platform/database/unit-of-work.js';
 
 /*
  * The single-flight of list pages, against a database whose reads we hold open: a read that

@@ -1,7 +1,7 @@
-import { ApiError } from '../../src/common/api-error.js';
-import { isIsoTimestamp, parseListQuery } from '../../src/common/list/list-query.parser.js';
-import { buildOrderBy, buildPageSql, buildWhere } from '../../src/common/list/list-sql.js';
-import type { ListSpec } from '../../src/common/list/list-spec.js';
+import { ApiError } from '../../src/platform/http/api-error.js';
+import { isIsoTimestamp, parseListQuery } from '../../src/platform/http/list/list-query.parser.js';
+import { buildOrderBy, buildPageSql, buildWhere } from '../../src/platform/http/list/list-sql.js';
+import type { ListSpec } from '../../src/platform/http/list/list-spec.js';
 
 const SPEC: ListSpec = {
   tables: ['widgets'],

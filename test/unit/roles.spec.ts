@@ -1,5 +1,5 @@
-import { PERMISSION_CODES, PERMISSIONS, isDeviceScoped } from '../../src/auth/permissions.js';
-import { ROLE, roleById, ROLES } from '../../src/auth/roles.js';
+import { PERMISSION_CODES, PERMISSIONS, isDeviceScoped } from '../../src/platform/auth/permissions.js';
+import { ROLE, roleById, ROLES } from '../../src/platform/auth/roles.js';
 import { assertTransition } from '../../src/users/user-lifecycle.js';
 
 describe('role → permission table (part 5)', () => {

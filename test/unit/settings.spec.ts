@@ -1,5 +1,5 @@
-import { parseClusterUrl } from '../../src/config/redis-url.js';
-import { loadSettings, SettingsError } from '../../src/config/settings.js';
+import { parseClusterUrl } from '../../src/platform/config/redis-url.js';
+import { loadSettings, SettingsError } from '../../src/platform/config/settings.js';
 
 describe('settings', () => {
   it('has the documented defaults with no environment', () => {

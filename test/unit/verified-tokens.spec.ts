@@ -1,7 +1,5 @@
 import { createSecretKey } from 'node:crypto';
-import jwt from 'jsonwebtoken';
-import { Strategy } from 'passport-jwt';
-import { VerifiedTokens } from '../../src/auth/verified-tokens.js';
+import { VerifiedTokens } from '../../src/platform/auth/verified-tokens.js';
 
 const key = createSecretKey(Buffer.from('unit-secret-0123456789abcdef0123456789', 'utf8'));
 const otherKey = createSecretKey(Buffer.from('unit-secret-0123456789abcdef0123456789', 'utf8'));
@@ -32,36 +30,5 @@ describe('VerifiedTokens: claims of tokens already verified, per instance', () =
     expect(tokens.size).toBe(2);
     expect(tokens.get('a', key)).toBeUndefined();
     expect(tokens.get('c', key)).toBeDefined();
-  });
-
-  it('sits behind passport-jwt’s verifier: a verified token is remembered, a bad one still fails', async () => {
-    const options = { algorithms: ['HS256'] };
-    const store = new VerifiedTokens();
-    store.attach(options);
-    const verifier = (
-      Strategy as unknown as {
-        JwtVerifier: (
-          token: string,
-          key: unknown,
-          options: object,
-          done: (error: Error | null, payload?: object) => void,
-        ) => void;
-      }
-    ).JwtVerifier;
-    const verify = (token: string): Promise<object> =>
-      new Promise((resolve, reject) =>
-        verifier(token, key, options, (error, payload) => (error ? reject(error) : resolve(payload ?? {}))),
-      );
-    const token = jwt.sign({ sub: '7' }, key, { algorithm: 'HS256', expiresIn: 60 });
-    await expect(verify(token)).resolves.toMatchObject({ sub: '7' });
-    await expect(verify(token)).resolves.toMatchObject({ sub: '7' });
-    await expect(verify(`${token}x`)).rejects.toThrow();
-    expect(store.size).toBe(1);
-    expect(store.get(token, key)).toMatchObject({ sub: '7' });
-    // Options no store is attached to (another strategy) always verify.
-    const bare = new Promise((resolve, reject) =>
-      verifier(`${token}x`, key, { algorithms: ['HS256'] }, (error) => (error ? reject(error) : resolve(undefined))),
-    );
-    await expect(bare).rejects.toThrow();
   });
 });

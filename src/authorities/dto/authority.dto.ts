@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsDateString, IsOptional, IsString, MaxLength } from 'class-validator';
-import { IsId } from '../../common/id.validators.js';
-import { SoftDeletableDto } from '../../common/openapi/audit-fields.dto.js';
+import { IsId } from '../../platform/http/id.validators.js';
+import { SoftDeletableDto } from '../../platform/http/openapi/audit-fields.dto.js';
 
 /** A user's relationship to a device (part 6.3). */
 export class AuthorityDto extends SoftDeletableDto {

@@ -1,8 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsOptional, IsString, Length, Matches, MaxLength, ValidateIf } from 'class-validator';
-import { IsId } from '../../common/id.validators.js';
+import { IsId } from '../../platform/http/id.validators.js';
 import { AuthorityDto } from './authority.dto.js';
-import { AuditedDto } from '../../common/openapi/audit-fields.dto.js';
+import { AuditedDto } from '../../platform/http/openapi/audit-fields.dto.js';
 
 const NOT_BLANK = /\S/;
 

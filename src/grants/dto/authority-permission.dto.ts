@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsOptional, IsString, MaxLength } from 'class-validator';
-import { EachItem } from '../../common/bulk-items.js';
-import { IsCatalogueId, IsId } from '../../common/id.validators.js';
+import { EachItem } from '../../platform/http/bulk-items.js';
+import { IsCatalogueId, IsId } from '../../platform/http/id.validators.js';
 
 /** An action permission attached to one authority (part 6.6). */
 export class AuthorityPermissionDto {

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
 import { IsDateString, IsOptional, IsString, MaxLength } from 'class-validator';
-import { IsCatalogueId, IsId } from '../../common/id.validators.js';
+import { IsCatalogueId, IsId } from '../../platform/http/id.validators.js';
 
 /** A user-level grant of one permission (part 6.5); append-only except its revocation stamp. */
 export class PermissionGrantDto {

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsEmail, IsOptional, IsString, Length, Matches, MaxLength } from 'class-validator';
-import { IsCatalogueId } from '../../common/id.validators.js';
-import { Present } from '../../common/validation.js';
+import { IsCatalogueId } from '../../platform/http/id.validators.js';
+import { Present } from '../../platform/http/validation.js';
 
 const E164 = /^\+[1-9]\d{1,14}$/;
 const NOT_BLANK = /\S/;

@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { SoftDeletableDto } from '../../common/openapi/audit-fields.dto.js';
+import { SoftDeletableDto } from '../../platform/http/openapi/audit-fields.dto.js';
 
 /** A user as every users route returns it (part 6.1). */
 export class UserDto extends SoftDeletableDto {

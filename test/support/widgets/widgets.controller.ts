@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
-import { IdParam } from '../../../src/common/id.pipe.js';
-import { IfMatchHeader, type IfMatch } from '../../../src/common/etag.js';
-import { Public } from '../../../src/common/public.decorator.js';
+import { IdParam } from '../../../src/platform/http/id.pipe.js';
+import { IfMatchHeader, type IfMatch } from '../../../src/platform/http/etag.js';
+import { Public } from '../../../src/platform/http/public.decorator.js';
 import { CreateWidgetDto, UpdateWidgetDto } from './widget.dto.js';
 import { WidgetsService } from './widgets.service.js';
 

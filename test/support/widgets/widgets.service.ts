@@ -1,18 +1,23 @@
 import { Injectable } from '@nestjs/common';
-import { objectOf } from '../../../src/cache/decode.js';
+import { objectOf } from '../../../src/platform/cache/decode.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { creationStamp, deletionStamp, restorationStamp, updateStamp } from '../../../src/audit/actor-stamps.js';
-import { AuditService, diffChanges } from '../../../src/audit/audit.service.js';
-import { CacheAside, entryOf } from '../../../src/cache/cache-aside.js';
-import { cacheKeys } from '../../../src/cache/cache-keys.js';
-import { CacheService } from '../../../src/cache/cache.service.js';
-import { ApiError } from '../../../src/common/api-error.js';
-import { assertIfMatch, type IfMatch } from '../../../src/common/etag.js';
-import { parseListQuery } from '../../../src/common/list/list-query.parser.js';
-import { runList } from '../../../src/common/list/list-runner.js';
-import { listSpec } from '../../../src/common/list/list-spec.js';
-import { ListResponse, NoContent, RawJson, ResourceResponse } from '../../../src/common/responses.js';
-import { UnitOfWork, type Tx } from '../../../src/database/unit-of-work.js';
+import {
+  creationStamp,
+  deletionStamp,
+  restorationStamp,
+  updateStamp,
+} from '../../../src/platform/audit/actor-stamps.js';
+import { AuditService, diffChanges } from '../../../src/platform/audit/audit.service.js';
+import { CacheAside, entryOf } from '../../../src/platform/cache/cache-aside.js';
+import { cacheKeys } from '../../../src/platform/cache/cache-keys.js';
+import { CacheService } from '../../../src/platform/cache/cache.service.js';
+import { ApiError } from '../../../src/platform/http/api-error.js';
+import { assertIfMatch, type IfMatch } from '../../../src/platform/http/etag.js';
+import { parseListQuery } from '../../../src/platform/http/list/list-query.parser.js';
+import { runList } from '../../../src/platform/http/list/list-runner.js';
+import { listSpec } from '../../../src/platform/http/list/list-spec.js';
+import { ListResponse, NoContent, RawJson, ResourceResponse } from '../../../src/platform/http/responses.js';
+import { UnitOfWork, type Tx } from '../../../src/platform/database/unit-of-work.js';
 import type { CreateWidgetDto, UpdateWidgetDto } from './widget.dto.js';
 
 export interface Widget {

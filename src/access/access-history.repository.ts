@@ -1,0 +1,359 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import type { GrantFacts } from '../platform/auth/auth-context.js';
+import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
+import { USER_STATUS } from '../platform/auth/roles.js';
+import { UnitOfWork } from '../platform/database/unit-of-work.js';
+
+/** A user's standing at a moment: the facts the rules need, not yet judged. */
+export interface UserFactsAt {
+  readonly user_id: number;
+  readonly role_id: number;
+  readonly status_id: number;
+  readonly is_deleted: boolean;
+  /** Grants held at the moment (granted, not yet revoked); their expiry is judged by the rules. */
+  readonly grants: GrantFacts[];
+}
+
+/** Every version of what decides a device's authority layer, oldest first (µs instants). */
+export interface DeviceHistory {
+  readonly authorities: readonly {
+    readonly authority_id: number;
+    readonly user_id: number;
+    readonly owner: boolean;
+    readonly is_active: boolean;
+    readonly revoked: boolean;
+    readonly is_deleted: boolean;
+    readonly expires_at: number | null;
+    readonly from: number;
+    readonly xid: string;
+    readonly actor_id: number | null;
+  }[];
+  readonly permissions: readonly {
+    readonly authority_permission_id: number;
+    readonly authority_id: number;
+    readonly code: string;
+    readonly is_active: boolean;
+    readonly from: number;
+    readonly xid: string;
+    readonly actor_id: number | null;
+  }[];
+  readonly users: readonly {
+    readonly user_id: number;
+    readonly role_id: number;
+    readonly status_id: number;
+    readonly is_deleted: boolean;
+    readonly from: number;
+    readonly xid: string;
+    readonly actor_id: number | null;
+  }[];
+  /**
+   * The feed events of those versions' transactions: `${xid}/${resource_type}/${resource_id}` →
+   * event, and `${xid}` → the transaction's first event (a transfer is one `device` event).
+   */
+  readonly events: ReadonlyMap<string, { readonly id: string; readonly actor_id: number | null }>;
+}
+
+/** One page of candidate ids with the number of them all, and the moment they were judged at. */
+export interface CandidatePage {
+  readonly ids: number[];
+  readonly total: number;
+  readonly moment: Date;
+}
+
+const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+
+/*
+ * "As of $T" for each history table: the newest version at or before T (ties by id). Trusted
+ * text; `$T` is the statement's moment parameter, written in as `%T`.
+ */
+const USER_VERSION_AT = `(SELECT h.role_id, h.status_id, h.is_deleted FROM user_access_history h
+   WHERE h.user_id = %U AND h.valid_from <= %T ORDER BY h.valid_from DESC, h.id DESC LIMIT 1)`;
+/** Authority permission versions of authority %A at %T that are active (the newest version of each row). */
+const PERMISSIONS_HELD_AT = `(SELECT DISTINCT ON (ph.authority_permission_id) ph.permission_id, ph.is_active
+   FROM authority_permission_history ph WHERE ph.authority_id = %A AND ph.valid_from <= %T
+   ORDER BY ph.authority_permission_id, ph.valid_from DESC, ph.id DESC)`;
+const EFFECTIVE = (alias: string): string =>
+  `${alias}.is_active AND NOT ${alias}.revoked AND NOT ${alias}.is_deleted AND (${alias}.expires_at IS NULL OR ${alias}.expires_at > %T)`;
+
+/**
+ * Writes the moment parameter (`$n`) in for `%T`. A moment is asked to the millisecond, as the API
+ * shows times, and means the end of that millisecond: a change shown at 14:00:00.821 (its version
+ * began at 14:00:00.821225) is in the answer at 14:00:00.821, and an expiry is judged the same way
+ * in SQL as by the rules, which read expiries to the millisecond.
+ */
+function at(sql: string, parameter: string): string {
+  return sql.replaceAll('%T', `(${momentOf(parameter)} + interval '999 microseconds')`);
+}
+
+/** The moment parameter, or (null) the database's now, to the millisecond. */
+const momentOf = (parameter: string): string =>
+  `coalesce(${parameter}::timestamptz, date_trunc('milliseconds', now()))`;
+
+/**
+ * Reads of the access history (migration `access-history`): the facts that decide access as they
+ * were at a moment T. "Now" is the database's own `now()`, taken once per question, so a question
+ * asked after a write's response always sees that write (its versions start at its transaction's
+ * start). The rules are applied by the caller (`access-rules.ts`); the candidate queries here
+ * narrow with the same conditions so that pages and totals are right.
+ */
+@Injectable()
+export class AccessHistoryRepository {
+  private startsAt: Date | undefined;
+
+  constructor(private readonly uow: UnitOfWork) {}
+
+  private get db(): EntityManager {
+    return this.uow.reader;
+  }
+
+  /** When the history begins (the migration that introduced it). */
+  async historyStart(): Promise<Date> {
+    if (this.startsAt === undefined) {
+      const [row] = await this.db.query<{ started_at: Date }[]>('SELECT started_at FROM access_history_start');
+      if (row === undefined) throw new Error('access_history_start has no row: migration access-history not applied');
+      this.startsAt = row.started_at;
+    }
+    return this.startsAt;
+  }
+
+  /** The database's present moment, the "now" of a question asked without `at`. */
+  async now(): Promise<Date> {
+    const [row] = await this.db.query<{ now: Date }[]>('SELECT now() AS now');
+    return row?.now ?? new Date();
+  }
+
+  /** When a device was created (devices are never deleted), or undefined for an unknown one. */
+  async deviceCreatedAt(deviceId: number): Promise<Date | undefined> {
+    const [row] = await this.db.query<{ created_at: Date }[]>('SELECT created_at FROM devices WHERE id = $1', [
+      deviceId,
+    ]);
+    return row?.created_at;
+  }
+
+  /** The users' standing at T (absent: the user did not exist yet). */
+  async usersAt(userIds: readonly number[], moment: Date): Promise<Map<number, UserFactsAt>> {
+    if (userIds.length === 0) return new Map();
+    const rows = await this.db.query<UserFactsAt[]>(
+      at(
+        `SELECT u.id AS user_id, v.role_id, v.status_id, v.is_deleted,
+                ARRAY(SELECT json_build_object('id', g.id, 'code', p.code, 'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', ${ISO}))
+                      FROM permission_grants g JOIN permissions p ON p.id = g.permission_id
+                      WHERE g.user_id = u.id AND g.granted_at <= %T AND (g.revoked_at IS NULL OR g.revoked_at > %T)
+                      ORDER BY g.id) AS grants
+         FROM unnest($1::bigint[]) AS u(id) CROSS JOIN LATERAL ${USER_VERSION_AT.replace('%U', 'u.id')} v`,
+        '$2',
+      ),
+      [[...new Set(userIds)], moment],
+    );
+    return new Map(rows.map((row) => [Number(row.user_id), { ...row, user_id: Number(row.user_id) }]));
+  }
+
+  /** The authorities on a device at T (only those of `userIds`, when given), with their permissions then. */
+  async deviceAuthoritiesAt(deviceId: number, moment: Date, userIds?: readonly number[]): Promise<AuthorityFacts[]> {
+    const only = userIds === undefined ? '' : 'AND h.user_id = ANY($3::bigint[])';
+    return this.authorityFacts(
+      `SELECT DISTINCT ON (h.authority_id) h.* FROM authority_history h
+       WHERE h.device_id = $1 AND h.valid_from <= %T ${only}
+       ORDER BY h.authority_id, h.valid_from DESC, h.id DESC`,
+      userIds === undefined ? [deviceId, moment] : [deviceId, moment, [...userIds]],
+    );
+  }
+
+  /** The given authorities at T, with their permissions then. */
+  authoritiesAt(authorityIds: readonly number[], moment: Date): Promise<AuthorityFacts[]> {
+    return this.authorityFacts(
+      `SELECT v.* FROM unnest($1::bigint[]) AS c(id) CROSS JOIN LATERAL (
+         SELECT h.* FROM authority_history h WHERE h.authority_id = c.id AND h.valid_from <= %T
+         ORDER BY h.valid_from DESC, h.id DESC LIMIT 1) v`,
+      [[...authorityIds], moment],
+    );
+  }
+
+  private async authorityFacts(versions: string, params: unknown[]): Promise<AuthorityFacts[]> {
+    const rows = await this.db.query<AuthorityFacts[]>(
+      at(
+        `SELECT a.authority_id AS id, a.device_id, a.user_id, a.owner, a.is_active, a.revoked, a.is_deleted AS deleted,
+                to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
+                ARRAY(SELECT p.code FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x
+                      JOIN permissions p ON p.id = x.permission_id WHERE x.is_active ORDER BY p.code) AS permissions
+         FROM (${versions}) a ORDER BY a.authority_id`,
+        '$2',
+      ),
+      params,
+    );
+    return rows.map((row) => ({
+      ...row,
+      id: Number(row.id),
+      device_id: Number(row.device_id),
+      user_id: Number(row.user_id),
+    }));
+  }
+
+  /**
+   * The users allowed `permissionId` on a device at T through the chosen ways, in id order:
+   * by role (`roleIds`: the roles that hold it), by a grant, or by an effective authority on the
+   * device that is the owner or holds it; each only while the user is active, not deleted and of
+   * a role with admin access (`adminRoleIds`).
+   */
+  async deviceAccessCandidates(query: {
+    readonly deviceId: number;
+    readonly permissionId: number;
+    readonly roleIds: readonly number[];
+    readonly adminRoleIds: readonly number[];
+    readonly via: ReadonlySet<string>;
+    /** Null: now. */
+    readonly moment: Date | null;
+    readonly offset: number;
+    readonly limit: number;
+    readonly direction: 'asc' | 'desc';
+  }): Promise<CandidatePage> {
+    const others: string[] = [];
+    if (query.via.has('permission_grant'))
+      others.push(`SELECT g.user_id FROM permission_grants g WHERE g.permission_id = $2 AND g.granted_at <= %T
+          AND (g.revoked_at IS NULL OR g.revoked_at > %T) AND (g.expires_at IS NULL OR g.expires_at > %T)`);
+    const byOwner = query.via.has('device_owner');
+    const byPermission = query.via.has('authority_permission');
+    // Always present (it names the device, so every parameter is typed); without either way it matches nobody.
+    others.push(`SELECT a.user_id FROM (
+          SELECT DISTINCT ON (h.authority_id) h.* FROM authority_history h WHERE h.device_id = $1 AND h.valid_from <= %T
+          ORDER BY h.authority_id, h.valid_from DESC, h.id DESC) a
+        WHERE ${EFFECTIVE('a')} AND (${byOwner ? 'a.owner' : 'false'} OR (${byPermission ? 'true' : 'false'} AND EXISTS (
+          SELECT 1 FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x WHERE x.is_active AND x.permission_id = $2)))`);
+    // By role: the users who ever had one of the roles (an index range), kept only where their
+    // version at T has it. With no role to look for ($3 empty) it reads nothing.
+    return this.candidatePage(
+      `WITH by_role AS (
+         SELECT DISTINCT h.user_id FROM user_access_history h
+         WHERE cardinality($3::int[]) > 0 AND h.role_id = ANY($3::int[]) AND h.valid_from <= %T),
+       others AS (${others.join(' UNION ')}),
+       candidates AS (SELECT user_id FROM by_role UNION SELECT user_id FROM others),
+       admissible AS (
+         SELECT c.user_id AS id FROM candidates c CROSS JOIN LATERAL ${USER_VERSION_AT.replace('%U', 'c.user_id')} u
+         WHERE u.role_id = ANY($4::int[]) AND u.status_id = ${USER_STATUS.active} AND NOT u.is_deleted
+           AND (u.role_id = ANY($3::int[]) OR c.user_id IN (SELECT user_id FROM others)))`,
+      [query.deviceId, query.permissionId, query.via.has('role') ? [...query.roleIds] : [], [...query.adminRoleIds]],
+      query,
+    );
+  }
+
+  /**
+   * The authorities through which a user holds `permissionId` at T, in device order: effective
+   * then (active, not revoked, not deleted, not expired), and the owner or holding the permission
+   * then. Read from the rights history (ownership is right 0), one index range per right, so a
+   * user with many authorities costs what the answer costs.
+   */
+  userAccessCandidates(query: {
+    readonly userId: number;
+    readonly permissionId: number;
+    /** Null: now. */
+    readonly moment: Date | null;
+    readonly offset: number;
+    readonly limit: number;
+    readonly direction: 'asc' | 'desc';
+  }): Promise<CandidatePage> {
+    const usable = (id: string): string => `SELECT r.authority_id, r.device_id FROM (
+         SELECT DISTINCT ON (r.authority_id) r.authority_id, r.device_id, r.held, r.usable, r.expires_at
+         FROM authority_right_history r WHERE r.user_id = $1 AND r.permission_id = ${id} AND r.valid_from <= %T
+         ORDER BY r.authority_id, r.valid_from DESC, r.id DESC) r
+       WHERE r.held AND r.usable AND (r.expires_at IS NULL OR r.expires_at > %T)`;
+    // An owner may also hold the permission: counted once, as owned (no hashing of the whole answer).
+    return this.candidatePage(
+      `WITH owned AS (${usable('0')}), held AS (${usable('$2')}),
+       admissible AS (
+         SELECT authority_id AS id, device_id FROM owned
+         UNION ALL
+         SELECT authority_id, device_id FROM held WHERE authority_id NOT IN (SELECT authority_id FROM owned))`,
+      [query.userId, query.permissionId],
+      { ...query, order: 'device_id' },
+    );
+  }
+
+  private async candidatePage(
+    withClause: string,
+    params: unknown[],
+    page: {
+      readonly moment: Date | null;
+      readonly offset: number;
+      readonly limit: number;
+      readonly direction: 'asc' | 'desc';
+      readonly order?: string;
+    },
+  ): Promise<CandidatePage> {
+    const n = params.length;
+    const direction = page.direction === 'desc' ? 'DESC' : 'ASC';
+    const order = `${page.order ?? 'id'} ${direction}`;
+    const [row] = await this.db.query<{ total: number; ids: string[] | null; moment: Date }[]>(
+      at(
+        `${withClause}
+         SELECT ${momentOf(`$${n + 1}`)} AS moment, (SELECT count(*) FROM admissible)::int AS total,
+                (SELECT array_agg(p.id ORDER BY p.${order}, p.id ${direction}) FROM (
+                   SELECT * FROM admissible ORDER BY ${order}, id ${direction} LIMIT $${n + 2} OFFSET $${n + 3}) p) AS ids`,
+        `$${n + 1}`,
+      ),
+      [...params, page.moment, page.limit, page.offset],
+    );
+    if (row === undefined) throw new Error('a candidate page query answered no row');
+    return { ids: (row.ids ?? []).map(Number), total: Number(row.total), moment: row.moment };
+  }
+
+  /** The whole access history of a device's authorities and of their holders, with its events. */
+  async deviceHistory(deviceId: number): Promise<DeviceHistory> {
+    const MICROS = '(extract(epoch FROM valid_from) * 1000000)::bigint';
+    const authorities = await this.db.query<DeviceHistory['authorities'][number][]>(
+      `SELECT authority_id::int, user_id::int, owner, is_active, revoked, is_deleted,
+              (extract(epoch FROM expires_at) * 1000000)::bigint::float8 AS expires_at, ${MICROS}::float8 AS "from",
+              xid::text, actor_id::int
+       FROM authority_history WHERE device_id = $1 ORDER BY valid_from, id`,
+      [deviceId],
+    );
+    const permissions = await this.db.query<DeviceHistory['permissions'][number][]>(
+      `SELECT h.authority_permission_id::int, h.authority_id::int, p.code, h.is_active, ${MICROS.replace('valid_from', 'h.valid_from')}::float8 AS "from",
+              h.xid::text, h.actor_id::int
+       FROM authority_permission_history h JOIN permissions p ON p.id = h.permission_id
+       WHERE h.device_id = $1 ORDER BY h.valid_from, h.id`,
+      [deviceId],
+    );
+    const holders = [...new Set(authorities.map((row) => row.user_id))];
+    const users = await this.db.query<DeviceHistory['users'][number][]>(
+      `SELECT user_id::int, role_id, status_id, is_deleted, ${MICROS}::float8 AS "from", xid::text, actor_id::int
+       FROM user_access_history WHERE user_id = ANY($1::bigint[]) ORDER BY valid_from, id`,
+      [holders],
+    );
+    const xids = [...new Set([...authorities, ...permissions, ...users].map((row) => row.xid))];
+    const events = await this.db.query<{ key: string; id: string; actor_id: number | null }[]>(
+      `SELECT e.xid::text || '/' || e.resource_type || '/' || e.resource_id AS key,
+              lpad(e.seq::text, 20, '0') || '-' || lpad(e.id::text, 20, '0') AS id, e.actor_id::int
+       FROM events e WHERE e.xid = ANY($1::xid8[]) AND e.seq IS NOT NULL ORDER BY e.seq, e.id`,
+      [xids],
+    );
+    return {
+      authorities,
+      permissions,
+      users,
+      events: firstEvents(events),
+    };
+  }
+
+  /**
+   * When a live answer changes by the clock alone: the next expiry of any grant or authority
+   * (judged before the page is read, so it can only be early).
+   */
+  async nextExpiry(): Promise<number | undefined> {
+    const [row] = await this.db.query<{ at: Date | null }[]>(
+      `SELECT least((SELECT min(expires_at) FROM permission_grants WHERE expires_at > now() AND revoked_at IS NULL),
+                    (SELECT min(expires_at) FROM authorities WHERE expires_at > now())) AS at`,
+    );
+    return row?.at == null ? undefined : row.at.getTime();
+  }
+}
+
+/** Events in feed order → the first of each resource's key and of each transaction. */
+function firstEvents(
+  events: readonly { key: string; id: string; actor_id: number | null }[],
+): Map<string, { readonly id: string; readonly actor_id: number | null }> {
+  const first = new Map<string, { readonly id: string; readonly actor_id: number | null }>();
+  for (const { key, id, actor_id } of events)
+    for (const name of [key, key.split('/')[0] ?? '']) if (!first.has(name)) first.set(name, { id, actor_id });
+  return first;
+}

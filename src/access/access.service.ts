@@ -1,0 +1,237 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { accessPaths, admissible, decisionOf, globalDecision, type AccessPath } from '../platform/auth/access-rules.js';
+import type { Subject } from '../platform/auth/auth-context.js';
+import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
+import type { Decision } from '../platform/auth/decision.js';
+import { isDeviceScoped, PERMISSIONS, type PermissionCode } from '../platform/auth/permissions.js';
+import { roleById, ROLES, USER_STATUS } from '../platform/auth/roles.js';
+import { ApiError } from '../platform/http/api-error.js';
+import type { ListResponse } from '../platform/http/responses.js';
+import { ListPages } from '../platform/projections/list-pages.js';
+import { UserReferences } from '../users/user-references.repository.js';
+import { UnitOfWork } from '../platform/database/unit-of-work.js';
+import { AccessHistoryRepository, type UserFactsAt } from './access-history.repository.js';
+import {
+  directionOf,
+  pageOf as pageOfQuery,
+  type AtQueryDto,
+  type DeviceAccessDto,
+  type DeviceAccessQueryDto,
+  type UserAccessDto,
+  type UserAccessQueryDto,
+} from './dto/access.dto.js';
+
+/** A write to any of these can change an access answer (their history tables are written with them). */
+const ACCESS_TABLES = ['users', 'permission_grants', 'authorities', 'authority_permissions'] as const;
+const WAYS = ['role', 'permission_grant', 'device_owner', 'authority_permission'] as const;
+
+/** The subject of the rules at a moment, from the facts then (undefined: no such user then). */
+export function subjectAt(facts: UserFactsAt | undefined): Subject | undefined {
+  const role = facts === undefined ? undefined : roleById(facts.role_id);
+  if (facts === undefined || role === undefined) return undefined;
+  return {
+    user_id: facts.user_id,
+    role,
+    active: facts.status_id === USER_STATUS.active && !facts.is_deleted,
+    grants: facts.grants,
+  };
+}
+
+export function permissionOf(code: string, deviceScopedOnly: boolean): (typeof PERMISSIONS)[number] {
+  const permission = PERMISSIONS.find((candidate) => candidate.code === code);
+  if (permission === undefined)
+    throw new ApiError('PERMISSION_NOT_FOUND', `Permission ${code} does not exist`, { permission: code });
+  if (deviceScopedOnly && !isDeviceScoped(code))
+    throw new ApiError('PERMISSION_NOT_DEVICE_SCOPED', `${code} is not a device-scoped permission`, {
+      permission_id: permission.id,
+      permission_code: code,
+    });
+  return permission;
+}
+
+/**
+ * The access questions of part 6.13: who may do P on a device, where a user may do P, and either
+ * as of a past moment. Facts come from the access history (now or at T), and every answer is
+ * judged by the rules of part 5 (`access-rules.ts`), the same functions the guard applies to the
+ * live projections; the history's candidate queries only narrow and count.
+ */
+@Injectable()
+export class AccessService {
+  private readonly logger = new Logger('AccessService');
+
+  constructor(
+    private readonly history: AccessHistoryRepository,
+    private readonly pages: ListPages,
+    private readonly userReferences: UserReferences,
+    private readonly uow: UnitOfWork,
+  ) {}
+
+  /** The moment of a question: undefined for now (the database's, read with the answer). */
+  momentOf(at: string | undefined): Promise<Date | undefined> {
+    return at === undefined ? Promise.resolve(undefined) : this.momentAsked(at);
+  }
+
+  /** A moment asked for: 400 in the future, 422 `HISTORY_NOT_AVAILABLE` before the history. */
+  async momentAsked(at: string): Promise<Date> {
+    const moment = new Date(at);
+    if (moment.getTime() > Date.now())
+      throw ApiError.field('at', 'not_future', 'at must not be in the future (leave it out to ask about now)');
+    const startsAt = await this.history.historyStart();
+    if (moment < startsAt)
+      throw new ApiError(
+        'HISTORY_NOT_AVAILABLE',
+        `The access history begins at ${startsAt.toISOString()}; ${moment.toISOString()} is before it`,
+        { at: moment.toISOString(), history_starts_at: startsAt.toISOString() },
+      );
+    return moment;
+  }
+
+  /**
+   * `/authz/check?at=`: one user, one permission (on one device) as of the moment. The user must
+   * exist (deleted or not) and the device too (404s, in that order).
+   */
+  async decideAt(
+    userId: number,
+    permission: PermissionCode,
+    deviceId: number | undefined,
+    moment: Date,
+  ): Promise<{ decision: Decision; paths: AccessPath[] }> {
+    await this.assertUser(userId, true);
+    const createdAt = deviceId === undefined ? undefined : await this.deviceCreatedAt(deviceId);
+    const subject = subjectAt((await this.history.usersAt([userId], moment)).get(userId));
+    // Before the device existed, nothing was allowed on it.
+    if (subject === undefined || (createdAt !== undefined && moment < createdAt))
+      return { decision: decisionOf([]), paths: [] };
+    const authority =
+      deviceId === undefined || !isDeviceScoped(permission)
+        ? undefined
+        : (await this.history.deviceAuthoritiesAt(deviceId, moment, [userId]))[0];
+    const paths = accessPaths(subject, authority, permission, moment.getTime());
+    return { decision: decisionOf(paths), paths };
+  }
+
+  /** The user a question is about: any row with `at`, a live one without (a deleted user is 404 now). */
+  async assertUser(userId: number, asked: boolean): Promise<void> {
+    const user = await this.userReferences.user(this.uow.reader, userId);
+    if (user === undefined || (user.is_deleted && !asked)) throw ApiError.notFound('USER_NOT_FOUND', userId);
+  }
+
+  /** The device's creation; 404 for an unknown device. */
+  async deviceCreatedAt(deviceId: number): Promise<Date> {
+    const createdAt = await this.history.deviceCreatedAt(deviceId);
+    if (createdAt === undefined) throw ApiError.notFound('DEVICE_NOT_FOUND', deviceId);
+    return createdAt;
+  }
+
+  async deviceAccess(deviceId: number, query: DeviceAccessQueryDto): Promise<ListResponse<DeviceAccessDto>> {
+    const createdAt = await this.deviceCreatedAt(deviceId);
+    const permission = permissionOf(query.permission, true);
+    const via = new Set<string>(query.via?.split(',') ?? WAYS);
+    const moment = await this.momentOf(query.at);
+    const page = pageOf(query);
+    // Before the device existed nobody could act on it.
+    if (moment !== undefined && moment < createdAt)
+      return this.pages.readComputed(
+        { route: 'device-access-before', deviceId, at: moment.toISOString(), ...page },
+        [],
+        () => Promise.resolve({ items: [], total: 0, total_exact: true, meta: { at: moment.toISOString() } }),
+      );
+    const identity = {
+      route: 'device-access',
+      deviceId,
+      permission: permission.code,
+      via: [...via].sort(),
+      at: moment?.toISOString() ?? null,
+      ...page,
+    };
+    return this.pages.readComputed(identity, ACCESS_TABLES, async (caching) => {
+      const changesAt = moment !== undefined || !caching ? undefined : await this.history.nextExpiry();
+      const candidates = await this.history.deviceAccessCandidates({
+        deviceId,
+        permissionId: permission.id,
+        roleIds: ROLES.filter((role) => role.admin_access && role.permissions.has(permission.code)).map(
+          (role) => role.id,
+        ),
+        adminRoleIds: ROLES.filter((role) => role.admin_access).map((role) => role.id),
+        via,
+        moment: moment ?? null,
+        offset: (page.page - 1) * page.page_size,
+        limit: page.page_size,
+        direction: page.direction,
+      });
+      const at = candidates.moment;
+      const [users, authorities] = await Promise.all([
+        this.history.usersAt(candidates.ids, at),
+        this.history.deviceAuthoritiesAt(deviceId, at, candidates.ids),
+      ]);
+      const byUser = new Map(authorities.map((authority) => [authority.user_id, authority]));
+      const items = candidates.ids.flatMap((userId) => {
+        const subject = subjectAt(users.get(userId));
+        const paths =
+          subject === undefined ? [] : accessPaths(subject, byUser.get(userId), permission.code, at.getTime());
+        if (!paths.some((path) => via.has(path.decided_by))) return this.disagreement('device', deviceId, userId);
+        return [{ user_id: userId, allowed_by: paths }];
+      });
+      return { items, total: candidates.total, total_exact: true, changesAt, meta: { at: at.toISOString() } };
+    });
+  }
+
+  async userAccess(userId: number, query: UserAccessQueryDto): Promise<ListResponse<UserAccessDto>> {
+    await this.assertUser(userId, query.at !== undefined);
+    const permission = permissionOf(query.permission, true);
+    const moment = await this.momentOf(query.at);
+    const page = pageOf(query);
+    const identity = {
+      route: 'user-access',
+      userId,
+      permission: permission.code,
+      at: moment?.toISOString() ?? null,
+      ...page,
+    };
+    return this.pages.readComputed(identity, ACCESS_TABLES, async (caching) => {
+      const changesAt = moment !== undefined || !caching ? undefined : await this.history.nextExpiry();
+      // The candidates first: they fix the moment (now, when none was asked) that the rest reads.
+      const candidates = await this.history.userAccessCandidates({
+        userId,
+        permissionId: permission.id,
+        moment: moment ?? null,
+        offset: (page.page - 1) * page.page_size,
+        limit: page.page_size,
+        direction: page.direction,
+      });
+      const at = candidates.moment;
+      const [users, found] = await Promise.all([
+        this.history.usersAt([userId], at),
+        this.history.authoritiesAt(candidates.ids, at),
+      ]);
+      const subject = subjectAt(users.get(userId));
+      const everywhere = subject !== undefined && globalDecision(subject, permission.code, at.getTime()).allowed;
+      const meta = { at: at.toISOString(), scope: everywhere ? 'all' : 'devices' };
+      if (subject === undefined || !admissible(subject))
+        return { items: [], total: 0, total_exact: true, changesAt, meta };
+      const authorities = new Map(found.map((authority) => [authority.id, authority]));
+      const items = candidates.ids.flatMap((authorityId) => {
+        const authority: AuthorityFacts | undefined = authorities.get(authorityId);
+        const paths = accessPaths(subject, authority, permission.code, at.getTime());
+        if (authority === undefined || !paths.some((path) => path.authority_id === authorityId))
+          return this.disagreement('user', userId, authorityId);
+        return [{ device_id: authority.device_id, allowed_by: paths }];
+      });
+      return { items, total: candidates.total, total_exact: true, changesAt, meta };
+    });
+  }
+
+  /** The candidate query and the rules disagree: a defect, logged; the rules win. */
+  private disagreement(kind: string, id: number, candidate: number): [] {
+    this.logger.error(`access ${kind} ${id}: candidate ${candidate} is not allowed by the rules`);
+    return [];
+  }
+}
+
+function pageOf(query: AtQueryDto & { readonly sort?: string }): {
+  page: number;
+  page_size: number;
+  direction: 'asc' | 'desc';
+} {
+  return { ...pageOfQuery(query), direction: directionOf(query.sort, 'asc') };
+}

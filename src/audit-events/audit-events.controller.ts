@@ -1,0 +1,38 @@
+import { Controller, Get, Query } from '@nestjs/common';
+import { AUDIT_EVENT_LIST } from './audit-events.repository.js';
+import { ApiTags } from '@nestjs/swagger';
+import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { IdParam } from '../platform/http/id.pipe.js';
+import type { ListResponse, ResourceResponse } from '../platform/http/responses.js';
+import { AuditEventsService } from './audit-events.service.js';
+import { AuditEventDto } from './audit-event.dto.js';
+import { detailOf } from '../platform/cache/cache-keys.js';
+
+/** `/v1/admin/audit-events` (part 6.10). */
+@ApiTags('audit events')
+@Controller('v1/admin/audit-events')
+export class AuditEventsController {
+  constructor(private readonly events: AuditEventsService) {}
+
+  @ListRoute({
+    permission: 'audit.read',
+    summary: 'List audit events, newest first',
+    returns: AuditEventDto,
+    spec: AUDIT_EVENT_LIST,
+  })
+  list(@Query() query: Record<string, unknown>): Promise<ListResponse<AuditEventDto>> {
+    return this.events.list(query);
+  }
+
+  @Get(':id')
+  @Authorize({
+    prefetch: detailOf('audit_event'),
+    permission: 'audit.read',
+    summary: 'Get an audit event (cached)',
+    returns: AuditEventDto,
+    errors: [400, 404],
+  })
+  get(@IdParam() id: number): Promise<ResourceResponse<AuditEventDto>> {
+    return this.events.get(id);
+  }
+}

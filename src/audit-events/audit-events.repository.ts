@@ -1,0 +1,52 @@
+import { Injectable } from '@nestjs/common';
+import { resourceIdJson } from '../platform/audit/audit-trail.repository.js';
+import { CacheService } from '../platform/cache/cache.service.js';
+import { UnitOfWork } from '../platform/database/unit-of-work.js';
+import { listSpec } from '../platform/http/list/list-spec.js';
+import { ResourceTable } from '../platform/projections/resource-table.js';
+import type { AuditEventDto } from './audit-event.dto.js';
+
+interface AuditEventRow extends AuditEventDto {
+  readonly version: number;
+}
+
+const RESOURCE_COLUMNS = `id, occurred_at, actor_id, action, resource_type, ${resourceIdJson()}, request_id, reason, changes`;
+
+/**
+ * `GET /audit-events`: every filter has an index in the default order (`occurred_at DESC, id`),
+ * and past 10 000 matches the total is the planner's estimate, so pages stay fast at any size.
+ */
+export const AUDIT_EVENT_LIST = listSpec({
+  from: 'audit_events',
+  select: RESOURCE_COLUMNS,
+  sort: ['id', 'occurred_at'],
+  defaultSort: 'occurred_at:desc',
+  filters: {
+    actor_id: 'int',
+    action: 'string',
+    resource_type: 'string',
+    resource_id: 'string',
+    request_id: 'string',
+    occurred_after: { column: 'occurred_at', type: 'timestamp', operator: '>' },
+    occurred_before: { column: 'occurred_at', type: 'timestamp', operator: '<' },
+  },
+  appendOnly: true,
+});
+
+/** Audit events are never changed, so a cached detail never goes stale (version 1 for ever). */
+@Injectable()
+export class AuditEventsRepository extends ResourceTable<AuditEventRow> {
+  constructor(uow: UnitOfWork, cache: CacheService) {
+    super(
+      {
+        table: 'audit_events',
+        columns: `1 AS version, ${RESOURCE_COLUMNS}`,
+        type: 'audit_event',
+        notFound: 'AUDIT_EVENT_NOT_FOUND',
+        list: AUDIT_EVENT_LIST,
+      },
+      uow,
+      cache,
+    );
+  }
+}

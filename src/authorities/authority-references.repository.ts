@@ -1,0 +1,30 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { ApiError } from '../platform/http/api-error.js';
+
+/** What a write needs to know about an authority it names in its body. */
+export interface AuthorityReference {
+  readonly id: number;
+  readonly device_id: number;
+  readonly user_id: number;
+}
+
+/** The devices and authorities named in other modules' request bodies; a missing one is its contract 404. */
+@Injectable()
+export class AuthorityReferences {
+  /** A live (not deleted) authority; 404 `AUTHORITY_NOT_FOUND` otherwise. */
+  async liveAuthority(db: EntityManager, id: number): Promise<AuthorityReference> {
+    const [row] = await db.query<AuthorityReference[]>(
+      'SELECT id, device_id, user_id FROM authorities WHERE id = $1 AND NOT is_deleted',
+      [id],
+    );
+    if (row === undefined) throw ApiError.notFound('AUTHORITY_NOT_FOUND', id);
+    return row;
+  }
+
+  /** The device exists; 404 `DEVICE_NOT_FOUND` otherwise. */
+  async device(db: EntityManager, id: number): Promise<void> {
+    const [row] = await db.query<{ id: number }[]>('SELECT id FROM devices WHERE id = $1', [id]);
+    if (row === undefined) throw ApiError.notFound('DEVICE_NOT_FOUND', id);
+  }
+}

@@ -1,0 +1,154 @@
+import { Injectable } from '@nestjs/common';
+import { CacheAside, type CachedRead } from '../cache/cache-aside.js';
+import { cacheKeys } from '../cache/cache-keys.js';
+import { objectOf } from '../cache/decode.js';
+import { CacheService } from '../cache/cache.service.js';
+import { ApiError } from '../http/api-error.js';
+import { currentRequest } from '../http/request-context.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import { AccessFactsRepository, type AuthUserRow } from './access-facts.repository.js';
+import type { AuthContext, GrantFacts, Subject } from './auth-context.js';
+import { roleById, USER_STATUS } from './roles.js';
+import { findSession, isSessionId, liveSessionsAfter, type SessionRow } from './sessions.repository.js';
+
+interface CachedSession {
+  readonly user_id: number;
+  readonly expires_at: string;
+  readonly revoked: boolean;
+}
+
+interface CachedAuthUser {
+  readonly role_id: number;
+  readonly status_id: number;
+  readonly grants: readonly GrantFacts[];
+}
+
+const DECODE_SESSION = objectOf<CachedSession>({ user_id: 'number', expires_at: 'string', revoked: 'boolean' });
+const DECODE_USER = objectOf<CachedAuthUser>({ role_id: 'number', status_id: 'number', grants: 'array' });
+
+function sessionEntry(row: SessionRow): { version: number; deleted: boolean; json: string } {
+  const projection: CachedSession = {
+    user_id: row.user_id,
+    expires_at: row.expires_at.toISOString(),
+    revoked: row.revoked_at !== null,
+  };
+  return { version: row.version, deleted: false, json: JSON.stringify(projection) };
+}
+
+function authUserEntry(row: AuthUserRow): { version: number; deleted: boolean; json: string } {
+  const projection: CachedAuthUser = { role_id: row.role_id, status_id: row.status_id, grants: row.grants };
+  return { version: Number(row.version), deleted: row.is_deleted, json: JSON.stringify(projection) };
+}
+
+function sessionInvalid(reason: string): ApiError {
+  return new ApiError('AUTH_SESSION_INVALID', 'The session is not valid; sign in again', { reason });
+}
+
+/**
+ * The session check of part 4 on every request, through a cached auth context. The context is
+ * two cache entries read in one round trip: the session (owner, expiry, revocation) and the
+ * user (role, status, deletion). Every write that changes either rebuilds its entry after
+ * commit, so a revoked session or a suspended, deleted or re-roled user takes effect on the
+ * very next request on every instance sharing the cache.
+ */
+@Injectable()
+export class AuthContextService {
+  private readonly sessions: CacheAside<CachedSession, string>;
+  private readonly users: CacheAside<CachedAuthUser>;
+
+  constructor(
+    private readonly cache: CacheService,
+    private readonly uow: UnitOfWork,
+    private readonly facts: AccessFactsRepository,
+  ) {
+    this.sessions = new CacheAside(
+      cache,
+      cacheKeys.session,
+      async (id) => {
+        const row = await findSession(uow.reader, id);
+        return row === undefined ? undefined : sessionEntry(row);
+      },
+      DECODE_SESSION,
+    );
+    this.users = new CacheAside(cache, cacheKeys.authUser, (id) => this.loadUser(id), DECODE_USER);
+  }
+
+  async resolve(userId: number, sessionId: string): Promise<AuthContext> {
+    if (!isSessionId(sessionId)) throw sessionInvalid('unknown_session');
+    const prefetch = currentRequest()?.cache_prefetch;
+    const extra = prefetch?.keys ?? [];
+    const lookup = await this.cache.getMany([this.sessions.key(sessionId), this.users.key(userId), ...extra]);
+    if (prefetch !== undefined && lookup.ok)
+      prefetch.entries = new Map(extra.map((key, index) => [key, lookup.entries[index + 2]]));
+    const [session, user] = await Promise.all([
+      this.sessions.settle(sessionId, { ok: lookup.ok, entry: lookup.entries[0] }),
+      this.users.settle(userId, { ok: lookup.ok, entry: lookup.entries[1] }),
+    ]);
+    return this.check(userId, sessionId, session, user);
+  }
+
+  /**
+   * The subject of `/authz/check`: any user's role, status and live grants, from the same cached
+   * projection the session check reads; undefined for an unknown or deleted user.
+   */
+  async subjectOf(userId: number): Promise<Subject | undefined> {
+    const read = await this.users.get(userId);
+    if (read === undefined || read.entry.deleted) return undefined;
+    const role = roleById(read.value.role_id);
+    if (role === undefined) return undefined;
+    return { user_id: userId, role, active: read.value.status_id === USER_STATUS.active, grants: read.value.grants };
+  }
+
+  /** After a commit that changed a user's role, status, deletion or permission grants. */
+  async refreshUser(userId: number): Promise<void> {
+    const entry = await this.loadUser(userId);
+    if (entry !== undefined) await this.users.refresh(userId, entry);
+  }
+
+  /**
+   * A triggered rebuild: the contexts of every live session (its entry and its user's), in
+   * pages; answers how many entries were written.
+   */
+  async warm(): Promise<number> {
+    let written = 0;
+    for (let after: string | null = null; ;) {
+      const sessions = await liveSessionsAfter(this.uow.reader, after, 500);
+      if (sessions.length === 0) return written;
+      await this.refreshSessions(sessions);
+      const users = await this.facts.authUsers([...new Set(sessions.map((session) => session.user_id))]);
+      await Promise.all(users.map((row) => this.users.refresh(Number(row.id), authUserEntry(row))));
+      written += sessions.length + users.length;
+      after = sessions[sessions.length - 1]?.id ?? null;
+    }
+  }
+
+  /** After a commit that created or revoked sessions. */
+  async refreshSessions(rows: readonly SessionRow[]): Promise<void> {
+    await Promise.all(rows.map((row) => this.sessions.refresh(row.id, sessionEntry(row))));
+  }
+
+  private check(
+    userId: number,
+    sessionId: string,
+    session: CachedRead<CachedSession> | undefined,
+    user: CachedRead<CachedAuthUser> | undefined,
+  ): AuthContext {
+    if (session === undefined) throw sessionInvalid('unknown_session');
+    const state = session.value;
+    if (state.user_id !== userId) throw sessionInvalid('unknown_session');
+    if (state.revoked) throw sessionInvalid('session_revoked');
+    if (Date.parse(state.expires_at) <= Date.now()) throw sessionInvalid('session_expired');
+    if (user === undefined) throw sessionInvalid('unknown_user');
+    if (user.entry.deleted) throw sessionInvalid('user_deleted');
+    const account = user.value;
+    if (account.status_id !== USER_STATUS.active) throw sessionInvalid('user_not_active');
+    const role = roleById(account.role_id);
+    if (role === undefined) throw sessionInvalid('unknown_role');
+    return { user_id: userId, session_id: sessionId, role, active: true, grants: account.grants };
+  }
+
+  private async loadUser(userId: number): Promise<ReturnType<typeof authUserEntry> | undefined> {
+    const row = await this.facts.authUser(userId);
+    return row === undefined ? undefined : authUserEntry(row);
+  }
+}

@@ -1,0 +1,144 @@
+import { Injectable } from '@nestjs/common';
+import { ApiError } from '../http/api-error.js';
+import type { Subject } from './auth-context.js';
+import { AccessFactsRepository } from './access-facts.repository.js';
+import {
+  accessPaths,
+  admissible,
+  authorityPaths,
+  decisionOf,
+  globalDecision,
+  type AccessPath,
+} from './access-rules.js';
+import type { AuthorityFacts } from './authority-facts.js';
+import type { Decision } from './decision.js';
+import { DeviceAuthoritiesService } from './device-authorities.service.js';
+import { isDeviceScoped, isPermissionCode, type PermissionCode } from './permissions.js';
+
+/** 403 for handing on a right the actor does not itself hold (part 5, delegation). */
+export function delegationForbidden(permission: string, deviceId?: number): ApiError {
+  const where = deviceId === undefined ? '' : ` on device ${deviceId}`;
+  return new ApiError('DELEGATION_FORBIDDEN', `You cannot hand on ${permission}${where}: you do not hold it yourself`, {
+    permission,
+    ...(deviceId === undefined ? {} : { device_id: deviceId }),
+  });
+}
+
+/** One question for `decideMany`: may the subject do `permission` on `device_id`? */
+export interface DeviceQuestion {
+  readonly permission: string;
+  readonly device_id: number;
+}
+
+export function permissionDenied(permission: string, deviceId?: number): ApiError {
+  return new ApiError('PERMISSION_DENIED', `Missing the permission ${permission}`, {
+    permission,
+    ...(deviceId === undefined ? {} : { device_id: deviceId }),
+  });
+}
+
+/**
+ * The authorization evaluator of part 5 on the live state (cached projections), the one code
+ * path behind the guard, list row filtering, bulk per-item checks and `/authz/check`: admin
+ * access (layer 2), then the role's permissions (3a), an effective permission grant (3b), and for
+ * device-scoped permissions an effective authority on the device that is the owner or holds the
+ * permission (3c). The rules themselves are `access-rules.ts`, shared with the point-in-time
+ * questions.
+ */
+@Injectable()
+export class AuthorizationService {
+  constructor(
+    private readonly devices: DeviceAuthoritiesService,
+    private readonly facts: AccessFactsRepository,
+  ) {}
+
+  hasAdminAccess(subject: Pick<Subject, 'role'>): boolean {
+    return subject.role.admin_access;
+  }
+
+  /** Layers 2, 3a and 3b: what the subject may do everywhere. */
+  decideGlobally(subject: Subject, permission: PermissionCode, now = Date.now()): Decision {
+    return globalDecision(subject, permission, now);
+  }
+
+  async decide(subject: Subject, permission: PermissionCode, deviceId?: number): Promise<Decision> {
+    const now = Date.now();
+    const global = this.decideGlobally(subject, permission, now);
+    if (global.allowed || deviceId === undefined || !isDeviceScoped(permission) || !admissible(subject)) return global;
+    return decisionOf(accessPaths(subject, await this.authorityOn(subject, deviceId), permission, now));
+  }
+
+  /** Every way the subject is allowed the permission now (on the device), for `explain=true`. */
+  async explain(subject: Subject, permission: PermissionCode, deviceId?: number): Promise<AccessPath[]> {
+    const authority =
+      deviceId === undefined || !isDeviceScoped(permission) ? undefined : await this.authorityOn(subject, deviceId);
+    return accessPaths(subject, authority, permission, Date.now());
+  }
+
+  private async authorityOn(subject: Subject, deviceId: number): Promise<AuthorityFacts | undefined> {
+    return (await this.devices.forDevice(deviceId)).find((candidate) => candidate.user_id === subject.user_id);
+  }
+
+  async assertAllowed(subject: Subject, permission: PermissionCode, deviceId?: number): Promise<void> {
+    if (!(await this.decide(subject, permission, deviceId)).allowed) throw permissionDenied(permission, deviceId);
+  }
+
+  /**
+   * Delegation (part 5): handing on `permission` (on `deviceId`, when device-scoped) needs the
+   * actor itself to be allowed it by any of the three layers; 403 `DELEGATION_FORBIDDEN` otherwise.
+   */
+  async assertMayDelegate(subject: Subject, permission: string, deviceId?: number): Promise<void> {
+    const allowed =
+      isPermissionCode(permission) &&
+      (await this.decide(subject, permission, isDeviceScoped(permission) ? deviceId : undefined)).allowed;
+    if (!allowed) throw delegationForbidden(permission, isDeviceScoped(permission) ? deviceId : undefined);
+  }
+
+  /**
+   * Many (permission, device) questions at once, for bulk per-item checks: layers 3a/3b in
+   * memory, layer 3c from one query over the subject's authorities on the devices asked about.
+   */
+  async decideMany(subject: Subject, questions: readonly DeviceQuestion[]): Promise<boolean[]> {
+    const now = Date.now();
+    const global = (permission: string): boolean =>
+      isPermissionCode(permission) && this.decideGlobally(subject, permission, now).allowed;
+    const open = questions.filter((question) => !global(question.permission) && isDeviceScoped(question.permission));
+    const facts =
+      open.length === 0 || !admissible(subject)
+        ? new Map<number, AuthorityFacts>()
+        : await this.authoritiesOf(
+            subject,
+            open.map((question) => question.device_id),
+          );
+    return questions.map((question) => {
+      if (global(question.permission)) return true;
+      const authority = isDeviceScoped(question.permission) ? facts.get(question.device_id) : undefined;
+      return authority !== undefined && authorityPaths(authority, question.permission, now).length > 0;
+    });
+  }
+
+  /**
+   * The devices on which the subject holds the permission: `all` through layers 3a/3b,
+   * otherwise those where layer 3c allows it (optionally only among `among`). Serves list row
+   * filtering with one query.
+   */
+  async devicesAllowed(
+    subject: Subject,
+    permission: PermissionCode,
+    among?: readonly number[],
+  ): Promise<'all' | Set<number>> {
+    const now = Date.now();
+    if (this.decideGlobally(subject, permission, now).allowed) return 'all';
+    if (!admissible(subject) || !isDeviceScoped(permission)) return new Set();
+    const facts = await this.authoritiesOf(subject, among);
+    return new Set(
+      [...facts.values()].filter((row) => authorityPaths(row, permission, now).length > 0).map((row) => row.device_id),
+    );
+  }
+
+  /** The subject's live authorities (one per device), optionally only on the devices `among`: one query. */
+  private async authoritiesOf(subject: Subject, among?: readonly number[]): Promise<Map<number, AuthorityFacts>> {
+    const rows = await this.facts.liveAuthoritiesOf(subject.user_id, among);
+    return new Map(rows.map((row) => [Number(row.device_id), row]));
+  }
+}

@@ -1,0 +1,42 @@
+import { Injectable } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { pathId } from '../http/id.pipe.js';
+
+/**
+ * The device of the record a path id names, or the record's 404 (`ApiError`) when it does not
+ * exist: a missing record is a 404 before any device check (part 5).
+ */
+export type DeviceLookup = (id: number) => Promise<number>;
+
+/** How a device-scoped route finds its device: the record kind its path parameter names. */
+export interface DeviceOf {
+  readonly record: string;
+  readonly param: string;
+}
+
+/** `@Authorize({ device: deviceOf('authority', 'id') })`: the device of the authority at `:id`. */
+export function deviceOf(record: string, param = 'id'): DeviceOf {
+  return { record, param };
+}
+
+/**
+ * The lookups behind `deviceOf`, registered by the feature module that owns each record (at its
+ * module init): the guard on the platform floor finds a device without knowing any feature.
+ */
+@Injectable()
+export class DeviceLocators {
+  private readonly lookups = new Map<string, DeviceLookup>();
+
+  register(record: string, lookup: DeviceLookup): void {
+    if (this.lookups.has(record)) throw new Error(`a device locator for "${record}" is already registered`);
+    this.lookups.set(record, lookup);
+  }
+
+  /** The device the route acts on; the path id is parsed as its `@IdParam` would (400 naming it). */
+  locate(request: FastifyRequest, of: DeviceOf): Promise<number> {
+    const lookup = this.lookups.get(of.record);
+    // A route naming a record nobody registered is a programming error, found by the route specs.
+    if (lookup === undefined) throw new Error(`no device locator is registered for "${of.record}"`);
+    return lookup(pathId(request, of.param));
+  }
+}

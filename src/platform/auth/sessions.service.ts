@@ -1,0 +1,49 @@
+import { Injectable } from '@nestjs/common';
+import { AuditService } from '../audit/audit.service.js';
+import { AuthContextService } from './auth-context.service.js';
+import { currentActorId } from '../http/request-context.js';
+import type { Tx } from '../database/unit-of-work.js';
+import { revokeSessionsOfUser, type SessionRow } from './sessions.repository.js';
+
+/** Session writes made on behalf of other writes (suspending or deleting a user). */
+@Injectable()
+export class SessionsService {
+  constructor(
+    private readonly audit: AuditService,
+    private readonly authContexts: AuthContextService,
+  ) {}
+
+  /**
+   * Revokes every live session of the user inside the caller's transaction, with one
+   * `session.revoke` audit event each; their cache entries are rebuilt after commit.
+   */
+  async revokeAllOf(tx: Tx, userId: number, reason: string): Promise<SessionRow[]> {
+    const actor = currentActorId();
+    const revoked = await revokeSessionsOfUser(tx, userId, reason, actor);
+    // The feed shows each session as the sessions list does (its creation time aside).
+    for (const session of revoked) {
+      const shown = {
+        id: session.id,
+        user_id: session.user_id,
+        expires_at: session.expires_at,
+        revoked_at: session.revoked_at,
+        revoked_by: actor,
+        revoke_reason: reason,
+        is_active: false,
+      };
+      tx.noteResource('session', shown);
+    }
+    await this.audit.recordMany(
+      tx,
+      revoked.map((session) => ({
+        action: 'session.revoke',
+        resource_id: session.id,
+        reason,
+        changes: { revoked_at: [null, session.revoked_at?.toISOString() ?? null] },
+      })),
+    );
+    // The session entries of the auth context are rebuilt after commit: refused on every instance.
+    tx.afterCommit(() => this.authContexts.refreshSessions(revoked));
+    return revoked;
+  }
+}

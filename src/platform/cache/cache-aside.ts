@@ -1,0 +1,103 @@
+import type { CacheOutcome } from '../http/responses.js';
+import type { CacheEntry } from './cache-store.js';
+import type { CacheService } from './cache.service.js';
+import type { Decode } from './decode.js';
+
+/** A cache read: the decoded value, the entry as stored (its JSON is valid), and where it came from. */
+export interface CachedRead<T> {
+  readonly value: T;
+  readonly entry: CacheEntry;
+  readonly cache: CacheOutcome;
+}
+
+/**
+ * Cache-aside for one resource read by id (ARCHITECTURE.md): read the cache, fall back to the
+ * database on a miss or a cache failure, refill; after each commit the service calls `refresh`
+ * with the new row so the entry is rebuilt at the new version. Concurrent misses of one key
+ * share a single database load (single-flight, per instance).
+ */
+export class CacheAside<T, Id extends string | number = number> {
+  private readonly inflight = new Map<string, Promise<CacheEntry | undefined>>();
+
+  constructor(
+    private readonly cache: CacheService,
+    private readonly keyOf: (id: Id) => string,
+    private readonly load: (id: Id) => Promise<CacheEntry | undefined>,
+    private readonly decode: Decode<T>,
+    /** The id a value says it is, when it carries one: a value under another record's key is unreadable. */
+    private readonly idOf?: (value: T) => Id,
+  ) {}
+
+  /** Undefined when the record does not exist at all. */
+  async get(id: Id): Promise<CachedRead<T> | undefined> {
+    return this.settle(id, await this.cache.get(this.keyOf(id)));
+  }
+
+  /** Finishes a read whose cache lookup was made elsewhere (batched with other keys in one round trip). */
+  async settle(
+    id: Id,
+    lookup: { readonly ok: boolean; readonly entry: CacheEntry | undefined },
+  ): Promise<CachedRead<T> | undefined> {
+    if (lookup.entry !== undefined && !isTombstone(lookup.entry)) {
+      const value = this.decode(lookup.entry.json);
+      if (value !== undefined && (this.idOf === undefined || this.idOf(value) === id))
+        return { value, entry: lookup.entry, cache: 'hit' };
+      // An entry that cannot be read back is a miss: removed, reloaded from the database, refilled.
+      await this.cache.dropUnreadable(this.keyOf(id), lookup.entry);
+    }
+    let entry = await this.loadOnce(this.keyOf(id), id, lookup.ok);
+    // A tombstone holds the version a write left: a load this read joined that began before that
+    // write committed comes back older, and is read again on its own.
+    const floor = lookup.entry !== undefined && isTombstone(lookup.entry) ? lookup.entry.version : 0;
+    if (entry !== undefined && entry.version < floor) entry = await this.loadAlone(this.keyOf(id), id, lookup.ok);
+    if (entry === undefined) return undefined;
+    const value = this.decode(entry.json);
+    if (value === undefined)
+      throw new Error(`the projection ${this.keyOf(id)} loaded from the database does not decode`);
+    return { value, entry, cache: lookup.ok ? 'miss' : 'bypass' };
+  }
+
+  key(id: Id): string {
+    return this.keyOf(id);
+  }
+
+  /**
+   * Marks the entry stale at `version` without rebuilding it (bulk writes): the next read loads
+   * it, and a fill from before the write (an older version) can no longer be stored.
+   */
+  async invalidate(versions: ReadonlyMap<Id, number>): Promise<void> {
+    await this.cache.putMany(
+      [...versions].map(([id, version]) => [this.keyOf(id), { version, deleted: false, json: '' }] as const),
+    );
+  }
+
+  /** Rebuilds the entry after a commit; an older concurrent fill can no longer overwrite it. */
+  async refresh(id: Id, entry: CacheEntry): Promise<void> {
+    await this.cache.put(this.keyOf(id), entry, true);
+  }
+
+  private loadOnce(key: string, id: Id, fill: boolean): Promise<CacheEntry | undefined> {
+    const running = this.inflight.get(key);
+    if (running !== undefined) return running;
+    const loading = this.loadAlone(key, id, fill).finally(() => this.inflight.delete(key));
+    this.inflight.set(key, loading);
+    return loading;
+  }
+
+  private async loadAlone(key: string, id: Id, fill: boolean): Promise<CacheEntry | undefined> {
+    this.cache.stats.loads += 1;
+    const entry = await this.load(id);
+    if (entry !== undefined && fill) await this.cache.put(key, entry, false);
+    return entry;
+  }
+}
+
+/** An invalidation marker: it holds a version (to refuse older fills) but no data. */
+function isTombstone(entry: CacheEntry): boolean {
+  return entry.json === '';
+}
+
+/** Builds a cache entry from a row that has `version` and, if soft-deletable, `is_deleted`. */
+export function entryOf(row: { version: number; is_deleted?: boolean }): CacheEntry {
+  return { version: row.version, deleted: row.is_deleted === true, json: JSON.stringify(row) };
+}

@@ -1,0 +1,309 @@
+import { Logger } from '@nestjs/common';
+import type { CacheEntry, CacheStore, WindowCount } from './cache-store.js';
+import { currentRequest } from '../http/request-context.js';
+import { cacheKeys } from './cache-keys.js';
+import { MemoryCacheStore } from './memory-cache-store.js';
+
+export type CacheState = 'up' | 'down' | 'memory';
+
+/** Counters exposed on /health/ready and in logs. */
+export interface CacheStats {
+  hits: number;
+  misses: number;
+  failures: number;
+  timeouts: number;
+  short_circuited: number;
+  /** Database loads made to fill the cache (single-flight: concurrent misses of a key count once). */
+  loads: number;
+  /** Writes whose work after the commit failed (each dropped the cache). */
+  after_commit_failures: number;
+  /** Cache writes after a commit that did not reach the store (timeouts, errors, an open circuit). */
+  lost_writes: number;
+  /** Entries that could not be read back (bad format, truncated, wrong shape): served as misses and replaced. */
+  unreadable: number;
+}
+
+/** An entry this request writes or drops is read from the store again, never from its prefetch. */
+function forgetPrefetched(key: string): void {
+  currentRequest()?.cache_prefetch?.entries?.delete(key);
+}
+
+const FAILURES_TO_OPEN = 3;
+const OPEN_FOR_MS = 1000;
+
+class CacheTimeout extends Error {
+  constructor(ms: number) {
+    super(`cache call exceeded its ${ms} ms budget`);
+  }
+}
+
+/**
+ * The cache as the rest of the service sees it: every call is bounded by the budget
+ * (CACHE_TIMEOUT_MS, 50 ms), guarded by a circuit breaker, logged and counted on failure, and
+ * never throws. A failed write-path call, a call the store refused and an opening circuit mark
+ * the cache dirty: before reads trust it again the whole cache is dropped (generation bump), so
+ * an invalidation lost in an outage, here or on another instance, can never let a stale entry be
+ * served after Redis returns.
+ */
+export class CacheService {
+  readonly stats: CacheStats = {
+    hits: 0,
+    misses: 0,
+    failures: 0,
+    timeouts: 0,
+    short_circuited: 0,
+    loads: 0,
+    after_commit_failures: 0,
+    lost_writes: 0,
+    unreadable: 0,
+  };
+  private consecutiveFailures = 0;
+  private openUntil = 0;
+  /** Events after which an invalidation may have been lost, and how many of them a flush covered. */
+  private failureMarks = 0;
+  private flushedMarks = 0;
+  private flushing: Promise<void> | undefined;
+  /** Counts rate-limit events locally while the shared store is unreachable. */
+  private readonly localCounters = new MemoryCacheStore(10_000);
+
+  constructor(
+    private readonly store: CacheStore,
+    readonly ttlMs: number,
+    private readonly budgetMs: number,
+    private readonly logger: Logger = new Logger('Cache'),
+    /** Whether list pages are cached (LIST_CACHE); table generations are kept either way. */
+    readonly listPages = true,
+  ) {}
+
+  get kind(): 'redis' | 'memory' {
+    return this.store.kind;
+  }
+
+  /** `ok: false` means the cache could not be asked: the caller reads the database and reports `bypass`. */
+  async get(key: string): Promise<{ ok: boolean; entry: CacheEntry | undefined }> {
+    // A hit read already, with the request's auth context (counted there). A miss is read again:
+    // the fill another request may have made since is what keeps a stampede to one load.
+    const prefetched = currentRequest()?.cache_prefetch?.entries?.get(key);
+    if (prefetched !== undefined) return { ok: true, entry: prefetched };
+    const result = await this.guard('get', key, false, () => this.store.get(key));
+    if (!result.ok) return { ok: false, entry: undefined };
+    if (result.value === undefined) this.stats.misses += 1;
+    else this.stats.hits += 1;
+    return { ok: true, entry: result.value };
+  }
+
+  /** Like `get` for several keys in one round trip; `ok: false` when the cache could not be asked. */
+  async getMany(keys: readonly string[]): Promise<{ ok: boolean; entries: (CacheEntry | undefined)[] }> {
+    const result = await this.guard('mget', keys.join(','), false, () => this.store.getMany(keys));
+    if (!result.ok) return { ok: false, entries: keys.map(() => undefined) };
+    for (const entry of result.value) {
+      if (entry === undefined) this.stats.misses += 1;
+      else this.stats.hits += 1;
+    }
+    return { ok: true, entries: result.value };
+  }
+
+  /**
+   * Counts an event in a fixed window, shared by every instance through Redis; while Redis is
+   * unreachable each instance counts on its own, so a limit still holds per instance.
+   */
+  async increment(key: string, windowMs: number, by = 1): Promise<WindowCount> {
+    const result = await this.guard('incr', key, false, () => this.store.increment(key, windowMs, by));
+    return result.ok ? result.value : this.localCounters.increment(key, windowMs, by);
+  }
+
+  /** Many post-commit sets in one round trip (bulk writes). */
+  async putMany(entries: readonly (readonly [string, CacheEntry])[]): Promise<boolean> {
+    for (const [key] of entries) forgetPrefetched(key);
+    const result = await this.guard('mset', `${entries.length} keys`, true, () =>
+      this.store.setManyIfNotOlder(entries, this.ttlMs),
+    );
+    return result.ok;
+  }
+
+  /**
+   * Removes an entry a read found unreadable (its version may be anything, even higher than the
+   * record's, which would refuse every fill), unless a write replaced it meanwhile.
+   */
+  async dropUnreadable(key: string, entry: CacheEntry): Promise<void> {
+    forgetPrefetched(key);
+    this.stats.unreadable += 1;
+    await this.guard('del', key, false, () => this.store.deleteIfSame(key, entry));
+  }
+
+  /** Fills after a read (`afterWrite: false`) or rebuilds after a commit (`afterWrite: true`). */
+  async put(key: string, entry: CacheEntry, afterWrite: boolean): Promise<boolean> {
+    forgetPrefetched(key);
+    const result = await this.guard('set', key, afterWrite, () => this.store.setIfNotOlder(key, entry, this.ttlMs));
+    return result.ok;
+  }
+
+  /**
+   * After a commit that wrote these tables: every cached list page built from them becomes
+   * unusable (each table has a generation that only grows). A failure counts as a lost write.
+   */
+  async tablesWritten(tables: readonly string[]): Promise<boolean> {
+    if (tables.length === 0) return true;
+    const names = tables.map((table) => cacheKeys.tableGeneration(table));
+    const result = await this.guard('incr', names.join(','), true, () => this.store.bumpGenerations(names));
+    return result.ok;
+  }
+
+  /** The tables' generations (list pages are keyed by them); undefined when the cache could not be asked. */
+  async tableGenerations(tables: readonly string[]): Promise<number[] | undefined> {
+    const names = tables.map((table) => cacheKeys.tableGeneration(table));
+    const result = await this.guard('mget', names.join(','), false, () => this.store.generations(names));
+    return result.ok ? result.value : undefined;
+  }
+
+  /**
+   * A list page's entry with the current generations of its tables, in one round trip; `ok: false`
+   * when the cache could not be asked (the page is then read from the database: `bypass`).
+   */
+  async listPage(
+    key: string,
+    tables: readonly string[],
+  ): Promise<{ ok: boolean; entry: CacheEntry | undefined; generations: number[] }> {
+    if (!this.listPages) return { ok: false, entry: undefined, generations: [] };
+    const names = tables.map((table) => cacheKeys.tableGeneration(table));
+    const result = await this.guard('get', key, false, () => this.store.getWithGenerations(key, names));
+    if (!result.ok) return { ok: false, entry: undefined, generations: [] };
+    return { ok: true, ...result.value };
+  }
+
+  /**
+   * Drops the entries of one kind of projection (`auth:`, `res:`, …) for a triggered rebuild;
+   * undefined when the cache could not be reached (the rebuild then fails and is retried).
+   */
+  async dropByPrefix(keyPrefix: string): Promise<number | undefined> {
+    // A background job walking the whole key space: its own budget, not the 50 ms of a request.
+    const result = await this.guard(
+      'scan-del',
+      `${keyPrefix}*`,
+      false,
+      () => this.store.tombstoneByPrefix(keyPrefix),
+      60_000,
+    );
+    return result.ok ? result.value : undefined;
+  }
+
+  /**
+   * Drops every entry at once (a generation bump on Redis), for writers outside the server's
+   * write path such as the CLI; returns false if the cache could not be reached.
+   */
+  async invalidateAll(): Promise<boolean> {
+    const marks = this.failureMarks;
+    const result = await this.guard('flush', '*', true, () => this.store.flushAll());
+    // A flush covers every mark made before it began: no second flush for the same outage.
+    if (result.ok) this.flushedMarks = Math.max(this.flushedMarks, marks);
+    return result.ok;
+  }
+
+  /** Checks the store within the budget (readiness probe). */
+  async probe(): Promise<CacheState> {
+    if (this.store.kind === 'memory') return 'memory';
+    const result = await this.guard('ping', '-', false, () => this.store.ping());
+    return result.ok ? 'up' : 'down';
+  }
+
+  async close(): Promise<void> {
+    await this.store.close().catch(() => undefined);
+  }
+
+  private async guard<T>(
+    operation: string,
+    key: string,
+    afterWrite: boolean,
+    call: () => Promise<T>,
+    budgetMs = this.budgetMs,
+  ): Promise<{ ok: true; value: T } | { ok: false }> {
+    if (this.store.kind === 'memory') return { ok: true, value: await call() };
+    // A write's cache work is tried even with the circuit open: skipped, it would be lost while
+    // another instance, whose store answers again, serves the entry it should have replaced. A
+    // write pays at most the budget for it; reads, far more, are the ones the circuit spares.
+    if (Date.now() < this.openUntil && !afterWrite) {
+      this.stats.short_circuited += 1;
+      return { ok: false };
+    }
+    // While the store may hold entries whose invalidation was lost, reads bypass it (from the
+    // database, without filling) and one flush per instance drops it. A write's work goes on: it
+    // lands in a shard already flushed, ahead of any fill, or in one about to be.
+    if (!afterWrite && this.dirty) {
+      this.flushOnce();
+      this.stats.short_circuited += 1;
+      return { ok: false };
+    }
+    try {
+      const value = await this.withBudget(call, budgetMs);
+      this.consecutiveFailures = 0;
+      return { ok: true, value };
+    } catch (error) {
+      this.recordFailure(operation, key, afterWrite, error);
+      return { ok: false };
+    }
+  }
+
+  /** Whether an event that may have lost an invalidation happened after the last flush began. */
+  private get dirty(): boolean {
+    return this.failureMarks > this.flushedMarks;
+  }
+
+  /**
+   * Drops the whole cache (a generation bump), one flush at a time, with a budget of its own. It
+   * covers the marks made before it began: a failure during it leaves the cache dirty.
+   */
+  private flushOnce(): void {
+    if (this.flushing !== undefined) return;
+    const marks = this.failureMarks;
+    this.flushing = this.withBudget(() => this.store.flushAll(), Math.max(this.budgetMs * 10, 500))
+      .then(() => {
+        this.flushedMarks = Math.max(this.flushedMarks, marks);
+        this.consecutiveFailures = 0;
+        this.logger.warn({ msg: 'cache flushed after an outage in which invalidations may have been lost' });
+      })
+      .catch((error: unknown) => this.recordFailure('flush', '*', false, error))
+      .finally(() => (this.flushing = undefined));
+  }
+
+  /** A write-path call that did not land: this instance flushes before trusting the store again. */
+  private loseWrite(): void {
+    this.failureMarks += 1;
+    this.stats.lost_writes += 1;
+  }
+
+  private recordFailure(operation: string, key: string, afterWrite: boolean, error: unknown): void {
+    if (afterWrite) this.loseWrite();
+    this.store.failed?.();
+    this.stats.failures += 1;
+    if (error instanceof CacheTimeout) this.stats.timeouts += 1;
+    this.consecutiveFailures += 1;
+    const opening = this.consecutiveFailures >= FAILURES_TO_OPEN;
+    if (opening) this.openUntil = Date.now() + OPEN_FOR_MS;
+    // A store that refused a call (not merely a slow answer), or that failed often enough to open
+    // the circuit, may have refused another instance's invalidation at the same moment, and that
+    // write's response is sent all the same: this instance drops the whole cache before it trusts
+    // the store again (a Redis Cluster refuses every slot while it promotes a replica).
+    if (opening || !(error instanceof CacheTimeout)) this.failureMarks += 1;
+    this.logger.warn({
+      msg: opening
+        ? 'cache call failed; circuit open, serving from the database'
+        : 'cache call failed; serving from the database',
+      operation,
+      key,
+      err: error instanceof Error ? error.message : String(error),
+      failures: this.stats.failures,
+    });
+  }
+
+  private async withBudget<T>(call: () => Promise<T>, budgetMs = this.budgetMs): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new CacheTimeout(budgetMs)), budgetMs);
+    });
+    try {
+      return await Promise.race([call(), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,37 @@
+import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import type { Settings } from '../config/settings.js';
+import { CacheEpoch } from './cache-epoch.js';
+import { dataSourceOptions } from './data-source.js';
+import { DATABASE_URL } from './database.tokens.js';
+import { ListPages } from '../projections/list-pages.js';
+import { ReadReplicas } from './read-replicas.js';
+import { UnitOfWork } from './unit-of-work.js';
+
+@Global()
+@Module({})
+export class DatabaseModule {
+  static forRoot(settings: Settings, databaseUrl: string): DynamicModule {
+    return {
+      module: DatabaseModule,
+      imports: [
+        TypeOrmModule.forRootAsync({
+          useFactory: () => ({ ...dataSourceOptions(settings, databaseUrl), retryAttempts: 2, retryDelay: 1000 }),
+        }),
+      ],
+      providers: [
+        UnitOfWork,
+        ListPages,
+        CacheEpoch,
+        { provide: DATABASE_URL, useValue: databaseUrl },
+        {
+          provide: ReadReplicas,
+          inject: [DataSource],
+          useFactory: (primary: DataSource) => new ReadReplicas(primary, settings),
+        },
+      ],
+      exports: [UnitOfWork, ListPages, ReadReplicas, DATABASE_URL],
+    };
+  }
+}

@@ -1,0 +1,205 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DataSource, type EntityManager } from 'typeorm';
+import { CacheService } from '../cache/cache.service.js';
+import { ApiError } from '../http/api-error.js';
+import { isRetryableConflict } from '../http/error-mapping.js';
+import { listedTables } from '../http/list/list-spec.js';
+import { CacheEpoch } from './cache-epoch.js';
+import { bumpProjectionVersions, type ProjectionScope } from '../projections/projection-versions.js';
+import { ReadReplicas } from './read-replicas.js';
+
+/** What a write sees inside its transaction. */
+export interface Tx {
+  readonly db: EntityManager;
+  /** Runs after COMMIT (cache rebuilds); never inside the transaction, never after a rollback. */
+  afterCommit(task: () => Promise<void>): void;
+  /**
+   * Bumps projection versions as the transaction's last statements, all scopes and ids of the
+   * write at once, deduplicated and sorted: every writer takes these hot rows last and in one
+   * order, after its record locks, so two writes can never deadlock on them. The new versions
+   * are in the returned map once the transaction has committed (for after-commit work).
+   */
+  bumpProjections(scope: ProjectionScope, ids: readonly number[]): ReadonlyMap<number, number>;
+  /**
+   * Says which tables the write changed, so their cached list pages become unusable after the
+   * commit (a table generation bump). Repositories call it with each write statement; under test
+   * the unit of work checks the claim against PostgreSQL's own count of the transaction's writes.
+   */
+  wrote(...tables: string[]): void;
+  /**
+   * The resource as the API shows it after this transaction's write (repositories note every row
+   * they write), for the event feed's `data`: the latest note of a record wins.
+   */
+  noteResource(type: string, resource: { readonly id: number | string }): void;
+  resourceAfter(type: string, id: number | string): object | undefined;
+}
+
+// Under Jest every transaction's written tables are compared with what its repositories declared,
+// so a forgotten declaration (a list page that would stay stale) fails the suite.
+const VERIFY_WRITES = process.env.NODE_ENV === 'test';
+
+/**
+ * Rows inserted, updated or deleted per table of ours (not the job queue's schema) by this backend and not yet flushed to the shared
+ * statistics. That includes earlier transactions of the same pooled connection, but nothing is
+ * flushed inside a transaction, so the difference between its start and its end is its own writes.
+ */
+async function writeCounts(db: EntityManager): Promise<Map<string, number>> {
+  const rows = await db.query<{ relname: string; n: string }[]>(
+    'SELECT relname, n_tup_ins + n_tup_upd + n_tup_del AS n FROM pg_stat_xact_user_tables WHERE schemaname = current_schema()',
+  );
+  return new Map(rows.map((row) => [row.relname, Number(row.n)]));
+}
+
+/** Written by the database's own triggers, never read by a projection (the feed's commit step, access history). */
+const TRIGGER_BOOKKEEPING = new Set([
+  'event_transactions',
+  'user_access_history',
+  'authority_history',
+  'authority_permission_history',
+  'authority_right_history',
+  'access_history_transactions',
+]);
+
+function undeclared(
+  before: ReadonlyMap<string, number>,
+  after: ReadonlyMap<string, number>,
+  declared: ReadonlySet<string>,
+): string[] {
+  return [...after]
+    .filter(([table, n]) => n > (before.get(table) ?? 0) && !declared.has(table) && !TRIGGER_BOOKKEEPING.has(table))
+    .map(([table]) => table);
+}
+
+/**
+ * One write = one transaction with its audit event; cache work is deferred until it committed.
+ * A committed write always answers its success (part 7): when work after the commit fails (a
+ * Redis call, or the database re-read behind a rebuild), the failure is logged and counted and
+ * the whole cache is dropped (a generation bump; with Redis unreachable from here, a flush before
+ * this instance trusts it again and a cache-epoch bump that makes the others drop it), so no
+ * entry from before the write can be served.
+ */
+const CONFLICT_ATTEMPTS = 5;
+const CONFLICT_BACKOFF_MS = 15;
+
+@Injectable()
+export class UnitOfWork {
+  private readonly logger = new Logger('UnitOfWork');
+  /** Transactions rolled back by a deadlock or serialization failure (each one retried or answered 503). */
+  conflicts = 0;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly cache: CacheService,
+    private readonly epoch: CacheEpoch,
+    private readonly replicas: ReadReplicas,
+  ) {}
+
+  /**
+   * Runs `work` in one transaction and its after-commit work once it committed. A deadlock or a
+   * serialization failure rolls the attempt back and runs `work` again (it must only touch the
+   * database through `tx`), a few times with jittered backoff; if the conflict persists the
+   * client gets 503 `SERVICE_UNAVAILABLE` with `Retry-After`, never a 500.
+   */
+  async run<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.attempt(work);
+      } catch (error) {
+        if (!isRetryableConflict(error)) throw error;
+        this.conflicts += 1;
+        if (attempt >= CONFLICT_ATTEMPTS) {
+          this.logger.warn({ msg: 'write conflict persisted through the retries', attempts: attempt });
+          throw ApiError.unavailable('contention');
+        }
+        // Jitter keeps the retries of the transactions that collided from colliding again.
+        await sleep(Math.round(CONFLICT_BACKOFF_MS * attempt * (0.5 + Math.random())));
+      }
+    }
+  }
+
+  private async attempt<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    const tasks: (() => Promise<void>)[] = [];
+    const written = new Set<string>();
+    const result = await this.dataSource.transaction(async (db) => {
+      const counted = VERIFY_WRITES ? await writeCounts(db) : undefined;
+      const bumps = new Map<ProjectionScope, { ids: Set<number>; versions: Map<number, number> }>();
+      const bumpProjections = (scope: ProjectionScope, ids: readonly number[]): ReadonlyMap<number, number> => {
+        const pending = bumps.get(scope) ?? { ids: new Set<number>(), versions: new Map<number, number>() };
+        bumps.set(scope, pending);
+        for (const id of ids) pending.ids.add(id);
+        return pending.versions;
+      };
+      const wrote = (...tables: string[]): void => tables.forEach((table) => written.add(table));
+      const resources = new Map<string, object>();
+      const value = await work({
+        db,
+        afterCommit: (task) => tasks.push(task),
+        bumpProjections,
+        wrote,
+        noteResource: (type, resource) => resources.set(`${type}:${resource.id}`, resource),
+        resourceAfter: (type, id) => resources.get(`${type}:${id}`),
+      });
+      for (const scope of [...bumps.keys()].sort()) {
+        const pending = bumps.get(scope);
+        if (pending === undefined || pending.ids.size === 0) continue;
+        written.add('projection_versions');
+        for (const [id, version] of await bumpProjectionVersions(db, scope, [...pending.ids]))
+          pending.versions.set(id, version);
+      }
+      if (counted !== undefined) {
+        const missing = undeclared(counted, await writeCounts(db), written);
+        if (missing.length > 0) throw new Error(`tables written without tx.wrote(): ${missing.join(', ')}`);
+      }
+      return value;
+    });
+    // List pages first: a response may be sent once the after-commit work is done.
+    if (written.size > 0) tasks.unshift(() => this.bumpTables(written));
+    await this.afterCommit(tasks);
+    return result;
+  }
+
+  /** The manager for reads outside a transaction. */
+  get reader(): EntityManager {
+    return this.dataSource.manager;
+  }
+
+  /**
+   * A read that fills the cache (a detail or a list page on a miss): on a read replica that has
+   * replayed every write answered so far, else on the primary (part 12).
+   */
+  readFresh<T>(work: (db: EntityManager) => Promise<T>): Promise<T> {
+    return this.replicas.read(work);
+  }
+
+  // A bump that does not land counts as a lost write, which drops the whole cache (see below).
+  private async bumpTables(tables: ReadonlySet<string>): Promise<void> {
+    // Only tables some list page reads have a generation worth a Redis call (the webhook runs'
+    // lease, the fan-out cursor and the like are written often and listed nowhere).
+    const listed = new Set(listedTables());
+    await this.cache.tablesWritten([...tables].filter((table) => listed.has(table)).sort());
+  }
+
+  private async afterCommit(tasks: readonly (() => Promise<void>)[]): Promise<void> {
+    if (tasks.length === 0) return;
+    const lostBefore = this.cache.stats.lost_writes;
+    let failed = false;
+    for (const task of tasks) {
+      try {
+        await task();
+      } catch (error) {
+        failed = true;
+        this.logger.error({
+          msg: 'work after a commit failed; the write stands and the cache is dropped',
+          err: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
+    // A cache write that did not land is a failure too (the cache service itself never throws).
+    if (!failed && this.cache.stats.lost_writes === lostBefore) return;
+    this.cache.stats.after_commit_failures += 1;
+    // Which entries are stale is not known, so none is trusted any more. When this instance cannot
+    // reach the cache to drop it, the database's cache epoch makes the other instances do it.
+    if (!(await this.cache.invalidateAll())) await this.epoch.bump();
+  }
+}

@@ -1,0 +1,240 @@
+import type { EntityManager } from 'typeorm';
+import { CacheAside, type CachedRead } from '../cache/cache-aside.js';
+import { cacheKeys } from '../cache/cache-keys.js';
+import { objectOf } from '../cache/decode.js';
+import type { CacheEntry } from '../cache/cache-store.js';
+import type { CacheService } from '../cache/cache.service.js';
+import { ApiError } from '../http/api-error.js';
+import type { RecordNotFoundCode } from '../http/error-codes.js';
+import type { Scope } from '../http/list/list-sql.js';
+import type { ListSpec } from '../http/list/list-spec.js';
+import { RawJson, ResourceResponse, type ListResponse } from '../http/responses.js';
+import { ListPages } from './list-pages.js';
+import type { Tx, UnitOfWork } from '../database/unit-of-work.js';
+
+/** A row as read: the resource's fields plus its version (the ETag, kept out of the JSON). */
+export interface VersionedRow {
+  readonly id: number;
+  readonly version: number;
+  readonly is_deleted?: boolean;
+}
+
+export interface ResourceTableOptions {
+  readonly table: string;
+  /** FROM clause of detail reads when the resource joins other tables (default: the table). */
+  readonly from?: string;
+  /** The id column in `from` (default `id`). */
+  readonly idColumn?: string;
+  /** Select list starting with `version`, then the resource's fields in contract order (trusted). */
+  readonly columns: string;
+  /** Singular resource name used in cache keys, e.g. `authority`. */
+  readonly type: string;
+  /** The 404 of a missing record, e.g. `USER_NOT_FOUND`. */
+  readonly notFound: RecordNotFoundCode;
+  /** The list route's spec (filters, sort, search), for `list`. */
+  readonly list?: ListSpec;
+}
+
+/** A column value computed by PostgreSQL at the write (`now()`), so every row of a write shares its clock. */
+export const NOW = Symbol('now()');
+
+/** Values of a write by column name: a parameter, or `NOW`. */
+export type ColumnValues<Column extends string> = Partial<Readonly<Record<Column, unknown>>>;
+
+/** `col = $n` assignments (or the column and value lists of an INSERT) numbered from `first`. */
+export function assignments(
+  values: Readonly<Record<string, unknown>>,
+  first: number,
+): { columns: string[]; placeholders: string[]; params: unknown[] } {
+  const columns: string[] = [];
+  const placeholders: string[] = [];
+  const params: unknown[] = [];
+  for (const [column, value] of Object.entries(values)) {
+    if (value === undefined) continue;
+    if (!/^[a-z_][a-z0-9_]*$/.test(column)) throw new Error(`not a column name: ${column}`);
+    columns.push(column);
+    if (value === NOW) {
+      placeholders.push('now()');
+    } else {
+      params.push(value);
+      placeholders.push(`$${first + params.length - 1}`);
+    }
+  }
+  return { columns, placeholders, params };
+}
+
+/** The resource as sent: every field except `version`. */
+export function withoutVersion<Row extends VersionedRow>(row: Row): Omit<Row, 'version'> {
+  const { version: _version, ...resource } = row;
+  return resource;
+}
+
+/**
+ * A table's repository base: cached detail reads (cache-aside), locked reads inside a write,
+ * typed `insert` and `patch` (no hand-written SET fragments), and the after-commit refresh that
+ * every write registers by itself through `changed`.
+ */
+export class ResourceTable<Row extends VersionedRow, Column extends string = string> {
+  private readonly cached: CacheAside<Omit<Row, 'version'>>;
+  /** Cached list pages, also for the table's other lists (a device's ownership history). */
+  protected readonly pages: ListPages;
+
+  constructor(
+    private readonly options: ResourceTableOptions,
+    protected readonly uow: UnitOfWork,
+    cache: CacheService,
+  ) {
+    this.pages = new ListPages(uow, cache);
+    this.cached = new CacheAside(
+      cache,
+      (id) => cacheKeys.resource(options.type, id),
+      async (id) => {
+        const row = await this.uow.readFresh((db) => this.find(db, id));
+        return row === undefined ? undefined : this.entryOf(row);
+      },
+      objectOf<Omit<Row, 'version'>>({ id: 'number' }),
+      (value) => value.id,
+    );
+  }
+
+  /**
+   * A page of the list route through the cache: the query parsed against the table's `ListSpec`
+   * (every problem a 400), an optional extra condition (authorization row filtering), the capped
+   * count, and `present` applied to the rows before they are cached.
+   */
+  list<Listed = Omit<Row, 'version'>, Item = Listed>(
+    query: Record<string, unknown>,
+    scope?: Scope,
+    present?: (rows: readonly Listed[]) => Item[],
+  ): Promise<ListResponse<Item>> {
+    const spec = this.options.list;
+    if (spec === undefined) throw new Error(`${this.options.table} has no list spec`);
+    return this.pages.read<Listed, Item>(spec, query, scope, present);
+  }
+
+  /** The cached detail; undefined when the record does not exist at all. */
+  read(id: number): Promise<CachedRead<Omit<Row, 'version'>> | undefined> {
+    return this.cached.get(id);
+  }
+
+  /**
+   * A detail GET: the cached entry sent as it is stored, 404 when the record does not exist (or
+   * is deleted, unless `includeDeleted`).
+   */
+  async detail(id: number, includeDeleted = false): Promise<ResourceResponse<Omit<Row, 'version'>>> {
+    const read = await this.cached.get(id);
+    if (read === undefined || (read.entry.deleted && !includeDeleted))
+      throw ApiError.notFound(this.options.notFound, id);
+    return new ResourceResponse<Omit<Row, 'version'>>(new RawJson(read.entry.json), {
+      cache: read.cache,
+      version: read.entry.version,
+    });
+  }
+
+  async find(db: EntityManager, id: number): Promise<Row | undefined> {
+    const { columns, table, from = table, idColumn = 'id' } = this.options;
+    const [row] = await db.query<Row[]>(`SELECT ${columns} FROM ${from} WHERE ${idColumn} = $1`, [id]);
+    return row;
+  }
+
+  /** The row under `FOR UPDATE`, deleted or not; 404 when it does not exist. */
+  async lock(tx: Tx, id: number): Promise<Row> {
+    const [row] = await tx.db.query<Row[]>(
+      `SELECT ${this.options.columns} FROM ${this.options.table} WHERE id = $1 FOR UPDATE`,
+      [id],
+    );
+    if (row === undefined) throw ApiError.notFound(this.options.notFound, id);
+    return row;
+  }
+
+  /** As `lock`, but a deleted record is a 404 too (every action except restore). */
+  async lockLive(tx: Tx, id: number): Promise<Row> {
+    const row = await this.lock(tx, id);
+    if (row.is_deleted === true) throw ApiError.notFound(this.options.notFound, id);
+    return row;
+  }
+
+  /**
+   * `INSERT … RETURNING` the row; with `onConflict` (e.g. \`(device_id, user_id) DO NOTHING\`) it may
+   * insert nothing and answers undefined. Registers the row's after-commit refresh (`changed`).
+   */
+  async insert(tx: Tx, values: ColumnValues<Column>, onConflict?: string): Promise<Row | undefined> {
+    this.assertPlainTable('insert');
+    const { columns, placeholders, params } = assignments(values, 1);
+    const conflict = onConflict === undefined ? '' : ` ON CONFLICT ${onConflict}`;
+    tx.wrote(this.options.table);
+    const [row] = await tx.db.query<Row[]>(
+      `INSERT INTO ${this.options.table} (${columns.join(', ')}) VALUES (${placeholders.join(', ')})${conflict} RETURNING ${this.options.columns}`,
+      params,
+    );
+    if (row !== undefined) await this.changed(tx, [row], columns);
+    return row;
+  }
+
+  /**
+   * `UPDATE … SET <columns> WHERE id = $1 RETURNING` the row (404 when it does not exist), and
+   * registers its after-commit refresh (`changed`), so no service can forget one.
+   */
+  async patch(tx: Tx, id: number, values: ColumnValues<Column>): Promise<Row> {
+    this.assertPlainTable('patch');
+    const { columns, placeholders, params } = assignments(values, 2);
+    if (columns.length === 0) throw new Error(`patch of ${this.options.table} ${id} sets no column`);
+    const set = columns.map((column, index) => `${column} = ${placeholders[index] ?? 'NULL'}`).join(', ');
+    tx.wrote(this.options.table);
+    const [rows] = await tx.db.query<[Row[], number]>(
+      `UPDATE ${this.options.table} SET ${set} WHERE id = $1 RETURNING ${this.options.columns}`,
+      [id, ...params],
+    );
+    const row = rows[0];
+    if (row === undefined) throw ApiError.notFound(this.options.notFound, id);
+    await this.changed(tx, [row], columns);
+    return row;
+  }
+
+  /** `insert` and `patch` return `columns` from the table itself: a joined read (`from`) needs its own write. */
+  private assertPlainTable(operation: string): void {
+    if (this.options.from !== undefined)
+      throw new Error(`${this.options.table} is read through a join: write it with its own ${operation}`);
+  }
+
+  /**
+   * What a write of these rows must do to the cache: by default rebuild each detail entry after
+   * commit. Tables with dependent projections (the auth context, device authority sets) extend
+   * it; `columns` are those the write set, so a change no projection reads can leave it alone.
+   */
+  changed(tx: Tx, rows: readonly Row[], columns: readonly string[] = []): Promise<void> {
+    // What the feed's event of this write shows as `data` (the audit event is recorded after it).
+    for (const row of rows) tx.noteResource(this.options.type, this.presentedOnFeed(row));
+    return this.onChanged(tx, rows, columns);
+  }
+
+  /** The row as the event feed shows it: as the API does, unless a resource keeps something back. */
+  protected presentedOnFeed(row: Row): { readonly id: number } {
+    return withoutVersion(row);
+  }
+
+  /** The cache side of `changed`, which subclasses extend. */
+  protected onChanged(tx: Tx, rows: readonly Row[], _columns: readonly string[] = []): Promise<void> {
+    tx.afterCommit(async () => {
+      await Promise.all(rows.map((row) => this.refresh(row)));
+    });
+    return Promise.resolve();
+  }
+
+  /** Rebuilds the detail entry at the row's version. */
+  refresh(row: Row): Promise<void> {
+    return this.cached.refresh(row.id, this.entryOf(row));
+  }
+
+  entryOf(row: Row): CacheEntry {
+    return { version: row.version, deleted: row.is_deleted === true, json: JSON.stringify(withoutVersion(row)) };
+  }
+}
+
+/** A single-resource response for a row: the resource without `version`, the version as ETag. */
+export function respondWith<Row extends VersionedRow>(
+  row: Row,
+  options: { status?: 200 | 201; location?: string } = {},
+): ResourceResponse<Omit<Row, 'version'>> {
+  return new ResourceResponse(withoutVersion(row), { ...options, version: row.version });
+}

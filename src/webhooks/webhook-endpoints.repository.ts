@@ -1,0 +1,213 @@
+import { Injectable } from '@nestjs/common';
+import { CacheService } from '../platform/cache/cache.service.js';
+import { listSpec } from '../platform/http/list/list-spec.js';
+import { ResourceTable, withoutVersion } from '../platform/projections/resource-table.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
+import type { WebhookEndpointDto } from './webhook-endpoint.dto.js';
+
+export interface WebhookEndpointRow extends WebhookEndpointDto {
+  readonly version: number;
+  /** Only on the tombstone a deletion leaves in the cache (the table has no such column). */
+  readonly is_deleted?: true;
+}
+
+/** What a delivery needs: where to, and the secrets that sign (two for 24 hours after a rotation). */
+export interface SigningEndpoint {
+  readonly id: number;
+  readonly url: string;
+  readonly is_active: boolean;
+  readonly secrets: string[];
+  /** Its last round failed entirely: deliveries go one at a time (a probe) until one succeeds. */
+  readonly failing: boolean;
+  /** While failing: when the next probe may go. */
+  readonly next_probe_at: Date | null;
+  /** Not failing, or failing and its probe is due (by the database's clock). */
+  readonly may_send: boolean;
+  /** Rounds that failed in a row (0 when healthy): the probe's backoff step. */
+  readonly failed_rounds: number;
+}
+
+/** An active endpoint, the event types it hears, and the feed position it was made at (it hears what came after). */
+export interface Subscriber {
+  readonly id: number;
+  readonly event_types: string[];
+  readonly feed_from: bigint;
+}
+
+/** A webhook URL as the feed and the audit trail show it: its origin, the rest elided. */
+export function urlOnFeed(href: string | null): string | null {
+  if (href === null) return null;
+  const url = new URL(href);
+  return url.pathname === '/' && url.search === '' ? url.href : `${url.origin}/…`;
+}
+
+// The secrets are never selected for a response: only `signing` reads them.
+const RESOURCE_COLUMNS = `id, url, description, event_types, is_active, disabled_reason, created_at, updated_at, created_by, updated_by`;
+
+export const WEBHOOK_ENDPOINT_LIST = listSpec({
+  from: 'webhook_endpoints',
+  select: RESOURCE_COLUMNS,
+  sort: ['id', 'created_at', 'updated_at'],
+  filters: { is_active: 'bool' },
+  search: ['url', 'description'],
+});
+
+type WebhookEndpointColumn =
+  | 'url'
+  | 'description'
+  | 'event_types'
+  | 'is_active'
+  | 'disabled_reason'
+  | 'secret'
+  | 'previous_secret'
+  | 'previous_secret_until'
+  | 'created_by'
+  | 'updated_by';
+
+/** Row access for webhook endpoints and their health. */
+@Injectable()
+export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow, WebhookEndpointColumn> {
+  constructor(uow: UnitOfWork, cache: CacheService) {
+    super(
+      {
+        table: 'webhook_endpoints',
+        columns: `version, ${RESOURCE_COLUMNS}`,
+        type: 'webhook_endpoint',
+        notFound: 'WEBHOOK_ENDPOINT_NOT_FOUND',
+        list: WEBHOOK_ENDPOINT_LIST,
+      },
+      uow,
+      cache,
+    );
+  }
+
+  /**
+   * On the feed (which other endpoints receive) and in the audit trail an endpoint's URL is only
+   * its origin: receivers put tokens in paths and query strings.
+   */
+  protected override presentedOnFeed(row: WebhookEndpointRow): { readonly id: number } {
+    const shown: Omit<WebhookEndpointRow, 'version' | 'url'> & { url: string | null } = {
+      ...withoutVersion(row),
+      url: urlOnFeed(row.url),
+    };
+    return shown;
+  }
+
+  /** The row under a lock; undefined once deleted (a worker's view: no 404 to answer). */
+  async lockIfExists(tx: Tx, id: number): Promise<WebhookEndpointRow | undefined> {
+    const [row] = await tx.db.query<WebhookEndpointRow[]>(
+      `SELECT version, ${RESOURCE_COLUMNS} FROM webhook_endpoints WHERE id = $1 FOR UPDATE`,
+      [id],
+    );
+    return row;
+  }
+
+  /** Deletes the endpoint for good (its failure record goes with it); answers the row as it was. */
+  async remove(tx: Tx, id: number): Promise<WebhookEndpointRow> {
+    const row = await this.lock(tx, id);
+    tx.wrote('webhook_endpoints', 'webhook_endpoint_failures');
+    await tx.db.query('DELETE FROM webhook_endpoints WHERE id = $1', [id]);
+    // The cached detail becomes a tombstone, newer than the entry it replaces.
+    await this.changed(tx, [{ ...row, version: row.version + 1, is_deleted: true }]);
+    // The feed shows the endpoint as the DELETE answers it: as it was.
+    tx.noteResource('webhook_endpoint', this.presentedOnFeed(row));
+    return row;
+  }
+
+  /** A new secret; the current one signs alongside it for `overlapHours` (an older one stops now). */
+  async rotateSecret(
+    tx: Tx,
+    id: number,
+    secret: string,
+    overlapHours: number,
+    updatedBy: number | null,
+  ): Promise<WebhookEndpointRow> {
+    tx.wrote('webhook_endpoints');
+    const [rows] = await tx.db.query<[WebhookEndpointRow[], number]>(
+      `UPDATE webhook_endpoints
+       SET previous_secret = secret, previous_secret_until = now() + make_interval(hours => $3), secret = $2, updated_by = $4
+       WHERE id = $1 RETURNING version, ${RESOURCE_COLUMNS}`,
+      [id, secret, overlapHours, updatedBy],
+    );
+    const row = rows[0];
+    if (row === undefined) throw new Error(`webhook endpoint ${id} vanished under its lock`);
+    await this.changed(tx, [row]);
+    return row;
+  }
+
+  /** The endpoint with its signing secrets; undefined once deleted. */
+  async signing(db: Tx['db'], id: number): Promise<SigningEndpoint | undefined> {
+    const [row] = await db.query<SigningEndpoint[]>(
+      `SELECT e.id, e.url, e.is_active, f.endpoint_id IS NOT NULL AS failing, f.next_probe_at,
+              (f.next_probe_at IS NULL OR f.next_probe_at <= now()) AS may_send, COALESCE(f.failed_rounds, 0) AS failed_rounds,
+              array_remove(ARRAY[e.secret, CASE WHEN e.previous_secret_until > now() THEN e.previous_secret END], NULL) AS secrets
+       FROM webhook_endpoints e LEFT JOIN webhook_endpoint_failures f ON f.endpoint_id = e.id WHERE e.id = $1`,
+      [id],
+    );
+    return row === undefined ? undefined : { ...row, id: Number(row.id) };
+  }
+
+  /** Active endpoints and their event types (a small table, read once per fan-out step). */
+  async subscribers(db: Tx['db']): Promise<Subscriber[]> {
+    const rows = await db.query<{ id: number; event_types: string[]; feed_from: string }[]>(
+      'SELECT id, event_types, feed_from::text AS feed_from FROM webhook_endpoints WHERE is_active ORDER BY id',
+    );
+    return rows.map((row) => ({ id: Number(row.id), event_types: row.event_types, feed_from: BigInt(row.feed_from) }));
+  }
+
+  /** The next probe may go now (a retry or a test asked by hand, which should not wait for it). */
+  async probeNow(tx: Tx, id: number): Promise<void> {
+    tx.wrote('webhook_endpoint_failures');
+    await tx.db.query('UPDATE webhook_endpoint_failures SET next_probe_at = now() WHERE endpoint_id = $1', [id]);
+  }
+
+  /** A delivery succeeded: the endpoint is healthy again. */
+  async recovered(tx: Tx, id: number): Promise<void> {
+    tx.wrote('webhook_endpoint_failures');
+    await tx.db.query('DELETE FROM webhook_endpoint_failures WHERE endpoint_id = $1', [id]);
+  }
+
+  /**
+   * A round failed entirely: the endpoint is failing (since the first such round) and is probed
+   * again at `probeAt`; answers since when it fails.
+   */
+  async failedRound(tx: Tx, id: number, probeAt: Date): Promise<Date | undefined> {
+    tx.wrote('webhook_endpoint_failures');
+    const [row] = await tx.db.query<{ failing_since: Date }[]>(
+      `INSERT INTO webhook_endpoint_failures AS f (endpoint_id, failed_rounds, next_probe_at)
+       SELECT id, 1, $2 FROM webhook_endpoints WHERE id = $1
+       ON CONFLICT (endpoint_id) DO UPDATE SET failed_rounds = f.failed_rounds + 1, next_probe_at = EXCLUDED.next_probe_at
+       RETURNING failing_since`,
+      [id, probeAt],
+    );
+    return row?.failing_since;
+  }
+
+  /** Active endpoints whose deliveries have all failed for at least `days`. */
+  async failingFor(db: Tx['db'], days: number): Promise<number[]> {
+    const rows = await db.query<{ endpoint_id: number }[]>(
+      `SELECT f.endpoint_id FROM webhook_endpoint_failures f JOIN webhook_endpoints e ON e.id = f.endpoint_id
+       WHERE e.is_active AND f.failing_since <= now() - make_interval(days => $1)`,
+      [days],
+    );
+    return rows.map((row) => Number(row.endpoint_id));
+  }
+
+  /** Takes the endpoint's run for `seconds` (or renews it); false while another run holds it. */
+  async takeRun(tx: Tx, id: number, holder: string, seconds: number): Promise<boolean> {
+    tx.wrote('webhook_runs');
+    const rows = await tx.db.query<unknown[]>(
+      `INSERT INTO webhook_runs AS r (endpoint_id, holder, until) VALUES ($1, $2, now() + make_interval(secs => $3))
+       ON CONFLICT (endpoint_id) DO UPDATE SET holder = EXCLUDED.holder, until = EXCLUDED.until
+         WHERE r.holder = EXCLUDED.holder OR r.until < now()
+       RETURNING endpoint_id`,
+      [id, holder, seconds],
+    );
+    return rows.length > 0;
+  }
+
+  async releaseRun(tx: Tx, id: number, holder: string): Promise<void> {
+    tx.wrote('webhook_runs');
+    await tx.db.query('DELETE FROM webhook_runs WHERE endpoint_id = $1 AND holder = $2', [id, holder]);
+  }
+}
