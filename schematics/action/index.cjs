@@ -19,8 +19,8 @@ const DOMAINS = {
   authorities: {
     default: 'authorities',
     resources: {
-      authorities: { resource: 'authority', prefix: 'authorities', locator: 'deviceOfAuthority', fixture: 'authority' },
-      devices: { resource: 'device', prefix: 'devices', locator: 'deviceFromParam', fixture: 'device' },
+      authorities: { resource: 'authority', prefix: 'authorities', locator: 'AUTHORITY', fixture: 'authority' },
+      devices: { resource: 'device', prefix: 'devices', locator: 'DEVICE', fixture: 'device' },
     },
   },
   grants: {
@@ -30,7 +30,7 @@ const DOMAINS = {
       'authority-permissions': {
         resource: 'authority_permission',
         prefix: 'authority_permissions',
-        locator: 'deviceOfAuthorityPermission',
+        locator: 'AUTHORITY_PERMISSION',
         fixture: 'authority_permission',
       },
     },
@@ -392,11 +392,14 @@ export class ${ActionClass} {
       'type RecordWrite',
     ]);
     controller = addNamedImports(controller, '../platform/http/responses.js', ['type ResourceResponse']);
-    if (devices !== undefined) controller = addNamedImports(controller, './device-locators.js', [devices.locator]);
+    if (devices !== undefined) {
+      controller = addNamedImports(controller, '../platform/auth/device-locators.js', ['deviceOf']);
+      controller = addNamedImports(controller, './device-locators.js', [devices.locator]);
+    }
     controller = addImport(controller, `import { ${DtoClass}, ${ResultClass} } from './dto/${url}-${verb}.dto.js';`);
     controller = addImport(controller, `import { ${ActionClass} } from './${actionFile}.js';`);
     controller = addConstructorParameter(controller, `private readonly ${camel(verb)}Action: ${ActionClass}`);
-    const device = devices === undefined ? '' : `, device: ${devices.locator}('${deviceParam}')`;
+    const device = devices === undefined ? '' : `, device: deviceOf(${devices.locator}, '${deviceParam}')`;
     controller = beforeLastBrace(
       controller,
       `

@@ -39,7 +39,7 @@ const ACTIONS = [
     verb: 'suspend',
     file: 'src/authorities/authorities-suspend.action.ts',
     permission: 'authorities.suspend',
-    device: 'deviceOfAuthority',
+    device: 'AUTHORITY',
   },
   {
     command: [...NEST, 'authorities/devices', 'reboot'],
@@ -47,7 +47,7 @@ const ACTIONS = [
     verb: 'reboot',
     file: 'src/authorities/devices-reboot.action.ts',
     permission: 'devices.reboot',
-    device: 'deviceFromParam',
+    device: 'DEVICE',
   },
   {
     command: [...NEST, 'grants', 'renew'],
@@ -62,7 +62,7 @@ const ACTIONS = [
     verb: 'refresh',
     file: 'src/grants/authority-permissions-refresh.action.ts',
     permission: 'authority_permissions.refresh',
-    device: 'deviceOfAuthorityPermission',
+    device: 'AUTHORITY_PERMISSION',
   },
   {
     command: [...NEST, 'inbox', 'flag'],
@@ -127,7 +127,7 @@ describe('nest g action (the schematic, in a temporary copy of the project)', ()
         'utf8',
       );
       expect(controller).toContain(`permission: '${action.permission}'`);
-      if ('device' in action) expect(controller).toContain(`device: ${action.device}('id')`);
+      if ('device' in action) expect(controller).toContain(`device: deviceOf(${action.device}, 'id')`);
     }
 
     expect(run(copy, ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'])).toEqual({
