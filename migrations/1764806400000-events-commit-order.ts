@@ -14,6 +14,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 export class EventsCommitOrder1764806400000 implements MigrationInterface {
   name = 'EventsCommitOrder1764806400000';
 
+  /** Tables this migration's triggers write (the feed's commit step); no repository writes them. */
+  static readonly triggerWritten = ['event_transactions'];
+
   async up(db: QueryRunner): Promise<void> {
     await db.query('CREATE SEQUENCE events_commit_seq AS bigint');
     await db.query('ALTER TABLE events ADD COLUMN seq bigint NULL');

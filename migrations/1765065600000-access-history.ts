@@ -28,6 +28,15 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 export class AccessHistory1765065600000 implements MigrationInterface {
   name = 'AccessHistory1765065600000';
 
+  /** Tables this migration's triggers write (the access history); no repository writes them. */
+  static readonly triggerWritten = [
+    'user_access_history',
+    'authority_history',
+    'authority_permission_history',
+    'authority_right_history',
+    'access_history_transactions',
+  ];
+
   async up(db: QueryRunner): Promise<void> {
     await db.query(`CREATE TABLE access_history_start (
         only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),

@@ -36,3 +36,14 @@ export const MIGRATIONS = [
   EventsData1764979200000,
   AccessHistory1765065600000,
 ];
+
+/**
+ * Tables written only by the database's own triggers, as each migration that creates such a
+ * trigger declares (`static triggerWritten`): the unit of work's check of a transaction's writes
+ * (under test) does not expect a repository to have written them.
+ */
+export const TRIGGER_WRITTEN_TABLES: readonly string[] = MIGRATIONS.flatMap((migration) =>
+  'triggerWritten' in migration && Array.isArray(migration.triggerWritten)
+    ? migration.triggerWritten.filter((name): name is string => typeof name === 'string')
+    : [],
+);

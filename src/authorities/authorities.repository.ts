@@ -7,6 +7,9 @@ import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { AuthorityDto } from './dto/authority.dto.js';
+import { table } from '../platform/database/table.js';
+
+const AUTHORITIES = table('authorities');
 
 export interface AuthorityRow extends AuthorityDto {
   readonly version: number;
@@ -150,8 +153,8 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow, Authority
    * active, unrevoked and without expiry; a transfer that creates or revives it assigns it anew.
    */
   async makeOwner(tx: Tx, deviceId: number, userId: number, actor: number | null): Promise<AuthorityRow> {
-    tx.wrote('authorities');
-    const [promoted] = await tx.db.query<AuthorityRow[]>(
+    const [promoted] = await tx.write<AuthorityRow[]>(
+      AUTHORITIES,
       `INSERT INTO authorities (device_id, user_id, owner, created_by, updated_by, assigned_by) VALUES ($1, $2, true, $3, $3, $3)
        ON CONFLICT (device_id, user_id) DO UPDATE SET owner = true, is_active = true, revoked_at = NULL, revoked_by = NULL,
          revoke_reason = NULL, expires_at = NULL, is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $3,

@@ -6,6 +6,9 @@ import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { DeviceDto } from './dto/device.dto.js';
+import { table } from '../platform/database/table.js';
+
+const OWNERSHIP_TRANSFERS = table('ownership_transfers');
 
 export interface DeviceRow extends DeviceDto {
   readonly version: number;
@@ -60,8 +63,8 @@ export class DevicesRepository extends ResourceTable<DeviceRow, DeviceColumn> {
 
   /** Appends a row to the ownership history (the table refuses UPDATE and DELETE). */
   async recordTransfer(tx: Tx, transfer: OwnershipTransferRecord): Promise<void> {
-    tx.wrote('ownership_transfers');
-    await tx.db.query(
+    await tx.write(
+      OWNERSHIP_TRANSFERS,
       'INSERT INTO ownership_transfers (device_id, from_user_id, to_user_id, reason, transferred_by, request_id) VALUES ($1, $2, $3, $4, $5, $6)',
       [
         transfer.device_id,

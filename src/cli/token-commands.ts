@@ -12,7 +12,11 @@ import { CliError, options, say, ServerCaches, withDatabase, type Command } from
 
 /** The CLI's writes are audited like the API's, with no actor and no request. */
 function recordAudit(db: EntityManager, event: AuditRecord): Promise<void> {
-  return appendAuditEvents(db, { actor_id: null, request_id: null }, toAuditEvents([event]));
+  return appendAuditEvents(
+    (text, params) => db.query(text, [...params]),
+    { actor_id: null, request_id: null },
+    toAuditEvents([event]),
+  );
 }
 
 function positiveInt(value: string | undefined, name: string, fallback: number, max: number): number {

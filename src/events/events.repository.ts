@@ -1,6 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { resourceIdJson } from '../platform/audit/audit-trail.repository.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
+import { table } from '../platform/database/table.js';
+
+const EVENTS = table('events');
 
 /** One event as the feed shows it (part 6.12), with its commit position. */
 export interface EventRow {
@@ -76,8 +79,8 @@ export class EventsRepository {
   /** Appends events in the caller's transaction (workers' events: push deliveries). */
   async append(tx: Tx, actorId: number | null, requestId: string | null, events: readonly NewEvent[]): Promise<void> {
     if (events.length === 0) return;
-    tx.wrote('events');
-    await tx.db.query(
+    await tx.write(
+      EVENTS,
       `INSERT INTO events (type, actor_id, request_id, resource_type, resource_id, data)
        SELECT e.type, $1, $2, e.resource_type, e.resource_id, e.data
        FROM unnest($3::text[], $4::text[], $5::text[], $6::jsonb[]) WITH ORDINALITY AS e(type, resource_type, resource_id, data, ord)
@@ -99,8 +102,8 @@ export class EventsRepository {
    * the statement timeout and hold its locks for as long.
    */
   async purge(tx: Tx, retentionDays: number, batch = 10_000): Promise<number> {
-    tx.wrote('events');
-    const [, count] = await tx.db.query<[unknown[], number]>(
+    const [, count] = await tx.write<[unknown[], number]>(
+      EVENTS,
       `DELETE FROM events WHERE (xid, id) IN (
          SELECT xid, id FROM events WHERE occurred_at < now() - make_interval(days => $1) LIMIT $2)`,
       [retentionDays, batch],

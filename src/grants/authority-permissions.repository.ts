@@ -6,6 +6,9 @@ import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable, withoutVersion } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { AuthorityPermissionDto } from './dto/authority-permission.dto.js';
+import { table } from '../platform/database/table.js';
+
+const AUTHORITY_PERMISSIONS = table('authority_permissions');
 
 export interface AuthorityPermissionRow extends AuthorityPermissionDto {
   readonly version: number;
@@ -102,8 +105,8 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     permissionId: number,
     actor: number | null,
   ): Promise<AuthorityPermissionRow | undefined> {
-    tx.wrote('authority_permissions');
-    const [inserted] = await tx.db.query<{ id: number }[]>(
+    const [inserted] = await tx.write<{ id: number }[]>(
+      AUTHORITY_PERMISSIONS,
       `INSERT INTO authority_permissions (authority_id, permission_id, granted_by) VALUES ($1, $2, $3)
        ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL DO NOTHING RETURNING id`,
       [authorityId, permissionId, actor],
@@ -138,11 +141,11 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     if (locked === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
     if (locked.revoked_at !== null) return 'already';
     beforeWrite();
-    tx.wrote('authority_permissions');
-    await tx.db.query('UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = $1', [
-      id,
-      actor,
-    ]);
+    await tx.write(
+      AUTHORITY_PERMISSIONS,
+      'UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = $1',
+      [id, actor],
+    );
     const [revoked] = await this.findMany(tx, [id]);
     if (revoked === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
     await this.changed(tx, [revoked]);
@@ -175,8 +178,8 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     pairs: readonly { readonly authority_id: number; readonly permission_id: number }[],
     actor: number | null,
   ): Promise<{ id: number; authority_id: number; permission_id: number }[]> {
-    tx.wrote('authority_permissions');
-    return tx.db.query(
+    return tx.write(
+      AUTHORITY_PERMISSIONS,
       `INSERT INTO authority_permissions (authority_id, permission_id, granted_by)
        SELECT DISTINCT i.authority_id, i.permission_id, $3::bigint FROM unnest($1::bigint[], $2::int[]) AS i(authority_id, permission_id)
        ORDER BY i.authority_id, i.permission_id
@@ -188,8 +191,8 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
 
   /** Bulk revoke (one statement): stamps the live rows among `ids`; answers the ids it revoked. */
   async revokeMany(tx: Tx, ids: readonly number[], actor: number | null): Promise<number[]> {
-    tx.wrote('authority_permissions');
-    const [revoked] = await tx.db.query<[{ id: number }[], number]>(
+    const [revoked] = await tx.write<[{ id: number }[], number]>(
+      AUTHORITY_PERMISSIONS,
       `UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2
        WHERE id IN (SELECT id FROM authority_permissions WHERE id = ANY($1::bigint[]) AND revoked_at IS NULL ORDER BY id FOR UPDATE)
        RETURNING id`,

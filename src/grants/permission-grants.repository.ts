@@ -5,6 +5,9 @@ import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { PermissionGrantDto } from './dto/permission-grant.dto.js';
+import { table } from '../platform/database/table.js';
+
+const PERMISSION_GRANTS = table('permission_grants');
 
 export interface GrantRow extends PermissionGrantDto {
   readonly version: number;
@@ -81,8 +84,8 @@ export class PermissionGrantsRepository extends ResourceTable<GrantRow> {
   }
 
   async grant(tx: Tx, grant: NewGrant): Promise<GrantRow> {
-    tx.wrote('permission_grants');
-    const [inserted] = await tx.db.query<{ id: number }[]>(
+    const [inserted] = await tx.write<{ id: number }[]>(
+      PERMISSION_GRANTS,
       'INSERT INTO permission_grants (user_id, permission_id, reason, expires_at, granted_by) VALUES ($1, $2, $3, $4, $5) RETURNING id',
       [grant.user_id, grant.permission_id, grant.reason, grant.expires_at, grant.granted_by],
     );
@@ -94,8 +97,8 @@ export class PermissionGrantsRepository extends ResourceTable<GrantRow> {
 
   /** Stamps the revocation (the one change the table allows). */
   async revoke(tx: Tx, id: number, actor: number | null, reason: string | null): Promise<GrantRow> {
-    tx.wrote('permission_grants');
-    await tx.db.query(
+    await tx.write(
+      PERMISSION_GRANTS,
       'UPDATE permission_grants SET revoked_at = now(), revoked_by = $2, revoke_reason = $3 WHERE id = $1',
       [id, actor, reason],
     );

@@ -4,6 +4,9 @@ import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { InboxMessageDto } from './inbox.dto.js';
+import { table } from '../platform/database/table.js';
+
+const INBOX_MESSAGES = table('inbox_messages');
 
 export interface MessageRow extends InboxMessageDto {
   readonly version: number;
@@ -69,8 +72,8 @@ export class MessagesRepository extends ResourceTable<MessageRow, MessageColumn>
     ids: readonly number[],
     stamp: { deleted_at: Date; deleted_by: number | null },
   ): Promise<MessageRow[]> {
-    tx.wrote('inbox_messages');
-    const [rows] = await tx.db.query<[MessageRow[], number]>(
+    const [rows] = await tx.write<[MessageRow[], number]>(
+      INBOX_MESSAGES,
       `UPDATE inbox_messages SET is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $3 WHERE id = ANY($1::bigint[]) AND NOT is_deleted RETURNING ${MESSAGE_COLUMNS}`,
       [[...ids], stamp.deleted_at, stamp.deleted_by],
     );

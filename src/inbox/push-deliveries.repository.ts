@@ -1,6 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { PushOutcome } from './push/push-provider.js';
+import { table } from '../platform/database/table.js';
+
+const PUSH_DELIVERIES = table('push_deliveries');
 
 /** One attempt to push a message to one mobile device. */
 export interface PushAttempt {
@@ -40,8 +43,8 @@ export class PushDeliveriesRepository {
   /** Records one attempt in the caller's transaction (with its feed event, when it has one). */
   async record(tx: Tx, attempt: PushAttempt): Promise<void> {
     const { outcome } = attempt;
-    tx.wrote('push_deliveries');
-    await tx.db.query(
+    await tx.write(
+      PUSH_DELIVERIES,
       `INSERT INTO push_deliveries (job_id, message_id, mobile_device_id, provider, outcome, error)
        VALUES ($1, $2, $3, $4, $5, $6)`,
       [

@@ -7,6 +7,9 @@ import { assignments, ResourceTable, type ColumnValues } from '../platform/proje
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { ReadCountsRepository } from './read-counts.repository.js';
 import type { ReadStateDto } from './read-state.dto.js';
+import { table } from '../platform/database/table.js';
+
+const MESSAGE_READ_STATE = table('message_read_state');
 
 export interface ReadStateRow extends ReadStateDto {
   readonly version: number;
@@ -86,8 +89,8 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
     const { columns, placeholders, params } = assignments(values, 2);
     if (columns.length === 0) throw new Error(`patch of read state ${id} sets no column`);
     const set = columns.map((column, index) => `${column} = ${placeholders[index] ?? 'NULL'}`);
-    tx.wrote('message_read_state');
-    const [rows] = await tx.db.query<[ReadStateRow[], number]>(
+    const [rows] = await tx.write<[ReadStateRow[], number]>(
+      MESSAGE_READ_STATE,
       `UPDATE message_read_state rs SET ${set.join(', ')} FROM inbox_messages m WHERE rs.id = $1 AND m.id = rs.message_id RETURNING ${COLUMNS}`,
       [id, ...params],
     );
@@ -99,8 +102,8 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
 
   /** The recipient's row, created in the message's own transaction (the message write moves the counts). */
   async createFor(tx: Tx, message: { id: number; user_id: number; conversation_id: string | null }): Promise<void> {
-    tx.wrote('message_read_state');
-    await tx.db.query(
+    await tx.write(
+      MESSAGE_READ_STATE,
       'INSERT INTO message_read_state (message_id, user_id, conversation_id, created_by, updated_by) VALUES ($1, $2, $3, $4, $4)',
       [message.id, message.user_id, message.conversation_id, currentActorId()],
     );
@@ -113,8 +116,8 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
    */
   async touchForMessages(tx: Tx, messageIds: readonly number[]): Promise<void> {
     if (messageIds.length === 0) return;
-    tx.wrote('message_read_state');
-    const [touched] = await tx.db.query<[{ id: number; user_id: number; conversation_id: string | null }[], number]>(
+    const [touched] = await tx.write<[{ id: number; user_id: number; conversation_id: string | null }[], number]>(
+      MESSAGE_READ_STATE,
       'UPDATE message_read_state SET updated_by = $2 WHERE message_id = ANY($1::bigint[]) RETURNING id, user_id, conversation_id',
       [[...messageIds], currentActorId()],
     );

@@ -4,6 +4,10 @@ import { listSpec } from '../platform/http/list/list-spec.js';
 import type { Tx } from '../platform/database/unit-of-work.js';
 import type { EventDto } from '../events/events.dto.js';
 import type { WebhookDeliveryDto } from './webhook-endpoint.dto.js';
+import { table } from '../platform/database/table.js';
+
+const WEBHOOK_DELIVERIES = table('webhook_deliveries');
+const WEBHOOK_FANOUT = table('webhook_fanout');
 
 export const DELIVERY_STATES = ['pending', 'succeeded', 'failed'] as const;
 
@@ -55,8 +59,8 @@ export class WebhookDeliveriesRepository {
   async insert(tx: Tx, deliveries: readonly NewDelivery[]): Promise<Map<number, Date>> {
     const due = new Map<number, Date>();
     if (deliveries.length === 0) return due;
-    tx.wrote('webhook_deliveries');
-    const rows = await tx.db.query<{ endpoint_id: number; next_attempt_at: Date }[]>(
+    const rows = await tx.write<{ endpoint_id: number; next_attempt_at: Date }[]>(
+      WEBHOOK_DELIVERIES,
       `INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, payload, next_attempt_at)
        SELECT d.endpoint_id, d.payload->>'id', d.payload->>'type', d.payload, GREATEST(now(), f.next_probe_at)
        FROM unnest($1::bigint[], $2::jsonb[]) WITH ORDINALITY AS d(endpoint_id, payload, ord)
@@ -89,8 +93,10 @@ export class WebhookDeliveriesRepository {
     limit: number,
     leaseSeconds: number,
   ): Promise<DueDelivery[]> {
-    // An UPDATE answers [rows, count].
-    const [rows] = await tx.db.query<[DueDelivery[], number]>(
+    // An UPDATE answers [rows, count]. Only a claim that took something changed the log (an idle
+    // run looks often), so only that one makes the deliveries' list pages unusable.
+    const [rows] = await tx.write<[DueDelivery[], number]>(
+      WEBHOOK_DELIVERIES,
       `UPDATE webhook_deliveries d SET next_attempt_at = now() + make_interval(secs => $3), claim = $4
        FROM (SELECT id FROM webhook_deliveries
              WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at <= now()
@@ -98,9 +104,8 @@ export class WebhookDeliveriesRepository {
        WHERE d.id = due.id
        RETURNING d.id::text AS id, d.event_id, d.payload, d.attempts, d.retry_until`,
       [endpointId, limit, leaseSeconds, claim],
+      ([claimed]) => claimed.length > 0,
     );
-    // Only a claim that took something changed the log (an idle run looks often).
-    if (rows.length > 0) tx.wrote('webhook_deliveries');
     return rows;
   }
 
@@ -111,8 +116,8 @@ export class WebhookDeliveriesRepository {
    */
   async record(tx: Tx, claim: string, attempts: readonly AttemptRecord[]): Promise<void> {
     if (attempts.length === 0) return;
-    tx.wrote('webhook_deliveries');
-    await tx.db.query(
+    await tx.write(
+      WEBHOOK_DELIVERIES,
       `UPDATE webhook_deliveries d SET
          state = a.state, attempts = d.attempts + 1, last_status = a.status, last_error = a.error,
          next_attempt_at = a.next_attempt_at, claim = NULL,
@@ -133,8 +138,8 @@ export class WebhookDeliveriesRepository {
   /** Claimed but not attempted: due again now, still pending, no attempt counted. */
   async release(tx: Tx, claim: string, ids: readonly string[]): Promise<void> {
     if (ids.length === 0) return;
-    tx.wrote('webhook_deliveries');
-    await tx.db.query(
+    await tx.write(
+      WEBHOOK_DELIVERIES,
       `UPDATE webhook_deliveries SET next_attempt_at = now(), claim = NULL
        WHERE id = ANY($1::bigint[]) AND claim = $2 AND state = 'pending'`,
       [ids, claim],
@@ -143,8 +148,8 @@ export class WebhookDeliveriesRepository {
 
   /** Ends the endpoint's pending deliveries without an attempt (deleted or disabled endpoint). */
   async failPending(tx: Tx, endpointId: number, error: string): Promise<number> {
-    tx.wrote('webhook_deliveries');
-    const [, count] = await tx.db.query<[unknown[], number]>(
+    const [, count] = await tx.write<[unknown[], number]>(
+      WEBHOOK_DELIVERIES,
       `UPDATE webhook_deliveries SET state = 'failed', last_error = $2, next_attempt_at = NULL, claim = NULL
        WHERE endpoint_id = $1 AND state = 'pending'`,
       [endpointId, error],
@@ -201,8 +206,8 @@ export class WebhookDeliveriesRepository {
 
   /** Due again now, with at least one more attempt (a failed one gets exactly one). */
   async requeue(tx: Tx, id: number): Promise<WebhookDeliveryDto> {
-    tx.wrote('webhook_deliveries');
-    const [rows] = await tx.db.query<[WebhookDeliveryDto[], number]>(
+    const [rows] = await tx.write<[WebhookDeliveryDto[], number]>(
+      WEBHOOK_DELIVERIES,
       `UPDATE webhook_deliveries d SET state = 'pending', next_attempt_at = now(), retry_until = GREATEST(retry_until, now()),
          claim = NULL
        WHERE d.id = $1 RETURNING ${COLUMNS}`,
@@ -222,14 +227,13 @@ export class WebhookDeliveriesRepository {
   }
 
   async moveFanout(tx: Tx, after: string): Promise<void> {
-    tx.wrote('webhook_fanout');
-    await tx.db.query('UPDATE webhook_fanout SET after = $1 WHERE id = 1', [after]);
+    await tx.write(WEBHOOK_FANOUT, 'UPDATE webhook_fanout SET after = $1 WHERE id = 1', [after]);
   }
 
   /** Up to `batch` deliveries older than the retention; answers how many went. */
   async purge(tx: Tx, retentionDays: number, batch = 10_000): Promise<number> {
-    tx.wrote('webhook_deliveries');
-    const [, count] = await tx.db.query<[unknown[], number]>(
+    const [, count] = await tx.write<[unknown[], number]>(
+      WEBHOOK_DELIVERIES,
       `DELETE FROM webhook_deliveries WHERE id IN (
          SELECT id FROM webhook_deliveries WHERE created_at < now() - make_interval(days => $1) AND state <> 'pending' LIMIT $2)`,
       [retentionDays, batch],

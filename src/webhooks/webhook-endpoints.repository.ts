@@ -4,6 +4,11 @@ import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable, withoutVersion } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { WebhookEndpointDto } from './webhook-endpoint.dto.js';
+import { table } from '../platform/database/table.js';
+
+const WEBHOOK_ENDPOINTS = table('webhook_endpoints');
+const WEBHOOK_ENDPOINT_FAILURES = table('webhook_endpoint_failures');
+const WEBHOOK_RUNS = table('webhook_runs');
 
 export interface WebhookEndpointRow extends WebhookEndpointDto {
   readonly version: number;
@@ -105,8 +110,7 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
   /** Deletes the endpoint for good (its failure record goes with it); answers the row as it was. */
   async remove(tx: Tx, id: number): Promise<WebhookEndpointRow> {
     const row = await this.lock(tx, id);
-    tx.wrote('webhook_endpoints', 'webhook_endpoint_failures');
-    await tx.db.query('DELETE FROM webhook_endpoints WHERE id = $1', [id]);
+    await tx.write([WEBHOOK_ENDPOINTS, WEBHOOK_ENDPOINT_FAILURES], 'DELETE FROM webhook_endpoints WHERE id = $1', [id]);
     // The cached detail becomes a tombstone, newer than the entry it replaces.
     await this.changed(tx, [{ ...row, version: row.version + 1, is_deleted: true }]);
     // The feed shows the endpoint as the DELETE answers it: as it was.
@@ -122,8 +126,8 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
     overlapHours: number,
     updatedBy: number | null,
   ): Promise<WebhookEndpointRow> {
-    tx.wrote('webhook_endpoints');
-    const [rows] = await tx.db.query<[WebhookEndpointRow[], number]>(
+    const [rows] = await tx.write<[WebhookEndpointRow[], number]>(
+      WEBHOOK_ENDPOINTS,
       `UPDATE webhook_endpoints
        SET previous_secret = secret, previous_secret_until = now() + make_interval(hours => $3), secret = $2, updated_by = $4
        WHERE id = $1 RETURNING version, ${RESOURCE_COLUMNS}`,
@@ -157,14 +161,16 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
 
   /** The next probe may go now (a retry or a test asked by hand, which should not wait for it). */
   async probeNow(tx: Tx, id: number): Promise<void> {
-    tx.wrote('webhook_endpoint_failures');
-    await tx.db.query('UPDATE webhook_endpoint_failures SET next_probe_at = now() WHERE endpoint_id = $1', [id]);
+    await tx.write(
+      WEBHOOK_ENDPOINT_FAILURES,
+      'UPDATE webhook_endpoint_failures SET next_probe_at = now() WHERE endpoint_id = $1',
+      [id],
+    );
   }
 
   /** A delivery succeeded: the endpoint is healthy again. */
   async recovered(tx: Tx, id: number): Promise<void> {
-    tx.wrote('webhook_endpoint_failures');
-    await tx.db.query('DELETE FROM webhook_endpoint_failures WHERE endpoint_id = $1', [id]);
+    await tx.write(WEBHOOK_ENDPOINT_FAILURES, 'DELETE FROM webhook_endpoint_failures WHERE endpoint_id = $1', [id]);
   }
 
   /**
@@ -172,8 +178,8 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
    * again at `probeAt`; answers since when it fails.
    */
   async failedRound(tx: Tx, id: number, probeAt: Date): Promise<Date | undefined> {
-    tx.wrote('webhook_endpoint_failures');
-    const [row] = await tx.db.query<{ failing_since: Date }[]>(
+    const [row] = await tx.write<{ failing_since: Date }[]>(
+      WEBHOOK_ENDPOINT_FAILURES,
       `INSERT INTO webhook_endpoint_failures AS f (endpoint_id, failed_rounds, next_probe_at)
        SELECT id, 1, $2 FROM webhook_endpoints WHERE id = $1
        ON CONFLICT (endpoint_id) DO UPDATE SET failed_rounds = f.failed_rounds + 1, next_probe_at = EXCLUDED.next_probe_at
@@ -195,8 +201,8 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
 
   /** Takes the endpoint's run for `seconds` (or renews it); false while another run holds it. */
   async takeRun(tx: Tx, id: number, holder: string, seconds: number): Promise<boolean> {
-    tx.wrote('webhook_runs');
-    const rows = await tx.db.query<unknown[]>(
+    const rows = await tx.write<unknown[]>(
+      WEBHOOK_RUNS,
       `INSERT INTO webhook_runs AS r (endpoint_id, holder, until) VALUES ($1, $2, now() + make_interval(secs => $3))
        ON CONFLICT (endpoint_id) DO UPDATE SET holder = EXCLUDED.holder, until = EXCLUDED.until
          WHERE r.holder = EXCLUDED.holder OR r.until < now()
@@ -207,7 +213,6 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
   }
 
   async releaseRun(tx: Tx, id: number, holder: string): Promise<void> {
-    tx.wrote('webhook_runs');
-    await tx.db.query('DELETE FROM webhook_runs WHERE endpoint_id = $1 AND holder = $2', [id, holder]);
+    await tx.write(WEBHOOK_RUNS, 'DELETE FROM webhook_runs WHERE endpoint_id = $1 AND holder = $2', [id, holder]);
   }
 }

@@ -3,6 +3,9 @@ import { createUser, permissionId } from '../support/auth.js';
 import { useApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
+import { table } from '../../src/platform/database/table.js';
+
+const USERS = table('users');
 
 const CODES = ['devices.read', 'devices.update', 'authorities.read', 'authorities.update', 'authorities.deactivate'];
 const CONCURRENT = 16;
@@ -126,11 +129,10 @@ describe('overlapping bulk grants and revokes (part 6.6): no deadlock reaches a 
     // Each locks one user, waits until the other holds its own, then asks for the other's: a cycle.
     const crosswise = (mine: number, theirs: number) =>
       uow.run(async (tx) => {
-        tx.wrote('users');
-        await tx.db.query("UPDATE users SET display_name = display_name || '.' WHERE id = $1", [mine]);
+        await tx.write(USERS, "UPDATE users SET display_name = display_name || '.' WHERE id = $1", [mine]);
         release();
         await bothLocked;
-        await tx.db.query("UPDATE users SET display_name = display_name || '.' WHERE id = $1", [theirs]);
+        await tx.write(USERS, "UPDATE users SET display_name = display_name || '.' WHERE id = $1", [theirs]);
       });
     await Promise.all([crosswise(first.id, second.id), crosswise(second.id, first.id)]);
     expect(uow.conflicts).toBeGreaterThan(before);

@@ -8,6 +8,7 @@ import { sql } from '../support/db.js';
 import { caller } from '../support/requests.js';
 import { withRawRedis } from '../support/redis-raw.js';
 import { TEST_REDIS_URL, testCachePrefix } from '../support/test-env.js';
+import { table } from '../../src/platform/database/table.js';
 
 const TABLES = ['users', 'audit_events', 'authorities', 'devices', 'projection_versions'] as const;
 
@@ -103,11 +104,14 @@ describe('table generations: every committed write makes the cached list pages o
           email,
         ]);
       }),
-    ).rejects.toThrow('tables written without tx.wrote(): users');
+    ).rejects.toThrow('tables written outside tx.write(): users');
     expect(await sql('SELECT id FROM users WHERE email = $1', [email])).toEqual([]);
     await uow.run(async (tx) => {
-      tx.wrote('users');
-      await tx.db.query("INSERT INTO users (email, display_name, role_id, status_id) VALUES ($1, 'U', 4, 1)", [email]);
+      await tx.write(
+        table('users'),
+        "INSERT INTO users (email, display_name, role_id, status_id) VALUES ($1, 'U', 4, 1)",
+        [email],
+      );
     });
     expect(await sql('SELECT id FROM users WHERE email = $1', [email])).toHaveLength(1);
   });

@@ -1,4 +1,11 @@
-import type { EntityManager } from 'typeorm';
+import { table } from '../database/table.js';
+
+/** The audit trail and the feed: every audit event is also an event on the feed (part 6.12). */
+export const AUDIT_EVENTS = table('audit_events');
+export const EVENTS = table('events');
+
+/** How a statement is run: `tx.write` inside a unit of work, a plain query in the CLI. */
+export type StatementRunner = (text: string, params: readonly unknown[]) => Promise<unknown>;
 
 // Ids are JSON numbers except session ids (part 1); `resource_id` is stored as text for both.
 /** A numeric id as a JSON number, anything else (a session id) as a string: as the API shows ids. */
@@ -23,12 +30,12 @@ export interface NewAuditEvent {
  * not a method, so the CLI (which has no Nest container) appends through the same statement.
  */
 export async function appendAuditEvents(
-  db: EntityManager,
+  run: StatementRunner,
   by: { readonly actor_id: number | null; readonly request_id: string | null },
   events: readonly NewAuditEvent[],
 ): Promise<void> {
   if (events.length === 0) return;
-  await db.query(
+  await run(
     `WITH feed_written AS (
        -- Tells the audit trail's upgrade-time trigger that the feed events are written here.
        SELECT set_config('admin_api.feed_written', 'on', true)

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { currentRequest } from '../http/request-context.js';
 import type { Tx } from '../database/unit-of-work.js';
-import { appendAuditEvents, type NewAuditEvent } from './audit-trail.repository.js';
+import { appendAuditEvents, AUDIT_EVENTS, EVENTS, type NewAuditEvent } from './audit-trail.repository.js';
 
 /** `<resource_type>.<verb>`, e.g. `user.create`: the event's resource type is the prefix. */
 export type AuditAction = `${string}.${string}`;
@@ -33,9 +33,8 @@ export class AuditService {
   recordMany(tx: Tx, events: readonly AuditRecord[]): Promise<void> {
     const context = currentRequest();
     // Each audit event is also an event on the feed (part 6.12), with the resource the write noted.
-    tx.wrote('audit_events', 'events');
     return appendAuditEvents(
-      tx.db,
+      (text, params) => tx.write([AUDIT_EVENTS, EVENTS], text, params),
       { actor_id: context?.actor_id ?? null, request_id: context?.request_id ?? null },
       toAuditEvents(events).map((event) => {
         const resource =

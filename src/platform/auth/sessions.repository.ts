@@ -1,6 +1,9 @@
 import type { EntityManager } from 'typeorm';
 import { listSpec } from '../http/list/list-spec.js';
 import type { Tx } from '../database/unit-of-work.js';
+import { table } from '../database/table.js';
+
+const AUTH_SESSIONS = table('auth_sessions');
 
 /** The columns of `auth_sessions` the session check needs. */
 export interface SessionRow {
@@ -42,8 +45,8 @@ export async function revokeSessionsOfUser(
   reason: string,
   actorId: number | null,
 ): Promise<SessionRow[]> {
-  tx.wrote('auth_sessions');
-  const [rows] = await tx.db.query<[SessionRow[], number]>(
+  const [rows] = await tx.write<[SessionRow[], number]>(
+    AUTH_SESSIONS,
     `UPDATE auth_sessions SET revoked_at = now(), revoked_by = $2, revoke_reason = $3, updated_by = $2
      WHERE user_id = $1 AND revoked_at IS NULL RETURNING ${SESSION_COLUMNS}`,
     [userId, actorId, reason],

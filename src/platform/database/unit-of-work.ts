@@ -8,6 +8,8 @@ import { listedTables } from '../http/list/list-spec.js';
 import { CacheEpoch } from './cache-epoch.js';
 import { bumpProjectionVersions, type ProjectionScope } from '../projections/projection-versions.js';
 import { ReadReplicas } from './read-replicas.js';
+import type { Table } from './table.js';
+import { TRIGGER_WRITTEN_TABLES } from '../../../migrations/index.js';
 
 /** What a write sees inside its transaction. */
 export interface Tx {
@@ -22,11 +24,17 @@ export interface Tx {
    */
   bumpProjections(scope: ProjectionScope, ids: readonly number[]): ReadonlyMap<number, number>;
   /**
-   * Says which tables the write changed, so their cached list pages become unusable after the
-   * commit (a table generation bump). Repositories call it with each write statement; under test
-   * the unit of work checks the claim against PostgreSQL's own count of the transaction's writes.
+   * Runs a statement that writes `tables` and records them, so their cached list pages become
+   * unusable after the commit (a table generation bump); under test the unit of work checks the
+   * record against PostgreSQL's own count of the transaction's writes. `changedIf` leaves the
+   * record out when the result shows nothing changed (a poll that claimed no row).
    */
-  wrote(...tables: string[]): void;
+  write<T = unknown>(
+    tables: Table | readonly Table[],
+    text: string,
+    params?: readonly unknown[],
+    changedIf?: (result: T) => boolean,
+  ): Promise<T>;
   /**
    * The resource as the API shows it after this transaction's write (repositories note every row
    * they write), for the event feed's `data`: the latest note of a record wins.
@@ -51,15 +59,8 @@ async function writeCounts(db: EntityManager): Promise<Map<string, number>> {
   return new Map(rows.map((row) => [row.relname, Number(row.n)]));
 }
 
-/** Written by the database's own triggers, never read by a projection (the feed's commit step, access history). */
-const TRIGGER_BOOKKEEPING = new Set([
-  'event_transactions',
-  'user_access_history',
-  'authority_history',
-  'authority_permission_history',
-  'authority_right_history',
-  'access_history_transactions',
-]);
+/** Written by the database's own triggers, declared by the migrations that create them. */
+const TRIGGER_BOOKKEEPING = new Set(TRIGGER_WRITTEN_TABLES);
 
 function undeclared(
   before: ReadonlyMap<string, number>,
@@ -130,13 +131,22 @@ export class UnitOfWork {
         for (const id of ids) pending.ids.add(id);
         return pending.versions;
       };
-      const wrote = (...tables: string[]): void => tables.forEach((table) => written.add(table));
+      const write = async <T>(
+        tables: Table | readonly Table[],
+        text: string,
+        params: readonly unknown[] = [],
+        changedIf?: (result: T) => boolean,
+      ): Promise<T> => {
+        const result = await db.query<T>(text, [...params]);
+        if (changedIf === undefined || changedIf(result)) for (const table of [tables].flat()) written.add(table.name);
+        return result;
+      };
       const resources = new Map<string, object>();
       const value = await work({
         db,
         afterCommit: (task) => tasks.push(task),
         bumpProjections,
-        wrote,
+        write,
         noteResource: (type, resource) => resources.set(`${type}:${resource.id}`, resource),
         resourceAfter: (type, id) => resources.get(`${type}:${id}`),
       });
@@ -149,7 +159,7 @@ export class UnitOfWork {
       }
       if (counted !== undefined) {
         const missing = undeclared(counted, await writeCounts(db), written);
-        if (missing.length > 0) throw new Error(`tables written without tx.wrote(): ${missing.join(', ')}`);
+        if (missing.length > 0) throw new Error(`tables written outside tx.write(): ${missing.join(', ')}`);
       }
       return value;
     });

@@ -1,5 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { Tx } from '../database/unit-of-work.js';
+import { table } from '../database/table.js';
+
+const BULK_JOB_ITEMS = table('bulk_job_items');
 
 /** The items of bulk jobs, chunk by chunk (a chunk is what one transaction of the job works on). */
 @Injectable()
@@ -12,8 +15,8 @@ export class BulkJobItemsRepository {
       offsets.push(offset);
       chunks.push(JSON.stringify(items.slice(offset, offset + size)));
     }
-    tx.wrote('bulk_job_items');
-    await tx.db.query(
+    await tx.write(
+      BULK_JOB_ITEMS,
       `INSERT INTO bulk_job_items (job_id, chunk_offset, items)
        SELECT $1, c.chunk_offset, c.items FROM unnest($2::int[], $3::jsonb[]) AS c(chunk_offset, items)`,
       [jobId, offsets, chunks],
@@ -25,8 +28,8 @@ export class BulkJobItemsRepository {
    * work: a retried job finds exactly the chunks not done). Undefined when it is not there.
    */
   async take(tx: Tx, jobId: string, offset: number): Promise<object[] | undefined> {
-    tx.wrote('bulk_job_items');
-    const [deleted] = await tx.db.query<[{ items: object[] }[], number]>(
+    const [deleted] = await tx.write<[{ items: object[] }[], number]>(
+      BULK_JOB_ITEMS,
       'DELETE FROM bulk_job_items WHERE job_id = $1 AND chunk_offset = $2 RETURNING items',
       [jobId, offset],
     );
@@ -38,7 +41,6 @@ export class BulkJobItemsRepository {
    * waiting at most 14 days and a finished one 7, so 15 days is past both.
    */
   purge(tx: Tx): Promise<unknown> {
-    tx.wrote('bulk_job_items');
-    return tx.db.query("DELETE FROM bulk_job_items WHERE created_at < now() - interval '15 days'");
+    return tx.write(BULK_JOB_ITEMS, "DELETE FROM bulk_job_items WHERE created_at < now() - interval '15 days'");
   }
 }

@@ -3,6 +3,9 @@ import { listSpec } from '../http/list/list-spec.js';
 import type { ListResponse } from '../http/responses.js';
 import { ListPages } from '../projections/list-pages.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
+import { table } from '../database/table.js';
+
+const JOB_RESULTS = table('job_results');
 
 export const JOB_RESULT_LIST = listSpec({ from: 'job_results', select: 'result', sort: ['id'] });
 
@@ -17,8 +20,8 @@ export class JobResultsRepository {
   /** Stores a chunk's results in the chunk's own transaction: `results[i]` is item `offset + i`. */
   async append(tx: Tx, jobId: string, offset: number, results: readonly object[]): Promise<void> {
     if (results.length === 0) return;
-    tx.wrote('job_results');
-    await tx.db.query(
+    await tx.write(
+      JOB_RESULTS,
       `INSERT INTO job_results (job_id, item_index, result)
        SELECT $1, $2 + e.ord - 1, e.value FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS e(value, ord)`,
       [jobId, offset, JSON.stringify(results)],
@@ -46,7 +49,6 @@ export class JobResultsRepository {
 
   /** Results of jobs finished long enough ago that the jobs themselves are gone (7 days, plus a day). */
   purge(tx: Tx): Promise<unknown> {
-    tx.wrote('job_results');
-    return tx.db.query("DELETE FROM job_results WHERE created_at < now() - interval '8 days'");
+    return tx.write(JOB_RESULTS, "DELETE FROM job_results WHERE created_at < now() - interval '8 days'");
   }
 }

@@ -10,6 +10,7 @@ import type { Scope } from '../http/list/list-sql.js';
 import type { ListSpec } from '../http/list/list-spec.js';
 import { RawJson, ResourceResponse, type ListResponse } from '../http/responses.js';
 import { ListPages } from './list-pages.js';
+import { table, type Table } from '../database/table.js';
 import type { Tx, UnitOfWork } from '../database/unit-of-work.js';
 
 /** A row as read: the resource's fields plus its version (the ETag, kept out of the JSON). */
@@ -76,6 +77,8 @@ export function withoutVersion<Row extends VersionedRow>(row: Row): Omit<Row, 'v
  */
 export class ResourceTable<Row extends VersionedRow, Column extends string = string> {
   private readonly cached: CacheAside<Omit<Row, 'version'>>;
+  /** The table `insert` and `patch` write. */
+  private readonly target: Table;
   /** Cached list pages, also for the table's other lists (a device's ownership history). */
   protected readonly pages: ListPages;
 
@@ -84,6 +87,7 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
     protected readonly uow: UnitOfWork,
     cache: CacheService,
   ) {
+    this.target = table(options.table);
     this.pages = new ListPages(uow, cache);
     this.cached = new CacheAside(
       cache,
@@ -162,8 +166,8 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
     this.assertPlainTable('insert');
     const { columns, placeholders, params } = assignments(values, 1);
     const conflict = onConflict === undefined ? '' : ` ON CONFLICT ${onConflict}`;
-    tx.wrote(this.options.table);
-    const [row] = await tx.db.query<Row[]>(
+    const [row] = await tx.write<Row[]>(
+      this.target,
       `INSERT INTO ${this.options.table} (${columns.join(', ')}) VALUES (${placeholders.join(', ')})${conflict} RETURNING ${this.options.columns}`,
       params,
     );
@@ -180,8 +184,8 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
     const { columns, placeholders, params } = assignments(values, 2);
     if (columns.length === 0) throw new Error(`patch of ${this.options.table} ${id} sets no column`);
     const set = columns.map((column, index) => `${column} = ${placeholders[index] ?? 'NULL'}`).join(', ');
-    tx.wrote(this.options.table);
-    const [rows] = await tx.db.query<[Row[], number]>(
+    const [rows] = await tx.write<[Row[], number]>(
+      this.target,
       `UPDATE ${this.options.table} SET ${set} WHERE id = $1 RETURNING ${this.options.columns}`,
       [id, ...params],
     );

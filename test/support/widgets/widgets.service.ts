@@ -19,6 +19,9 @@ import { listSpec } from '../../../src/platform/http/list/list-spec.js';
 import { ListResponse, NoContent, RawJson, ResourceResponse } from '../../../src/platform/http/responses.js';
 import { UnitOfWork, type Tx } from '../../../src/platform/database/unit-of-work.js';
 import type { CreateWidgetDto, UpdateWidgetDto } from './widget.dto.js';
+import { table } from '../../../src/platform/database/table.js';
+
+const TEST_WIDGETS = table('test_widgets');
 
 export interface Widget {
   id: number;
@@ -89,8 +92,8 @@ export class WidgetsService {
   async create(dto: CreateWidgetDto): Promise<ResourceResponse<Widget>> {
     const stamp = creationStamp();
     const row = await this.uow.run(async (tx) => {
-      tx.wrote('test_widgets');
-      const [created] = await tx.db.query<Widget[]>(
+      const [created] = await tx.write<Widget[]>(
+        TEST_WIDGETS,
         `INSERT INTO test_widgets (name, category, weight, created_by, updated_by) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
         [dto.name, dto.category, dto.weight ?? 0, stamp.created_by, stamp.updated_by],
       );
@@ -108,8 +111,8 @@ export class WidgetsService {
     const row = await this.uow.run(async (tx) => {
       const before = await this.lockLive(tx, id);
       assertIfMatch(ifMatch, before.version);
-      tx.wrote('test_widgets');
-      const [after] = await tx.db.query<Widget[][]>(
+      const [after] = await tx.write<Widget[][]>(
+        TEST_WIDGETS,
         `UPDATE test_widgets SET name = COALESCE($2, name), weight = COALESCE($3, weight), active = COALESCE($4, active), updated_by = $5 WHERE id = $1 RETURNING ${COLUMNS}`,
         [id, dto.name ?? null, dto.weight ?? null, dto.active ?? null, updateStamp().updated_by],
       );
@@ -130,8 +133,8 @@ export class WidgetsService {
       if (before.is_deleted) return NoContent.instance;
       assertIfMatch(ifMatch, before.version);
       const stamp = deletionStamp();
-      tx.wrote('test_widgets');
-      const [after] = await tx.db.query<Widget[][]>(
+      const [after] = await tx.write<Widget[][]>(
+        TEST_WIDGETS,
         `UPDATE test_widgets SET is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $4 WHERE id = $1 RETURNING ${COLUMNS}`,
         [id, stamp.deleted_at, stamp.deleted_by, stamp.updated_by],
       );
@@ -149,8 +152,8 @@ export class WidgetsService {
       if (!before.is_deleted) return NoContent.instance;
       assertIfMatch(ifMatch, before.version);
       const stamp = restorationStamp();
-      tx.wrote('test_widgets');
-      const [after] = await tx.db.query<Widget[][]>(
+      const [after] = await tx.write<Widget[][]>(
+        TEST_WIDGETS,
         `UPDATE test_widgets SET is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $2 WHERE id = $1 RETURNING ${COLUMNS}`,
         [id, stamp.updated_by],
       );
