@@ -28,25 +28,47 @@ export const project = {
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
 };
 
+/**
+ * The slow tier: specs that start clusters, replicas, a browser, a replayed image, whole copies of
+ * the project or the fuzzer. `npm test` runs them with the rest; `npm run test:e2e` leaves them out
+ * (the contract alone) and `npm run test:slow` runs only them.
+ */
+export const SLOW_SPECS = [
+  'e2e/redis-cluster-failover',
+  'e2e/read-replicas',
+  'e2e/scale-out',
+  'e2e/swagger-ui',
+  'e2e/docker-image',
+  'e2e/schematic',
+  'e2e/parallel-runs',
+  'e2e/embedded-start',
+  'fuzz/contract.fuzz',
+].map((name) => `<rootDir>/test/${name}.spec.ts`);
+
+// ADMIN_API_TEST_TIER: unset (everything), `contract` (unit and e2e without the slow tier) or `slow`.
+const tier = process.env.ADMIN_API_TEST_TIER ?? 'all';
+const e2e = {
+  ...project,
+  displayName: 'e2e',
+  testMatch: tier === 'slow' ? SLOW_SPECS : ['<rootDir>/test/e2e/**/*.spec.ts', '<rootDir>/test/fuzz/**/*.spec.ts'],
+  testPathIgnorePatterns: tier === 'contract' ? SLOW_SPECS.map((spec) => spec.replace('<rootDir>/', '/')) : [],
+  globalSetup: '<rootDir>/test/support/global-setup.mjs',
+  globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
+};
+// The unit tier needs no database and no Redis: no global setup (jest.unit.config.js runs it alone).
+const unit = { ...project, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] };
+const cluster = {
+  ...project,
+  displayName: 'redis-cluster',
+  testMatch: CLUSTER_SPECS,
+  globalSetup: '<rootDir>/test/support/cluster-setup.mjs',
+  globalTeardown: '<rootDir>/test/support/cluster-teardown.mjs',
+  // Read by test-env.ts: the apps of these specs use the cluster.
+  globals: { ADMIN_API_REDIS_TARGET: 'cluster' },
+};
+
 export default {
-  projects: [
-    {
-      ...project,
-      displayName: 'main',
-      testMatch: ['<rootDir>/test/**/*.spec.ts'],
-      globalSetup: '<rootDir>/test/support/global-setup.mjs',
-      globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
-    },
-    {
-      ...project,
-      displayName: 'redis-cluster',
-      testMatch: CLUSTER_SPECS,
-      globalSetup: '<rootDir>/test/support/cluster-setup.mjs',
-      globalTeardown: '<rootDir>/test/support/cluster-teardown.mjs',
-      // Read by test-env.ts: the apps of these specs use the cluster.
-      globals: { ADMIN_API_REDIS_TARGET: 'cluster' },
-    },
-  ],
+  projects: tier === 'contract' ? [unit, e2e] : tier === 'slow' ? [e2e, cluster] : [unit, e2e, cluster],
   // Two cores: two workers, each booting its own app against the shared test database.
   maxWorkers: 2,
   testTimeout: 30_000,

@@ -8,11 +8,12 @@ const SPECS = ['test/e2e/cache.spec.ts', 'test/e2e/table-generations.spec.ts'];
 
 function jestRun(): Promise<{ code: number | null; output: string }> {
   // A run of its own: the global setup chooses its database and key prefix.
-  // The main project only: the cluster project would start a Redis Cluster per run.
+  // The e2e project only: the cluster project would start a Redis Cluster per run.
   const {
     ADMIN_API_TEST_CACHE_PREFIX: _prefix,
     ADMIN_API_TEST_DATABASE_URL: _database,
     ADMIN_API_TEST_REDIS_CLUSTER_URL: _cluster,
+    ADMIN_API_TEST_TIER: _tier,
     ...env
   } = process.env;
   return new Promise((resolve) => {
@@ -24,7 +25,7 @@ function jestRun(): Promise<{ code: number | null; output: string }> {
         '--maxWorkers=1',
         ...SPECS,
         '--selectProjects',
-        'main',
+        'e2e',
       ],
       { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] },
     );
