@@ -56,6 +56,19 @@ describe('authentication (part 4) and the role layers (part 5), secret mode', ()
     await expect401(`Bearer ${signToken(claims, { algorithm: 'HS512' })}`, 'AUTH_TOKEN_INVALID');
   });
 
+  it('401 AUTH_TOKEN_INVALID for an Authorization header that is not exactly "Bearer <token>", or a crit header', async () => {
+    const { user, token } = await actor('super_admin');
+    for (const header of [`Bearer  ${token}`, `Bearer ${token} trailing`, `Bearer\t${token}`, `bearer ${token}`])
+      expect(await expect401(header, 'AUTH_TOKEN_INVALID')).toMatchObject({
+        details: { reason: 'malformed_authorization_header' },
+      });
+    const sid = await createSession(user.id);
+    const crit = signToken({ sub: String(user.id), sid }, { header: { alg: 'HS256', crit: ['exp'] } });
+    expect(await expect401(`Bearer ${crit}`, 'AUTH_TOKEN_INVALID')).toMatchObject({
+      details: { reason: 'crit_header_unsupported' },
+    });
+  });
+
   it('401 AUTH_TOKEN_INVALID when sub, sid or exp is missing', async () => {
     const { user } = await actor('super_admin');
     const sid = await createSession(user.id);
@@ -282,6 +295,24 @@ describe('per-address limit on failed authentication', () => {
     await t.http().get('/v1/admin/users').set('Authorization', auth).expect(429);
     // Public routes are not behind authentication and stay reachable.
     await t.http().get('/health/live').expect(200);
+  });
+});
+
+describe('per-address limit on failed authentication, for tokens that do not even parse', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp({ widgets: false, redisUrl: null, env: { AUTH_FAILURE_LIMIT_PER_MINUTE: '2' } });
+  });
+  afterAll(() => t.close());
+
+  it('answers a JWT-typed token over a payload that is not JSON with 401, counted like any failure', async () => {
+    const unparsable = `${base64url({ alg: 'HS256', typ: 'JWT' })}.${Buffer.from('x').toString('base64url')}.abc`;
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      const refused = await t.http().get('/v1/admin/roles').set('Authorization', `Bearer ${unparsable}`).expect(401);
+      expect(refused.body.error).toMatchObject({ code: 'AUTH_TOKEN_INVALID' });
+    }
+    const limited = await t.http().get('/v1/admin/roles').set('Authorization', `Bearer ${unparsable}`).expect(429);
+    expect(limited.body.error).toMatchObject({ code: 'RATE_LIMITED', details: { scope: 'ip' } });
   });
 });
 

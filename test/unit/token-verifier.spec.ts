@@ -1,5 +1,5 @@
 import { jest } from '@jest/globals';
-import { createSecretKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createHmac, createSecretKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { ApiError } from '../../src/platform/http/api-error.js';
 import { loadSettings } from '../../src/platform/config/settings.js';
@@ -47,19 +47,24 @@ async function refusal(promise: Promise<unknown>): Promise<{ code: string; detai
 const good = { sub: '7', sid: 'session-7' };
 
 describe('bearerToken: the Authorization header of part 4', () => {
-  it.each([
-    ['Bearer abc.def.ghi', 'abc.def.ghi'],
-    ['bearer abc.def.ghi', 'abc.def.ghi'],
-  ])('takes %j', (header, token) => expect(bearerToken(header)).toBe(token));
+  it('takes exactly Bearer, one space and the token', () =>
+    expect(bearerToken('Bearer abc.def.ghi')).toBe('abc.def.ghi'));
 
-  it.each([[undefined], [''], ['Basic dXNlcjpwdw=='], ['Bearer'], ['Bearer '], ['Token abc']])(
+  it.each([[undefined], [''], ['Basic dXNlcjpwdw=='], ['Bearer'], ['Bearer '], ['Token abc'], ['Bearerx abc.def.ghi']])(
     'calls %j a missing token',
     (header) => expect(() => bearerToken(header)).toThrow(expect.objectContaining({ code: 'AUTH_TOKEN_MISSING' })),
   );
 
-  it.each([['Bearer  abc.def.ghi'], ['Bearer abc.def.ghi trailing'], ['Bearer abc.def.ghi\t'], ['Bearer abc\ndef']])(
-    'calls %j an invalid token',
-    (header) => expect(() => bearerToken(header)).toThrow(expect.objectContaining({ code: 'AUTH_TOKEN_INVALID' })),
+  it.each([
+    ['Bearer  abc.def.ghi'],
+    ['Bearer abc.def.ghi trailing'],
+    ['Bearer abc.def.ghi\t'],
+    ['Bearer abc\ndef'],
+    ['Bearer\tabc.def.ghi'],
+    ['bearer abc.def.ghi'],
+    ['BEARER abc.def.ghi'],
+  ])('calls %j an invalid token', (header) =>
+    expect(() => bearerToken(header)).toThrow(expect.objectContaining({ code: 'AUTH_TOKEN_INVALID' })),
   );
 });
 
@@ -98,6 +103,29 @@ describe('TokenVerifier: pinned algorithms, issuer, audience, claims, and one si
     expect(await refusal(verifier.verify(`Bearer ${token}`))).toEqual({
       code: 'AUTH_TOKEN_INVALID',
       details: { reason: 'crit_header_unsupported' },
+    });
+  });
+
+  it('answers 401, never a thrown parse error, for a token whose parts are not JSON', async () => {
+    const verifier = new TokenVerifier(settings, keys());
+    const part = (json: string): string => Buffer.from(json).toString('base64url');
+    // A JWT-typed header over a payload that is not JSON: decoding it throws a SyntaxError.
+    const unsigned = `${part('{"alg":"HS256","typ":"JWT"}')}.${Buffer.from('x').toString('base64url')}`;
+    const signature = createHmac('sha256', secret).update(unsigned).digest('base64url');
+    for (const token of [`${unsigned}.abc`, `${unsigned}.${signature}`, `${part('{')}.${part('{}')}.x`])
+      expect((await refusal(verifier.verify(`Bearer ${token}`))).code).toBe('AUTH_TOKEN_INVALID');
+  });
+
+  it('refuses an expiry that is not a finite number (exp 1e400 parses as Infinity)', async () => {
+    const verifier = new TokenVerifier(settings, keys());
+    const part = (json: string): string => Buffer.from(json).toString('base64url');
+    const unsigned = `${part('{"alg":"HS256","typ":"JWT"}')}.${part(
+      '{"sub":"7","sid":"s","iss":"admin-api","aud":"admin-portal","exp":1e400}',
+    )}`;
+    const token = `${unsigned}.${createHmac('sha256', secret).update(unsigned).digest('base64url')}`;
+    expect(await refusal(verifier.verify(`Bearer ${token}`))).toEqual({
+      code: 'AUTH_TOKEN_INVALID',
+      details: { reason: 'missing_claim', claim: 'exp' },
     });
   });
 

@@ -30,19 +30,15 @@ function claimMissing(claim: string): ApiError {
 }
 
 /**
- * The token of an `Authorization` header (part 4): the scheme `Bearer` (any case, as RFC 7235
- * has it), exactly one space, and the token. Another scheme or no token at all is a missing
- * token; a bearer header with anything more (two spaces, trailing text) is an invalid one.
+ * The token of an `Authorization` header (part 4): exactly `Bearer`, one space, and the token.
+ * Another scheme, or a bearer header with no token at all, is a missing token; a bearer header in
+ * any other form (another case, a tab, two spaces, trailing text) is an invalid one.
  */
 export function bearerToken(header: string | undefined): string {
-  if (header === undefined || header === '') throw missing();
-  const space = header.indexOf(' ');
-  const scheme = space < 0 ? header : header.slice(0, space);
-  if (scheme.toLowerCase() !== 'bearer') throw missing();
-  const token = space < 0 ? '' : header.slice(space + 1);
-  if (token === '') throw missing();
-  if (/\s/.test(token)) throw invalid('malformed_authorization_header');
-  return token;
+  if (header === undefined || !/^bearer(\s|$)/i.test(header)) throw missing();
+  if (/^bearer\s*$/i.test(header)) throw missing();
+  if (!/^Bearer [^\s]+$/.test(header)) throw invalid('malformed_authorization_header');
+  return header.slice('Bearer '.length);
 }
 
 /** A verification or key failure as the contract's 401 (a key provider's own ApiError stands). */
@@ -64,7 +60,7 @@ function claims(payload: JwtPayload): VerifiedToken {
   if (userId === undefined) throw claimMissing('sub');
   const sid: unknown = payload.sid;
   if (typeof sid !== 'string' || sid === '') throw claimMissing('sid');
-  if (typeof payload.exp !== 'number') throw claimMissing('exp');
+  if (typeof payload.exp !== 'number' || !Number.isFinite(payload.exp)) throw claimMissing('exp');
   return { user_id: userId, session_id: sid };
 }
 
@@ -77,7 +73,7 @@ function claims(payload: JwtPayload): VerifiedToken {
 @Injectable()
 export class TokenVerifier {
   private readonly verified = new VerifiedTokens();
-  private readonly options: VerifyOptions & { complete?: false };
+  private readonly options: VerifyOptions;
 
   constructor(
     @Inject(SETTINGS) settings: Settings,
@@ -103,15 +99,16 @@ export class TokenVerifier {
   }
 
   private verifyOnce(token: string, key: KeyObject): JwtPayload {
-    // RFC 7515 §4.1.11: extensions we do not understand must not be ignored, so none is accepted.
-    const header = jwt.decode(token, { complete: true })?.header as { crit?: unknown } | undefined;
-    if (header !== undefined && header.crit !== undefined) throw invalid('crit_header_unsupported');
-    let payload: string | JwtPayload;
+    let verified: jwt.Jwt;
     try {
-      payload = jwt.verify(token, key, this.options);
+      // Decoding happens inside: a token whose parts do not parse is a 401 like any bad token.
+      verified = jwt.verify(token, key, { ...this.options, complete: true });
     } catch (error) {
       throw tokenError(error);
     }
+    // RFC 7515 §4.1.11: extensions we do not understand must not be ignored, so none is accepted.
+    if ((verified.header as { crit?: unknown }).crit !== undefined) throw invalid('crit_header_unsupported');
+    const payload = verified.payload;
     if (typeof payload === 'string') throw invalid('payload_not_an_object');
     this.verified.remember(token, key, payload);
     return payload;
