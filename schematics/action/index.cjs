@@ -326,7 +326,11 @@ export class ${migrationClass} implements MigrationInterface {
     );
     let migrations = read(tree, 'migrations/index.ts');
     migrations = addImport(migrations, `import { ${migrationClass} } from './${migrationFile}.js';`);
-    migrations = migrations.replace(/,?\s*\];\s*$/, `,\n  ${migrationClass},\n];\n`);
+    // The class goes last in the MIGRATIONS array (whatever the file declares after it).
+    migrations = migrations.replace(
+      /(export const MIGRATIONS = \[[\s\S]*?),?\s*\];/,
+      (_whole, list) => `${list},\n  ${migrationClass},\n];`,
+    );
     overwrite('migrations/index.ts', migrations);
 
     // The request DTO and the response shape.

@@ -7,6 +7,7 @@ import type { ListResponse, ResourceResponse } from '../platform/http/responses.
 import { AuditEventsService } from './audit-events.service.js';
 import { AuditEventDto } from './audit-event.dto.js';
 import { detailOf } from '../platform/cache/cache-keys.js';
+import { PrefetchedEntries, type Prefetched } from '../platform/projections/prefetched.js';
 
 /** `/v1/admin/audit-events` (part 6.10). */
 @ApiTags('audit events')
@@ -32,7 +33,10 @@ export class AuditEventsController {
     returns: AuditEventDto,
     errors: [400, 404],
   })
-  get(@IdParam() id: number): Promise<ResourceResponse<AuditEventDto>> {
-    return this.events.get(id);
+  get(
+    @IdParam() id: number,
+    @PrefetchedEntries() prefetched: Prefetched | undefined,
+  ): Promise<ResourceResponse<AuditEventDto>> {
+    return this.events.get(id, prefetched);
   }
 }

@@ -15,6 +15,7 @@ import { deviceOf } from '../platform/auth/device-locators.js';
 import { AUTHORITY } from './device-locators.js';
 import { AuthorityDto, CreateAuthorityDto, RevokeAuthorityDto, UpdateAuthorityDto } from './dto/authority.dto.js';
 import { detailOf } from '../platform/cache/cache-keys.js';
+import { PrefetchedEntries, type Prefetched } from '../platform/projections/prefetched.js';
 
 const ON_ITS_DEVICE = deviceOf(AUTHORITY);
 
@@ -49,8 +50,12 @@ export class AuthoritiesController {
     errors: [400, 404],
   })
   @ApiIncludeDeleted()
-  get(@IdParam() id: number, @IncludeDeleted() includeDeleted: boolean): Promise<ResourceResponse<AuthorityDto>> {
-    return this.authorities.get(id, includeDeleted);
+  get(
+    @IdParam() id: number,
+    @IncludeDeleted() includeDeleted: boolean,
+    @PrefetchedEntries() prefetched: Prefetched | undefined,
+  ): Promise<ResourceResponse<AuthorityDto>> {
+    return this.authorities.get(id, includeDeleted, prefetched);
   }
 
   @Post()

@@ -19,6 +19,7 @@ import {
   type AuthorityRow,
 } from './authorities.repository.js';
 import type { AuthorityDto, CreateAuthorityDto, UpdateAuthorityDto } from './dto/authority.dto.js';
+import type { Prefetched } from '../platform/projections/prefetched.js';
 
 export const AUTHORITY_AUDITED_FIELDS = [
   'device_id',
@@ -48,8 +49,8 @@ export class AuthoritiesService {
     );
   }
 
-  get(id: number, includeDeleted: boolean): Promise<ResourceResponse<AuthorityDto>> {
-    return this.authorities.detail(id, includeDeleted);
+  get(id: number, includeDeleted: boolean, prefetched?: Prefetched): Promise<ResourceResponse<AuthorityDto>> {
+    return this.authorities.detail(id, includeDeleted, prefetched);
   }
 
   /** 201, `owner: false`, `is_active: true`; an existing pair (deleted or not) is 409 with its id. */

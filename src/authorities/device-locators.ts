@@ -18,12 +18,12 @@ export class AuthorityDeviceLocators implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.locators.register(DEVICE, async (id) => {
-      if ((await this.devices.read(id)) === undefined) throw ApiError.notFound('DEVICE_NOT_FOUND', id);
+    this.locators.register(DEVICE, async (id, prefetched) => {
+      if ((await this.devices.read(id, prefetched)) === undefined) throw ApiError.notFound('DEVICE_NOT_FOUND', id);
       return id;
     });
-    this.locators.register(AUTHORITY, async (id) => {
-      const read = await this.authorities.read(id);
+    this.locators.register(AUTHORITY, async (id, prefetched) => {
+      const read = await this.authorities.read(id, prefetched);
       if (read === undefined) throw ApiError.notFound('AUTHORITY_NOT_FOUND', id);
       return read.value.device_id;
     });

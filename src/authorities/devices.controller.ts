@@ -21,6 +21,7 @@ import {
 } from './dto/device.dto.js';
 import { OwnershipService } from './ownership.service.js';
 import { detailOf } from '../platform/cache/cache-keys.js';
+import { PrefetchedEntries, type Prefetched } from '../platform/projections/prefetched.js';
 
 /** `/v1/admin/devices` (part 6.2). */
 @ApiTags('devices')
@@ -52,8 +53,11 @@ export class DevicesController {
     returns: DeviceDto,
     errors: [400, 404],
   })
-  get(@IdParam() id: number): Promise<ResourceResponse<DeviceDto>> {
-    return this.devices.get(id);
+  get(
+    @IdParam() id: number,
+    @PrefetchedEntries() prefetched: Prefetched | undefined,
+  ): Promise<ResourceResponse<DeviceDto>> {
+    return this.devices.get(id, prefetched);
   }
 
   @Post()

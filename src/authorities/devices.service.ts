@@ -12,6 +12,7 @@ import { respondWith } from '../platform/projections/resource-table.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { DevicesRepository, type DeviceRow } from './devices.repository.js';
 import type { CreateDeviceDto, DeviceDto, UpdateDeviceDto } from './dto/device.dto.js';
+import type { Prefetched } from '../platform/projections/prefetched.js';
 
 const AUDITED_FIELDS = ['serial_number', 'name', 'model'] as const satisfies readonly (keyof DeviceRow)[];
 
@@ -35,8 +36,8 @@ export class DevicesService {
     return this.devices.list(query, await deviceRowScope(this.authorization, actor, 'devices.read', 'id'));
   }
 
-  get(id: number): Promise<ResourceResponse<DeviceDto>> {
-    return this.devices.detail(id);
+  get(id: number, prefetched?: Prefetched): Promise<ResourceResponse<DeviceDto>> {
+    return this.devices.detail(id, false, prefetched);
   }
 
   async create(dto: CreateDeviceDto): Promise<ResourceResponse<DeviceDto>> {

@@ -21,6 +21,7 @@ import {
   CreateAuthorityPermissionDto,
 } from './dto/authority-permission.dto.js';
 import { detailOf } from '../platform/cache/cache-keys.js';
+import { PrefetchedEntries, type Prefetched } from '../platform/projections/prefetched.js';
 
 /** `/v1/admin/authority-permissions` (part 6.6). */
 @ApiTags('authority permissions')
@@ -56,8 +57,11 @@ export class AuthorityPermissionsController {
     returns: AuthorityPermissionDto,
     errors: [400, 404],
   })
-  get(@IdParam() id: number): Promise<ResourceResponse<AuthorityPermissionDto>> {
-    return this.permissions.get(id);
+  get(
+    @IdParam() id: number,
+    @PrefetchedEntries() prefetched: Prefetched | undefined,
+  ): Promise<ResourceResponse<AuthorityPermissionDto>> {
+    return this.permissions.get(id, prefetched);
   }
 
   @Post()

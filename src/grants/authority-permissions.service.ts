@@ -13,6 +13,7 @@ import { respondWith } from '../platform/projections/resource-table.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { AuthorityPermissionsRepository } from './authority-permissions.repository.js';
 import type { AuthorityPermissionDto, CreateAuthorityPermissionDto } from './dto/authority-permission.dto.js';
+import type { Prefetched } from '../platform/projections/prefetched.js';
 
 export function notDeviceScoped(permissionId: number, code: string): ApiError {
   return new ApiError(
@@ -41,8 +42,8 @@ export class AuthorityPermissionsService {
     );
   }
 
-  get(id: number): Promise<ResourceResponse<AuthorityPermissionDto>> {
-    return this.rows.detail(id);
+  get(id: number, prefetched?: Prefetched): Promise<ResourceResponse<AuthorityPermissionDto>> {
+    return this.rows.detail(id, false, prefetched);
   }
 
   async create(

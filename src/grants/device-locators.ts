@@ -15,8 +15,8 @@ export class AuthorityPermissionDeviceLocator implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.locators.register(AUTHORITY_PERMISSION, async (id) => {
-      const read = await this.authorityPermissions.read(id);
+    this.locators.register(AUTHORITY_PERMISSION, async (id, prefetched) => {
+      const read = await this.authorityPermissions.read(id, prefetched);
       if (read === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
       return read.value.device_id;
     });

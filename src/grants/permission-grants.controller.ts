@@ -9,6 +9,7 @@ import type { ListResponse, ResourceResponse } from '../platform/http/responses.
 import { GrantPermissionDto, PermissionGrantDto, RevokePermissionDto } from './dto/permission-grant.dto.js';
 import { PermissionGrantsService } from './permission-grants.service.js';
 import { detailOf } from '../platform/cache/cache-keys.js';
+import { PrefetchedEntries, type Prefetched } from '../platform/projections/prefetched.js';
 
 /** `/v1/admin/permission-grants` (part 6.5). */
 @ApiTags('permission grants')
@@ -34,8 +35,11 @@ export class PermissionGrantsController {
     returns: PermissionGrantDto,
     errors: [400, 404],
   })
-  get(@IdParam() id: number): Promise<ResourceResponse<PermissionGrantDto>> {
-    return this.grants.get(id);
+  get(
+    @IdParam() id: number,
+    @PrefetchedEntries() prefetched: Prefetched | undefined,
+  ): Promise<ResourceResponse<PermissionGrantDto>> {
+    return this.grants.get(id, prefetched);
   }
 
   @Post('grant')

@@ -13,6 +13,7 @@ import { respondWith } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { GrantPermissionDto, PermissionGrantDto, RevokePermissionDto } from './dto/permission-grant.dto.js';
 import { PermissionGrantsRepository } from './permission-grants.repository.js';
+import type { Prefetched } from '../platform/projections/prefetched.js';
 
 /** Judges `is_active` now: a cached grant past its `expires_at` stops being active at once. */
 function withLiveState(grant: PermissionGrantDto): PermissionGrantDto {
@@ -36,8 +37,8 @@ export class PermissionGrantsService {
     return this.grants.list(query);
   }
 
-  async get(id: number): Promise<ResourceResponse<PermissionGrantDto>> {
-    const read = await this.grants.read(id);
+  async get(id: number, prefetched?: Prefetched): Promise<ResourceResponse<PermissionGrantDto>> {
+    const read = await this.grants.read(id, prefetched);
     if (read === undefined) throw ApiError.notFound('PERMISSION_GRANT_NOT_FOUND', id);
     return new ResourceResponse(withLiveState(read.value), { cache: read.cache, version: read.entry.version });
   }

@@ -13,6 +13,7 @@ import {
 } from './mobile-device.dto.js';
 import { MobileDevicesService } from './mobile-devices.service.js';
 import { detailOf } from '../platform/cache/cache-keys.js';
+import { PrefetchedEntries, type Prefetched } from '../platform/projections/prefetched.js';
 
 /** `/v1/admin/mobile-devices` (part 6.9). */
 @ApiTags('mobile devices')
@@ -38,8 +39,11 @@ export class MobileDevicesController {
     returns: MobileDeviceDto,
     errors: [400, 404],
   })
-  get(@IdParam() id: number): Promise<ResourceResponse<MobileDeviceDto>> {
-    return this.devices.get(id);
+  get(
+    @IdParam() id: number,
+    @PrefetchedEntries() prefetched: Prefetched | undefined,
+  ): Promise<ResourceResponse<MobileDeviceDto>> {
+    return this.devices.get(id, prefetched);
   }
 
   @Post()

@@ -16,6 +16,7 @@ import {
   type PushTarget,
 } from './mobile-devices.repository.js';
 import { EventsRepository } from '../events/events.repository.js';
+import type { Prefetched } from '../platform/projections/prefetched.js';
 
 function tokenTaken(): ApiError {
   return new ApiError('MOBILE_DEVICE_TOKEN_TAKEN', 'This push token is already registered', {});
@@ -36,8 +37,8 @@ export class MobileDevicesService {
     return this.devices.list(query);
   }
 
-  get(id: number): Promise<ResourceResponse<MobileDeviceDto>> {
-    return this.devices.detail(id);
+  get(id: number, prefetched?: Prefetched): Promise<ResourceResponse<MobileDeviceDto>> {
+    return this.devices.detail(id, false, prefetched);
   }
 
   async register(dto: RegisterMobileDeviceDto): Promise<ResourceResponse<MobileDeviceDto>> {

@@ -17,6 +17,7 @@ import { UserActionsService } from './user-actions.service.js';
 import { UserSessionsService } from './user-sessions.service.js';
 import { UsersService } from './users.service.js';
 import { detailOf } from '../platform/cache/cache-keys.js';
+import { PrefetchedEntries, type Prefetched } from '../platform/projections/prefetched.js';
 
 /** `/v1/admin/users` (part 6.1). */
 @ApiTags('users')
@@ -42,8 +43,12 @@ export class UsersController {
     errors: [400, 404],
   })
   @ApiIncludeDeleted()
-  get(@IdParam() id: number, @IncludeDeleted() includeDeleted: boolean): Promise<ResourceResponse<UserDto>> {
-    return this.users.get(id, includeDeleted);
+  get(
+    @IdParam() id: number,
+    @IncludeDeleted() includeDeleted: boolean,
+    @PrefetchedEntries() prefetched: Prefetched | undefined,
+  ): Promise<ResourceResponse<UserDto>> {
+    return this.users.get(id, includeDeleted, prefetched);
   }
 
   @Post()

@@ -12,6 +12,7 @@ import type { UserDto } from './dto/user.dto.js';
 import { assertMayAssignRole, assertMayWriteUser, assertNotSelf } from '../platform/auth/user-rules.js';
 import { respondWith } from '../platform/projections/resource-table.js';
 import { UsersRepository, type UserRow } from './users.repository.js';
+import type { Prefetched } from '../platform/projections/prefetched.js';
 
 /** Fields whose changes audit events record (never the PIN hash). */
 export const AUDITED_FIELDS = [
@@ -43,8 +44,8 @@ export class UsersService {
     return this.users.list(query);
   }
 
-  get(id: number, includeDeleted: boolean): Promise<ResourceResponse<UserDto>> {
-    return this.users.detail(id, includeDeleted);
+  get(id: number, includeDeleted: boolean, prefetched?: Prefetched): Promise<ResourceResponse<UserDto>> {
+    return this.users.detail(id, includeDeleted, prefetched);
   }
 
   async create(actor: AuthContext, dto: CreateUserDto): Promise<ResourceResponse<UserDto>> {

@@ -4,7 +4,7 @@ import { cacheKeys } from '../cache/cache-keys.js';
 import { objectOf } from '../cache/decode.js';
 import { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../http/api-error.js';
-import { currentRequest } from '../http/request-context.js';
+import { Prefetched } from '../projections/prefetched.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { AccessFactsRepository, type AuthUserRow } from './access-facts.repository.js';
 import type { AuthContext, GrantFacts, Subject } from './auth-context.js';
@@ -74,17 +74,28 @@ export class AuthContextService {
   }
 
   async resolve(userId: number, sessionId: string): Promise<AuthContext> {
+    return (await this.resolveWith(userId, sessionId, [])).context;
+  }
+
+  /**
+   * As `resolve`, fetching `extra` cache keys (the route's detail projection) in the same round
+   * trip; answers them for the handler (`Prefetched`), empty when the cache could not be asked.
+   */
+  async resolveWith(
+    userId: number,
+    sessionId: string,
+    extra: readonly string[],
+  ): Promise<{ context: AuthContext; prefetched: Prefetched }> {
     if (!isSessionId(sessionId)) throw sessionInvalid('unknown_session');
-    const prefetch = currentRequest()?.cache_prefetch;
-    const extra = prefetch?.keys ?? [];
     const lookup = await this.cache.getMany([this.sessions.key(sessionId), this.users.key(userId), ...extra]);
-    if (prefetch !== undefined && lookup.ok)
-      prefetch.entries = new Map(extra.map((key, index) => [key, lookup.entries[index + 2]]));
     const [session, user] = await Promise.all([
       this.sessions.settle(sessionId, { ok: lookup.ok, entry: lookup.entries[0] }),
       this.users.settle(userId, { ok: lookup.ok, entry: lookup.entries[1] }),
     ]);
-    return this.check(userId, sessionId, session, user);
+    const prefetched = new Prefetched(
+      new Map(lookup.ok ? extra.map((key, index) => [key, lookup.entries[index + 2]]) : []),
+    );
+    return { context: this.check(userId, sessionId, session, user), prefetched };
   }
 
   /**

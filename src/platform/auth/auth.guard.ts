@@ -12,6 +12,7 @@ import { AUTHORIZE, type AuthorizeOptions } from './authorize.decorator.js';
 import { ActorRateLimiter } from './actor-rate-limiter.js';
 import { AuthContextService } from './auth-context.service.js';
 import { TokenVerifier } from './token-verifier.js';
+import { attachPrefetched } from '../projections/prefetched.js';
 
 /**
  * The global guard, deny by default (part 5): public routes pass; every other route needs a
@@ -38,8 +39,7 @@ export class AuthGuard implements CanActivate {
     const rule = this.reflector.get<AuthorizeOptions | undefined>(AUTHORIZE, context.getHandler());
     const requestContext = currentRequest();
     const prefetch = rule?.prefetch?.(request);
-    if (prefetch !== undefined && requestContext !== undefined) requestContext.cache_prefetch = { keys: [prefetch] };
-    const auth = await this.authenticateLimited(request);
+    const auth = await this.authenticateLimited(request, prefetch === undefined ? [] : [prefetch]);
     attachAuthContext(request, auth);
     if (requestContext !== undefined) requestContext.actor_id = auth.user_id;
 
@@ -57,10 +57,10 @@ export class AuthGuard implements CanActivate {
     return true;
   }
 
-  private async authenticateLimited(request: FastifyRequest): Promise<AuthContext> {
+  private async authenticateLimited(request: FastifyRequest, prefetch: readonly string[]): Promise<AuthContext> {
     this.limiter.assertAllowed(request.ip);
     try {
-      return await this.authenticate(request);
+      return await this.authenticate(request, prefetch);
     } catch (error) {
       if (error instanceof ApiError && error.status === 401)
         throw (await this.limiter.recordFailure(request.ip)) ?? error;
@@ -68,10 +68,15 @@ export class AuthGuard implements CanActivate {
     }
   }
 
-  /** Layer 1: the token (`TokenVerifier`), then its session and user, then the actor's rate limit. */
-  private async authenticate(request: FastifyRequest): Promise<AuthContext> {
+  /**
+   * Layer 1: the token (`TokenVerifier`), then its session and user, then the actor's rate limit.
+   * The route's detail projection is fetched in the same round trip and attached to the request
+   * for its handler (`@PrefetchedEntries()`): a cached detail read costs one Redis call.
+   */
+  private async authenticate(request: FastifyRequest, prefetch: readonly string[]): Promise<AuthContext> {
     const token = await this.tokens.verify(request.headers.authorization);
-    const context = await this.contexts.resolve(token.user_id, token.session_id);
+    const { context, prefetched } = await this.contexts.resolveWith(token.user_id, token.session_id, prefetch);
+    attachPrefetched(request, prefetched);
     const limited = this.rateLimiter.hit(token.user_id);
     if (limited !== undefined) throw limited;
     return context;

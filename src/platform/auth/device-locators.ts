@@ -1,12 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { pathId } from '../http/id.pipe.js';
+import { prefetchedOf, type Prefetched } from '../projections/prefetched.js';
 
 /**
  * The device of the record a path id names, or the record's 404 (`ApiError`) when it does not
  * exist: a missing record is a 404 before any device check (part 5).
  */
-export type DeviceLookup = (id: number) => Promise<number>;
+export type DeviceLookup = (id: number, prefetched: Prefetched | undefined) => Promise<number>;
 
 /** How a device-scoped route finds its device: the record kind its path parameter names. */
 export interface DeviceOf {
@@ -37,6 +38,7 @@ export class DeviceLocators {
     const lookup = this.lookups.get(of.record);
     // A route naming a record nobody registered is a programming error, found by the route specs.
     if (lookup === undefined) throw new Error(`no device locator is registered for "${of.record}"`);
-    return lookup(pathId(request, of.param));
+    // The record's detail entry may have come with the auth context (`prefetch` on the route).
+    return lookup(pathId(request, of.param), prefetchedOf(request));
   }
 }

@@ -3,6 +3,11 @@ import type { CacheEntry } from './cache-store.js';
 import type { CacheService } from './cache.service.js';
 import type { Decode } from './decode.js';
 
+/** Entries already read for this request (`Prefetched` in projections): a hit is used as it is. */
+export interface PrefetchedLookup {
+  lookup(key: string): { readonly ok: true; readonly entry: CacheEntry } | undefined;
+}
+
 /** A cache read: the decoded value, the entry as stored (its JSON is valid), and where it came from. */
 export interface CachedRead<T> {
   readonly value: T;
@@ -28,9 +33,13 @@ export class CacheAside<T, Id extends string | number = number> {
     private readonly idOf?: (value: T) => Id,
   ) {}
 
-  /** Undefined when the record does not exist at all. */
-  async get(id: Id): Promise<CachedRead<T> | undefined> {
-    return this.settle(id, await this.cache.get(this.keyOf(id)));
+  /**
+   * Undefined when the record does not exist at all. `prefetched`: what the guard already read for
+   * this request (a hit is used as it is; a miss is asked again).
+   */
+  async get(id: Id, prefetched?: PrefetchedLookup): Promise<CachedRead<T> | undefined> {
+    const key = this.keyOf(id);
+    return this.settle(id, prefetched?.lookup(key) ?? (await this.cache.get(key)));
   }
 
   /** Finishes a read whose cache lookup was made elsewhere (batched with other keys in one round trip). */

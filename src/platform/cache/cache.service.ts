@@ -1,6 +1,5 @@
 import { Logger } from '@nestjs/common';
 import type { CacheEntry, CacheStore, WindowCount } from './cache-store.js';
-import { currentRequest } from '../http/request-context.js';
 import { cacheKeys } from './cache-keys.js';
 import { MemoryCacheStore } from './memory-cache-store.js';
 
@@ -21,11 +20,6 @@ export interface CacheStats {
   lost_writes: number;
   /** Entries that could not be read back (bad format, truncated, wrong shape): served as misses and replaced. */
   unreadable: number;
-}
-
-/** An entry this request writes or drops is read from the store again, never from its prefetch. */
-function forgetPrefetched(key: string): void {
-  currentRequest()?.cache_prefetch?.entries?.delete(key);
 }
 
 const FAILURES_TO_OPEN = 3;
@@ -81,10 +75,6 @@ export class CacheService {
 
   /** `ok: false` means the cache could not be asked: the caller reads the database and reports `bypass`. */
   async get(key: string): Promise<{ ok: boolean; entry: CacheEntry | undefined }> {
-    // A hit read already, with the request's auth context (counted there). A miss is read again:
-    // the fill another request may have made since is what keeps a stampede to one load.
-    const prefetched = currentRequest()?.cache_prefetch?.entries?.get(key);
-    if (prefetched !== undefined) return { ok: true, entry: prefetched };
     const result = await this.guard('get', key, false, () => this.store.get(key));
     if (!result.ok) return { ok: false, entry: undefined };
     if (result.value === undefined) this.stats.misses += 1;
@@ -114,7 +104,6 @@ export class CacheService {
 
   /** Many post-commit sets in one round trip (bulk writes). */
   async putMany(entries: readonly (readonly [string, CacheEntry])[]): Promise<boolean> {
-    for (const [key] of entries) forgetPrefetched(key);
     const result = await this.guard('mset', `${entries.length} keys`, true, () =>
       this.store.setManyIfNotOlder(entries, this.ttlMs),
     );
@@ -126,14 +115,12 @@ export class CacheService {
    * record's, which would refuse every fill), unless a write replaced it meanwhile.
    */
   async dropUnreadable(key: string, entry: CacheEntry): Promise<void> {
-    forgetPrefetched(key);
     this.stats.unreadable += 1;
     await this.guard('del', key, false, () => this.store.deleteIfSame(key, entry));
   }
 
   /** Fills after a read (`afterWrite: false`) or rebuilds after a commit (`afterWrite: true`). */
   async put(key: string, entry: CacheEntry, afterWrite: boolean): Promise<boolean> {
-    forgetPrefetched(key);
     const result = await this.guard('set', key, afterWrite, () => this.store.setIfNotOlder(key, entry, this.ttlMs));
     return result.ok;
   }

@@ -1,6 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import type { CacheEntry } from '../cache/cache-store.js';
 
 /** What every layer may need to know about the request it runs in. */
 export interface RequestContext {
@@ -8,11 +7,6 @@ export interface RequestContext {
   readonly ip: string;
   /** The authenticated user, set by the auth guard; null for anonymous and system flows. */
   actor_id: number | null;
-  /**
-   * Cache keys the route's handler will read (a detail projection), asked for together with the
-   * auth context in one round trip; `entries` holds what that round trip found, for this request only.
-   */
-  cache_prefetch?: { readonly keys: readonly string[]; entries?: Map<string, CacheEntry | undefined> };
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();

@@ -10,6 +10,7 @@ import type { Scope } from '../http/list/list-sql.js';
 import type { ListSpec } from '../http/list/list-spec.js';
 import { RawJson, ResourceResponse, type ListResponse } from '../http/responses.js';
 import { ListPages } from './list-pages.js';
+import type { Prefetched } from './prefetched.js';
 import { table, type Table } from '../database/table.js';
 import type { Tx, UnitOfWork } from '../database/unit-of-work.js';
 
@@ -117,16 +118,20 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
   }
 
   /** The cached detail; undefined when the record does not exist at all. */
-  read(id: number): Promise<CachedRead<Omit<Row, 'version'>> | undefined> {
-    return this.cached.get(id);
+  read(id: number, prefetched?: Prefetched): Promise<CachedRead<Omit<Row, 'version'>> | undefined> {
+    return this.cached.get(id, prefetched);
   }
 
   /**
    * A detail GET: the cached entry sent as it is stored, 404 when the record does not exist (or
    * is deleted, unless `includeDeleted`).
    */
-  async detail(id: number, includeDeleted = false): Promise<ResourceResponse<Omit<Row, 'version'>>> {
-    const read = await this.cached.get(id);
+  async detail(
+    id: number,
+    includeDeleted = false,
+    prefetched?: Prefetched,
+  ): Promise<ResourceResponse<Omit<Row, 'version'>>> {
+    const read = await this.cached.get(id, prefetched);
     if (read === undefined || (read.entry.deleted && !includeDeleted))
       throw ApiError.notFound(this.options.notFound, id);
     return new ResourceResponse<Omit<Row, 'version'>>(new RawJson(read.entry.json), {
