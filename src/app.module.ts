@@ -15,6 +15,7 @@ import { CacheModule } from './platform/cache/cache.module.js';
 import { ConfigModule } from './platform/config/config.module.js';
 import type { Settings } from './platform/config/settings.js';
 import { DatabaseModule } from './platform/database/database.module.js';
+import { ProjectionsModule } from './platform/projections/projections.module.js';
 import { IdempotencyModule } from './platform/idempotency/idempotency.module.js';
 import { JobQueueModule } from './platform/jobs/job-queue.module.js';
 import { ReadStateModule } from './read-state/read-state.module.js';
@@ -38,6 +39,7 @@ export class AppModule {
         ConfigModule.forRoot(options.settings),
         DatabaseModule.forRoot(options.settings, options.databaseUrl),
         CacheModule,
+        ProjectionsModule,
         AuditModule,
         AuthModule,
         JobQueueModule,

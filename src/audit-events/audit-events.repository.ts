@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { resourceIdJson } from '../platform/audit/audit-trail.repository.js';
-import { CacheService } from '../platform/cache/cache.service.js';
+import { Projections } from '../platform/projections/projections.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';
@@ -36,7 +36,7 @@ export const AUDIT_EVENT_LIST = listSpec({
 /** Audit events are never changed, so a cached detail never goes stale (version 1 for ever). */
 @Injectable()
 export class AuditEventsRepository extends ResourceTable<AuditEventRow> {
-  constructor(uow: UnitOfWork, cache: CacheService) {
+  constructor(uow: UnitOfWork, projections: Projections) {
     super(
       {
         table: 'audit_events',
@@ -46,7 +46,7 @@ export class AuditEventsRepository extends ResourceTable<AuditEventRow> {
         list: AUDIT_EVENT_LIST,
       },
       uow,
-      cache,
+      projections,
     );
   }
 }

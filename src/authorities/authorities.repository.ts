@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DeviceAuthoritiesService } from '../platform/auth/device-authorities.service.js';
-import { CacheService } from '../platform/cache/cache.service.js';
+import { Projections } from '../platform/projections/projections.js';
 import type { Subject } from '../platform/auth/auth-context.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
@@ -102,7 +102,7 @@ const NOT_EFFECTIVE =
 export class AuthoritiesRepository extends ResourceTable<AuthorityRow, AuthorityColumn> {
   constructor(
     uow: UnitOfWork,
-    cache: CacheService,
+    projections: Projections,
     private readonly deviceAuthorities: DeviceAuthoritiesService,
   ) {
     super(
@@ -114,7 +114,7 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow, Authority
         list: AUTHORITY_LIST,
       },
       uow,
-      cache,
+      projections,
     );
   }
 

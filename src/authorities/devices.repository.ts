@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ListResponse } from '../platform/http/responses.js';
 import type { OwnershipTransferDto } from './dto/device.dto.js';
-import { CacheService } from '../platform/cache/cache.service.js';
+import { Projections } from '../platform/projections/projections.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
@@ -48,11 +48,11 @@ export interface OwnershipTransferRecord {
 
 @Injectable()
 export class DevicesRepository extends ResourceTable<DeviceRow, DeviceColumn> {
-  constructor(uow: UnitOfWork, cache: CacheService) {
+  constructor(uow: UnitOfWork, projections: Projections) {
     super(
       { table: 'devices', columns: DEVICE_COLUMNS, type: 'device', notFound: 'DEVICE_NOT_FOUND', list: DEVICE_LIST },
       uow,
-      cache,
+      projections,
     );
   }
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ApiError } from '../platform/http/api-error.js';
 import { DeviceAuthoritiesService } from '../platform/auth/device-authorities.service.js';
-import { CacheService } from '../platform/cache/cache.service.js';
+import { Projections } from '../platform/projections/projections.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable, withoutVersion } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
@@ -62,7 +62,7 @@ export const RESOLVE = `
 export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermissionRow> {
   constructor(
     uow: UnitOfWork,
-    cache: CacheService,
+    projections: Projections,
     private readonly deviceAuthorities: DeviceAuthoritiesService,
   ) {
     super(
@@ -76,7 +76,7 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
         list: AUTHORITY_PERMISSION_LIST,
       },
       uow,
-      cache,
+      projections,
     );
   }
 

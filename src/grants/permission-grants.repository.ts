@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AuthContextService } from '../platform/auth/auth-context.service.js';
-import { CacheService } from '../platform/cache/cache.service.js';
+import { Projections } from '../platform/projections/projections.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
@@ -48,7 +48,7 @@ export interface NewGrant {
 export class PermissionGrantsRepository extends ResourceTable<GrantRow> {
   constructor(
     uow: UnitOfWork,
-    cache: CacheService,
+    projections: Projections,
     private readonly authContexts: AuthContextService,
   ) {
     super(
@@ -62,7 +62,7 @@ export class PermissionGrantsRepository extends ResourceTable<GrantRow> {
         list: GRANT_LIST,
       },
       uow,
-      cache,
+      projections,
     );
   }
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CacheService } from '../platform/cache/cache.service.js';
+import { Projections } from '../platform/projections/projections.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
@@ -43,7 +43,7 @@ type MessageColumn =
 
 @Injectable()
 export class MessagesRepository extends ResourceTable<MessageRow, MessageColumn> {
-  constructor(uow: UnitOfWork, cache: CacheService) {
+  constructor(uow: UnitOfWork, projections: Projections) {
     super(
       {
         table: 'inbox_messages',
@@ -53,7 +53,7 @@ export class MessagesRepository extends ResourceTable<MessageRow, MessageColumn>
         list: MESSAGE_LIST,
       },
       uow,
-      cache,
+      projections,
     );
   }
 

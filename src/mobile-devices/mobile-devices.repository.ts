@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CacheService } from '../platform/cache/cache.service.js';
+import { Projections } from '../platform/projections/projections.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
@@ -46,7 +46,7 @@ type MobileDeviceColumn =
 /** Row access for mobile devices (the push token is written, never read back but for the worker). */
 @Injectable()
 export class MobileDevicesRepository extends ResourceTable<MobileDeviceRow, MobileDeviceColumn> {
-  constructor(uow: UnitOfWork, cache: CacheService) {
+  constructor(uow: UnitOfWork, projections: Projections) {
     super(
       {
         table: 'mobile_devices',
@@ -56,7 +56,7 @@ export class MobileDevicesRepository extends ResourceTable<MobileDeviceRow, Mobi
         list: MOBILE_DEVICE_LIST,
       },
       uow,
-      cache,
+      projections,
     );
   }
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CacheService } from '../platform/cache/cache.service.js';
+import { Projections } from '../platform/projections/projections.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { currentActorId } from '../platform/http/request-context.js';
@@ -50,7 +50,7 @@ type ReadStateColumn =
 export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateColumn> {
   constructor(
     uow: UnitOfWork,
-    cache: CacheService,
+    projections: Projections,
     private readonly counts: ReadCountsRepository,
   ) {
     super(
@@ -64,7 +64,7 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
         list: READ_STATE_LIST,
       },
       uow,
-      cache,
+      projections,
     );
   }
 

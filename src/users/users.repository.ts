@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AuthContextService } from '../platform/auth/auth-context.service.js';
-import { CacheService } from '../platform/cache/cache.service.js';
+import { Projections } from '../platform/projections/projections.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
@@ -45,13 +45,13 @@ type UserColumn =
 export class UsersRepository extends ResourceTable<UserRow, UserColumn> {
   constructor(
     uow: UnitOfWork,
-    cache: CacheService,
+    projections: Projections,
     private readonly authContexts: AuthContextService,
   ) {
     super(
       { table: 'users', columns: USER_COLUMNS, type: 'user', notFound: 'USER_NOT_FOUND', list: USER_LIST },
       uow,
-      cache,
+      projections,
     );
   }
 

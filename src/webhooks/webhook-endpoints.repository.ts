@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CacheService } from '../platform/cache/cache.service.js';
+import { Projections } from '../platform/projections/projections.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable, withoutVersion } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
@@ -72,7 +72,7 @@ type WebhookEndpointColumn =
 /** Row access for webhook endpoints and their health. */
 @Injectable()
 export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow, WebhookEndpointColumn> {
-  constructor(uow: UnitOfWork, cache: CacheService) {
+  constructor(uow: UnitOfWork, projections: Projections) {
     super(
       {
         table: 'webhook_endpoints',
@@ -82,7 +82,7 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
         list: WEBHOOK_ENDPOINT_LIST,
       },
       uow,
-      cache,
+      projections,
     );
   }
 

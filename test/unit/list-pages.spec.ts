@@ -4,7 +4,8 @@ import { MemoryCacheStore } from '../../src/platform/cache/memory-cache-store.js
 import { listSpec } from '../../src/platform/http/list/list-spec.js';
 import { RawJson } from '../../src/platform/http/responses.js';
 import { ListPages } from '../../src/platform/projections/list-pages.js';
-import type { UnitOfWork } from '../../src/platform/database/unit-of-work.js';
+// A fake of the projections' two members ListPages uses (the cache and the load), cast once.
+import type { Projections } from '../../src/platform/projections/projections.js';
 
 /*
  * The single-flight of list pages, against a database whose reads we hold open: a read that
@@ -24,10 +25,8 @@ function fakeDatabase() {
     },
   };
   return {
-    uow: {
-      reader: reader as unknown as EntityManager,
-      readFresh: (work: (db: EntityManager) => Promise<unknown>) => work(reader as unknown as EntityManager),
-    } as unknown as UnitOfWork,
+    /** The projections' database side: every load runs on the fake reader. */
+    load: (work: (db: EntityManager) => Promise<unknown>) => work(reader as unknown as EntityManager),
     write: (value: string) => (label = value),
     holdReads: (on: boolean) => (hold = on),
     release: () => held.splice(0).forEach((resolve) => resolve()),
@@ -43,7 +42,7 @@ describe('ListPages single-flight', () => {
   it('a read after a write does not join the load that began before it', async () => {
     const db = fakeDatabase();
     const cache = new CacheService(new MemoryCacheStore(), 60_000, 50);
-    const pages = new ListPages(db.uow, cache);
+    const pages = new ListPages({ cache, load: db.load } as unknown as Projections);
     db.holdReads(true);
     const early = pages.read(SPEC, {}); // loads 'before', held open
     await new Promise((resolve) => setImmediate(resolve));
@@ -63,7 +62,7 @@ describe('ListPages single-flight', () => {
   it('reads that saw the same generations share one load', async () => {
     const db = fakeDatabase();
     const cache = new CacheService(new MemoryCacheStore(), 60_000, 50);
-    const pages = new ListPages(db.uow, cache);
+    const pages = new ListPages({ cache, load: db.load } as unknown as Projections);
     db.holdReads(true);
     const reads = [pages.read(SPEC, {}), pages.read(SPEC, {}), pages.read(SPEC, {})];
     await new Promise((resolve) => setImmediate(resolve));

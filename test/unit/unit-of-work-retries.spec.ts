@@ -6,7 +6,6 @@ import { CacheService } from '../../src/platform/cache/cache.service.js';
 import { MemoryCacheStore } from '../../src/platform/cache/memory-cache-store.js';
 import { loadSettings } from '../../src/platform/config/settings.js';
 import type { CacheEpoch } from '../../src/platform/database/cache-epoch.js';
-import type { ReadReplicas } from '../../src/platform/database/read-replicas.js';
 import { ApiError } from '../../src/platform/http/api-error.js';
 
 /*
@@ -142,8 +141,6 @@ function setup(script: readonly Failure[] = [], store: CacheStore = new MemoryCa
     cache,
     // Only bump() is called; the real one needs a DataSource and Settings.
     epoch as unknown as CacheEpoch,
-    // Never touched by run(): it serves readFresh() only.
-    {} as ReadReplicas,
   );
   return { log, database, cache, epoch, unitOfWork };
 }

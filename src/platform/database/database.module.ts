@@ -5,7 +5,6 @@ import type { Settings } from '../config/settings.js';
 import { CacheEpoch } from './cache-epoch.js';
 import { dataSourceOptions } from './data-source.js';
 import { DATABASE_URL } from './database.tokens.js';
-import { ListPages } from '../projections/list-pages.js';
 import { ReadReplicas } from './read-replicas.js';
 import { UnitOfWork } from './unit-of-work.js';
 
@@ -22,7 +21,6 @@ export class DatabaseModule {
       ],
       providers: [
         UnitOfWork,
-        ListPages,
         CacheEpoch,
         { provide: DATABASE_URL, useValue: databaseUrl },
         {
@@ -31,7 +29,7 @@ export class DatabaseModule {
           useFactory: (primary: DataSource) => new ReadReplicas(primary, settings),
         },
       ],
-      exports: [UnitOfWork, ListPages, ReadReplicas, DATABASE_URL],
+      exports: [UnitOfWork, ReadReplicas, DATABASE_URL],
     };
   }
 }

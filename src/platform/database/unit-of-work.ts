@@ -7,7 +7,6 @@ import { isRetryableConflict } from '../http/error-mapping.js';
 import { listedTables } from '../http/list/list-spec.js';
 import { CacheEpoch } from './cache-epoch.js';
 import { bumpProjectionVersions, type ProjectionScope } from '../projections/projection-versions.js';
-import { ReadReplicas } from './read-replicas.js';
 import type { Table } from './table.js';
 import { TRIGGER_WRITTEN_TABLES } from '../../../migrations/index.js';
 
@@ -93,7 +92,6 @@ export class UnitOfWork {
     private readonly dataSource: DataSource,
     private readonly cache: CacheService,
     private readonly epoch: CacheEpoch,
-    private readonly replicas: ReadReplicas,
   ) {}
 
   /**
@@ -172,14 +170,6 @@ export class UnitOfWork {
   /** The manager for reads outside a transaction. */
   get reader(): EntityManager {
     return this.dataSource.manager;
-  }
-
-  /**
-   * A read that fills the cache (a detail or a list page on a miss): on a read replica that has
-   * replayed every write answered so far, else on the primary (part 12).
-   */
-  readFresh<T>(work: (db: EntityManager) => Promise<T>): Promise<T> {
-    return this.replicas.read(work);
   }
 
   // A bump that does not land counts as a lost write, which drops the whole cache (see below).

@@ -8,7 +8,7 @@ import { nextChangeOf, runList } from '../http/list/list-runner.js';
 import type { Scope } from '../http/list/list-sql.js';
 import type { ListQuery, ListSpec } from '../http/list/list-spec.js';
 import { ListResponse, RawJson } from '../http/responses.js';
-import { UnitOfWork } from '../database/unit-of-work.js';
+import { Projections } from './projections.js';
 
 /** What a cached page remembers besides its rows: what it was built under and its totals. */
 interface PageHeader {
@@ -63,10 +63,11 @@ const sameGenerations = (a: readonly number[], b: readonly number[]): boolean =>
 export class ListPages {
   private readonly inflight = new Map<string, Promise<ListResponse<unknown>>>();
 
-  constructor(
-    private readonly uow: UnitOfWork,
-    private readonly cache: CacheService,
-  ) {}
+  private readonly cache: CacheService;
+
+  constructor(private readonly projections: Projections) {
+    this.cache = projections.cache;
+  }
 
   /** A page of the list route: the raw query parsed against the spec (every problem a 400). */
   async read<Row, Item = Row>(
@@ -181,7 +182,7 @@ export class ListPages {
     this.cache.stats.loads += 1;
     // The next expiry first: judged no later than the page, it can only be early (a reload too
     // soon), never late (an expired row shown as live).
-    const { changesAt, page } = await this.uow.readFresh(async (db) => ({
+    const { changesAt, page } = await this.projections.load(async (db) => ({
       changesAt: generations === undefined ? undefined : await nextChangeOf(db, spec),
       page: await runList<unknown>(db, spec, query, scope),
     }));

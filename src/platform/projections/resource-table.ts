@@ -3,13 +3,13 @@ import { CacheAside, type CachedRead } from '../cache/cache-aside.js';
 import { cacheKeys } from '../cache/cache-keys.js';
 import { objectOf } from '../cache/decode.js';
 import type { CacheEntry } from '../cache/cache-store.js';
-import type { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../http/api-error.js';
 import type { RecordNotFoundCode } from '../http/error-codes.js';
 import type { Scope } from '../http/list/list-sql.js';
 import type { ListSpec } from '../http/list/list-spec.js';
 import { RawJson, ResourceResponse, type ListResponse } from '../http/responses.js';
 import { ListPages } from './list-pages.js';
+import type { Projections } from './projections.js';
 import type { Prefetched } from './prefetched.js';
 import { table, type Table } from '../database/table.js';
 import type { Tx, UnitOfWork } from '../database/unit-of-work.js';
@@ -86,15 +86,15 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
   constructor(
     private readonly options: ResourceTableOptions,
     protected readonly uow: UnitOfWork,
-    cache: CacheService,
+    projections: Projections,
   ) {
     this.target = table(options.table);
-    this.pages = new ListPages(uow, cache);
+    this.pages = new ListPages(projections);
     this.cached = new CacheAside(
-      cache,
+      projections.cache,
       (id) => cacheKeys.resource(options.type, id),
       async (id) => {
-        const row = await this.uow.readFresh((db) => this.find(db, id));
+        const row = await projections.load((db) => this.find(db, id));
         return row === undefined ? undefined : this.entryOf(row);
       },
       objectOf<Omit<Row, 'version'>>({ id: 'number' }),
