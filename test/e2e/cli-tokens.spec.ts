@@ -11,6 +11,21 @@ import { TEST_JWT_SECRET, testDatabaseUrl } from '../support/test-env.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
+/**
+ * Runs `work` on every item, `limit` at a time, in order of the items. The CLI cases are
+ * independent processes: three at once keep the spec's time down on a loaded machine without
+ * starving the rest of the suite.
+ */
+async function eachLimited<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (let start = 0; start < items.length; start += limit)
+    results.push(...(await Promise.all(items.slice(start, start + limit).map(work))));
+  return results;
+}
+
+/** A CLI process takes about a second on an idle machine and several on a loaded one. */
+const PER_PROCESS_MS = 15_000;
+
 describe('CLI token commands (part 11)', () => {
   let t: TestApp;
   let env: Record<string, string>;
@@ -134,82 +149,91 @@ describe('CLI token commands (part 11)', () => {
     expect(Number(version.stdout.split('.')[0])).toBeGreaterThanOrEqual(24);
   }, 60_000);
 
-  it('every command describes itself on stdout with --help, exit 0, without touching the database', async () => {
-    const top = await runCli(['--help'], {});
-    expect({ code: top.code, stderr: top.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(top.stdout).toContain('usage: admin-api <command> [options]');
-    const commands = ['migrate', 'bootstrap-admin', 'issue-token', 'create-session', 'seed-demo'];
-    for (const command of commands) {
-      expect(top.stdout).toContain(`  ${command}`);
+  it(
+    'every command describes itself on stdout with --help, exit 0, without touching the database',
+    async () => {
+      const top = await runCli(['--help'], {});
+      expect({ code: top.code, stderr: top.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(top.stdout).toContain('usage: admin-api <command> [options]');
+      const commands = ['migrate', 'bootstrap-admin', 'issue-token', 'create-session', 'seed-demo'];
+      for (const command of commands) expect(top.stdout).toContain(`  ${command}`);
       // No DATABASE_URL and no JWT_SECRET: help must not need them (nor start an embedded PostgreSQL).
-      for (const args of [
-        [command, '--help'],
-        ['help', command],
-      ]) {
-        const run = await runCli(args, { DATA_DIR: '/nonexistent/admin-api-help' });
-        expect({ args, code: run.code, stderr: run.stderr }).toEqual({ args, code: 0, stderr: '' });
-        expect(run.stdout).toContain(`usage: admin-api ${command}`);
-      }
-    }
-    const tokenHelp = await runCli(['issue-token', '--help'], {});
-    expect(tokenHelp.stdout).toContain('--ttl-seconds S  how long the session lives, 1–2592000 seconds');
-  }, 90_000); // twelve CLI processes, about a second each on an idle machine
+      const asks = commands.flatMap((command) => [
+        { command, args: [command, '--help'] },
+        { command, args: ['help', command] },
+      ]);
+      const runs = await eachLimited(asks, 3, ({ args }) => runCli(args, { DATA_DIR: '/nonexistent/admin-api-help' }));
+      asks.forEach(({ command, args }, index) => {
+        const run = runs[index];
+        expect({ args, code: run?.code, stderr: run?.stderr }).toEqual({ args, code: 0, stderr: '' });
+        expect(run?.stdout).toContain(`usage: admin-api ${command}`);
+      });
+      const tokenHelp = await runCli(['issue-token', '--help'], {});
+      expect(tokenHelp.stdout).toContain('--ttl-seconds S  how long the session lives, 1–2592000 seconds');
+    },
+    12 * PER_PROCESS_MS,
+  ); // twelve CLI processes
 
-  it('fails with one clear line and nothing on stdout for bad input', async () => {
-    const suspended = await createUser({ status: 'suspended' });
-    const cases: [string[], Record<string, string>, number, string][] = [
-      [['bootstrap-admin'], env, 2, '--email must be an email address'],
-      [
-        ['bootstrap-admin', '--email', 'a@example.com', '--admin'],
-        env,
-        2,
-        'bootstrap-admin: unknown option --admin (admin-api bootstrap-admin --help lists the options)',
-      ],
-      [['issue-token'], env, 2, 'issue-token: --user-id is required: the id of an active user'],
-      [['issue-token', '--user-id'], env, 2, 'issue-token: --user-id needs a value'],
-      [
-        ['issue-token', '--user-id', '1', '--ttl-seconds', '0'],
-        env,
-        2,
-        '--ttl-seconds must be an integer between 1 and 2592000',
-      ],
-      [['seed-demo', 'now'], env, 2, 'seed-demo: unexpected argument "now": options take the form --name value'],
-      [['launch'], env, 2, 'unknown command "launch"'],
-      [['help', 'launch'], env, 2, 'unknown command "launch"'],
-      [['migrate', '--dry-run'], env, 2, 'migrate: unknown option --dry-run'],
-      [
-        ['issue-token', '--user-id', '1', '--user-id', '2'],
-        env,
-        2,
-        'issue-token: --user-id is given twice; give it once',
-      ],
-      [
-        ['issue-token', '--user-id', '-1'],
-        env,
-        2,
-        'issue-token: --user-id needs a value; a value starting with "-" goes as --user-id=<value>',
-      ],
-      [['issue-token', '--user-id=-1'], env, 2, '--user-id must be an integer between 1 and'],
-      [['issue-token', '--user-id', String(suspended.id)], env, 1, `user ${suspended.id} is not active`],
-      [['issue-token', '--user-id', '987654321'], env, 1, 'user 987654321 does not exist'],
-      [['issue-token', '--user-id', 'x'], env, 2, '--user-id must be an integer'],
-      [
-        ['issue-token', '--user-id', '1'],
-        { DATABASE_URL: testDatabaseUrl(), JWT_JWKS_URL: 'http://127.0.0.1:9/jwks.json' },
-        1,
-        'needs secret mode',
-      ],
-      [
-        ['issue-token', '--user-id', '1'],
-        { DATABASE_URL: testDatabaseUrl() },
-        1,
-        'Invalid setting JWT_SECRET: is required when DATABASE_URL is set',
-      ],
-    ];
-    for (const [args, settings, code, message] of cases) {
-      const run = await runCli(args, settings);
-      expect({ args, code: run.code, stdout: run.stdout }).toEqual({ args, code, stdout: '' });
-      expect(run.stderr).toContain(message);
-    }
-  }, 60_000);
+  it(
+    'fails with one clear line and nothing on stdout for bad input',
+    async () => {
+      const suspended = await createUser({ status: 'suspended' });
+      const cases: [string[], Record<string, string>, number, string][] = [
+        [['bootstrap-admin'], env, 2, '--email must be an email address'],
+        [
+          ['bootstrap-admin', '--email', 'a@example.com', '--admin'],
+          env,
+          2,
+          'bootstrap-admin: unknown option --admin (admin-api bootstrap-admin --help lists the options)',
+        ],
+        [['issue-token'], env, 2, 'issue-token: --user-id is required: the id of an active user'],
+        [['issue-token', '--user-id'], env, 2, 'issue-token: --user-id needs a value'],
+        [
+          ['issue-token', '--user-id', '1', '--ttl-seconds', '0'],
+          env,
+          2,
+          '--ttl-seconds must be an integer between 1 and 2592000',
+        ],
+        [['seed-demo', 'now'], env, 2, 'seed-demo: unexpected argument "now": options take the form --name value'],
+        [['launch'], env, 2, 'unknown command "launch"'],
+        [['help', 'launch'], env, 2, 'unknown command "launch"'],
+        [['migrate', '--dry-run'], env, 2, 'migrate: unknown option --dry-run'],
+        [
+          ['issue-token', '--user-id', '1', '--user-id', '2'],
+          env,
+          2,
+          'issue-token: --user-id is given twice; give it once',
+        ],
+        [
+          ['issue-token', '--user-id', '-1'],
+          env,
+          2,
+          'issue-token: --user-id needs a value; a value starting with "-" goes as --user-id=<value>',
+        ],
+        [['issue-token', '--user-id=-1'], env, 2, '--user-id must be an integer between 1 and'],
+        [['issue-token', '--user-id', String(suspended.id)], env, 1, `user ${suspended.id} is not active`],
+        [['issue-token', '--user-id', '987654321'], env, 1, 'user 987654321 does not exist'],
+        [['issue-token', '--user-id', 'x'], env, 2, '--user-id must be an integer'],
+        [
+          ['issue-token', '--user-id', '1'],
+          { DATABASE_URL: testDatabaseUrl(), JWT_JWKS_URL: 'http://127.0.0.1:9/jwks.json' },
+          1,
+          'needs secret mode',
+        ],
+        [
+          ['issue-token', '--user-id', '1'],
+          { DATABASE_URL: testDatabaseUrl() },
+          1,
+          'Invalid setting JWT_SECRET: is required when DATABASE_URL is set',
+        ],
+      ];
+      const runs = await eachLimited(cases, 3, ([args, settings]) => runCli(args, settings));
+      cases.forEach(([args, , code, message], index) => {
+        const run = runs[index];
+        expect({ args, code: run?.code, stdout: run?.stdout }).toEqual({ args, code, stdout: '' });
+        expect(run?.stderr).toContain(message);
+      });
+    },
+    18 * PER_PROCESS_MS,
+  ); // eighteen CLI processes
 });

@@ -14,7 +14,8 @@ function run(cwd: string, args: string[], env: Record<string, string> = {}): { c
     // The inner runs name their specs: every tier, whichever this run was started with.
     env: { ...process.env, ADMIN_API_TEST_TIER: 'all', ...env },
     encoding: 'utf8',
-    timeout: 120_000,
+    // Type-aware ESLint or a build in the copy takes minutes on a loaded machine.
+    timeout: 300_000,
   });
   return { code: result.status, output: `${result.stdout}${result.stderr}` };
 }
@@ -170,5 +171,5 @@ describe('nest g action (the schematic, in a temporary copy of the project)', ()
       code: 0,
       tail: '',
     });
-  }, 600_000);
+  }, 900_000);
 });
