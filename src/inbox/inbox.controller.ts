@@ -23,6 +23,7 @@ import {
 } from './inbox.dto.js';
 import { MessagesService } from './messages.service.js';
 import { detailOf } from '../platform/cache/cache-keys.js';
+import { PrefetchedEntries, type Prefetched } from '../platform/projections/prefetched.js';
 
 /** `/v1/admin/inbox` (part 6.7). */
 @ApiTags('inbox')
@@ -53,8 +54,12 @@ export class InboxController {
     errors: [400, 404],
   })
   @ApiIncludeDeleted()
-  get(@IdParam() id: number, @IncludeDeleted() includeDeleted: boolean): Promise<ResourceResponse<InboxMessageDto>> {
-    return this.messages.get(id, includeDeleted);
+  get(
+    @IdParam() id: number,
+    @IncludeDeleted() includeDeleted: boolean,
+    @PrefetchedEntries() prefetched: Prefetched | undefined,
+  ): Promise<ResourceResponse<InboxMessageDto>> {
+    return this.messages.get(id, includeDeleted, prefetched);
   }
 
   @Post()

@@ -12,6 +12,7 @@ import type { AcceptedJobDto } from '../platform/jobs/jobs.dto.js';
 import { ReadStateService } from '../read-state/read-state.service.js';
 import type { CreateMessageDto, InboxMessageDto, SendPushDto, UpdateMessageDto } from './inbox.dto.js';
 import { MessagesRepository, type MessageRow } from './messages.repository.js';
+import type { Prefetched } from '../platform/projections/prefetched.js';
 
 const AUDITED_FIELDS = [
   'user_id',
@@ -40,8 +41,8 @@ export class MessagesService {
     return this.messages.list(query);
   }
 
-  get(id: number, includeDeleted: boolean): Promise<ResourceResponse<InboxMessageDto>> {
-    return this.messages.detail(id, includeDeleted);
+  get(id: number, includeDeleted: boolean, prefetched?: Prefetched): Promise<ResourceResponse<InboxMessageDto>> {
+    return this.messages.detail(id, includeDeleted, prefetched);
   }
 
   /** 201; the recipient's read-state row is created in the same transaction. */

@@ -17,6 +17,7 @@ import {
 } from './read-state.dto.js';
 import { ReadStateService } from './read-state.service.js';
 import { detailOf } from '../platform/cache/cache-keys.js';
+import { PrefetchedEntries, type Prefetched } from '../platform/projections/prefetched.js';
 
 /** `/v1/admin/message-read-state` (part 6.8). */
 @ApiTags('message read state')
@@ -58,8 +59,11 @@ export class MessageReadStateController {
     returns: ReadStateDto,
     errors: [400, 404],
   })
-  get(@IdParam() id: number): Promise<ResourceResponse<ReadStateDto>> {
-    return this.states.get(id);
+  get(
+    @IdParam() id: number,
+    @PrefetchedEntries() prefetched: Prefetched | undefined,
+  ): Promise<ResourceResponse<ReadStateDto>> {
+    return this.states.get(id, prefetched);
   }
 
   @Post(':id/mark-read')

@@ -9,6 +9,7 @@ import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { ReadCountsRepository, type CountsScope } from './read-counts.repository.js';
 import type { ReadStateDto } from './read-state.dto.js';
 import { ReadStateRepository, type ReadStateRow } from './read-state.repository.js';
+import type { Prefetched } from '../platform/projections/prefetched.js';
 
 const MAX_SNOOZE_MS = 365 * 24 * 3600 * 1000;
 
@@ -44,8 +45,8 @@ export class ReadStateService {
     return this.states.list<ReadStateRow, ReadStateDto>(query, undefined, (rows) => rows.map(present));
   }
 
-  async get(id: number): Promise<ResourceResponse<ReadStateDto>> {
-    const read = await this.states.read(id);
+  async get(id: number, prefetched?: Prefetched): Promise<ResourceResponse<ReadStateDto>> {
+    const read = await this.states.read(id, prefetched);
     const row = read?.value;
     if (read === undefined || row === undefined || row.message_deleted === true)
       throw ApiError.notFound('READ_STATE_NOT_FOUND', id);

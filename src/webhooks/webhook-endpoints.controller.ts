@@ -16,6 +16,7 @@ import {
 } from './webhook-endpoint.dto.js';
 import { WEBHOOK_ENDPOINT_LIST } from './webhook-endpoints.repository.js';
 import { WebhookEndpointsService } from './webhook-endpoints.service.js';
+import { PrefetchedEntries, type Prefetched } from '../platform/projections/prefetched.js';
 
 /** `/v1/admin/webhook-endpoints` (part 6.12). */
 @ApiTags('events')
@@ -41,8 +42,11 @@ export class WebhookEndpointsController {
     returns: WebhookEndpointDto,
     errors: [400, 404],
   })
-  get(@IdParam() id: number): Promise<ResourceResponse<WebhookEndpointDto>> {
-    return this.endpoints.get(id);
+  get(
+    @IdParam() id: number,
+    @PrefetchedEntries() prefetched: Prefetched | undefined,
+  ): Promise<ResourceResponse<WebhookEndpointDto>> {
+    return this.endpoints.get(id, prefetched);
   }
 
   @Post()

@@ -23,6 +23,7 @@ import { urlOnFeed, WebhookEndpointsRepository, type WebhookEndpointRow } from '
 import { WebhookRuns } from './webhook-runs.js';
 import { newWebhookSecret } from './webhook-signature.js';
 import { checkWebhookUrl, type UrlPolicy } from './webhook-urls.js';
+import type { Prefetched } from '../platform/projections/prefetched.js';
 
 const AUDITED_FIELDS = ['url', 'description', 'event_types', 'is_active', 'disabled_reason'] as const;
 /** After a rotation the old secret signs alongside the new one this long. */
@@ -49,8 +50,8 @@ export class WebhookEndpointsService {
     return this.endpoints.list(query);
   }
 
-  get(id: number): Promise<ResourceResponse<WebhookEndpointDto>> {
-    return this.endpoints.detail(id);
+  get(id: number, prefetched?: Prefetched): Promise<ResourceResponse<WebhookEndpointDto>> {
+    return this.endpoints.detail(id, false, prefetched);
   }
 
   /** 201 with the secret, shown in this response only. */

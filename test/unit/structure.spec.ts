@@ -26,6 +26,22 @@ describe('the house rules that are cheap to keep by machine (ARCHITECTURE.md)', 
     expect(readFileSync(join(ROOT, 'docker/Dockerfile'), 'utf8')).toContain(`CMD [${cmd}]`);
   });
 
+  it('every route that prefetches its detail entry hands it to its handler (else it costs two round trips)', () => {
+    const controllers = filesUnder('src', '.controller.ts');
+    expect(controllers.length).toBeGreaterThan(10);
+    const mismatched = controllers
+      .map((file) => {
+        const text = readFileSync(join(ROOT, file), 'utf8');
+        return {
+          file,
+          prefetch: text.match(/prefetch: detailOf\(/g)?.length ?? 0,
+          handed: text.match(/@PrefetchedEntries\(\)/g)?.length ?? 0,
+        };
+      })
+      .filter((counts) => counts.prefetch !== counts.handed);
+    expect(mismatched).toEqual([]);
+  });
+
   it('migrations import nothing from src/: editing src/ never changes history', () => {
     const offenders = filesUnder('migrations', '.ts').filter((file) =>
       /from '\.\.\/src\//.test(readFileSync(join(ROOT, file), 'utf8')),
