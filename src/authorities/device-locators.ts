@@ -1,5 +1,5 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { DeviceLocators } from '../platform/auth/device-locators.js';
+import { DeviceLocators, deviceOfRecord } from '../platform/auth/device-locators.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { AuthoritiesRepository } from './authorities.repository.js';
 import { DevicesRepository } from './devices.repository.js';
@@ -22,10 +22,9 @@ export class AuthorityDeviceLocators implements OnModuleInit {
       if ((await this.devices.read(id, prefetched)) === undefined) throw ApiError.notFound('DEVICE_NOT_FOUND', id);
       return id;
     });
-    this.locators.register(AUTHORITY, async (id, prefetched) => {
-      const read = await this.authorities.read(id, prefetched);
-      if (read === undefined) throw ApiError.notFound('AUTHORITY_NOT_FOUND', id);
-      return read.value.device_id;
-    });
+    this.locators.register(
+      AUTHORITY,
+      deviceOfRecord((id, prefetched) => this.authorities.read(id, prefetched), 'AUTHORITY_NOT_FOUND'),
+    );
   }
 }

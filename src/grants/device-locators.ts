@@ -1,6 +1,5 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { DeviceLocators } from '../platform/auth/device-locators.js';
-import { ApiError } from '../platform/http/api-error.js';
+import { DeviceLocators, deviceOfRecord } from '../platform/auth/device-locators.js';
 import { AuthorityPermissionsRepository } from './authority-permissions.repository.js';
 
 /** `deviceOf(AUTHORITY_PERMISSION)`: the device of an authority permission. */
@@ -15,10 +14,12 @@ export class AuthorityPermissionDeviceLocator implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.locators.register(AUTHORITY_PERMISSION, async (id, prefetched) => {
-      const read = await this.authorityPermissions.read(id, prefetched);
-      if (read === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
-      return read.value.device_id;
-    });
+    this.locators.register(
+      AUTHORITY_PERMISSION,
+      deviceOfRecord(
+        (id, prefetched) => this.authorityPermissions.read(id, prefetched),
+        'AUTHORITY_PERMISSION_NOT_FOUND',
+      ),
+    );
   }
 }

@@ -46,6 +46,12 @@ async function refusal(promise: Promise<unknown>): Promise<{ code: string; detai
 
 const good = { sub: '7', sid: 'session-7' };
 
+/** A token built by hand (header and payload as raw text), HS256-signed with the test secret. */
+function rawToken(header: string, payload: string): string {
+  const unsigned = `${Buffer.from(header).toString('base64url')}.${Buffer.from(payload).toString('base64url')}`;
+  return `${unsigned}.${createHmac('sha256', secret).update(unsigned).digest('base64url')}`;
+}
+
 describe('bearerToken: the Authorization header of part 4', () => {
   it('takes exactly Bearer, one space and the token', () =>
     expect(bearerToken('Bearer abc.def.ghi')).toBe('abc.def.ghi'));
@@ -108,21 +114,19 @@ describe('TokenVerifier: pinned algorithms, issuer, audience, claims, and one si
 
   it('answers 401, never a thrown parse error, for a token whose parts are not JSON', async () => {
     const verifier = new TokenVerifier(settings, keys());
-    const part = (json: string): string => Buffer.from(json).toString('base64url');
     // A JWT-typed header over a payload that is not JSON: decoding it throws a SyntaxError.
-    const unsigned = `${part('{"alg":"HS256","typ":"JWT"}')}.${Buffer.from('x').toString('base64url')}`;
-    const signature = createHmac('sha256', secret).update(unsigned).digest('base64url');
-    for (const token of [`${unsigned}.abc`, `${unsigned}.${signature}`, `${part('{')}.${part('{}')}.x`])
+    const signed = rawToken('{"alg":"HS256","typ":"JWT"}', 'x');
+    const withSignature = (token: string, signature: string): string => token.replace(/[^.]*$/, signature);
+    for (const token of [withSignature(signed, 'abc'), signed, withSignature(rawToken('{', '{}'), 'x')])
       expect((await refusal(verifier.verify(`Bearer ${token}`))).code).toBe('AUTH_TOKEN_INVALID');
   });
 
   it('refuses an expiry that is not a finite number (exp 1e400 parses as Infinity)', async () => {
     const verifier = new TokenVerifier(settings, keys());
-    const part = (json: string): string => Buffer.from(json).toString('base64url');
-    const unsigned = `${part('{"alg":"HS256","typ":"JWT"}')}.${part(
+    const token = rawToken(
+      '{"alg":"HS256","typ":"JWT"}',
       '{"sub":"7","sid":"s","iss":"admin-api","aud":"admin-portal","exp":1e400}',
-    )}`;
-    const token = `${unsigned}.${createHmac('sha256', secret).update(unsigned).digest('base64url')}`;
+    );
     expect(await refusal(verifier.verify(`Bearer ${token}`))).toEqual({
       code: 'AUTH_TOKEN_INVALID',
       details: { reason: 'missing_claim', claim: 'exp' },

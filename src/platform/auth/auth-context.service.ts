@@ -85,16 +85,18 @@ export class AuthContextService {
     userId: number,
     sessionId: string,
     extra: readonly string[],
-  ): Promise<{ context: AuthContext; prefetched: Prefetched }> {
+  ): Promise<{ context: AuthContext; prefetched: Prefetched | undefined }> {
     if (!isSessionId(sessionId)) throw sessionInvalid('unknown_session');
     const lookup = await this.cache.getMany([this.sessions.key(sessionId), this.users.key(userId), ...extra]);
     const [session, user] = await Promise.all([
       this.sessions.settle(sessionId, { ok: lookup.ok, entry: lookup.entries[0] }),
       this.users.settle(userId, { ok: lookup.ok, entry: lookup.entries[1] }),
     ]);
-    const prefetched = new Prefetched(
-      new Map(lookup.ok ? extra.map((key, index) => [key, lookup.entries[index + 2]]) : []),
-    );
+    // Nothing to hand on when the route names no projection or the cache could not be asked.
+    const prefetched =
+      extra.length === 0 || !lookup.ok
+        ? undefined
+        : new Prefetched(new Map(extra.map((key, index) => [key, lookup.entries[index + 2]])));
     return { context: this.check(userId, sessionId, session, user), prefetched };
   }
 

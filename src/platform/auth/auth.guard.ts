@@ -76,7 +76,7 @@ export class AuthGuard implements CanActivate {
   private async authenticate(request: FastifyRequest, prefetch: readonly string[]): Promise<AuthContext> {
     const token = await this.tokens.verify(request.headers.authorization);
     const { context, prefetched } = await this.contexts.resolveWith(token.user_id, token.session_id, prefetch);
-    attachPrefetched(request, prefetched);
+    if (prefetched !== undefined) attachPrefetched(request, prefetched);
     const limited = this.rateLimiter.hit(token.user_id);
     if (limited !== undefined) throw limited;
     return context;

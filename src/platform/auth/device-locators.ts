@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
+import { ApiError } from '../http/api-error.js';
+import type { RecordNotFoundCode } from '../http/error-codes.js';
 import { pathId } from '../http/id.pipe.js';
 import { prefetchedOf, type Prefetched } from '../projections/prefetched.js';
 
@@ -8,6 +10,24 @@ import { prefetchedOf, type Prefetched } from '../projections/prefetched.js';
  * exist: a missing record is a 404 before any device check (part 5).
  */
 export type DeviceLookup = (id: number, prefetched: Prefetched | undefined) => Promise<number>;
+
+/**
+ * The lookup of a record whose cached detail carries its device (an authority, an authority
+ * permission): the record's 404 when it does not exist, else its `device_id`.
+ */
+export function deviceOfRecord(
+  read: (
+    id: number,
+    prefetched: Prefetched | undefined,
+  ) => Promise<{ readonly value: { readonly device_id: number } } | undefined>,
+  notFound: RecordNotFoundCode,
+): DeviceLookup {
+  return async (id, prefetched) => {
+    const found = await read(id, prefetched);
+    if (found === undefined) throw ApiError.notFound(notFound, id);
+    return found.value.device_id;
+  };
+}
 
 /** How a device-scoped route finds its device: the record kind its path parameter names. */
 export interface DeviceOf {
