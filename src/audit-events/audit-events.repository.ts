@@ -5,6 +5,7 @@ import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';
 import type { AuditEventDto } from './audit-event.dto.js';
+import { table } from '../platform/database/table.js';
 
 interface AuditEventRow extends AuditEventDto {
   readonly version: number;
@@ -33,20 +34,12 @@ export const AUDIT_EVENT_LIST = listSpec({
   appendOnly: true,
 });
 
+const AUDIT_EVENTS = table('audit_events', { columns: RESOURCE_COLUMNS, version: '1', list: AUDIT_EVENT_LIST });
+
 /** Audit events are never changed, so a cached detail never goes stale (version 1 for ever). */
 @Injectable()
 export class AuditEventsRepository extends ResourceTable<AuditEventRow> {
   constructor(uow: UnitOfWork, projections: Projections) {
-    super(
-      {
-        table: 'audit_events',
-        columns: `1 AS version, ${RESOURCE_COLUMNS}`,
-        type: 'audit_event',
-        notFound: 'AUDIT_EVENT_NOT_FOUND',
-        list: AUDIT_EVENT_LIST,
-      },
-      uow,
-      projections,
-    );
+    super({ table: AUDIT_EVENTS, type: 'audit_event', notFound: 'AUDIT_EVENT_NOT_FOUND' }, uow, projections);
   }
 }

@@ -9,15 +9,12 @@ import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { AuthorityDto } from './dto/authority.dto.js';
 import { table } from '../platform/database/table.js';
 
-const AUTHORITIES = table('authorities');
-
 export interface AuthorityRow extends AuthorityDto {
   readonly version: number;
 }
 
 const RESOURCE_COLUMNS = `id, device_id, user_id, owner, is_active, revoked_at, revoked_by, revoke_reason, expires_at, label, assigned_by, assigned_at,
   created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by`;
-export const AUTHORITY_COLUMNS = `version, ${RESOURCE_COLUMNS}`;
 
 export const AUTHORITY_LIST = listSpec({
   from: 'authorities',
@@ -27,6 +24,8 @@ export const AUTHORITY_LIST = listSpec({
   search: ['label'],
   deletedColumn: 'is_deleted',
 });
+
+const AUTHORITIES = table('authorities', { columns: RESOURCE_COLUMNS, list: AUTHORITY_LIST });
 
 /** 422 for an action that would strip the owner of its rights; ownership moves only by transfer. */
 export function ownerProtected(row: Pick<AuthorityRow, 'id' | 'device_id'>, action: string): ApiError {
@@ -105,17 +104,7 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow, Authority
     projections: Projections,
     private readonly deviceAuthorities: DeviceAuthoritiesService,
   ) {
-    super(
-      {
-        table: 'authorities',
-        columns: AUTHORITY_COLUMNS,
-        type: 'authority',
-        notFound: 'AUTHORITY_NOT_FOUND',
-        list: AUTHORITY_LIST,
-      },
-      uow,
-      projections,
-    );
+    super({ table: AUTHORITIES, type: 'authority', notFound: 'AUTHORITY_NOT_FOUND' }, uow, projections);
   }
 
   /** The user's authority on the device, deleted or not (there is at most one). */
@@ -160,7 +149,7 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow, Authority
          revoke_reason = NULL, expires_at = NULL, is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $3,
          assigned_by = CASE WHEN ${NOT_EFFECTIVE} THEN $3 ELSE authorities.assigned_by END,
          assigned_at = CASE WHEN ${NOT_EFFECTIVE} THEN now() ELSE authorities.assigned_at END
-       RETURNING ${AUTHORITY_COLUMNS}`,
+       RETURNING ${AUTHORITIES.selected}`,
       [deviceId, userId, actor],
     );
     if (promoted === undefined) throw new Error('owner authority upsert returned no row');
@@ -171,7 +160,7 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow, Authority
   /** The device's current owner authority, locked; undefined on a device without owner. */
   async lockOwnerOf(tx: Tx, deviceId: number): Promise<AuthorityRow | undefined> {
     const [owner] = await tx.db.query<AuthorityRow[]>(
-      `SELECT ${AUTHORITY_COLUMNS} FROM authorities WHERE device_id = $1 AND owner FOR UPDATE`,
+      `SELECT ${AUTHORITIES.selected} FROM authorities WHERE device_id = $1 AND owner FOR UPDATE`,
       [deviceId],
     );
     return owner;

@@ -16,7 +16,6 @@ export interface DeviceRow extends DeviceDto {
 
 const RESOURCE_COLUMNS =
   'id, serial_number, name, model, owner_user_id, created_at, updated_at, created_by, updated_by';
-export const DEVICE_COLUMNS = `version, ${RESOURCE_COLUMNS}`;
 
 export const DEVICE_LIST = listSpec({
   from: 'devices',
@@ -25,6 +24,8 @@ export const DEVICE_LIST = listSpec({
   filters: { owner_user_id: 'int' },
   search: ['serial_number', 'name'],
 });
+
+const DEVICES = table('devices', { columns: RESOURCE_COLUMNS, list: DEVICE_LIST });
 
 type DeviceColumn = 'serial_number' | 'name' | 'model' | 'owner_user_id' | 'created_by' | 'updated_by';
 
@@ -49,11 +50,7 @@ export interface OwnershipTransferRecord {
 @Injectable()
 export class DevicesRepository extends ResourceTable<DeviceRow, DeviceColumn> {
   constructor(uow: UnitOfWork, projections: Projections) {
-    super(
-      { table: 'devices', columns: DEVICE_COLUMNS, type: 'device', notFound: 'DEVICE_NOT_FOUND', list: DEVICE_LIST },
-      uow,
-      projections,
-    );
+    super({ table: DEVICES, type: 'device', notFound: 'DEVICE_NOT_FOUND' }, uow, projections);
   }
 
   /** A page of the device's ownership history. */

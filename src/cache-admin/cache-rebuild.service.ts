@@ -10,7 +10,8 @@ import { JobQueue } from '../platform/jobs/job-queue.js';
 import { ReadCountsRepository } from '../read-state/read-counts.repository.js';
 import { listedTables } from '../platform/http/list/list-spec.js';
 import { cacheKeys } from '../platform/cache/cache-keys.js';
-import { CacheService } from '../platform/cache/cache.service.js';
+import { CacheEntries } from '../platform/cache/cache-entries.js';
+import { TableGenerations } from '../platform/cache/table-generations.js';
 import type { CacheRebuildResultDto, RebuildScope } from './rebuild-cache.dto.js';
 
 /**
@@ -27,7 +28,8 @@ export class CacheRebuildService implements OnModuleInit {
     private readonly uow: UnitOfWork,
     private readonly jobs: JobQueue,
     private readonly audit: AuditService,
-    private readonly cache: CacheService,
+    private readonly entries: CacheEntries,
+    private readonly generations: TableGenerations,
     private readonly authContexts: AuthContextService,
     private readonly deviceAuthorities: DeviceAuthoritiesService,
     private readonly readCounts: ReadCountsRepository,
@@ -63,7 +65,7 @@ export class CacheRebuildService implements OnModuleInit {
       await this.drop(cacheKeys.prefixes.readCounts);
       written += await this.readCounts.warm();
     }
-    if ((scope === 'all' || scope === 'lists') && !(await this.cache.tablesWritten(listedTables())))
+    if ((scope === 'all' || scope === 'lists') && !(await this.generations.bump(listedTables())))
       throw new Error('the list generations could not be bumped');
     this.logger.log({ msg: 'cache rebuilt', scope, entries_written: written, duration_ms: Date.now() - started });
     return { scope, entries_written: written };
@@ -76,7 +78,7 @@ export class CacheRebuildService implements OnModuleInit {
    */
   private async drop(keyPrefix: string): Promise<void> {
     // A breaker opened by a busy moment closes within a second: wait for it rather than fail the job.
-    for (let attempt = 1; (await this.cache.dropByPrefix(keyPrefix)) === undefined; attempt += 1) {
+    for (let attempt = 1; (await this.entries.dropByPrefix(keyPrefix)) === undefined; attempt += 1) {
       if (attempt >= 5) throw new Error(`the cache could not be reached to drop ${keyPrefix}* entries`);
       await sleep(1000);
     }

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { Logger } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 import { createCacheService } from '../platform/cache/cache.module.js';
+import { TableGenerations } from '../platform/cache/table-generations.js';
 import { createDataSource } from '../platform/database/data-source.js';
 import { migrate } from '../platform/database/migrate.js';
 import type { Settings } from '../platform/config/settings.js';
@@ -86,7 +87,8 @@ export class ServerCaches {
       new QuietLogger('Cache'),
     );
     try {
-      const told = this.tables === undefined ? await cache.invalidateAll() : await cache.tablesWritten(this.tables);
+      const told =
+        this.tables === undefined ? await cache.invalidateAll() : await new TableGenerations(cache).bump(this.tables);
       if (told) return;
       say('warning: could not reach Redis; running servers drop their cache within CACHE_EPOCH_POLL_MS instead');
       if (this.tables !== undefined)

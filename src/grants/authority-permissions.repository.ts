@@ -8,8 +8,6 @@ import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { AuthorityPermissionDto } from './dto/authority-permission.dto.js';
 import { table } from '../platform/database/table.js';
 
-const AUTHORITY_PERMISSIONS = table('authority_permissions');
-
 export interface AuthorityPermissionRow extends AuthorityPermissionDto {
   readonly version: number;
 }
@@ -19,7 +17,6 @@ const RESOURCE_COLUMNS = `ap.id, ap.authority_id, a.device_id, ap.permission_id,
 export const AUTHORITY_PERMISSION_FROM =
   'authority_permissions ap JOIN authorities a ON a.id = ap.authority_id JOIN permissions p ON p.id = ap.permission_id';
 // A row changes once, when revoked: that is its version 2.
-const COLUMNS = `CASE WHEN ap.revoked_at IS NULL THEN 1 ELSE 2 END AS version, ${RESOURCE_COLUMNS}`;
 
 export const AUTHORITY_PERMISSION_LIST = listSpec({
   from: AUTHORITY_PERMISSION_FROM,
@@ -32,6 +29,14 @@ export const AUTHORITY_PERMISSION_LIST = listSpec({
     device_id: { column: 'a.device_id', type: 'int' },
     is_active: { column: '(ap.revoked_at IS NULL)', type: 'bool' },
   },
+});
+
+const AUTHORITY_PERMISSIONS = table('authority_permissions', {
+  columns: RESOURCE_COLUMNS,
+  version: 'CASE WHEN ap.revoked_at IS NULL THEN 1 ELSE 2 END',
+  from: AUTHORITY_PERMISSION_FROM,
+  idColumn: 'ap.id',
+  list: AUTHORITY_PERMISSION_LIST,
 });
 
 /**
@@ -66,15 +71,7 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     private readonly deviceAuthorities: DeviceAuthoritiesService,
   ) {
     super(
-      {
-        table: 'authority_permissions',
-        from: AUTHORITY_PERMISSION_FROM,
-        idColumn: 'ap.id',
-        columns: COLUMNS,
-        type: 'authority_permission',
-        notFound: 'AUTHORITY_PERMISSION_NOT_FOUND',
-        list: AUTHORITY_PERMISSION_LIST,
-      },
+      { table: AUTHORITY_PERMISSIONS, type: 'authority_permission', notFound: 'AUTHORITY_PERMISSION_NOT_FOUND' },
       uow,
       projections,
     );
@@ -83,7 +80,7 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
   async findMany(tx: Tx, ids: readonly number[]): Promise<AuthorityPermissionRow[]> {
     if (ids.length === 0) return [];
     return tx.db.query<AuthorityPermissionRow[]>(
-      `SELECT ${COLUMNS} FROM ${AUTHORITY_PERMISSION_FROM} WHERE ap.id = ANY($1::bigint[])`,
+      `SELECT ${AUTHORITY_PERMISSIONS.selected} FROM ${AUTHORITY_PERMISSION_FROM} WHERE ap.id = ANY($1::bigint[])`,
       [[...ids]],
     );
   }

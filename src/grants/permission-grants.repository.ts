@@ -7,8 +7,6 @@ import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { PermissionGrantDto } from './dto/permission-grant.dto.js';
 import { table } from '../platform/database/table.js';
 
-const PERMISSION_GRANTS = table('permission_grants');
-
 export interface GrantRow extends PermissionGrantDto {
   readonly version: number;
 }
@@ -19,7 +17,6 @@ const RESOURCE_COLUMNS = `g.id, g.user_id, g.permission_id, p.code AS permission
   g.revoked_by, g.revoked_at, g.revoke_reason, ${ACTIVE} AS is_active`;
 const FROM = 'permission_grants g JOIN permissions p ON p.id = g.permission_id';
 // A grant changes once, when revoked: that is its version 2.
-const GRANT_COLUMNS = `CASE WHEN g.revoked_at IS NULL THEN 1 ELSE 2 END AS version, ${RESOURCE_COLUMNS}`;
 
 export const GRANT_LIST = listSpec({
   from: FROM,
@@ -29,6 +26,14 @@ export const GRANT_LIST = listSpec({
   changesAt: 'g.expires_at',
   sort: ['id', 'granted_at'],
   filters: { user_id: 'int', permission_id: 'int', is_active: { column: ACTIVE, type: 'bool' } },
+});
+
+const PERMISSION_GRANTS = table('permission_grants', {
+  columns: RESOURCE_COLUMNS,
+  version: 'CASE WHEN g.revoked_at IS NULL THEN 1 ELSE 2 END',
+  from: FROM,
+  idColumn: 'g.id',
+  list: GRANT_LIST,
 });
 
 /** What a grant may be given. */
@@ -52,15 +57,7 @@ export class PermissionGrantsRepository extends ResourceTable<GrantRow> {
     private readonly authContexts: AuthContextService,
   ) {
     super(
-      {
-        table: 'permission_grants',
-        from: FROM,
-        idColumn: 'g.id',
-        columns: GRANT_COLUMNS,
-        type: 'permission_grant',
-        notFound: 'PERMISSION_GRANT_NOT_FOUND',
-        list: GRANT_LIST,
-      },
+      { table: PERMISSION_GRANTS, type: 'permission_grant', notFound: 'PERMISSION_GRANT_NOT_FOUND' },
       uow,
       projections,
     );

@@ -6,15 +6,12 @@ import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { InboxMessageDto } from './inbox.dto.js';
 import { table } from '../platform/database/table.js';
 
-const INBOX_MESSAGES = table('inbox_messages');
-
 export interface MessageRow extends InboxMessageDto {
   readonly version: number;
 }
 
 const RESOURCE_COLUMNS = `id, user_id, conversation_id, type, title, body, data, last_pushed_at,
   created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by`;
-export const MESSAGE_COLUMNS = `version, ${RESOURCE_COLUMNS}`;
 
 export const MESSAGE_LIST = listSpec({
   from: 'inbox_messages',
@@ -25,6 +22,8 @@ export const MESSAGE_LIST = listSpec({
   search: ['title', 'body'],
   deletedColumn: 'is_deleted',
 });
+
+const INBOX_MESSAGES = table('inbox_messages', { columns: RESOURCE_COLUMNS, list: MESSAGE_LIST });
 
 /** The columns a message write may set. */
 type MessageColumn =
@@ -44,17 +43,7 @@ type MessageColumn =
 @Injectable()
 export class MessagesRepository extends ResourceTable<MessageRow, MessageColumn> {
   constructor(uow: UnitOfWork, projections: Projections) {
-    super(
-      {
-        table: 'inbox_messages',
-        columns: MESSAGE_COLUMNS,
-        type: 'inbox_message',
-        notFound: 'MESSAGE_NOT_FOUND',
-        list: MESSAGE_LIST,
-      },
-      uow,
-      projections,
-    );
+    super({ table: INBOX_MESSAGES, type: 'inbox_message', notFound: 'MESSAGE_NOT_FOUND' }, uow, projections);
   }
 
   /** Whether each of `ids` is deleted, under row locks taken in id order (so concurrent bulks cannot deadlock). */
@@ -74,7 +63,7 @@ export class MessagesRepository extends ResourceTable<MessageRow, MessageColumn>
   ): Promise<MessageRow[]> {
     const [rows] = await tx.write<[MessageRow[], number]>(
       INBOX_MESSAGES,
-      `UPDATE inbox_messages SET is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $3 WHERE id = ANY($1::bigint[]) AND NOT is_deleted RETURNING ${MESSAGE_COLUMNS}`,
+      `UPDATE inbox_messages SET is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $3 WHERE id = ANY($1::bigint[]) AND NOT is_deleted RETURNING ${INBOX_MESSAGES.selected}`,
       [[...ids], stamp.deleted_at, stamp.deleted_by],
     );
     await this.changed(tx, rows);

@@ -4,6 +4,7 @@ import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { MobileDeviceDto } from './mobile-device.dto.js';
+import { table } from '../platform/database/table.js';
 
 export interface MobileDeviceRow extends MobileDeviceDto {
   readonly version: number;
@@ -18,7 +19,6 @@ export interface PushTarget {
 // The token is stored but only its last 6 characters are ever selected for a response.
 const RESOURCE_COLUMNS = `id, user_id, platform, right(push_token, 6) AS push_token_hint, app_version, device_model, is_active, deactivated_at,
   deactivated_by, deactivation_reason, token_refreshed_at, created_at, updated_at, created_by, updated_by`;
-const COLUMNS = `version, ${RESOURCE_COLUMNS}`;
 export const UNREGISTERED = 'unregistered';
 
 export const MOBILE_DEVICE_LIST = listSpec({
@@ -27,6 +27,8 @@ export const MOBILE_DEVICE_LIST = listSpec({
   sort: ['id', 'created_at', 'updated_at'],
   filters: { user_id: 'int', platform: { enum: ['ios', 'android', 'web'] }, is_active: 'bool' },
 });
+
+const MOBILE_DEVICES = table('mobile_devices', { columns: RESOURCE_COLUMNS, list: MOBILE_DEVICE_LIST });
 
 /** The columns a mobile-devices write may set. */
 type MobileDeviceColumn =
@@ -47,17 +49,7 @@ type MobileDeviceColumn =
 @Injectable()
 export class MobileDevicesRepository extends ResourceTable<MobileDeviceRow, MobileDeviceColumn> {
   constructor(uow: UnitOfWork, projections: Projections) {
-    super(
-      {
-        table: 'mobile_devices',
-        columns: COLUMNS,
-        type: 'mobile_device',
-        notFound: 'MOBILE_DEVICE_NOT_FOUND',
-        list: MOBILE_DEVICE_LIST,
-      },
-      uow,
-      projections,
-    );
+    super({ table: MOBILE_DEVICES, type: 'mobile_device', notFound: 'MOBILE_DEVICE_NOT_FOUND' }, uow, projections);
   }
 
   /** The recipient's active devices, for the push worker. */

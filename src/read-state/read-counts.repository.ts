@@ -3,7 +3,7 @@ import { CacheAside } from '../platform/cache/cache-aside.js';
 import { cacheKeys } from '../platform/cache/cache-keys.js';
 import { objectOf } from '../platform/cache/decode.js';
 import type { CacheEntry } from '../platform/cache/cache-store.js';
-import { CacheService } from '../platform/cache/cache.service.js';
+import { CacheEntries } from '../platform/cache/cache-entries.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { ReadCountsDto } from './read-state.dto.js';
 
@@ -42,7 +42,7 @@ export class ReadCountsRepository {
 
   constructor(
     private readonly uow: UnitOfWork,
-    cache: CacheService,
+    cache: CacheEntries,
   ) {
     this.cached = new CacheAside<CachedCounts, string>(
       cache,

@@ -9,8 +9,6 @@ import { ReadCountsRepository } from './read-counts.repository.js';
 import type { ReadStateDto } from './read-state.dto.js';
 import { table } from '../platform/database/table.js';
 
-const MESSAGE_READ_STATE = table('message_read_state');
-
 export interface ReadStateRow extends ReadStateDto {
   readonly version: number;
   /** Whether the message is deleted (then the row is hidden); not part of the resource. */
@@ -20,7 +18,6 @@ export interface ReadStateRow extends ReadStateDto {
 const RESOURCE_COLUMNS = `rs.id, rs.message_id, rs.user_id, rs.conversation_id, rs.is_read, rs.read_at, rs.is_archived, rs.archived_at,
   rs.is_pinned, rs.pinned_at, rs.snoozed_until, coalesce(rs.snoozed_until > now(), false) AS is_snoozed, rs.updated_at, rs.updated_by`;
 const FROM = 'message_read_state rs JOIN inbox_messages m ON m.id = rs.message_id';
-const COLUMNS = `rs.version, ${RESOURCE_COLUMNS}, m.is_deleted AS message_deleted`;
 
 export const READ_STATE_LIST = listSpec({
   from: `${FROM} AND NOT m.is_deleted`,
@@ -39,6 +36,14 @@ export const READ_STATE_LIST = listSpec({
   },
 });
 
+const MESSAGE_READ_STATE = table('message_read_state', {
+  columns: `${RESOURCE_COLUMNS}, m.is_deleted AS message_deleted`,
+  version: 'rs.version',
+  from: FROM,
+  idColumn: 'rs.id',
+  list: READ_STATE_LIST,
+});
+
 type ReadStateColumn =
   'is_read' | 'read_at' | 'is_archived' | 'archived_at' | 'is_pinned' | 'pinned_at' | 'snoozed_until' | 'updated_by';
 
@@ -54,15 +59,7 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
     private readonly counts: ReadCountsRepository,
   ) {
     super(
-      {
-        table: 'message_read_state',
-        from: FROM,
-        idColumn: 'rs.id',
-        columns: COLUMNS,
-        type: 'message_read_state',
-        notFound: 'READ_STATE_NOT_FOUND',
-        list: READ_STATE_LIST,
-      },
+      { table: MESSAGE_READ_STATE, type: 'message_read_state', notFound: 'READ_STATE_NOT_FOUND' },
       uow,
       projections,
     );
@@ -77,7 +74,7 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
   /** The row under a lock; 404 when it does not exist or its message is deleted. */
   async lockVisible(tx: Tx, id: number): Promise<ReadStateRow> {
     const [row] = await tx.db.query<ReadStateRow[]>(
-      `SELECT ${COLUMNS} FROM ${FROM} WHERE rs.id = $1 FOR UPDATE OF rs`,
+      `SELECT ${MESSAGE_READ_STATE.selected} FROM ${FROM} WHERE rs.id = $1 FOR UPDATE OF rs`,
       [id],
     );
     if (row === undefined || row.message_deleted === true) throw ApiError.notFound('READ_STATE_NOT_FOUND', id);
@@ -91,7 +88,7 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
     const set = columns.map((column, index) => `${column} = ${placeholders[index] ?? 'NULL'}`);
     const [rows] = await tx.write<[ReadStateRow[], number]>(
       MESSAGE_READ_STATE,
-      `UPDATE message_read_state rs SET ${set.join(', ')} FROM inbox_messages m WHERE rs.id = $1 AND m.id = rs.message_id RETURNING ${COLUMNS}`,
+      `UPDATE message_read_state rs SET ${set.join(', ')} FROM inbox_messages m WHERE rs.id = $1 AND m.id = rs.message_id RETURNING ${MESSAGE_READ_STATE.selected}`,
       [id, ...params],
     );
     const row = rows[0];
@@ -125,7 +122,7 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
     const ids = touched.map((row) => row.id);
     tx.afterCommit(async () => {
       const rows = await this.uow.reader.query<ReadStateRow[]>(
-        `SELECT ${COLUMNS} FROM ${FROM} WHERE rs.id = ANY($1::bigint[])`,
+        `SELECT ${MESSAGE_READ_STATE.selected} FROM ${FROM} WHERE rs.id = ANY($1::bigint[])`,
         [ids],
       );
       await Promise.all(rows.map((row) => this.refresh(row)));

@@ -5,6 +5,7 @@ import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { UserDto } from './dto/user.dto.js';
+import { table } from '../platform/database/table.js';
 
 /** A users row as read: the resource plus its version. */
 export interface UserRow extends UserDto {
@@ -14,7 +15,6 @@ export interface UserRow extends UserDto {
 // `pin_hash` is never selected: only whether one is set.
 const RESOURCE_COLUMNS = `id, email, display_name, phone, role_id, status_id, pin_hash IS NOT NULL AS pin_set, pin_reset_at,
   created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by`;
-export const USER_COLUMNS = `version, ${RESOURCE_COLUMNS}`;
 
 export const USER_LIST = listSpec({
   from: 'users',
@@ -24,6 +24,8 @@ export const USER_LIST = listSpec({
   search: ['email', 'display_name'],
   deletedColumn: 'is_deleted',
 });
+
+const USERS = table('users', { columns: RESOURCE_COLUMNS, list: USER_LIST });
 
 /** The columns a users write may set. */
 type UserColumn =
@@ -48,11 +50,7 @@ export class UsersRepository extends ResourceTable<UserRow, UserColumn> {
     projections: Projections,
     private readonly authContexts: AuthContextService,
   ) {
-    super(
-      { table: 'users', columns: USER_COLUMNS, type: 'user', notFound: 'USER_NOT_FOUND', list: USER_LIST },
-      uow,
-      projections,
-    );
+    super({ table: USERS, type: 'user', notFound: 'USER_NOT_FOUND' }, uow, projections);
   }
 
   /** After commit: the detail entry and the auth context's user entry (role, status, deletion). */

@@ -6,7 +6,6 @@ import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { WebhookEndpointDto } from './webhook-endpoint.dto.js';
 import { table } from '../platform/database/table.js';
 
-const WEBHOOK_ENDPOINTS = table('webhook_endpoints');
 const WEBHOOK_ENDPOINT_FAILURES = table('webhook_endpoint_failures');
 const WEBHOOK_RUNS = table('webhook_runs');
 
@@ -57,6 +56,8 @@ export const WEBHOOK_ENDPOINT_LIST = listSpec({
   search: ['url', 'description'],
 });
 
+const WEBHOOK_ENDPOINTS = table('webhook_endpoints', { columns: RESOURCE_COLUMNS, list: WEBHOOK_ENDPOINT_LIST });
+
 type WebhookEndpointColumn =
   | 'url'
   | 'description'
@@ -74,13 +75,7 @@ type WebhookEndpointColumn =
 export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow, WebhookEndpointColumn> {
   constructor(uow: UnitOfWork, projections: Projections) {
     super(
-      {
-        table: 'webhook_endpoints',
-        columns: `version, ${RESOURCE_COLUMNS}`,
-        type: 'webhook_endpoint',
-        notFound: 'WEBHOOK_ENDPOINT_NOT_FOUND',
-        list: WEBHOOK_ENDPOINT_LIST,
-      },
+      { table: WEBHOOK_ENDPOINTS, type: 'webhook_endpoint', notFound: 'WEBHOOK_ENDPOINT_NOT_FOUND' },
       uow,
       projections,
     );
@@ -101,7 +96,7 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
   /** The row under a lock; undefined once deleted (a worker's view: no 404 to answer). */
   async lockIfExists(tx: Tx, id: number): Promise<WebhookEndpointRow | undefined> {
     const [row] = await tx.db.query<WebhookEndpointRow[]>(
-      `SELECT version, ${RESOURCE_COLUMNS} FROM webhook_endpoints WHERE id = $1 FOR UPDATE`,
+      `SELECT ${WEBHOOK_ENDPOINTS.selected} FROM webhook_endpoints WHERE id = $1 FOR UPDATE`,
       [id],
     );
     return row;
@@ -130,7 +125,7 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
       WEBHOOK_ENDPOINTS,
       `UPDATE webhook_endpoints
        SET previous_secret = secret, previous_secret_until = now() + make_interval(hours => $3), secret = $2, updated_by = $4
-       WHERE id = $1 RETURNING version, ${RESOURCE_COLUMNS}`,
+       WHERE id = $1 RETURNING ${WEBHOOK_ENDPOINTS.selected}`,
       [id, secret, overlapHours, updatedBy],
     );
     const row = rows[0];

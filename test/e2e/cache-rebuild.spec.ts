@@ -4,7 +4,7 @@ import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
-import { CacheService } from '../../src/platform/cache/cache.service.js';
+import { CacheEntries } from '../../src/platform/cache/cache-entries.js';
 import { caller } from '../support/requests.js';
 import { TEST_REDIS_URL, testCachePrefix } from '../support/test-env.js';
 
@@ -93,7 +93,7 @@ describe('POST /cache/rebuild (part 6.14): drops and warms projections in a job,
   });
 
   it('a drop keeps each entry’s version: a fill loaded before a write cannot land after the rebuild dropped it', async () => {
-    const cache = t.app.get(CacheService);
+    const cache = t.app.get(CacheEntries);
     const key = `res:probe:${Date.now()}`;
     // A write stored version 2; the rebuild drops it; a read that had loaded version 1 fills late.
     await cache.put(key, { version: 2, deleted: false, json: '{"id":1,"name":"new"}' }, true);

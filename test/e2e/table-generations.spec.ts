@@ -1,5 +1,5 @@
 import { cacheKeys, storedKeys } from '../../src/platform/cache/cache-keys.js';
-import { CacheService } from '../../src/platform/cache/cache.service.js';
+import { TableGenerations } from '../../src/platform/cache/table-generations.js';
 import { UnitOfWork } from '../../src/platform/database/unit-of-work.js';
 import { actor, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
@@ -15,11 +15,11 @@ const TABLES = ['users', 'audit_events', 'authorities', 'devices', 'projection_v
 describe('table generations: every committed write makes the cached list pages of its tables unusable', () => {
   let t: TestApp;
   let root: Caller;
-  let cache: CacheService;
+  let cache: TableGenerations;
   const prefix = testCachePrefix('table-generations');
 
   const generations = async (): Promise<Record<(typeof TABLES)[number], number>> => {
-    const values = await cache.tableGenerations(TABLES);
+    const values = await cache.current(TABLES);
     if (values === undefined) throw new Error('cache unreachable');
     const [users = 0, audit_events = 0, authorities = 0, devices = 0, projection_versions = 0] = values;
     return { users, audit_events, authorities, devices, projection_versions };
@@ -29,11 +29,11 @@ describe('table generations: every committed write makes the cached list pages o
     // A key prefix of its own: the generations are shared counters, and other specs write too.
     // A cache budget a loaded machine cannot exceed: the spec asserts hits and misses.
     t = await startApp({ cachePrefix: prefix, widgets: false, env: { CACHE_TIMEOUT_MS: '2000' } });
-    cache = t.app.get(CacheService);
+    cache = t.app.get(TableGenerations);
     root = await actor('super_admin');
     // A generation that does not exist yet starts from the server clock, not from 1 (it may have
     // been evicted after use): the first bump of each is a jump, every later one adds exactly 1.
-    expect(await cache.tablesWritten(TABLES)).toBe(true);
+    expect(await cache.bump(TABLES)).toBe(true);
     expect(Math.min(...Object.values(await generations()))).toBeGreaterThan(Date.now() * 1000 - 60_000_000);
   });
   afterAll(() => t.close());
@@ -43,11 +43,11 @@ describe('table generations: every committed write makes the cached list pages o
     await caller(t, root).get(list).expect(200);
     expect((await caller(t, root).get(list).expect(200)).body.meta.cache).toBe('hit');
     await withRawRedis(TEST_REDIS_URL, async (redis) => {
-      const [before] = (await cache.tableGenerations(['devices'])) ?? [];
+      const [before] = (await cache.current(['devices'])) ?? [];
       expect(await redis.del(storedKeys.tableGeneration(prefix, cacheKeys.tableGeneration('devices')))).toBe(1);
       // A missing generation read as 0 could match a page built while it was 0 before: it is not.
       expect((await caller(t, root).get(list).expect(200)).body.meta.cache).toBe('miss');
-      const [after] = (await cache.tableGenerations(['devices'])) ?? [];
+      const [after] = (await cache.current(['devices'])) ?? [];
       expect(after).toBeGreaterThan(before ?? 0);
       expect((await caller(t, root).get(list).expect(200)).body.meta.cache).toBe('hit');
     });

@@ -7,6 +7,8 @@ import { CacheService } from '../../src/platform/cache/cache.service.js';
 import { objectOf } from '../../src/platform/cache/decode.js';
 import { MemoryCacheStore } from '../../src/platform/cache/memory-cache-store.js';
 import { loadSettings } from '../../src/platform/config/settings.js';
+import { CacheEntries } from '../../src/platform/cache/cache-entries.js';
+import { wholeCache } from '../support/whole-cache.js';
 
 /*
  * Races of the cache-aside read path, proven with gates rather than sleeps: the fake database and
@@ -154,9 +156,9 @@ class QuietLogger extends Logger {
 
 function setup(...rows: User[]) {
   const store = new GatedStore();
-  const cache = new CacheService(store, TTL_MS, settings.cacheTimeoutMs, new QuietLogger('Cache'));
+  const cache = wholeCache(new CacheService(store, TTL_MS, settings.cacheTimeoutMs, new QuietLogger('Cache')));
   const db = database(...rows);
-  const users = new CacheAside<User>(cache, keyOf, db.load, decodeUser, (user) => user.id);
+  const users = new CacheAside<User>(cache.entries, keyOf, db.load, decodeUser, (user) => user.id);
   return { store, cache, db, users };
 }
 
@@ -190,8 +192,8 @@ describe('CacheAside single-flight: concurrent misses of one key share one load 
 
   it('two CacheAside instances over one cache each load once (single-flight is per instance)', async () => {
     const { cache, db } = setup(alice);
-    const first = new CacheAside<User>(cache, keyOf, db.load, decodeUser);
-    const second = new CacheAside<User>(cache, keyOf, db.load, decodeUser);
+    const first = new CacheAside<User>(cache.entries, keyOf, db.load, decodeUser);
+    const second = new CacheAside<User>(cache.entries, keyOf, db.load, decodeUser);
     const loadOne = db.holdNextLoad();
     const loadTwo = db.holdNextLoad();
     const reads = [1, 2, 3].flatMap(() => [first.get(1), second.get(1)]);
@@ -393,7 +395,7 @@ describe('CacheAside unreadable entries: an entry that does not decode is a miss
     const store = new GatedStore();
     const cache = new CacheService(store, TTL_MS, settings.cacheTimeoutMs, new QuietLogger('Cache'));
     const broken = new CacheAside<User>(
-      cache,
+      new CacheEntries(cache),
       keyOf,
       () => Promise.resolve({ version: 1, deleted: false, json: '{"id":1}' }),
       decodeUser,

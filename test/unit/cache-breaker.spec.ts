@@ -4,6 +4,7 @@ import type { CacheEntry, CacheStore, WindowCount } from '../../src/platform/cac
 import { CacheService } from '../../src/platform/cache/cache.service.js';
 import { MemoryCacheStore } from '../../src/platform/cache/memory-cache-store.js';
 import { loadSettings } from '../../src/platform/config/settings.js';
+import { wholeCache, type WholeCache } from '../support/whole-cache.js';
 
 /*
  * The cache service's circuit breaker and dirty-flush rule, through a store that fails on command.
@@ -153,12 +154,12 @@ const settled = (): Promise<void> => new Promise((resolve) => setImmediate(resol
 function setup() {
   const store = new FlakyStore();
   const logger = new RecordingLogger('Cache');
-  const cache = new CacheService(store, TTL_MS, BUDGET_MS, logger);
+  const cache = wholeCache(new CacheService(store, TTL_MS, BUDGET_MS, logger));
   return { store, logger, cache };
 }
 
 /** A read the store never answers: it fails when the budget runs out on the fake clock. */
-async function timedOutGet(cache: CacheService, key = 'k'): Promise<{ ok: boolean; entry: CacheEntry | undefined }> {
+async function timedOutGet(cache: WholeCache, key = 'k'): Promise<{ ok: boolean; entry: CacheEntry | undefined }> {
   const read = cache.get(key);
   await jest.advanceTimersByTimeAsync(BUDGET_MS);
   return read;
@@ -168,7 +169,7 @@ async function timedOutGet(cache: CacheService, key = 'k'): Promise<{ ok: boolea
  * Three reads the store never answers: the circuit opens. (Timeouts, because after a refusal the
  * next reads no longer reach the store at all: they bypass it and start a flush, see below.)
  */
-async function openCircuit(store: FlakyStore, cache: CacheService): Promise<void> {
+async function openCircuit(store: FlakyStore, cache: WholeCache): Promise<void> {
   store.mode = 'hang';
   for (let failure = 0; failure < 3; failure += 1) expect(await timedOutGet(cache)).toEqual(bypass);
   store.mode = 'answer';

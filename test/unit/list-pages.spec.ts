@@ -6,6 +6,7 @@ import { RawJson } from '../../src/platform/http/responses.js';
 import { ListPages } from '../../src/platform/projections/list-pages.js';
 // A fake of the projections' two members ListPages uses (the cache and the load), cast once.
 import type { Projections } from '../../src/platform/projections/projections.js';
+import { wholeCache } from '../support/whole-cache.js';
 
 /*
  * The single-flight of list pages, against a database whose reads we hold open: a read that
@@ -41,8 +42,8 @@ const labelOf = (items: unknown): string => {
 describe('ListPages single-flight', () => {
   it('a read after a write does not join the load that began before it', async () => {
     const db = fakeDatabase();
-    const cache = new CacheService(new MemoryCacheStore(), 60_000, 50);
-    const pages = new ListPages({ cache, load: db.load } as unknown as Projections);
+    const cache = wholeCache(new CacheService(new MemoryCacheStore(), 60_000, 50));
+    const pages = new ListPages({ ...cache, load: db.load } as unknown as Projections);
     db.holdReads(true);
     const early = pages.read(SPEC, {}); // loads 'before', held open
     await new Promise((resolve) => setImmediate(resolve));
@@ -61,8 +62,8 @@ describe('ListPages single-flight', () => {
 
   it('reads that saw the same generations share one load', async () => {
     const db = fakeDatabase();
-    const cache = new CacheService(new MemoryCacheStore(), 60_000, 50);
-    const pages = new ListPages({ cache, load: db.load } as unknown as Projections);
+    const cache = wholeCache(new CacheService(new MemoryCacheStore(), 60_000, 50));
+    const pages = new ListPages({ ...cache, load: db.load } as unknown as Projections);
     db.holdReads(true);
     const reads = [pages.read(SPEC, {}), pages.read(SPEC, {}), pages.read(SPEC, {})];
     await new Promise((resolve) => setImmediate(resolve));

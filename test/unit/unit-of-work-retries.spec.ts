@@ -7,6 +7,7 @@ import { MemoryCacheStore } from '../../src/platform/cache/memory-cache-store.js
 import { loadSettings } from '../../src/platform/config/settings.js';
 import type { CacheEpoch } from '../../src/platform/database/cache-epoch.js';
 import { ApiError } from '../../src/platform/http/api-error.js';
+import { wholeCache } from '../support/whole-cache.js';
 
 /*
  * UnitOfWork.run against a scripted database: each transaction attempt fails (in a statement or at
@@ -127,7 +128,7 @@ const errors: unknown[] = [];
 function setup(script: readonly Failure[] = [], store: CacheStore = new MemoryCacheStore()) {
   const log: string[] = [];
   const database = new ScriptedDatabase(log, script);
-  const cache = new CacheService(store, settings.cacheTtlSeconds * 1000, settings.cacheTimeoutMs);
+  const cache = wholeCache(new CacheService(store, settings.cacheTtlSeconds * 1000, settings.cacheTimeoutMs));
   const epoch = {
     bumps: 0,
     bump(): Promise<void> {
@@ -138,7 +139,8 @@ function setup(script: readonly Failure[] = [], store: CacheStore = new MemoryCa
   const unitOfWork = new UnitOfWork(
     // The fake implements the one DataSource method a write reaches (transaction).
     database as unknown as DataSource,
-    cache,
+    cache.envelope,
+    cache.generations,
     // Only bump() is called; the real one needs a DataSource and Settings.
     epoch as unknown as CacheEpoch,
   );

@@ -1,8 +1,8 @@
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { cacheKeys } from '../cache/cache-keys.js';
-import { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../http/api-error.js';
 import { SETTINGS, type Settings } from '../config/settings.js';
+import { WindowCounters } from './window-counters.js';
 
 const WINDOW_MS = 60_000;
 /** How often this instance adds its local counts to the shared ones. */
@@ -31,7 +31,7 @@ export class ActorRateLimiter implements OnModuleDestroy {
   private flushing = false;
 
   constructor(
-    private readonly cache: CacheService,
+    private readonly counters: WindowCounters,
     @Inject(SETTINGS) settings: Settings,
   ) {
     this.limit = settings.rateLimitPerMinute;
@@ -75,7 +75,7 @@ export class ActorRateLimiter implements OnModuleDestroy {
           // Even with nothing to add, read the total: other instances may have counted this actor.
           const pending = window.pending;
           window.pending = 0;
-          const total = await this.cache.increment(cacheKeys.actorRequests(actorId), WINDOW_MS, pending);
+          const total = await this.counters.increment(cacheKeys.actorRequests(actorId), WINDOW_MS, pending);
           window.shared = total.count;
           window.resetAt = Date.now() + total.resetInMs;
         }),

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { CacheAside, type CachedRead } from '../cache/cache-aside.js';
 import { cacheKeys } from '../cache/cache-keys.js';
 import { objectOf } from '../cache/decode.js';
-import { CacheService } from '../cache/cache.service.js';
+import { CacheEntries } from '../cache/cache-entries.js';
 import { ApiError } from '../http/api-error.js';
 import { Prefetched } from '../projections/prefetched.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
@@ -57,7 +57,7 @@ export class AuthContextService {
   private readonly users: CacheAside<CachedAuthUser>;
 
   constructor(
-    private readonly cache: CacheService,
+    private readonly cache: CacheEntries,
     private readonly uow: UnitOfWork,
     private readonly facts: AccessFactsRepository,
   ) {

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { cacheKeys } from '../cache/cache-keys.js';
-import { CacheService } from '../cache/cache.service.js';
 import { ApiError } from '../http/api-error.js';
 import { SETTINGS, type Settings } from '../config/settings.js';
+import { WindowCounters } from './window-counters.js';
 
 const WINDOW_MS = 60_000;
 const MAX_TRACKED = 10_000;
@@ -29,7 +29,7 @@ export class AuthFailureLimiter {
   private readonly limit: number;
 
   constructor(
-    private readonly cache: CacheService,
+    private readonly counters: WindowCounters,
     @Inject(SETTINGS) settings: Settings,
   ) {
     this.limit = settings.authFailureLimitPerMinute;
@@ -46,7 +46,7 @@ export class AuthFailureLimiter {
 
   /** Counts a failure; returns the 429 to send instead of the 401 once the address is past the limit. */
   async recordFailure(ip: string): Promise<ApiError | undefined> {
-    const { count, resetInMs } = await this.cache.increment(cacheKeys.authFailures(ip), WINDOW_MS);
+    const { count, resetInMs } = await this.counters.increment(cacheKeys.authFailures(ip), WINDOW_MS);
     if (count <= this.limit) return undefined;
     if (this.blockedUntil.size >= MAX_TRACKED) this.forgetExpired();
     this.blockedUntil.set(ip, Date.now() + resetInMs);

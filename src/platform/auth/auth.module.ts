@@ -5,6 +5,7 @@ import { ActorRateLimiter } from './actor-rate-limiter.js';
 import { AccessFactsRepository } from './access-facts.repository.js';
 import { AuthContextService } from './auth-context.service.js';
 import { AuthFailureLimiter } from './auth-failure-limiter.js';
+import { WindowCounters } from './window-counters.js';
 import { AuthGuard } from './auth.guard.js';
 import { AuthorizationService } from './authorization.service.js';
 import { DeviceLocators } from './device-locators.js';
@@ -26,6 +27,7 @@ import { createVerificationKeys, VERIFICATION_KEYS } from './verification-keys.j
     AuthContextService,
     AuthorizationService,
     DeviceAuthoritiesService,
+    WindowCounters,
     AuthFailureLimiter,
     ActorRateLimiter,
     TokenVerifier,

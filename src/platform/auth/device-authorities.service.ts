@@ -3,7 +3,7 @@ import { CacheAside } from '../cache/cache-aside.js';
 import { cacheKeys } from '../cache/cache-keys.js';
 import { arrayOf } from '../cache/decode.js';
 import type { CacheEntry } from '../cache/cache-store.js';
-import { CacheService } from '../cache/cache.service.js';
+import { CacheEntries } from '../cache/cache-entries.js';
 import { AccessFactsRepository, type DeviceAuthoritySet } from './access-facts.repository.js';
 import type { AuthorityFacts } from './authority-facts.js';
 
@@ -22,7 +22,7 @@ export class DeviceAuthoritiesService {
   private readonly cached: CacheAside<readonly AuthorityFacts[]>;
 
   constructor(
-    cache: CacheService,
+    cache: CacheEntries,
     private readonly facts: AccessFactsRepository,
   ) {
     this.cached = new CacheAside(

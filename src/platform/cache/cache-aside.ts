@@ -1,6 +1,6 @@
 import type { CacheOutcome } from '../http/responses.js';
 import type { CacheEntry } from './cache-store.js';
-import type { CacheService } from './cache.service.js';
+import type { CacheEntries } from './cache-entries.js';
 import type { Decode } from './decode.js';
 
 /** Entries already read for this request (`Prefetched` in projections): a hit is used as it is. */
@@ -25,7 +25,7 @@ export class CacheAside<T, Id extends string | number = number> {
   private readonly inflight = new Map<string, Promise<CacheEntry | undefined>>();
 
   constructor(
-    private readonly cache: CacheService,
+    private readonly cache: CacheEntries,
     private readonly keyOf: (id: Id) => string,
     private readonly load: (id: Id) => Promise<CacheEntry | undefined>,
     private readonly decode: Decode<T>,

@@ -1,9 +1,11 @@
 import { Global, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { SETTINGS, type Settings } from '../config/settings.js';
+import { CacheEntries } from './cache-entries.js';
 import { CacheService } from './cache.service.js';
 import { MemoryCacheStore } from './memory-cache-store.js';
 import { RedisCacheStore } from './redis-cache-store.js';
+import { TableGenerations } from './table-generations.js';
 
 /** The cache the settings ask for (the CLI builds one too, to drop entries its writes made stale). */
 export function createCacheService(settings: Settings, logger: Logger = new Logger('Cache')): CacheService {
@@ -11,7 +13,7 @@ export function createCacheService(settings: Settings, logger: Logger = new Logg
     settings.redisUrl === undefined
       ? new MemoryCacheStore()
       : new RedisCacheStore(settings.redisUrl, settings.cacheKeyPrefix, logger);
-  return new CacheService(store, settings.cacheTtlSeconds * 1000, settings.cacheTimeoutMs, logger, settings.listCache);
+  return new CacheService(store, settings.cacheTtlSeconds * 1000, settings.cacheTimeoutMs, logger);
 }
 
 /** Redis through `@keyv/redis` when REDIS_URL is set, an in-process store otherwise. */
@@ -23,8 +25,14 @@ export function createCacheService(settings: Settings, logger: Logger = new Logg
       inject: [SETTINGS],
       useFactory: (settings: Settings) => createCacheService(settings),
     },
+    { provide: CacheEntries, inject: [CacheService], useFactory: (cache: CacheService) => new CacheEntries(cache) },
+    {
+      provide: TableGenerations,
+      inject: [CacheService, SETTINGS],
+      useFactory: (cache: CacheService, settings: Settings) => new TableGenerations(cache, settings.listCache),
+    },
   ],
-  exports: [CacheService],
+  exports: [CacheService, CacheEntries, TableGenerations],
 })
 export class CacheModule implements OnApplicationShutdown {
   constructor(private readonly moduleRef: ModuleRef) {}

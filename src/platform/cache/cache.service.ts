@@ -1,7 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { CacheEntry, CacheStore, WindowCount } from './cache-store.js';
-import { cacheKeys } from './cache-keys.js';
-import { MemoryCacheStore } from './memory-cache-store.js';
+import type { CacheStore } from './cache-store.js';
 
 export type CacheState = 'up' | 'down' | 'memory';
 
@@ -32,12 +30,13 @@ class CacheTimeout extends Error {
 }
 
 /**
- * The cache as the rest of the service sees it: every call is bounded by the budget
+ * The cache's safety envelope: every store call is bounded by the budget
  * (CACHE_TIMEOUT_MS, 50 ms), guarded by a circuit breaker, logged and counted on failure, and
  * never throws. A failed write-path call, a call the store refused and an opening circuit mark
  * the cache dirty: before reads trust it again the whole cache is dropped (generation bump), so
  * an invalidation lost in an outage, here or on another instance, can never let a stale entry be
- * served after Redis returns.
+ * served after Redis returns. What the calls mean lives with their users: entries (CacheEntries),
+ * table generations (TableGenerations), rate-limit windows (WindowCounters in auth).
  */
 export class CacheService {
   readonly stats: CacheStats = {
@@ -57,121 +56,30 @@ export class CacheService {
   private failureMarks = 0;
   private flushedMarks = 0;
   private flushing: Promise<void> | undefined;
-  /** Counts rate-limit events locally while the shared store is unreachable. */
-  private readonly localCounters = new MemoryCacheStore(10_000);
 
   constructor(
     private readonly store: CacheStore,
     readonly ttlMs: number,
     private readonly budgetMs: number,
     private readonly logger: Logger = new Logger('Cache'),
-    /** Whether list pages are cached (LIST_CACHE); table generations are kept either way. */
-    readonly listPages = true,
   ) {}
 
   get kind(): 'redis' | 'memory' {
     return this.store.kind;
   }
 
-  /** `ok: false` means the cache could not be asked: the caller reads the database and reports `bypass`. */
-  async get(key: string): Promise<{ ok: boolean; entry: CacheEntry | undefined }> {
-    const result = await this.guard('get', key, false, () => this.store.get(key));
-    if (!result.ok) return { ok: false, entry: undefined };
-    if (result.value === undefined) this.stats.misses += 1;
-    else this.stats.hits += 1;
-    return { ok: true, entry: result.value };
-  }
-
-  /** Like `get` for several keys in one round trip; `ok: false` when the cache could not be asked. */
-  async getMany(keys: readonly string[]): Promise<{ ok: boolean; entries: (CacheEntry | undefined)[] }> {
-    const result = await this.guard('mget', keys.join(','), false, () => this.store.getMany(keys));
-    if (!result.ok) return { ok: false, entries: keys.map(() => undefined) };
-    for (const entry of result.value) {
-      if (entry === undefined) this.stats.misses += 1;
-      else this.stats.hits += 1;
-    }
-    return { ok: true, entries: result.value };
-  }
-
   /**
-   * Counts an event in a fixed window, shared by every instance through Redis; while Redis is
-   * unreachable each instance counts on its own, so a limit still holds per instance.
+   * Runs one store call inside the envelope: `ok: false` when the cache could not be asked (the
+   * caller then reads the database). `afterWrite`: the call rebuilds or invalidates after a commit
+   * (tried even with the circuit open; one that fails is a lost write, which drops the cache).
    */
-  async increment(key: string, windowMs: number, by = 1): Promise<WindowCount> {
-    const result = await this.guard('incr', key, false, () => this.store.increment(key, windowMs, by));
-    return result.ok ? result.value : this.localCounters.increment(key, windowMs, by);
-  }
-
-  /** Many post-commit sets in one round trip (bulk writes). */
-  async putMany(entries: readonly (readonly [string, CacheEntry])[]): Promise<boolean> {
-    const result = await this.guard('mset', `${entries.length} keys`, true, () =>
-      this.store.setManyIfNotOlder(entries, this.ttlMs),
-    );
-    return result.ok;
-  }
-
-  /**
-   * Removes an entry a read found unreadable (its version may be anything, even higher than the
-   * record's, which would refuse every fill), unless a write replaced it meanwhile.
-   */
-  async dropUnreadable(key: string, entry: CacheEntry): Promise<void> {
-    this.stats.unreadable += 1;
-    await this.guard('del', key, false, () => this.store.deleteIfSame(key, entry));
-  }
-
-  /** Fills after a read (`afterWrite: false`) or rebuilds after a commit (`afterWrite: true`). */
-  async put(key: string, entry: CacheEntry, afterWrite: boolean): Promise<boolean> {
-    const result = await this.guard('set', key, afterWrite, () => this.store.setIfNotOlder(key, entry, this.ttlMs));
-    return result.ok;
-  }
-
-  /**
-   * After a commit that wrote these tables: every cached list page built from them becomes
-   * unusable (each table has a generation that only grows). A failure counts as a lost write.
-   */
-  async tablesWritten(tables: readonly string[]): Promise<boolean> {
-    if (tables.length === 0) return true;
-    const names = tables.map((table) => cacheKeys.tableGeneration(table));
-    const result = await this.guard('incr', names.join(','), true, () => this.store.bumpGenerations(names));
-    return result.ok;
-  }
-
-  /** The tables' generations (list pages are keyed by them); undefined when the cache could not be asked. */
-  async tableGenerations(tables: readonly string[]): Promise<number[] | undefined> {
-    const names = tables.map((table) => cacheKeys.tableGeneration(table));
-    const result = await this.guard('mget', names.join(','), false, () => this.store.generations(names));
-    return result.ok ? result.value : undefined;
-  }
-
-  /**
-   * A list page's entry with the current generations of its tables, in one round trip; `ok: false`
-   * when the cache could not be asked (the page is then read from the database: `bypass`).
-   */
-  async listPage(
+  async call<T>(
+    operation: string,
     key: string,
-    tables: readonly string[],
-  ): Promise<{ ok: boolean; entry: CacheEntry | undefined; generations: number[] }> {
-    if (!this.listPages) return { ok: false, entry: undefined, generations: [] };
-    const names = tables.map((table) => cacheKeys.tableGeneration(table));
-    const result = await this.guard('get', key, false, () => this.store.getWithGenerations(key, names));
-    if (!result.ok) return { ok: false, entry: undefined, generations: [] };
-    return { ok: true, ...result.value };
-  }
-
-  /**
-   * Drops the entries of one kind of projection (`auth:`, `res:`, …) for a triggered rebuild;
-   * undefined when the cache could not be reached (the rebuild then fails and is retried).
-   */
-  async dropByPrefix(keyPrefix: string): Promise<number | undefined> {
-    // A background job walking the whole key space: its own budget, not the 50 ms of a request.
-    const result = await this.guard(
-      'scan-del',
-      `${keyPrefix}*`,
-      false,
-      () => this.store.tombstoneByPrefix(keyPrefix),
-      60_000,
-    );
-    return result.ok ? result.value : undefined;
+    call: (store: CacheStore) => Promise<T>,
+    options: { readonly afterWrite?: boolean; readonly budgetMs?: number } = {},
+  ): Promise<{ ok: true; value: T } | { ok: false }> {
+    return this.guard(operation, key, options.afterWrite ?? false, () => call(this.store), options.budgetMs);
   }
 
   /**

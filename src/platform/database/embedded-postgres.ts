@@ -170,13 +170,19 @@ export class EmbeddedPostgres {
   async stopIfUnused(): Promise<void> {
     if (this.runningPort() === undefined) return;
     const client = new pg.Client({ connectionString: this.url });
-    let others: number;
+    let others = 0;
     try {
       await client.connect();
-      const result = await client.query<{ n: string }>(
-        "SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
-      );
-      others = Number(result.rows[0]?.n ?? 0);
+      // A connection this process has just closed keeps its backend in pg_stat_activity until that
+      // backend has exited (a few milliseconds, longer on a busy machine): give those time to go.
+      for (let check = 0; check < 20; check += 1) {
+        const result = await client.query<{ n: string }>(
+          "SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+        );
+        others = Number(result.rows[0]?.n ?? 0);
+        if (others === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
     } finally {
       await client.end().catch(() => undefined);
     }

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, type EntityManager } from 'typeorm';
 import { CacheService } from '../cache/cache.service.js';
+import { TableGenerations } from '../cache/table-generations.js';
 import { ApiError } from '../http/api-error.js';
 import { isRetryableConflict } from '../http/error-mapping.js';
 import { listedTables } from '../http/list/list-spec.js';
@@ -91,6 +92,7 @@ export class UnitOfWork {
   constructor(
     private readonly dataSource: DataSource,
     private readonly cache: CacheService,
+    private readonly generations: TableGenerations,
     private readonly epoch: CacheEpoch,
   ) {}
 
@@ -177,7 +179,7 @@ export class UnitOfWork {
     // Only tables some list page reads have a generation worth a Redis call (the webhook runs'
     // lease, the fan-out cursor and the like are written often and listed nowhere).
     const listed = new Set(listedTables());
-    await this.cache.tablesWritten([...tables].filter((table) => listed.has(table)).sort());
+    await this.generations.bump([...tables].filter((table) => listed.has(table)).sort());
   }
 
   private async afterCommit(tasks: readonly (() => Promise<void>)[]): Promise<void> {

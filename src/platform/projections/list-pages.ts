@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { cacheKeys } from '../cache/cache-keys.js';
 import type { CacheEntry } from '../cache/cache-store.js';
-import { CacheService } from '../cache/cache.service.js';
+import type { CacheEntries } from '../cache/cache-entries.js';
+import type { TableGenerations } from '../cache/table-generations.js';
 import { parseListQuery } from '../http/list/list-query.parser.js';
 import { nextChangeOf, runList } from '../http/list/list-runner.js';
 import type { Scope } from '../http/list/list-sql.js';
@@ -63,10 +64,12 @@ const sameGenerations = (a: readonly number[], b: readonly number[]): boolean =>
 export class ListPages {
   private readonly inflight = new Map<string, Promise<ListResponse<unknown>>>();
 
-  private readonly cache: CacheService;
+  private readonly entries: CacheEntries;
+  private readonly generations: TableGenerations;
 
   constructor(private readonly projections: Projections) {
-    this.cache = projections.cache;
+    this.entries = projections.entries;
+    this.generations = projections.generations;
   }
 
   /** A page of the list route: the raw query parsed against the spec (every problem a 400). */
@@ -114,7 +117,7 @@ export class ListPages {
       .digest('base64url');
     const lookup = await this.lookup(pageDigest, tables, identity);
     if (lookup.hit !== undefined) return lookup.hit as ListResponse<Item>;
-    this.cache.stats.loads += 1;
+    this.entries.stats.loads += 1;
     const page = await load(lookup.ok);
     const result = new ListResponse<Item>(
       page.items,
@@ -126,7 +129,7 @@ export class ListPages {
       page.meta,
     );
     if (lookup.ok)
-      await this.cache.put(
+      await this.entries.put(
         cacheKeys.listPage(pageDigest),
         encodePage(pageDigest, result, lookup.generations, page.changesAt),
         false,
@@ -141,17 +144,17 @@ export class ListPages {
     query: Pick<ListQuery, 'page' | 'page_size'>,
   ): Promise<{ ok: boolean; generations: number[]; hit?: ListResponse<unknown> }> {
     const key = cacheKeys.listPage(pageDigest);
-    const lookup = await this.cache.listPage(key, tables);
+    const lookup = await this.generations.pageWith(key, tables);
     if (!lookup.ok) return lookup;
     const cached =
       lookup.entry === undefined ? 'absent' : decodePage(lookup.entry, pageDigest, lookup.generations, query);
     if (cached instanceof ListResponse) {
-      this.cache.stats.hits += 1;
+      this.entries.stats.hits += 1;
       return { ...lookup, hit: cached };
     }
-    this.cache.stats.misses += 1;
+    this.entries.stats.misses += 1;
     // Not a page at all (its version may be anything, which would refuse every fill): removed.
-    if (cached === 'unreadable' && lookup.entry !== undefined) await this.cache.dropUnreadable(key, lookup.entry);
+    if (cached === 'unreadable' && lookup.entry !== undefined) await this.entries.dropUnreadable(key, lookup.entry);
     return lookup;
   }
 
@@ -179,7 +182,7 @@ export class ListPages {
     present,
     generations,
   }: PageLoad): Promise<ListResponse<unknown>> {
-    this.cache.stats.loads += 1;
+    this.entries.stats.loads += 1;
     // The next expiry first: judged no later than the page, it can only be early (a reload too
     // soon), never late (an expired row shown as live).
     const { changesAt, page } = await this.projections.load(async (db) => ({
@@ -189,7 +192,7 @@ export class ListPages {
     const items = present === undefined ? page.items : present(page.items as readonly unknown[]);
     const result = new ListResponse<unknown>(items, page.page, page.page_size, page.total, page.total_exact);
     if (generations !== undefined)
-      await this.cache.put(
+      await this.entries.put(
         cacheKeys.listPage(pageDigest),
         encodePage(pageDigest, result, generations, changesAt),
         false,

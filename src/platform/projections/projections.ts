@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { CacheService } from '../cache/cache.service.js';
+import { CacheEntries } from '../cache/cache-entries.js';
+import { TableGenerations } from '../cache/table-generations.js';
 import { ReadReplicas } from '../database/read-replicas.js';
 
 /**
@@ -12,7 +13,8 @@ import { ReadReplicas } from '../database/read-replicas.js';
 @Injectable()
 export class Projections {
   constructor(
-    readonly cache: CacheService,
+    readonly entries: CacheEntries,
+    readonly generations: TableGenerations,
     private readonly replicas: ReadReplicas,
   ) {}
 

@@ -6,12 +6,11 @@ import type { CacheEntry } from '../cache/cache-store.js';
 import { ApiError } from '../http/api-error.js';
 import type { RecordNotFoundCode } from '../http/error-codes.js';
 import type { Scope } from '../http/list/list-sql.js';
-import type { ListSpec } from '../http/list/list-spec.js';
 import { RawJson, ResourceResponse, type ListResponse } from '../http/responses.js';
 import { ListPages } from './list-pages.js';
 import type { Projections } from './projections.js';
 import type { Prefetched } from './prefetched.js';
-import { table, type Table } from '../database/table.js';
+import type { Table, TableShape } from '../database/table.js';
 import type { Tx, UnitOfWork } from '../database/unit-of-work.js';
 
 /** A row as read: the resource's fields plus its version (the ETag, kept out of the JSON). */
@@ -22,19 +21,12 @@ export interface VersionedRow {
 }
 
 export interface ResourceTableOptions {
-  readonly table: string;
-  /** FROM clause of detail reads when the resource joins other tables (default: the table). */
-  readonly from?: string;
-  /** The id column in `from` (default `id`). */
-  readonly idColumn?: string;
-  /** Select list starting with `version`, then the resource's fields in contract order (trusted). */
-  readonly columns: string;
+  /** The table, declared with its shape (columns, version, joins, list spec). */
+  readonly table: Table;
   /** Singular resource name used in cache keys, e.g. `authority`. */
   readonly type: string;
   /** The 404 of a missing record, e.g. `USER_NOT_FOUND`. */
   readonly notFound: RecordNotFoundCode;
-  /** The list route's spec (filters, sort, search), for `list`. */
-  readonly list?: ListSpec;
 }
 
 /** A column value computed by PostgreSQL at the write (`now()`), so every row of a write shares its clock. */
@@ -80,6 +72,7 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
   private readonly cached: CacheAside<Omit<Row, 'version'>>;
   /** The table `insert` and `patch` write. */
   private readonly target: Table;
+  private readonly shape: TableShape;
   /** Cached list pages, also for the table's other lists (a device's ownership history). */
   protected readonly pages: ListPages;
 
@@ -88,10 +81,11 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
     protected readonly uow: UnitOfWork,
     projections: Projections,
   ) {
-    this.target = table(options.table);
+    this.target = options.table;
+    this.shape = options.table.shapeOf();
     this.pages = new ListPages(projections);
     this.cached = new CacheAside(
-      projections.cache,
+      projections.entries,
       (id) => cacheKeys.resource(options.type, id),
       async (id) => {
         const row = await projections.load((db) => this.find(db, id));
@@ -112,8 +106,8 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
     scope?: Scope,
     present?: (rows: readonly Listed[]) => Item[],
   ): Promise<ListResponse<Item>> {
-    const spec = this.options.list;
-    if (spec === undefined) throw new Error(`${this.options.table} has no list spec`);
+    const spec = this.shape.list;
+    if (spec === undefined) throw new Error(`${this.target.name} has no list spec`);
     return this.pages.read<Listed, Item>(spec, query, scope, present);
   }
 
@@ -141,15 +135,15 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
   }
 
   async find(db: EntityManager, id: number): Promise<Row | undefined> {
-    const { columns, table, from = table, idColumn = 'id' } = this.options;
-    const [row] = await db.query<Row[]>(`SELECT ${columns} FROM ${from} WHERE ${idColumn} = $1`, [id]);
+    const { from = this.target.name, idColumn = 'id' } = this.shape;
+    const [row] = await db.query<Row[]>(`SELECT ${this.target.selected} FROM ${from} WHERE ${idColumn} = $1`, [id]);
     return row;
   }
 
   /** The row under `FOR UPDATE`, deleted or not; 404 when it does not exist. */
   async lock(tx: Tx, id: number): Promise<Row> {
     const [row] = await tx.db.query<Row[]>(
-      `SELECT ${this.options.columns} FROM ${this.options.table} WHERE id = $1 FOR UPDATE`,
+      `SELECT ${this.target.selected} FROM ${this.target.name} WHERE id = $1 FOR UPDATE`,
       [id],
     );
     if (row === undefined) throw ApiError.notFound(this.options.notFound, id);
@@ -173,7 +167,7 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
     const conflict = onConflict === undefined ? '' : ` ON CONFLICT ${onConflict}`;
     const [row] = await tx.write<Row[]>(
       this.target,
-      `INSERT INTO ${this.options.table} (${columns.join(', ')}) VALUES (${placeholders.join(', ')})${conflict} RETURNING ${this.options.columns}`,
+      `INSERT INTO ${this.target.name} (${columns.join(', ')}) VALUES (${placeholders.join(', ')})${conflict} RETURNING ${this.target.selected}`,
       params,
     );
     if (row !== undefined) await this.changed(tx, [row], columns);
@@ -187,11 +181,11 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
   async patch(tx: Tx, id: number, values: ColumnValues<Column>): Promise<Row> {
     this.assertPlainTable('patch');
     const { columns, placeholders, params } = assignments(values, 2);
-    if (columns.length === 0) throw new Error(`patch of ${this.options.table} ${id} sets no column`);
+    if (columns.length === 0) throw new Error(`patch of ${this.target.name} ${id} sets no column`);
     const set = columns.map((column, index) => `${column} = ${placeholders[index] ?? 'NULL'}`).join(', ');
     const [rows] = await tx.write<[Row[], number]>(
       this.target,
-      `UPDATE ${this.options.table} SET ${set} WHERE id = $1 RETURNING ${this.options.columns}`,
+      `UPDATE ${this.target.name} SET ${set} WHERE id = $1 RETURNING ${this.target.selected}`,
       [id, ...params],
     );
     const row = rows[0];
@@ -202,8 +196,8 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
 
   /** `insert` and `patch` return `columns` from the table itself: a joined read (`from`) needs its own write. */
   private assertPlainTable(operation: string): void {
-    if (this.options.from !== undefined)
-      throw new Error(`${this.options.table} is read through a join: write it with its own ${operation}`);
+    if (this.shape.from !== undefined)
+      throw new Error(`${this.target.name} is read through a join: write it with its own ${operation}`);
   }
 
   /**

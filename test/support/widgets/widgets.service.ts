@@ -10,7 +10,7 @@ import {
 import { AuditService, diffChanges } from '../../../src/platform/audit/audit.service.js';
 import { CacheAside, entryOf } from '../../../src/platform/cache/cache-aside.js';
 import { cacheKeys } from '../../../src/platform/cache/cache-keys.js';
-import { CacheService } from '../../../src/platform/cache/cache.service.js';
+import { CacheEntries } from '../../../src/platform/cache/cache-entries.js';
 import { ApiError } from '../../../src/platform/http/api-error.js';
 import { assertIfMatch, type IfMatch } from '../../../src/platform/http/etag.js';
 import { parseListQuery } from '../../../src/platform/http/list/list-query.parser.js';
@@ -61,7 +61,7 @@ export class WidgetsService {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly audit: AuditService,
-    cache: CacheService,
+    cache: CacheEntries,
   ) {
     this.cached = new CacheAside(
       cache,
