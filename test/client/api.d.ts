@@ -2287,7 +2287,53 @@ export interface components {
             scope?: "all" | "auth" | "devices" | "details" | "lists";
         };
     };
-    responses: never;
+    responses: {
+        /** @description `SERVICE_UNAVAILABLE`: A dependency is unreachable or refused the work; see Retry-After */
+        Error503: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description `PAYLOAD_TOO_LARGE`: The body is larger than 1 MiB */
+        Error413: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description `UNSUPPORTED_MEDIA_TYPE`: The body is not application/json */
+        Error415: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+        Error409: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+        /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+        Error422: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
     headers: never;
@@ -2425,6 +2471,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Users_create: {
@@ -2502,6 +2549,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -2511,6 +2561,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Users_get: {
@@ -2586,6 +2637,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Users_remove: {
@@ -2686,6 +2738,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Users_update: {
@@ -2774,6 +2827,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -2783,6 +2838,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Users_restore: {
@@ -2862,6 +2918,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
             /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
             412: {
                 headers: {
@@ -2871,6 +2928,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -2880,6 +2940,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Users_activate: {
@@ -2970,6 +3031,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -2979,6 +3043,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Users_suspend: {
@@ -3069,6 +3134,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
@@ -3087,6 +3154,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Users_resetPin: {
@@ -3177,6 +3245,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -3186,6 +3257,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Users_listSessions: {
@@ -3265,6 +3337,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Users_revokeSessions: {
@@ -3337,6 +3410,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
             /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
             412: {
                 headers: {
@@ -3346,6 +3420,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
@@ -3364,6 +3440,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Devices_list: {
@@ -3435,6 +3512,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Devices_create: {
@@ -3503,6 +3581,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -3512,6 +3593,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Devices_get: {
@@ -3584,6 +3666,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Devices_update: {
@@ -3663,6 +3746,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -3672,6 +3757,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Devices_transferOwner: {
@@ -3744,6 +3830,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
             /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
             412: {
                 headers: {
@@ -3753,6 +3840,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
@@ -3771,6 +3860,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Devices_transfers: {
@@ -3850,6 +3940,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Authorities_list: {
@@ -3925,6 +4016,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Authorities_create: {
@@ -4002,6 +4094,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
@@ -4020,6 +4114,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Authorities_get: {
@@ -4095,6 +4190,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Authorities_remove: {
@@ -4195,6 +4291,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Authorities_update: {
@@ -4274,6 +4371,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
@@ -4292,6 +4391,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Authorities_restore: {
@@ -4371,6 +4471,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
             /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
             412: {
                 headers: {
@@ -4380,6 +4481,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -4389,6 +4493,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Authorities_activate: {
@@ -4479,6 +4584,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -4488,6 +4596,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Authorities_deactivate: {
@@ -4578,6 +4687,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
@@ -4596,6 +4707,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Authorities_revoke: {
@@ -4686,6 +4798,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
@@ -4704,6 +4818,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Permissions_list: {
@@ -4774,6 +4889,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Roles_list: {
@@ -4842,6 +4958,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     PermissionGrants_list: {
@@ -4913,6 +5030,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     PermissionGrants_get: {
@@ -4985,6 +5103,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     PermissionGrants_grant: {
@@ -5062,6 +5181,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
@@ -5080,6 +5201,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     PermissionGrants_revoke: {
@@ -5148,6 +5270,10 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -5157,6 +5283,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     AuthorityPermissions_list: {
@@ -5229,6 +5356,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     AuthorityPermissions_create: {
@@ -5306,6 +5434,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
@@ -5324,6 +5454,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     AuthorityPermissions_get: {
@@ -5396,6 +5527,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     AuthorityPermissions_revoke: {
@@ -5487,6 +5619,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     AuthorityPermissions_bulkGrant: {
@@ -5562,6 +5695,10 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -5571,6 +5708,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     AuthorityPermissions_bulkRevoke: {
@@ -5646,6 +5784,10 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -5655,6 +5797,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Authz_check: {
@@ -5743,6 +5886,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     DeviceAccess_list: {
@@ -5836,6 +5980,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     AccessTimeline_list: {
@@ -5927,6 +6072,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     UserAccess_list: {
@@ -6018,6 +6164,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Inbox_list: {
@@ -6092,6 +6239,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Inbox_create: {
@@ -6160,6 +6308,10 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -6169,6 +6321,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Inbox_get: {
@@ -6244,6 +6397,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Inbox_remove: {
@@ -6335,6 +6489,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Inbox_update: {
@@ -6414,6 +6569,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -6423,6 +6580,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Inbox_bulkDelete: {
@@ -6498,6 +6656,10 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -6507,6 +6669,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Inbox_restore: {
@@ -6586,6 +6749,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
             /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
             412: {
                 headers: {
@@ -6595,6 +6759,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -6604,6 +6771,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Inbox_sendPush: {
@@ -6676,6 +6844,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
             /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
             412: {
                 headers: {
@@ -6685,6 +6854,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -6694,6 +6866,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     MessageReadState_list: {
@@ -6768,6 +6941,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     MessageReadState_countsOf: {
@@ -6832,6 +7006,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     MessageReadState_get: {
@@ -6904,6 +7079,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     MessageReadState_markRead: {
@@ -6976,6 +7152,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
             /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
             412: {
                 headers: {
@@ -6985,6 +7162,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -6994,6 +7174,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     MessageReadState_archive: {
@@ -7066,6 +7247,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
             /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
             412: {
                 headers: {
@@ -7075,6 +7257,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -7084,6 +7269,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     MessageReadState_pin: {
@@ -7156,6 +7342,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
             /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
             412: {
                 headers: {
@@ -7165,6 +7352,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -7174,6 +7364,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     MessageReadState_snooze: {
@@ -7246,6 +7437,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
             /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
             412: {
                 headers: {
@@ -7255,6 +7447,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
@@ -7273,6 +7467,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     MobileDevices_list: {
@@ -7344,6 +7539,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     MobileDevices_register: {
@@ -7421,6 +7617,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -7430,6 +7629,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     MobileDevices_get: {
@@ -7502,6 +7702,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     MobileDevices_deactivate: {
@@ -7592,6 +7793,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -7601,6 +7805,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     MobileDevices_refreshToken: {
@@ -7691,6 +7896,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -7700,6 +7908,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Jobs_get: {
@@ -7772,6 +7981,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Jobs_results: {
@@ -7860,6 +8070,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     AuditEvents_list: {
@@ -7937,6 +8148,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     AuditEvents_get: {
@@ -8009,6 +8221,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Events_list: {
@@ -8078,6 +8291,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     WebhookEndpoints_list: {
@@ -8149,6 +8363,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     WebhookEndpoints_create: {
@@ -8208,6 +8423,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
@@ -8226,6 +8444,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     WebhookEndpoints_get: {
@@ -8298,6 +8517,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     WebhookEndpoints_remove: {
@@ -8382,6 +8602,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     WebhookEndpoints_update: {
@@ -8461,6 +8682,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
             422: {
                 headers: {
@@ -8479,6 +8702,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     WebhookEndpoints_rotateSecret: {
@@ -8551,6 +8775,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
             /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
             412: {
                 headers: {
@@ -8560,6 +8785,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -8569,6 +8797,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     WebhookEndpoints_test: {
@@ -8659,6 +8888,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -8668,6 +8900,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     WebhookEndpoints_deliveries: {
@@ -8749,6 +8982,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     WebhookDeliveries_retry: {
@@ -8828,6 +9062,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -8837,6 +9074,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
     Cache_rebuild: {
@@ -8896,6 +9134,10 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -8905,6 +9147,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            503: components["responses"]["Error503"];
         };
     };
 }

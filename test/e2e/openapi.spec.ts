@@ -17,6 +17,44 @@ describe('OpenAPI document', () => {
     expect(current).toBe(readFileSync(COMMITTED, 'utf8'));
   });
 
+  it('declares on every route the answers part 13 names for its kind, and path ids as integers', () => {
+    const document = JSON.parse(readFileSync(COMMITTED, 'utf8')) as {
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            security?: unknown[];
+            responses: Record<string, unknown>;
+            parameters?: { in: string; name: string; schema: Record<string, unknown> }[];
+          }
+        >
+      >;
+    };
+    const missing: string[] = [];
+    const numericIds: string[] = [];
+    for (const [path, item] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        if (!path.startsWith('/v1/admin')) continue;
+        const expected = [400, 401, 403, 429, 503];
+        if (['post', 'put', 'patch'].includes(method)) expected.push(413, 415);
+        if (method === 'post') expected.push(409, 422);
+        for (const status of expected)
+          if (operation.responses[String(status)] === undefined)
+            missing.push(`${method.toUpperCase()} ${path}: ${status}`);
+        for (const parameter of operation.parameters ?? [])
+          if (parameter.in === 'path' && parameter.schema.type === 'number')
+            numericIds.push(`${path} ${parameter.name}`);
+      }
+    }
+    expect(missing).toEqual([]);
+    expect(numericIds).toEqual([]);
+    expect(document.paths['/v1/admin/users/{id}']?.get?.parameters?.[0]?.schema).toMatchObject({
+      type: 'integer',
+      pattern: '^[1-9][0-9]{0,15}$',
+    });
+  });
+
   it('is served at /docs/openapi.json with Swagger UI at /docs', async () => {
     const json = await t.http().get('/docs/openapi.json').expect(200);
     expect(json.body.info.title).toBe('Admin API');

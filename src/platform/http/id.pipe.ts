@@ -2,7 +2,9 @@ import { Injectable, Param, type ArgumentMetadata, type PipeTransform } from '@n
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from './api-error.js';
 
-const ID = /^[1-9]\d{0,15}$/;
+/** An id in a path (part 1): a positive safe integer in plain decimal, as the OpenAPI document says too. */
+export const PATH_ID_PATTERN = '^[1-9][0-9]{0,15}$';
+const ID = new RegExp(PATH_ID_PATTERN);
 
 /** Whether a path segment is an id (what `ParseIdPipe` accepts). */
 export function isPathId(value: string | undefined): value is string {

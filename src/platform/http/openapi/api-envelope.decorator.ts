@@ -57,6 +57,18 @@ export function ApiEnvelope(model: Type, options: EnvelopeOptions = {}): MethodD
   );
 }
 
+/** An error response of the document as `ApiErrorResponses` writes it, for the whole-document refinements. */
+export function errorResponseObject(status: number): Record<string, unknown> {
+  return {
+    description: errorDescription(status),
+    content: {
+      'application/json': {
+        schema: { allOf: [{ $ref: getSchemaPath(ErrorEnvelopeDto) }], example: errorExample(status) },
+      },
+    },
+  };
+}
+
 /** Documents error envelopes for the given statuses. */
 export function ApiErrorResponses(statuses: readonly number[]): MethodDecorator & ClassDecorator {
   return applyDecorators(

@@ -1,4 +1,6 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
+import { PATH_ID_PATTERN } from '../id.pipe.js';
+import { errorResponseObject } from './api-envelope.decorator.js';
 
 /*
  * What the decorators cannot say about the document as a whole, applied once after Nest builds it,
@@ -55,13 +57,57 @@ function nullableReferences(node: unknown): void {
   node.anyOf = [allOf[0], { type: 'object', nullable: true, enum: [null] }];
 }
 
+/**
+ * The answers part 13 puts on routes by their kind rather than by what they do, declared here once
+ * so that no route can forget one: 503 on every authenticated route (a dependency down;
+ * 400, 401, 403 and 429 are declared by `@Authorize`), 413 and 415 on every route that takes
+ * a body, 409 and 422 on every POST (an `Idempotency-Key` still in flight, or reused with another
+ * body). Their descriptions and examples come from the error table like every other.
+ */
+function declareCommonAnswers(method: string, operation: Json, shared: Json): void {
+  // Public routes (health, docs) answer what they declare themselves.
+  if (!Array.isArray(operation.security) || operation.security.length === 0) return;
+  const responses = isObject(operation.responses) ? operation.responses : (operation.responses = {});
+  const statuses = [
+    503,
+    ...(['post', 'put', 'patch'].includes(method) ? [413, 415] : []),
+    ...(method === 'post' ? [409, 422] : []),
+  ];
+  for (const status of statuses) {
+    // One shared response per status (components.responses), not a copy in every operation.
+    const name = `Error${status}`;
+    shared[name] ??= errorResponseObject(status);
+    responses[String(status)] ??= { $ref: `#/components/responses/${name}` };
+  }
+}
+
+/** Path ids are positive safe integers in plain decimal (part 1), not any JSON number. */
+function integerPathIds(operation: Json): void {
+  if (!Array.isArray(operation.parameters)) return;
+  for (const parameter of operation.parameters as Json[]) {
+    const schema = parameter.schema;
+    if (parameter.in !== 'path' || !isObject(schema) || schema.type !== 'number') continue;
+    parameter.schema = {
+      type: 'integer',
+      format: 'int64',
+      minimum: 1,
+      maximum: Number.MAX_SAFE_INTEGER,
+      pattern: PATH_ID_PATTERN,
+    };
+  }
+}
+
 export function refineDocument(document: OpenAPIObject): OpenAPIObject {
   const schemas = (document.components?.schemas ?? {}) as Record<string, Json>;
+  const components = (document.components ??= {});
+  const shared = (components.responses ??= {}) as Json;
   for (const item of Object.values(document.paths) as Json[]) {
     for (const [method, operation] of Object.entries(item)) {
       if (!isObject(operation)) continue;
       if (method === 'post') addIdempotencyKey(operation);
       relaxEmptyBody(operation, schemas);
+      declareCommonAnswers(method, operation, shared);
+      integerPathIds(operation);
     }
   }
   nullableReferences(document.components);
