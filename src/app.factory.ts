@@ -3,6 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Logger as Pino } from 'pino';
 import { AppModule, type AppModuleOptions } from './app.module.js';
+import { Authentication } from './platform/auth/authentication.js';
 import { EnvelopeInterceptor } from './platform/http/envelope.interceptor.js';
 import { ApiExceptionFilter } from './platform/http/exception.filter.js';
 import { configureHttp, createHttpAdapter } from './platform/http/http.js';
@@ -29,7 +30,13 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     },
   );
   // The stored idempotent response is completed after the status override, so it is the one sent.
-  configureHttp(app, log, completeIdempotentResponse(app.get(IdempotencyKeysRepository), new Logger('Idempotency')));
+  const authentication = app.get(Authentication);
+  configureHttp(
+    app,
+    log,
+    completeIdempotentResponse(app.get(IdempotencyKeysRepository), new Logger('Idempotency')),
+    (request) => authentication.admit(request),
+  );
   app.useGlobalFilters(new ApiExceptionFilter());
   // Idempotency wraps the envelope: a replay is the stored envelope, sent as it was.
   app.useGlobalInterceptors(new EnvelopeInterceptor(app.get(IdempotentRequests)));

@@ -20,8 +20,8 @@ function rateLimited(resetInMs: number): ApiError {
 /**
  * The per-address limit on failed authentication (part 10). Failures are counted in a shared
  * one-minute window (Redis when configured); once an address is past the limit, this instance
- * refuses its requests before verifying anything until the window ends. The check costs no
- * round trip, so valid traffic pays nothing for it.
+ * answers its failing requests 429 until the window ends, without counting them again (no round
+ * trip). Requests that authenticate are served all the same: many users share one address.
  */
 @Injectable()
 export class AuthFailureLimiter {
@@ -35,13 +35,14 @@ export class AuthFailureLimiter {
     this.limit = settings.authFailureLimitPerMinute;
   }
 
-  /** Throws 429 while the address is blocked. */
-  assertAllowed(ip: string): void {
+  /** The 429 for a request that failed authentication while its address is blocked. */
+  refusalFor(ip: string): ApiError | undefined {
     const until = this.blockedUntil.get(ip);
-    if (until === undefined) return;
+    if (until === undefined) return undefined;
     const left = until - Date.now();
-    if (left > 0) throw rateLimited(left);
+    if (left > 0) return rateLimited(left);
     this.blockedUntil.delete(ip);
+    return undefined;
   }
 
   /** Counts a failure; returns the 429 to send instead of the 401 once the address is past the limit. */

@@ -6,6 +6,7 @@ import { AccessFactsRepository } from './access-facts.repository.js';
 import { AuthContextService } from './auth-context.service.js';
 import { AuthFailureLimiter } from './auth-failure-limiter.js';
 import { WindowCounters } from './window-counters.js';
+import { Authentication } from './authentication.js';
 import { AuthGuard } from './auth.guard.js';
 import { AuthorizationService } from './authorization.service.js';
 import { DeviceLocators } from './device-locators.js';
@@ -28,6 +29,7 @@ import { createVerificationKeys, VERIFICATION_KEYS } from './verification-keys.j
     AuthorizationService,
     DeviceAuthoritiesService,
     WindowCounters,
+    Authentication,
     AuthFailureLimiter,
     ActorRateLimiter,
     TokenVerifier,
@@ -35,6 +37,13 @@ import { createVerificationKeys, VERIFICATION_KEYS } from './verification-keys.j
     SessionsService,
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
-  exports: [DeviceLocators, AuthContextService, AuthorizationService, DeviceAuthoritiesService, SessionsService],
+  exports: [
+    Authentication,
+    DeviceLocators,
+    AuthContextService,
+    AuthorizationService,
+    DeviceAuthoritiesService,
+    SessionsService,
+  ],
 })
 export class AuthModule {}

@@ -1,4 +1,5 @@
 import { applyDecorators, Get, SetMetadata, type Type } from '@nestjs/common';
+import { RouteConfig } from '@nestjs/platform-fastify';
 import { ApiBearerAuth, ApiExtension, ApiOperation } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { ApiEnvelope, ApiErrorResponses, type EnvelopeOptions } from '../http/openapi/api-envelope.decorator.js';
@@ -32,6 +33,8 @@ export interface AuthorizeOptions extends Omit<EnvelopeOptions, 'list'> {
 }
 
 export const AUTHORIZE = 'admin-api:authorize';
+/** The route config key under which `@Authorize` hands its rule to Fastify's hooks. */
+export const AUTHORIZE_ROUTE_CONFIG = 'authorize';
 
 /**
  * The one decorator every `/v1/admin` route carries: the permission it requires (checked by
@@ -54,6 +57,8 @@ export function Authorize(options: AuthorizeOptions): MethodDecorator {
     .join('\n\n');
   return applyDecorators(
     SetMetadata(AUTHORIZE, options),
+    // Fastify's onRequest hook reads it there, to authenticate before the body is read (part 4).
+    RouteConfig({ [AUTHORIZE_ROUTE_CONFIG]: options }),
     ApiBearerAuth(),
     ApiOperation({ summary: options.summary, description }),
     ApiExtension('x-permission', options.permission),

@@ -31,8 +31,10 @@ export function sendError(exception: unknown, request: FastifyRequest, reply: Fa
       err: loggableError(exception),
     });
   } else if (error.code === 'SERVICE_UNAVAILABLE') {
+    // The refusal names what was down (the database, the JWKS endpoint, …); the log line says the same.
+    const dependency = typeof error.details.dependency === 'string' ? error.details.dependency : 'a dependency';
     logger.warn({
-      msg: 'database unavailable',
+      msg: `${dependency} unavailable`,
       request_id: request.id,
       err: exception instanceof Error ? exception.message : String(exception),
     });

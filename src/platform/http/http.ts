@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
@@ -6,6 +7,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger as Pino } from 'pino';
 import { ApiError, BODY_LIMIT_BYTES, BULK_BODY_LIMIT_BYTES } from './api-error.js';
 import { errorBody } from './error-mapping.js';
+import { sendError } from './exception.filter.js';
 import { resolveRequestId, runInRequestContext, type RequestContext } from './request-context.js';
 import { applyStatusOverride } from './status-override.js';
 
@@ -87,7 +89,12 @@ function clientError(error: NodeJS.ErrnoException, socket: Duplex): void {
  * Everything the contract says about HTTP that is not a route: headers on every response,
  * JSON-only bodies, the request context, and one log line per request.
  */
-export function configureHttp(app: NestFastifyApplication, log: Pino, afterStatus?: BeforeSend): void {
+export function configureHttp(
+  app: NestFastifyApplication,
+  log: Pino,
+  afterStatus?: BeforeSend,
+  authenticate?: Authenticate,
+): void {
   const fastify: FastifyInstance = app.getHttpAdapter().getInstance();
 
   // Every body is at most 1 MiB (the server's limit), but the bulk routes' (part 6.6). The parser
@@ -117,6 +124,20 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, afterStatu
     void reply.header('x-request-id', request.id).header('cache-control', 'no-store');
     done();
   });
+  // Authentication before the body (part 4): a refusal here is sent before any byte of the body
+  // is read or parsed (Node discards what the client still sends).
+  if (authenticate !== undefined) {
+    const logger = new Logger('Errors');
+    fastify.addHook('onRequest', async (request, reply) => {
+      try {
+        await authenticate(request);
+      } catch (error) {
+        sendError(error, request, reply, logger);
+        return reply;
+      }
+      return undefined;
+    });
+  }
   // After body parsing, so the context survives into guards, pipes and handlers.
   fastify.addHook('preHandler', (request, _reply, done) => {
     const context = { request_id: request.id, ip: request.ip, actor_id: null };
@@ -147,6 +168,9 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, afterStatu
     done();
   });
 }
+
+/** Authenticates a request before its body is read; throws the refusal. */
+export type Authenticate = (request: FastifyRequest) => Promise<void>;
 
 /** Work on the final payload before it is written; a promise only when there is any. */
 export type BeforeSend = (

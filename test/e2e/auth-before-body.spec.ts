@@ -1,0 +1,115 @@
+import { connect, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { actor, type Caller } from '../support/auth.js';
+import { startApp, type TestApp } from '../support/app.js';
+
+const ANNOUNCED_BYTES = 6_800_000;
+
+/**
+ * Sends a POST whose headers announce a large body but only its first kilobyte, and keeps the
+ * connection open. A server that reads the body before authenticating never answers (the rest
+ * never comes); one that authenticates first answers at once. Resolves with the status line and
+ * the body, or with `undefined` if the server waits for the body instead (the socket is closed
+ * after `patienceMs`, which only a wrong server reaches, so the machine's load cannot fail it).
+ */
+function postWithHeldBody(port: number, path: string, authorization: string, patienceMs = 15_000) {
+  return new Promise<{ status: number; body: string } | undefined>((resolve, reject) => {
+    const socket: Socket = connect(port, '127.0.0.1');
+    let received = '';
+    const giveUp = setTimeout(() => {
+      socket.destroy();
+      resolve(undefined);
+    }, patienceMs);
+    socket.on('error', reject);
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('utf8');
+      const headerEnd = received.indexOf('\r\n\r\n');
+      if (headerEnd < 0) return;
+      const length = Number(/content-length: (\d+)/i.exec(received.slice(0, headerEnd))?.[1] ?? NaN);
+      const body = received.slice(headerEnd + 4);
+      if (Buffer.byteLength(body) < length) return;
+      clearTimeout(giveUp);
+      socket.destroy();
+      resolve({ status: Number(received.slice(9, 12)), body });
+    });
+    socket.write(
+      [
+        `POST ${path} HTTP/1.1`,
+        'Host: 127.0.0.1',
+        `Authorization: ${authorization}`,
+        'Content-Type: application/json',
+        `Content-Length: ${ANNOUNCED_BYTES}`,
+        '',
+        `{"items":[${'1,'.repeat(500)}`,
+      ].join('\r\n'),
+    );
+  });
+}
+
+describe('authentication comes before the body (part 4)', () => {
+  let t: TestApp;
+  let port: number;
+  let root: Caller;
+  beforeAll(async () => {
+    t = await startApp({ widgets: false, redisUrl: null });
+    port = await listening(t);
+    root = await actor('super_admin');
+  });
+  afterAll(() => t.close());
+
+  it('a bulk route with a junk token and a 6.8 MB body still on its way is answered 401 at once', async () => {
+    const answer = await postWithHeldBody(port, '/v1/admin/authority-permissions/bulk-grant', 'Bearer junk');
+    expect(answer?.status).toBe(401);
+    expect(JSON.parse(answer?.body ?? '{}')).toMatchObject({
+      success: false,
+      error: { code: 'AUTH_TOKEN_INVALID' },
+    });
+  });
+
+  it('a request without a token is answered 401 AUTH_TOKEN_MISSING before its body', async () => {
+    const answer = await postWithHeldBody(port, '/v1/admin/users', '');
+    expect(answer?.status).toBe(401);
+    expect(JSON.parse(answer?.body ?? '{}')).toMatchObject({ error: { code: 'AUTH_TOKEN_MISSING' } });
+  });
+
+  it('a revoked session is refused before the body too', async () => {
+    const gone = await actor('admin');
+    await t.http().post(`/v1/admin/users/${gone.user.id}/revoke-sessions`).set('Authorization', root.auth).expect(200);
+    const answer = await postWithHeldBody(port, '/v1/admin/users', gone.auth);
+    expect(answer?.status).toBe(401);
+    expect(JSON.parse(answer?.body ?? '{}')).toMatchObject({ error: { code: 'AUTH_SESSION_INVALID' } });
+  });
+});
+
+describe('the per-address limit comes before the body too (parts 4 and 10)', () => {
+  let t: TestApp;
+  let port: number;
+  let root: Caller;
+  beforeAll(async () => {
+    t = await startApp({ widgets: false, redisUrl: null, env: { AUTH_FAILURE_LIMIT_PER_MINUTE: '3' } });
+    port = await listening(t);
+    root = await actor('super_admin');
+  });
+  afterAll(() => t.close());
+
+  it('a blocked address is answered 429 before its body; a valid token from it still is not refused', async () => {
+    for (let attempt = 0; attempt < 3; attempt += 1)
+      await t.http().get('/v1/admin/users').set('Authorization', 'Bearer nonsense').expect(401);
+    const blocked = await postWithHeldBody(port, '/v1/admin/inbox/bulk-delete', 'Bearer nonsense');
+    expect(blocked?.status).toBe(429);
+    expect(JSON.parse(blocked?.body ?? '{}')).toMatchObject({
+      error: { code: 'RATE_LIMITED', details: { scope: 'ip' } },
+    });
+    // A valid token from the blocked address passes and is judged on its own: this body is over
+    // the route's 1 MiB (refused by its announced length, still without reading it).
+    const served = await postWithHeldBody(port, '/v1/admin/users', root.auth);
+    expect(served?.status).toBe(413);
+    expect(JSON.parse(served?.body ?? '{}')).toMatchObject({ error: { code: 'PAYLOAD_TOO_LARGE' } });
+    await t.http().get('/v1/admin/users?page_size=1').set('Authorization', root.auth).expect(200);
+  });
+});
+
+async function listening(t: TestApp): Promise<number> {
+  await t.app.listen(0, '127.0.0.1');
+  return (t.app.getHttpServer().address() as AddressInfo).port;
+}
