@@ -12,9 +12,14 @@ const swc = {
 
 // The cache specs run a second time against a Redis Cluster of the run's own (3 masters and 3
 // replicas, started by the project's global setup): every script must keep to one hash slot.
-const CLUSTER_SPECS = ['cache', 'list-cache', 'table-generations', 'cache-rebuild', 'scale-out'].map(
-  (name) => `<rootDir>/test/e2e/${name}.spec.ts`,
-);
+const CLUSTER_SPECS = [
+  'cache',
+  'cache-wrong-type',
+  'list-cache',
+  'table-generations',
+  'cache-rebuild',
+  'scale-out',
+].map((name) => `<rootDir>/test/e2e/${name}.spec.ts`);
 
 export const project = {
   testEnvironment: 'node',

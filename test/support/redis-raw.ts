@@ -2,12 +2,18 @@ import { createClient, createCluster } from '@keyv/redis';
 import { shardOf, storedKeys } from '../../src/platform/cache/cache-keys.js';
 import { parseClusterUrl } from '../../src/platform/config/redis-url.js';
 
+/** The types no key of the service ever holds (all of its keys are strings). */
+export const WRONG_TYPES = ['list', 'hash', 'set'] as const;
+export type WrongType = (typeof WRONG_TYPES)[number];
+
 /** Plain Redis commands behind the service's back, on one server or a cluster alike. */
 export interface RawRedis {
   get(key: string): Promise<string | null>;
   set(key: string, value: string, options?: { KEEPTTL?: true }): Promise<unknown>;
   del(key: string): Promise<number>;
   type(key: string): Promise<string>;
+  /** Replaces the key with one of another type, as a stray LPUSH, HSET or SADD would leave it. */
+  plant(key: string, type: WrongType): Promise<void>;
   /** Keys matching `pattern` on every master. */
   keys(pattern: string): Promise<string[]>;
   /** The key under which the store keeps the logical `key` now (its shard, at its current generation). */
@@ -51,7 +57,7 @@ export async function withRawRedis<T>(url: string, work: (redis: RawRedis) => Pr
   }
 }
 
-type Commands = Pick<ReturnType<typeof createClient>, 'get' | 'set' | 'del' | 'type'>;
+type Commands = Pick<ReturnType<typeof createClient>, 'get' | 'set' | 'del' | 'type' | 'lPush' | 'hSet' | 'sAdd'>;
 
 function raw(client: Commands, keys: (pattern: string) => Promise<string[]>): RawRedis {
   const redis: RawRedis = {
@@ -59,6 +65,12 @@ function raw(client: Commands, keys: (pattern: string) => Promise<string[]>): Ra
     set: (key, value, options) => client.set(key, value, options),
     del: (key) => client.del(key),
     type: (key) => client.type(key),
+    async plant(key, type) {
+      await client.del(key);
+      if (type === 'list') await client.lPush(key, 'junk');
+      else if (type === 'hash') await client.hSet(key, 'junk', 'junk');
+      else await client.sAdd(key, 'junk');
+    },
     keys,
     async entryKey(prefix, key) {
       const shard = shardOf(key);

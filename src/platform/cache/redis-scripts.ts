@@ -8,7 +8,26 @@
 // generation, a missing one (evicted) and a corrupted one all restart above anything they could
 // have reached: the server clock in microseconds (or one more than the old value, if that is
 // higher). Never from 0 or 1, whose entries may still exist.
-const GENERATIONS = `
+//
+// Every key of the service holds a string. One that holds another type (a stray LPUSH on it) fails
+// every command a script sends it, and each failure counts against the whole cache (the breaker,
+// the flush after it, which fails on that key too): the cache would stay off for good. So scripts
+// read through value(), which drops such a key and reads it as missing, exactly as an evicted one:
+// an entry is then a miss and is refilled, a generation restarts above anything it reached, a
+// counter starts its window again.
+const VALUE = `
+local function value(key)
+  local found = redis.pcall('GET', key)
+  if type(found) == 'table' and found.err then
+    if string.sub(found.err, 1, 9) ~= 'WRONGTYPE' then return error(found) end
+    redis.call('DEL', key)
+    return false
+  end
+  return found
+end
+`;
+
+const GENERATIONS = `${VALUE}
 local function clock()
   local now = redis.call('TIME')
   return tonumber(now[1]) * 1000000 + tonumber(now[2])
@@ -27,12 +46,12 @@ local function store(key, n, self)
   return string.format('%.0f', n)
 end
 local function generation(key, self)
-  local n, owner = parse(redis.call('GET', key))
+  local n, owner = parse(value(key))
   if n and owner == self then return string.format('%.0f', n) end
   return store(key, math.max(clock(), (n or 0) + 1), self)
 end
 local function bump(key, self)
-  local n, owner = parse(redis.call('GET', key))
+  local n, owner = parse(value(key))
   if n and owner == self then return store(key, n + 1, self) end
   return store(key, math.max(clock(), (n or 0) + 1), self)
 end
@@ -56,7 +75,7 @@ end
 
 export const GET_MANY = `${ENTRIES}
 local found = {}
-for i = 1, #KEYS do found[i] = redis.call('GET', stored(i, ARGV[2 * i - 1], ARGV[2 * i])) end
+for i = 1, #KEYS do found[i] = value(stored(i, ARGV[2 * i - 1], ARGV[2 * i])) end
 return found`;
 
 // Compare-and-set: an entry built from an older row version never replaces a newer one.
@@ -66,7 +85,7 @@ local result = {}
 for i = 1, #KEYS do
   local at = 2 + (i - 1) * 4
   local key = stored(i, ARGV[at], ARGV[at + 1])
-  local current = redis.call('GET', key)
+  local current = value(key)
   local version = current and tonumber(string.match(current, '^(%d+)|[01]|'))
   if version and version > tonumber(ARGV[at + 2]) then
     result[i] = 0
@@ -81,7 +100,7 @@ return result`;
 // ARGV = head, key, the value the read found.
 export const DELETE_IF_SAME = `${ENTRIES}
 local key = stored(1, ARGV[1], ARGV[2])
-if redis.call('GET', key) == ARGV[3] then return redis.call('DEL', key) end
+if value(key) == ARGV[3] then return redis.call('DEL', key) end
 return 0`;
 
 /** The named generations (KEYS), each as a decimal string. */
@@ -101,8 +120,8 @@ return found`;
 // Counters live outside the generations: dropping the cache must not reset a rate limit. A value
 // that is not a count (a corrupted key) would fail INCRBY on every request, and those failures
 // would open the circuit for the whole cache: it starts the window again instead.
-export const INCREMENT = `
-local current = redis.call('GET', KEYS[1])
+export const INCREMENT = `${VALUE}
+local current = value(KEYS[1])
 if current and not tonumber(current) then redis.call('DEL', KEYS[1]) end
 local n = redis.call('INCRBY', KEYS[1], ARGV[2])
 local ttl = redis.call('PTTL', KEYS[1])
@@ -115,10 +134,10 @@ return {n, ttl}`;
 // A triggered rebuild's drop (KEYS: entries of one shard): each entry becomes a tombstone at its
 // own version (a miss for reads that still refuses an older fill, as every invalidation does); a
 // value that is not an entry goes.
-export const TOMBSTONE = `
+export const TOMBSTONE = `${VALUE}
 local dropped = 0
 for i = 1, #KEYS do
-  local current = redis.call('GET', KEYS[i])
+  local current = value(KEYS[i])
   if current then
     local version = string.match(current, '^(%d+)|[01]|')
     if version then redis.call('SET', KEYS[i], version .. '|0|', 'KEEPTTL') else redis.call('DEL', KEYS[i]) end
