@@ -1119,7 +1119,9 @@ export interface paths {
         };
         /**
          * A background job: state, attempts, timestamps, result or error
-         * @description Requires the permission `jobs.read`.
+         * @description Seen by whoever started the job and by `super_admin` and `admin`; to anyone else it is 404 `JOB_NOT_FOUND`, as if it did not exist.
+         *
+         *     Requires the permission `jobs.read`.
          */
         get: operations["Jobs_get"];
         put?: never;
@@ -1139,7 +1141,7 @@ export interface paths {
         };
         /**
          * A finished bulk job's per-item results, in item order
-         * @description 409 `INVALID_STATE_TRANSITION` while the job is queued or running.
+         * @description Seen by whoever started the job and by `super_admin` and `admin`; to anyone else it is 404 `JOB_NOT_FOUND`, as if it did not exist. 409 `INVALID_STATE_TRANSITION` while the job is queued or running; `meta.total` is always exact.
          *
          *     sort `id` (default `id:asc`).
          *
@@ -2092,6 +2094,8 @@ export interface components {
             job_id: string;
             /** @example send-push */
             type: string;
+            /** @description The user who started the job; null for a system job */
+            created_by: number | null;
             /** @enum {string} */
             state: "queued" | "running" | "succeeded" | "failed";
             /** @description Attempts started so far */

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { EXACT_COUNT_LIMIT } from '../../src/platform/http/list/list-spec.js';
 import { JobQueue } from '../../src/platform/jobs/job-queue.js';
 import { UnitOfWork } from '../../src/platform/database/unit-of-work.js';
 import { createSession } from '../support/auth.js';
@@ -191,6 +192,33 @@ describe('bulk routes as jobs (Prefer: respond-async)', () => {
       [{ n: 3 }],
     );
   });
+
+  it("pages a job of more items than the exact-count limit with meta.total exact: the job's item count", async () => {
+    // Past EXACT_COUNT_LIMIT a list's total may be an estimate (10 001 for 20 000): a client paging
+    // up to it would stop short. Unknown messages keep the job cheap: every item fails alone.
+    const count = EXACT_COUNT_LIMIT + 2345;
+    const items = Array.from({ length: count }, (_, index) => ({ id: 900_000_000 + index }));
+    const accepted = await caller(t, root)
+      .post('/v1/admin/inbox/bulk-delete', { items })
+      .set('Prefer', 'respond-async')
+      .expect(202);
+    const jobId = accepted.body.data.job_id as string;
+    const job = await waitForJob(t, root.auth, jobId, 60_000);
+    expect(job).toMatchObject({ state: 'succeeded', result: { accepted: count, processed: 0, failed: count } });
+    const first = await caller(t, root).get(`/v1/admin/jobs/${jobId}/results?page_size=100`).expect(200);
+    expect(first.body.meta).toMatchObject({ total: count, total_exact: true });
+    // The last page holds the last item; the page after it is empty with the same total.
+    const lastPage = Math.ceil(count / 100);
+    const last = await caller(t, root)
+      .get(`/v1/admin/jobs/${jobId}/results?page=${lastPage}&page_size=100`)
+      .expect(200);
+    expect(last.body.data).toHaveLength(45);
+    expect(last.body.data.at(-1)).toMatchObject({ index: count - 1, status: 'failed' });
+    const past = await caller(t, root)
+      .get(`/v1/admin/jobs/${jobId}/results?page=${lastPage + 1}&page_size=100`)
+      .expect(200);
+    expect(past.body).toMatchObject({ data: [], meta: { total: count, total_exact: true } });
+  }, 120_000);
 
   describe('before the job ran', () => {
     const idle = jobsSchema();

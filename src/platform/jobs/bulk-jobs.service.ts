@@ -144,7 +144,7 @@ export class BulkJobs implements OnModuleInit {
       ...(options.dry_run === undefined ? {} : { dry_run: options.dry_run }),
     };
     const jobId = await this.uow.run(async (tx) => {
-      const id = await this.queue.enqueue(tx, 'bulk', data);
+      const id = await this.queue.enqueue(tx, 'bulk', data, actor.user_id);
       await this.items.store(tx, id, items, BULK_CHUNK);
       return id;
     });

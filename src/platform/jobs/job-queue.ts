@@ -10,6 +10,7 @@ import { PgBoss, type Db, type Job, type JobWithMetadata } from 'pg-boss';
 import { SETTINGS, type Settings } from '../config/settings.js';
 import { DATABASE_URL } from '../database/database.tokens.js';
 import type { Tx } from '../database/unit-of-work.js';
+import { currentActorId } from '../http/request-context.js';
 
 /** How a queue retries its jobs (pg-boss options); each feature declares its queues as it registers their workers. */
 export interface QueuePolicy {
@@ -166,17 +167,20 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
     for (const id of this.workerIds.get(queue) ?? []) this.boss.notifyWorker(id);
   }
 
-  /** Enqueues inside `tx`; returns the job id. */
-  async enqueue(tx: Tx, queue: QueueName, data: object): Promise<string> {
+  /**
+   * Enqueues inside `tx`; returns the job id. The job carries its creator (`created_by`, the
+   * requester by default, null in a system flow) because who may see a job depends on it (part 6.10).
+   */
+  async enqueue(tx: Tx, queue: QueueName, data: object, createdBy = currentActorId()): Promise<string> {
     const db = inTransaction(tx);
-    const id = await this.boss.send(queue, data, { db });
+    const id = await this.boss.send(queue, { ...data, created_by: createdBy }, { db });
     if (id === null) throw new Error(`the job queue refused a ${queue} job`);
     return id;
   }
 
   /**
    * Enqueues inside `tx` unless a job with the same key is already waiting (then answers null:
-   * the waiting one will do the work).
+   * the waiting one will do the work). Such a job serves whoever asked, so it has no creator.
    */
   async enqueueUnlessWaiting(tx: Tx, queue: QueueName, data: object, options: SendOptions): Promise<string | null> {
     const db = inTransaction(tx);

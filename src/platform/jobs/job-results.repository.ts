@@ -7,7 +7,11 @@ import { table } from '../database/table.js';
 
 const JOB_RESULTS = table('job_results');
 
-export const JOB_RESULT_LIST = listSpec({ from: 'job_results', select: 'result', sort: ['id'] });
+/**
+ * Counted exactly: a client pages a job's results up to `meta.total`, so an estimate past 10 000
+ * would stop it halfway. One job has at most 100 000 results, counted on job_results_job_idx.
+ */
+export const JOB_RESULT_LIST = listSpec({ from: 'job_results', select: 'result', sort: ['id'], exactCount: true });
 
 /** A bulk job's per-item results, in item order (`GET /jobs/{job_id}/results`). */
 @Injectable()

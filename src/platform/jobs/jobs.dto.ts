@@ -4,6 +4,12 @@ import { ApiProperty } from '@nestjs/swagger';
 export class JobDto {
   @ApiProperty({ format: 'uuid' }) job_id!: string;
   @ApiProperty({ example: 'send-push' }) type!: string;
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'The user who started the job; null for a system job',
+  })
+  created_by!: number | null;
   @ApiProperty({ enum: ['queued', 'running', 'succeeded', 'failed'] }) state!:
     'queued' | 'running' | 'succeeded' | 'failed';
   @ApiProperty({ description: 'Attempts started so far' }) attempts!: number;

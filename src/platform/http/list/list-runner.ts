@@ -9,7 +9,8 @@ interface PlanRow {
 
 /**
  * Runs a list query: one page plus `meta.total`. The total is a capped exact count (cheap),
- * falling back to the planner's estimate past 10 000 matches unless `count=exact` (part 2).
+ * falling back to the planner's estimate past 10 000 matches unless `count=exact` or the spec
+ * always counts exactly (part 2).
  */
 export async function runList<T>(
   db: EntityManager,
@@ -49,7 +50,7 @@ async function countMatches(
   where: string,
   params: readonly unknown[],
 ): Promise<{ value: number; exact: boolean }> {
-  if (query.count === 'exact') {
+  if (query.count === 'exact' || spec.exactCount === true) {
     const [row] = await db.query<{ n: number }[]>(`SELECT count(*) AS n FROM ${spec.from} ${where}`, [...params]);
     return { value: Number(row?.n ?? 0), exact: true };
   }

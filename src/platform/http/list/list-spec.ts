@@ -30,6 +30,11 @@ export interface ListSpec {
    * 10 000 rows always will, so its capped count need not be run again.
    */
   readonly appendOnly?: boolean;
+  /**
+   * `meta.total` is always counted exactly, as with `count=exact`: for lists whose scope bounds
+   * the matches to an indexed set small enough to count (one job's results: at most 100 000).
+   */
+  readonly exactCount?: boolean;
   /** Every table the page is read from: a write to any of them makes its cached pages unusable (part 7). */
   readonly tables: readonly string[];
   /**
@@ -72,6 +77,8 @@ export interface ListDeclaration {
   readonly search?: readonly string[];
   readonly deletedColumn?: string;
   readonly appendOnly?: boolean;
+  /** See `ListSpec.exactCount`. */
+  readonly exactCount?: boolean;
   /** See `ListSpec.changesAt`. */
   readonly changesAt?: string;
 }
