@@ -42,6 +42,9 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
     AUTH_FAILURE_LIMIT_PER_MINUTE: '100000',
     // Specs share one database: only the specs about jobs run workers, each on its own queue schema.
     JOB_WORKERS: 'false',
+    // Two runs of the suite side by side start up to a dozen apps at once on one PostgreSQL (100
+    // connections): each keeps a small pool. The specs about pools and contention set their own.
+    DB_POOL_SIZE: '5',
     // Nor do they deliver webhooks (all share the feed's fan-out): the webhook specs do.
     WEBHOOK_WORKERS: 'false',
     // Nor do they follow the shared cache epoch, which the CLI's and the fault specs' writes move:

@@ -81,8 +81,9 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
     this.boss = new PgBoss({
       connectionString: databaseUrl,
       schema: settings.jobsSchema,
-      // Each queue slot polls on its own (the webhook runs add WEBHOOK_CONCURRENCY of them).
-      max: 6,
+      // Each queue slot polls on its own (the webhook runs add WEBHOOK_CONCURRENCY of them); a
+      // smaller DB_POOL_SIZE (many instances on one PostgreSQL) shrinks the queue's pool too.
+      max: Math.min(6, settings.dbPoolSize),
       application_name: `${settings.dbApplicationName}-jobs`,
       connectionTimeoutMillis: settings.dbConnectTimeoutMs,
     });
