@@ -31,12 +31,11 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   );
   // The stored idempotent response is completed after the status override, so it is the one sent.
   const authentication = app.get(Authentication);
-  configureHttp(
-    app,
-    log,
-    completeIdempotentResponse(app.get(IdempotencyKeysRepository), new Logger('Idempotency')),
-    (request) => authentication.admit(request),
-  );
+  configureHttp(app, log, {
+    afterStatus: completeIdempotentResponse(app.get(IdempotencyKeysRepository), new Logger('Idempotency')),
+    authenticate: (request) => authentication.admit(request),
+    corsOrigins: options.settings.corsOrigins,
+  });
   app.useGlobalFilters(new ApiExceptionFilter());
   // Idempotency wraps the envelope: a replay is the stored envelope, sent as it was.
   app.useGlobalInterceptors(new EnvelopeInterceptor(app.get(IdempotentRequests)));

@@ -4,12 +4,14 @@ import { createApp } from './app.factory.js';
 import { createPino } from './platform/http/logger.js';
 import { withJwtSecret } from './platform/auth/jwt-secret.js';
 import { isClusterUrl } from './platform/config/redis-url.js';
+import { loadDotEnv } from './platform/config/dotenv.js';
 import { loadSettings, SettingsError, type Settings } from './platform/config/settings.js';
 import { resolveDatabase } from './platform/database/database-url.js';
 import { migrate } from './platform/database/migrate.js';
 
 function settingsOrExit(): Settings {
   try {
+    loadDotEnv();
     return loadSettings();
   } catch (error) {
     if (error instanceof SettingsError) {

@@ -69,6 +69,22 @@ describe('settings', () => {
     expect((thrown as Error).message).not.toContain('\n');
   });
 
+  it('takes CORS_ORIGINS as exact origins and refuses anything that is not one', () => {
+    expect(loadSettings({}).corsOrigins).toEqual([]);
+    expect(loadSettings({ CORS_ORIGINS: 'https://portal.example.com, http://localhost:5173' }).corsOrigins).toEqual([
+      'https://portal.example.com',
+      'http://localhost:5173',
+    ]);
+    for (const bad of [
+      '*',
+      'https://portal.example.com/',
+      'https://portal.example.com/app',
+      'portal.example.com',
+      'ftp://x.example',
+    ])
+      expect(() => loadSettings({ CORS_ORIGINS: bad })).toThrow(SettingsError);
+  });
+
   it('accepts valid overrides', () => {
     const settings = loadSettings({
       PORT: '8080',

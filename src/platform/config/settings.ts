@@ -67,6 +67,8 @@ export interface Settings {
   readonly jobWorkers: boolean;
   /** Webhook URLs may name loopback and private addresses (WEBHOOK_ALLOW_PRIVATE, local use only). */
   readonly webhookAllowPrivate: boolean;
+  /** Browser origins allowed to call the API (CORS_ORIGINS, exact origins; none by default). */
+  readonly corsOrigins: readonly string[];
   /** Webhook URLs may be plain http (WEBHOOK_ALLOW_HTTP, local use only). */
   readonly webhookAllowHttp: boolean;
   /** Whether this instance's job workers also fan events out to webhooks and deliver them (WEBHOOK_WORKERS). */
@@ -124,6 +126,28 @@ function identifier(env: Env, name: string, fallback: string): string {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(raw))
     throw new SettingsError(name, `"${raw}" is not a lower-case SQL identifier`);
   return raw;
+}
+
+/**
+ * CORS_ORIGINS: comma-separated exact origins (`https://portal.example.com`, a port if not the
+ * scheme's). An origin is compared as the browser sends it, so anything that is not exactly an
+ * origin (a path, a trailing slash, `*`) is refused at start rather than silently never matching.
+ */
+function origins(env: Env): readonly string[] {
+  const raw = text(env, 'CORS_ORIGINS');
+  if (raw === undefined) return [];
+  const list = raw.split(',').map((item) => item.trim());
+  for (const item of list) {
+    let origin: string | undefined;
+    try {
+      origin = new URL(item).origin;
+    } catch {
+      origin = undefined;
+    }
+    if (origin !== item || !/^https?:$/.test(new URL(item).protocol))
+      throw new SettingsError('CORS_ORIGINS', `"${item}" is not an origin (scheme://host[:port], no path)`);
+  }
+  return Object.freeze(list);
 }
 
 /** DATABASE_READ_URLS: comma-separated PostgreSQL URLs of streaming replicas (none by default). */
@@ -220,6 +244,7 @@ export function loadSettings(env: Env = process.env): Settings {
     eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
     jobWorkers: flag(env, 'JOB_WORKERS', true),
     webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+    corsOrigins: origins(env),
     webhookAllowHttp: flag(env, 'WEBHOOK_ALLOW_HTTP', false),
     webhookWorkers: flag(env, 'WEBHOOK_WORKERS', true),
     webhookConcurrency: integer(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256),

@@ -7,6 +7,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger as Pino } from 'pino';
 import { ApiError, BODY_LIMIT_BYTES, BULK_BODY_LIMIT_BYTES } from './api-error.js';
 import { errorBody } from './error-mapping.js';
+import { allowOrigins } from './cors.js';
 import { sendError } from './exception.filter.js';
 import { resolveRequestId, runInRequestContext, type RequestContext } from './request-context.js';
 import { applyStatusOverride } from './status-override.js';
@@ -89,12 +90,8 @@ function clientError(error: NodeJS.ErrnoException, socket: Duplex): void {
  * Everything the contract says about HTTP that is not a route: headers on every response,
  * JSON-only bodies, the request context, and one log line per request.
  */
-export function configureHttp(
-  app: NestFastifyApplication,
-  log: Pino,
-  afterStatus?: BeforeSend,
-  authenticate?: Authenticate,
-): void {
+export function configureHttp(app: NestFastifyApplication, log: Pino, options: HttpOptions = {}): void {
+  const { afterStatus, authenticate, corsOrigins = [] } = options;
   const fastify: FastifyInstance = app.getHttpAdapter().getInstance();
 
   // Every body is at most 1 MiB (the server's limit), but the bulk routes' (part 6.6). The parser
@@ -124,6 +121,8 @@ export function configureHttp(
     void reply.header('x-request-id', request.id).header('cache-control', 'no-store');
     done();
   });
+  // Before authentication: a preflight carries no token, and a refusal must still be readable.
+  allowOrigins(fastify, corsOrigins);
   // Authentication before the body (part 4): a refusal here is sent before any byte of the body
   // is read or parsed (Node discards what the client still sends).
   if (authenticate !== undefined) {
@@ -167,6 +166,15 @@ export function configureHttp(
     );
     done();
   });
+}
+
+export interface HttpOptions {
+  /** Work on the final payload (the idempotent response store). */
+  readonly afterStatus?: BeforeSend;
+  /** Authentication before the body (part 4). */
+  readonly authenticate?: Authenticate;
+  /** CORS_ORIGINS (part 1). */
+  readonly corsOrigins?: readonly string[];
 }
 
 /** Authenticates a request before its body is read; throws the refusal. */
