@@ -113,6 +113,13 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, options: H
         done(ApiError.field('body', 'depth', `JSON nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
         return;
       }
+      // JSON may escape a lone surrogate ("\ud800"), which is no UTF-8: PostgreSQL would store it
+      // as U+FFFD, silently changing what the client sent (part 1).
+      const illFormed = error === null ? illFormedStringAt(value) : undefined;
+      if (illFormed !== undefined) {
+        done(ApiError.field(illFormed, 'utf8', 'The string holds a lone surrogate: it is not UTF-8'), undefined);
+        return;
+      }
       done(error, value);
     });
   });
@@ -194,6 +201,25 @@ const contexts = new WeakMap<object, RequestContext>();
 const MAX_JSON_DEPTH = 32;
 
 /** Iterative, so a hostile body cannot overflow the stack while being measured. */
+/** Where the first string (a value or a key) that is not well-formed UTF-16 sits, as `a.b.0`; undefined if none. */
+export function illFormedStringAt(value: unknown): string | undefined {
+  const stack: [unknown, string][] = [[value, '']];
+  while (stack.length > 0) {
+    const [item, path] = stack.pop() as [unknown, string];
+    if (typeof item === 'string') {
+      if (!item.isWellFormed()) return path === '' ? 'body' : path;
+      continue;
+    }
+    if (item === null || typeof item !== 'object') continue;
+    for (const [key, child] of Object.entries(item)) {
+      const at = path === '' ? key : `${path}.${key}`;
+      if (!key.isWellFormed()) return path === '' ? 'body' : path;
+      stack.push([child, at]);
+    }
+  }
+  return undefined;
+}
+
 export function nestedDeeperThan(value: unknown, limit: number): boolean {
   const stack: [unknown, number][] = [[value, 1]];
   while (stack.length > 0) {
