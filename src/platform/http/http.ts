@@ -152,6 +152,7 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, options: H
   });
   // One onSend hook for every request; `afterStatus` returns a promise only when it has work.
   fastify.addHook('onSend', (request, reply, payload, done) => {
+    keepReadingRefusedBody(request, reply);
     const sent = applyStatusOverride(request, reply, payload);
     const pending = afterStatus?.(request, reply, sent);
     if (pending === undefined) done(null, sent);
@@ -201,6 +202,22 @@ const contexts = new WeakMap<object, RequestContext>();
 const MAX_JSON_DEPTH = 32;
 
 /** Iterative, so a hostile body cannot overflow the stack while being measured. */
+/** The most of a refused body the server still reads (and discards) so that its answer arrives. */
+const DRAIN_LIMIT_BYTES = 16 * 1024 * 1024;
+
+/**
+ * A body refused before it was read (413, or a parse error) makes Fastify close the connection
+ * after the answer; the client is often still sending, and closing a socket with unread bytes
+ * resets it, so the client may lose the 413 it was sent. When the body's announced length is
+ * bounded, keep the connection instead: Node reads the rest and discards it, then the client
+ * reads the answer. An unbounded or huge body is still cut off.
+ */
+function keepReadingRefusedBody(request: FastifyRequest, reply: FastifyReply): void {
+  if (reply.statusCode < 400 || request.raw.complete || reply.getHeader('connection') !== 'close') return;
+  const announced = Number(request.headers['content-length']);
+  if (Number.isInteger(announced) && announced <= DRAIN_LIMIT_BYTES) reply.removeHeader('connection');
+}
+
 /** Where the first string (a value or a key) that is not well-formed UTF-16 sits, as `a.b.0`; undefined if none. */
 export function illFormedStringAt(value: unknown): string | undefined {
   const stack: [unknown, string][] = [[value, '']];
