@@ -191,3 +191,38 @@ describe('a partial partition: the writing instance cannot reach Redis, another 
       .expect(403);
   });
 });
+
+describe('work after a commit that stalls (part 7): the write answers within its budget', () => {
+  let t: TestApp;
+  let root: Who;
+  beforeAll(async () => {
+    // The re-read behind the rebuild would wait a minute for the lock; the budget is 300 ms.
+    const env = { DB_STATEMENT_TIMEOUT_MS: '60000', AFTER_COMMIT_TIMEOUT_MS: '300' };
+    t = await startApp({ widgets: false, cachePrefix: cachePrefix(), env });
+    root = await actor('super_admin');
+  });
+  afterAll(() => t.close());
+
+  it('a role change whose rebuild waits on a locked table answers 200 while the lock is still held; the old role is never honoured', async () => {
+    const target = await actor('admin');
+    // Both auth contexts cached: the guard's own reads must not wait on the lock.
+    await caller(t, root).get('/v1/admin/users?page_size=1').expect(200);
+    await caller(t, target).get('/v1/admin/users?page_size=1').expect(200);
+    const before = (await t.http().get('/health/ready').expect(200)).body.data.cache_stats.after_commit_failures;
+
+    // The lock is released only after the response arrived: a write that waited for its
+    // rebuild would not answer before the test's own timeout.
+    const demoted = await withPermissionsLocked(() =>
+      caller(t, root).patch(`/v1/admin/users/${target.user.id}`, { role_id: 4 }),
+    );
+    expect(demoted.status).toBe(200);
+    expect(demoted.body.data).toMatchObject({ id: target.user.id, role_id: 4 });
+    const after = (await t.http().get('/health/ready').expect(200)).body.data.cache_stats.after_commit_failures;
+    expect(after).toBe(before + 1);
+
+    const refused = await caller(t, target)
+      .post('/v1/admin/users', { email: `stalled-${target.user.id}@example.com`, display_name: 'x', role_id: 4 })
+      .expect(403);
+    expect(refused.body.error).toMatchObject({ code: 'PERMISSION_DENIED', details: { permission: 'users.create' } });
+  });
+});

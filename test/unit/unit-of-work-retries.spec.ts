@@ -125,7 +125,11 @@ function refused<T>(): Promise<T> {
 const warnings: unknown[] = [];
 const errors: unknown[] = [];
 
-function setup(script: readonly Failure[] = [], store: CacheStore = new MemoryCacheStore()) {
+function setup(
+  script: readonly Failure[] = [],
+  store: CacheStore = new MemoryCacheStore(),
+  afterCommitTimeoutMs = 60_000,
+) {
   const log: string[] = [];
   const database = new ScriptedDatabase(log, script);
   const cache = wholeCache(new CacheService(store, settings.cacheTtlSeconds * 1000, settings.cacheTimeoutMs));
@@ -143,6 +147,7 @@ function setup(script: readonly Failure[] = [], store: CacheStore = new MemoryCa
     cache.generations,
     // Only bump() is called; the real one needs a DataSource and Settings.
     epoch as unknown as CacheEpoch,
+    { afterCommitTimeoutMs },
   );
   return { log, database, cache, epoch, unitOfWork };
 }
@@ -343,6 +348,32 @@ describe('UnitOfWork after-commit work: the committed write stands', () => {
     expect(cache.stats.lost_writes).toBe(2); // the rebuild, then the flush that tried to drop everything
     expect(cache.stats.after_commit_failures).toBe(1);
     expect(epoch.bumps).toBe(1);
+  });
+
+  it('after-commit work held up past its budget (a locked table’s re-read): the write answers, the cache is dropped, the work finishes later', async () => {
+    const { log, cache, epoch, unitOfWork } = setup([], new MemoryCacheStore(), 20);
+    await cache.put('res:user:2', { version: 1, deleted: false, json: '{"id":2}' }, false);
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+
+    const result = await unitOfWork.run(async (tx) => {
+      await tx.db.query('UPDATE users SET name = $1', ['renamed']);
+      tx.afterCommit(async () => {
+        await held; // released only after the write has answered
+        log.push('rebuilt late');
+      });
+      return 'committed';
+    });
+
+    expect(result).toBe('committed');
+    expect(log).toEqual(['1: UPDATE users SET name = $1', '1: COMMIT']);
+    expect(cache.stats.after_commit_failures).toBe(1);
+    // Nothing that may be stale is served: every entry was dropped before the write answered.
+    expect((await cache.get('res:user:2')).entry).toBeUndefined();
+    expect(epoch.bumps).toBe(0);
+    release();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(log).toContain('rebuilt late');
   });
 
   it('a write whose after-commit work all landed leaves the cache alone', async () => {

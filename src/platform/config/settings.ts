@@ -56,6 +56,8 @@ export interface Settings {
   readonly dbConnectTimeoutMs: number;
   readonly dbStatementTimeoutMs: number;
   readonly cacheTimeoutMs: number;
+  /** How long a write's response waits for its after-commit work (cache rebuilds and their re-reads). */
+  readonly afterCommitTimeoutMs: number;
   /** How often each instance checks the database's cache epoch (dropped entries other instances could not reach Redis to drop). */
   readonly cacheEpochPollMs: number;
   readonly shutdownTimeoutMs: number;
@@ -238,6 +240,7 @@ export function loadSettings(env: Env = process.env): Settings {
     dbConnectTimeoutMs: integer(env, 'DB_CONNECT_TIMEOUT_MS', 2000, 100, 60_000),
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 600_000),
     cacheTimeoutMs: integer(env, 'CACHE_TIMEOUT_MS', 50, 5, 5000),
+    afterCommitTimeoutMs: integer(env, 'AFTER_COMMIT_TIMEOUT_MS', 1000, 10, 60_000),
     cacheEpochPollMs: integer(env, 'CACHE_EPOCH_POLL_MS', 1000, 50, 60_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     jobsSchema: identifier(env, 'JOBS_SCHEMA', 'pgboss'),

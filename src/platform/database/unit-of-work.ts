@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, type EntityManager } from 'typeorm';
 import { CacheService } from '../cache/cache.service.js';
@@ -10,6 +10,7 @@ import { CacheEpoch } from './cache-epoch.js';
 import { bumpProjectionVersions, type ProjectionScope } from '../projections/projection-versions.js';
 import type { Table } from './table.js';
 import { TRIGGER_WRITTEN_TABLES } from '../../../migrations/index.js';
+import { SETTINGS, type Settings } from '../config/settings.js';
 
 /** What a write sees inside its transaction. */
 export interface Tx {
@@ -94,6 +95,7 @@ export class UnitOfWork {
     private readonly cache: CacheService,
     private readonly generations: TableGenerations,
     private readonly epoch: CacheEpoch,
+    @Inject(SETTINGS) private readonly settings: Pick<Settings, 'afterCommitTimeoutMs'>,
   ) {}
 
   /**
@@ -186,16 +188,28 @@ export class UnitOfWork {
     if (tasks.length === 0) return;
     const lostBefore = this.cache.stats.lost_writes;
     let failed = false;
-    for (const task of tasks) {
-      try {
-        await task();
-      } catch (error) {
-        failed = true;
-        this.logger.error({
-          msg: 'work after a commit failed; the write stands and the cache is dropped',
-          err: error instanceof Error ? error.message : String(error),
-        });
+    const work = (async () => {
+      for (const task of tasks) {
+        try {
+          await task();
+        } catch (error) {
+          failed = true;
+          this.logger.error({
+            msg: 'work after a commit failed; the write stands and the cache is dropped',
+            err: error instanceof Error ? error.message : String(error),
+          });
+        }
       }
+    })();
+    // The write has committed: its response must not wait on a locked table's re-read or a slow
+    // cache for long (a committed write always answers its success). Past the budget the work
+    // goes on in the background; its rebuilds land at their versions or are refused as older.
+    if (!(await settlesWithin(work, this.settings.afterCommitTimeoutMs))) {
+      failed = true;
+      this.logger.warn({
+        msg: 'work after a commit ran past its budget; the write answers and the cache is dropped',
+        budget_ms: this.settings.afterCommitTimeoutMs,
+      });
     }
     // A cache write that did not land is a failure too (the cache service itself never throws).
     if (!failed && this.cache.stats.lost_writes === lostBefore) return;
@@ -203,5 +217,16 @@ export class UnitOfWork {
     // Which entries are stale is not known, so none is trusted any more. When this instance cannot
     // reach the cache to drop it, the database's cache epoch makes the other instances do it.
     if (!(await this.cache.invalidateAll())) await this.epoch.bump();
+  }
+}
+
+/** Whether `work` settles within `ms` (it runs on either way). */
+async function settlesWithin(work: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([work.then(() => true as const), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
