@@ -1,11 +1,21 @@
 // Builds dist/ only when its inputs changed, so `npm start`, `npm test` and every CLI call on a
 // built tree skip the compiler. The inputs' paths, sizes and modification times are hashed into
 // dist/.build-stamp; the compiler is plain `tsc` (nest build with the tsc builder does nothing more
-// here: no assets, no plugins). `--force` rebuilds anyway. Progress goes to stderr, so a CLI call's
+// here: no assets, no plugins), and the few plain .mjs modules under src/ (shared with scripts/) are
+// copied beside its output. `--force` rebuilds anyway. Progress goes to stderr, so a CLI call's
 // stdout still carries only its result.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -14,8 +24,8 @@ const STAMP = join(root, 'dist', '.build-stamp');
 const INPUT_DIRS = ['src', 'migrations'];
 const INPUT_FILES = ['tsconfig.json', 'tsconfig.build.json', 'package-lock.json'];
 
-// Only what the compiler reads: a data directory or an editor's file under src/ is not an input.
-const SOURCE = /\.(ts|json)$/;
+// Only what the compiler reads or the build copies: a data directory or an editor's file under src/ is not an input.
+const SOURCE = /\.(ts|mts|mjs|json)$/;
 
 function* filesUnder(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -25,14 +35,22 @@ function* filesUnder(dir) {
   }
 }
 
-/** The compiled file of each TypeScript source (what must exist for dist/ to be complete). */
+const inSources = (file) => INPUT_DIRS.some((dir) => file.startsWith(`${dir}/`));
+
+/** The plain JavaScript modules among the inputs, copied as they are. */
+function copiedOf(lines) {
+  return lines.map((line) => line.split('\t')[0]).filter((file) => file.endsWith('.mjs') && inSources(file));
+}
+
+/** The compiled file of each TypeScript source and each copied module (what must exist for dist/ to be complete). */
 function outputsOf(lines) {
-  return lines
-    .map((line) => line.split('\t')[0])
-    .filter(
-      (file) => file.endsWith('.ts') && !file.endsWith('.d.ts') && INPUT_DIRS.some((dir) => file.startsWith(`${dir}/`)),
-    )
-    .map((file) => join(root, 'dist', file.replace(/\.ts$/, '.js')));
+  return [
+    ...lines
+      .map((line) => line.split('\t')[0])
+      .filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts') && inSources(file))
+      .map((file) => join(root, 'dist', file.replace(/\.ts$/, '.js'))),
+    ...copiedOf(lines).map((file) => join(root, 'dist', file)),
+  ];
 }
 
 function inputs() {
@@ -76,12 +94,20 @@ if (!stamp?.digest || removed.length > 0 || force) clean();
 
 process.stderr.write(stamp?.digest ? 'building dist/ (sources changed)…\n' : 'building dist/…\n');
 const started = Date.now();
-const compile = () =>
-  spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'inherit'],
-    encoding: 'utf8',
-  });
+const compile = () => {
+  const result = spawnSync(
+    process.execPath,
+    [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' },
+  );
+  if (result.status === 0) {
+    for (const file of copiedOf(current)) {
+      mkdirSync(dirname(join(root, 'dist', file)), { recursive: true });
+      copyFileSync(join(root, file), join(root, 'dist', file));
+    }
+  }
+  return result;
+};
 let tsc = compile();
 if (tsc.status === 0 && !complete()) {
   // The compiler's incremental state says nothing changed, but outputs were deleted: start clean.

@@ -1,10 +1,13 @@
-import 'reflect-metadata';
 import { CliError, options, say, type Command } from './cli/command.js';
 import { SEED_DEMO } from './cli/seed-demo.js';
 import { TOKEN_COMMANDS } from './cli/token-commands.js';
 import { loadSettings, SettingsError } from './platform/config/settings.js';
-import { resolveDatabase } from './platform/database/database-url.js';
-import { migrate } from './platform/database/migrate.js';
+
+/*
+ * Only the command table is imported up front: the usage text, `--help` and option errors load no
+ * TypeORM, pg or Nest (test/e2e/cli-tokens.spec.ts checks). Each command imports its own work in
+ * its run, and the database is resolved (and an embedded one started) only for a valid command.
+ */
 
 /** Every command; the usage text and the dispatch are both derived from this table. */
 const COMMANDS: Readonly<Record<string, Command>> = {
@@ -12,6 +15,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     summary: 'apply pending database migrations (embedded or DATABASE_URL); safe while servers run',
     validate: (args) => void options(args, {}),
     async run(settings, databaseUrl) {
+      const { migrate } = await import('./platform/database/migrate.js');
       const applied = await migrate(settings, databaseUrl);
       say(applied.length === 0 ? 'database schema is up to date' : `applied: ${applied.join(', ')}`);
       return 0;
@@ -77,13 +81,16 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   try {
-    command.validate?.(args);
+    await command.validate?.(args);
   } catch (error) {
     if (error instanceof CliError)
       throw new CliError(`${name}: ${error.message} (admin-api ${name} --help lists the options)`, error.exitCode);
     throw error;
   }
   const settings = loadSettings();
+  // Before any decorated class (Nest's cache, the entities' metadata) is imported by a run.
+  await import('reflect-metadata');
+  const { resolveDatabase } = await import('./platform/database/database-url.js');
   const database = await resolveDatabase(settings, say);
   try {
     return await command.run(settings, database.url, args);

@@ -30,7 +30,12 @@ async function main(): Promise<void> {
   });
   const log = createPino(settings.logLevel, settings.logFormat);
   const database = await resolveDatabase(settings, (line) => log.info(line));
-  let app: Awaited<ReturnType<typeof createApp>>;
+  // The last process to leave an embedded PostgreSQL stops it; saying so when another one stays.
+  const leaveDatabase = async (): Promise<void> => {
+    if ((await database.embedded?.stopIfUnused()) === false)
+      log.info('embedded PostgreSQL left running: another process still uses it');
+  };
+  let app: Awaited<ReturnType<typeof createApp>> | undefined;
   try {
     const applied = await migrate(settings, database.url);
     log.info(
@@ -41,7 +46,9 @@ async function main(): Promise<void> {
     await app.listen({ port: settings.port, host: settings.host });
   } catch (error) {
     // Do not leave an embedded PostgreSQL behind when start-up fails (e.g. the port is taken).
-    await database.embedded?.stopIfUnused().catch(() => undefined);
+    // This start's pools are closed first: the fast stop would otherwise cut them with errors.
+    await app?.close().catch(() => undefined);
+    await leaveDatabase().catch(() => undefined);
     throw error;
   }
   const url = await app.getUrl();
@@ -77,7 +84,7 @@ async function main(): Promise<void> {
     void (async () => {
       await app.close();
       clearInterval(closeIdle);
-      await database.embedded?.stopIfUnused();
+      await leaveDatabase();
       log.info('stopped');
       process.exit(0);
     })().catch((error: unknown) => {

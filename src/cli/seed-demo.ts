@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { Settings } from '../platform/config/settings.js';
 
-import { CliError, options, say, ServerCaches, withDatabase, type Command } from './command.js';
+import { CliError, options, say, type Command } from './command.js';
 
 const CHUNK = 1000;
 
@@ -152,6 +152,7 @@ export const SEED_DEMO: Command = {
   validate: usersOption,
   async run(settings: Settings, databaseUrl: string, args: readonly string[]) {
     const users = usersOption(args);
+    const { ServerCaches, withDatabase } = await import('./database.js');
     // Many tables, many chunks: running servers drop their whole cache once it is done.
     const caches = new ServerCaches(settings, databaseUrl);
     const code = await withDatabase(settings, databaseUrl, async (dataSource) => {

@@ -1,23 +1,7 @@
-import { isEmail } from 'class-validator';
-import type { EntityManager } from 'typeorm';
-import { toAuditEvents, type AuditRecord } from '../platform/audit/audit.service.js';
-import { appendAuditEvents } from '../platform/audit/audit-trail.repository.js';
-import { withJwtSecret } from '../platform/auth/jwt-secret.js';
-import { ROLE, USER_STATUS } from '../platform/auth/roles.js';
-import { DEFAULT_SESSION_TTL_SECONDS, insertSession, type SessionRow } from '../platform/auth/sessions.repository.js';
-import { signAccessToken } from '../platform/auth/token-signer.js';
-import type { Settings } from '../platform/config/settings.js';
+import { DEFAULT_SESSION_TTL_SECONDS } from '../platform/auth/sessions.repository.js';
+import { CliError, options, type Command } from './command.js';
 
-import { CliError, options, say, ServerCaches, withDatabase, type Command } from './command.js';
-
-/** The CLI's writes are audited like the API's, with no actor and no request. */
-function recordAudit(db: EntityManager, event: AuditRecord): Promise<void> {
-  return appendAuditEvents(
-    (text, params) => db.query(text, [...params]),
-    { actor_id: null, request_id: null },
-    toAuditEvents([event]),
-  );
-}
+/* The token commands' options and help; their database work is token-sessions.ts, imported when one runs. */
 
 function positiveInt(value: string | undefined, name: string, fallback: number, max: number): number {
   if (value === undefined) return fallback;
@@ -26,93 +10,20 @@ function positiveInt(value: string | undefined, name: string, fallback: number, 
   return Number(value);
 }
 
-interface UserState {
-  readonly id: number;
-  readonly email: string;
-  readonly role_id: number;
-  readonly status_id: number;
-  readonly is_deleted: boolean;
-}
-
-async function openSession(db: EntityManager, userId: number, ttlSeconds: number, via: string): Promise<SessionRow> {
-  const session = await insertSession(db, userId, ttlSeconds, null);
-  await recordAudit(db, {
-    action: 'session.create',
-    resource_id: session.id,
-    reason: via,
-    changes: { user_id: [null, userId], expires_at: [null, session.expires_at.toISOString()] },
-  });
-  return session;
-}
-
-/** Finds or creates the account and makes it an active super_admin; one transaction with its audit events. */
-async function ensureSuperAdmin(
-  db: EntityManager,
-  email: string,
-  displayName: string | undefined,
-): Promise<{ user: UserState; created: boolean }> {
-  const [existing] = await db.query<UserState[]>(
-    'SELECT id, email, role_id, status_id, is_deleted FROM users WHERE lower(email) = lower($1) FOR UPDATE',
-    [email],
-  );
-  if (existing === undefined) {
-    const [user] = await db.query<UserState[]>(
-      'INSERT INTO users (email, display_name, role_id, status_id) VALUES ($1, $2, $3, $4) RETURNING id, email, role_id, status_id, is_deleted',
-      [email, displayName ?? email.split('@')[0] ?? email, ROLE.super_admin, USER_STATUS.active],
-    );
-    if (user === undefined) throw new Error('user insert returned no row');
-    await recordAudit(db, {
-      action: 'user.create',
-      resource_id: user.id,
-      reason: 'cli bootstrap-admin',
-      changes: { email: [null, email], role_id: [null, ROLE.super_admin], status_id: [null, USER_STATUS.active] },
-    });
-    return { user, created: true };
-  }
-  if (existing.is_deleted)
-    throw new CliError(
-      `user ${existing.id} (${existing.email}) is deleted; restore it through the API or choose another email`,
-    );
-  if (existing.role_id !== ROLE.super_admin || existing.status_id !== USER_STATUS.active) {
-    await db.query('UPDATE users SET role_id = $2, status_id = $3, updated_by = NULL WHERE id = $1', [
-      existing.id,
-      ROLE.super_admin,
-      USER_STATUS.active,
-    ]);
-    await recordAudit(db, {
-      action: 'user.update',
-      resource_id: existing.id,
-      reason: 'cli bootstrap-admin',
-      changes: { role_id: [existing.role_id, ROLE.super_admin], status_id: [existing.status_id, USER_STATUS.active] },
-    });
-  }
-  return { user: existing, created: false };
-}
-
-/** The user a session is opened for must exist, not be deleted, and be active (else the session check refuses it). */
-async function activeUser(db: EntityManager, userId: number): Promise<UserState> {
-  const [user] = await db.query<UserState[]>(
-    'SELECT id, email, role_id, status_id, is_deleted FROM users WHERE id = $1',
-    [userId],
-  );
-  if (user === undefined || user.is_deleted) throw new CliError(`user ${userId} does not exist`);
-  if (user.status_id !== USER_STATUS.active)
-    throw new CliError(`user ${userId} is not active (status ${user.status_id}); activate it first`);
-  return user;
-}
-
-function requireSecretMode(settings: Settings, command: string): void {
-  if (settings.jwtSecret === undefined) {
-    throw new CliError(
-      `${command} prints a token, which needs secret mode (JWT_SECRET); with JWT_JWKS_URL your identity provider signs tokens: use create-session for their sid`,
-    );
-  }
-}
-
 const MAX_TTL_SECONDS = 30 * 24 * 3600;
 const SESSION_OPTIONS = { 'user-id': { type: 'string' }, 'ttl-seconds': { type: 'string' } } as const;
 
-function sessionOptions(args: readonly string[]): { userId: number; ttl: number } {
+export interface SessionOptions {
+  readonly userId: number;
+  readonly ttl: number;
+}
+
+export interface BootstrapOptions {
+  readonly email: string;
+  readonly displayName: string | undefined;
+}
+
+function sessionOptions(args: readonly string[]): SessionOptions {
   const values = options(args, SESSION_OPTIONS);
   if (values['user-id'] === undefined) throw new CliError('--user-id is required: the id of an active user', 2);
   return {
@@ -121,8 +32,10 @@ function sessionOptions(args: readonly string[]): { userId: number; ttl: number 
   };
 }
 
-function bootstrapOptions(args: readonly string[]): { email: string; displayName: string | undefined } {
+async function bootstrapOptions(args: readonly string[]): Promise<BootstrapOptions> {
   const values = options(args, { email: { type: 'string' }, 'display-name': { type: 'string' } });
+  // The API's own email rule (class-validator), loaded only when the command runs.
+  const { isEmail } = await import('class-validator');
   const email = values.email?.trim();
   if (email === undefined || email.length > 254 || !isEmail(email, { require_tld: true }))
     throw new CliError('--email must be an email address, e.g. --email a@example.com', 2);
@@ -130,26 +43,6 @@ function bootstrapOptions(args: readonly string[]): { email: string; displayName
   if (displayName !== undefined && (displayName.length < 1 || displayName.length > 100))
     throw new CliError('--display-name must be 1-100 characters', 2);
   return { email, displayName };
-}
-
-/** A new session for the active user named by `--user-id`, one transaction with its audit event. */
-async function sessionOfActiveUser(
-  settings: Settings,
-  databaseUrl: string,
-  args: readonly string[],
-  via: string,
-): Promise<{ userId: number; session: SessionRow }> {
-  const { userId, ttl } = sessionOptions(args);
-  const caches = new ServerCaches(settings, databaseUrl, ['auth_sessions', 'audit_events']);
-  const session = await withDatabase(settings, databaseUrl, (dataSource) =>
-    dataSource.transaction(async (db) => {
-      await activeUser(db, userId);
-      await caches.inTransaction(db);
-      return openSession(db, userId, ttl, via);
-    }),
-  );
-  await caches.afterCommit();
-  return { userId, session };
 }
 
 export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
@@ -161,30 +54,9 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
       ['--display-name N', 'its display name, 1–100 characters (default: the part of the email before @)'],
     ],
     validate: bootstrapOptions,
-    async run(loaded, databaseUrl, args) {
-      const { email, displayName } = bootstrapOptions(args);
-      const settings = await withJwtSecret(loaded);
-      requireSecretMode(settings, 'bootstrap-admin');
-      const { user, created, session, caches } = await withDatabase(settings, databaseUrl, (dataSource) =>
-        dataSource.transaction(async (db) => {
-          const account = await ensureSuperAdmin(db, email, displayName);
-          // A reused account may be cached with its old role or status: drop everything. A new one only adds rows.
-          const written = account.created ? ['users', 'auth_sessions', 'audit_events'] : undefined;
-          const serverCaches = new ServerCaches(settings, databaseUrl, written);
-          await serverCaches.inTransaction(db);
-          return {
-            ...account,
-            caches: serverCaches,
-            session: await openSession(db, account.user.id, DEFAULT_SESSION_TTL_SECONDS, 'cli bootstrap-admin'),
-          };
-        }),
-      );
-      await caches.afterCommit();
-      say(
-        `${created ? 'created' : 'reusing'} super_admin user ${user.id} (${user.email}); session ${session.id} valid until ${session.expires_at.toISOString()}`,
-      );
-      process.stdout.write(`${signAccessToken(settings, session)}\n`);
-      return 0;
+    async run(settings, databaseUrl, args) {
+      const { bootstrapAdmin } = await import('./token-sessions.js');
+      return bootstrapAdmin(settings, databaseUrl, await bootstrapOptions(args));
     },
   },
   'issue-token': {
@@ -198,13 +70,9 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
       ],
     ],
     validate: sessionOptions,
-    async run(loaded, databaseUrl, args) {
-      const settings = await withJwtSecret(loaded);
-      requireSecretMode(settings, 'issue-token');
-      const { userId, session } = await sessionOfActiveUser(settings, databaseUrl, args, 'cli issue-token');
-      say(`session ${session.id} for user ${userId} valid until ${session.expires_at.toISOString()}`);
-      process.stdout.write(`${signAccessToken(settings, session)}\n`);
-      return 0;
+    async run(settings, databaseUrl, args) {
+      const { issueToken } = await import('./token-sessions.js');
+      return issueToken(settings, databaseUrl, sessionOptions(args));
     },
   },
   'create-session': {
@@ -219,12 +87,8 @@ export const TOKEN_COMMANDS: Readonly<Record<string, Command>> = {
     ],
     validate: sessionOptions,
     async run(settings, databaseUrl, args) {
-      const { userId, session } = await sessionOfActiveUser(settings, databaseUrl, args, 'cli create-session');
-      say(
-        `session for user ${userId} valid until ${session.expires_at.toISOString()}; put it in the token's sid claim with sub "${userId}"`,
-      );
-      process.stdout.write(`${session.id}\n`);
-      return 0;
+      const { createSession } = await import('./token-sessions.js');
+      return createSession(settings, databaseUrl, sessionOptions(args));
     },
   },
 };

@@ -1,7 +1,9 @@
 import jwt from 'jsonwebtoken';
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createUser } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
@@ -173,6 +175,49 @@ describe('CLI token commands (part 11)', () => {
     },
     12 * PER_PROCESS_MS,
   ); // twelve CLI processes
+
+  it(
+    'help and option errors load no TypeORM, pg or Nest; a command does',
+    async () => {
+      const trace = fileURLToPath(new URL('../support/module-trace.mjs', import.meta.url));
+      const loaded = async (args: string[], settings: Record<string, string>) => {
+        const file = join(tmpdir(), `admin-api-modules-${randomUUID()}.txt`);
+        const run = await runCli(args, {
+          ...settings,
+          NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${trace}`.trim(),
+          MODULE_TRACE_FILE: file,
+        });
+        try {
+          return { code: run.code, modules: readFileSync(file, 'utf8').split('\n') };
+        } finally {
+          rmSync(file, { force: true });
+        }
+      };
+      // The packages among the loaded modules that only a command's work needs.
+      const heavy = (modules: string[]): string[] => [
+        ...new Set(
+          modules.flatMap(
+            (url) => /\/node_modules\/(typeorm|pg|pg-[^/]+|@nestjs\/[^/]+|class-validator)\//.exec(url)?.[1] ?? [],
+          ),
+        ),
+      ];
+      const cheap: [string[], number][] = [
+        [['--help'], 0],
+        [['issue-token', '--help'], 0],
+        [['help', 'seed-demo'], 0],
+        [['bootstrap-admin', '--admin'], 2],
+      ];
+      for (const [args, code] of cheap) {
+        const run = await loaded(args, { DATA_DIR: '/nonexistent/admin-api-help' });
+        expect({ args, code: run.code, heavy: heavy(run.modules) }).toEqual({ args, code, heavy: [] });
+      }
+      // The trace sees a command's database code, so the empty lists above say something.
+      const migrate = await loaded(['migrate'], env);
+      expect(migrate.code).toBe(0);
+      expect(heavy(migrate.modules)).toEqual(expect.arrayContaining(['typeorm', 'pg']));
+    },
+    5 * PER_PROCESS_MS,
+  ); // five CLI processes
 
   it(
     'fails with one clear line and nothing on stdout for bad input',

@@ -1,10 +1,28 @@
-import { existsSync, mkdtempSync, rmSync, chmodSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { runCli } from '../support/cli.js';
 import { startServer, waitReady } from '../support/server-process.js';
 import { freePort } from '../support/redis-server.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** Stops a PostgreSQL a failing case left running on `dataDir`, so that the directory can go. */
+async function stopLeftover(dataDir: string): Promise<void> {
+  const pidFile = join(dataDir, 'postgres', 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  try {
+    process.kill(Number(readFileSync(pidFile, 'utf8').split('\n')[0]), 'SIGINT');
+  } catch {
+    return;
+  }
+  for (let wait = 0; wait < 100 && existsSync(pidFile); wait += 1) await sleep(100);
+}
 
 describe('npm start with no settings (embedded PostgreSQL, in-process cache)', () => {
   let dataDir: string;
@@ -13,7 +31,10 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
     // As root the embedded server runs as the postgres OS user, which must reach the directory.
     chmodSync(dataDir, 0o755);
   });
-  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  afterAll(async () => {
+    await stopLeftover(dataDir);
+    rmSync(dataDir, { recursive: true, force: true });
+  });
 
   it('bootstraps an admin, serves on an embedded PostgreSQL, stops it on SIGTERM, and reuses the data on restart', async () => {
     const port = await freePort();
@@ -95,9 +116,11 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
     ).json()) as { data: { from_user_id: number | null }[] };
     expect(history.data).toEqual([expect.objectContaining({ from_user_id: null })]);
 
-    // The CLI shares the running server's embedded PostgreSQL (and leaves it running).
+    // The CLI shares the running server's embedded PostgreSQL and leaves it running, silently:
+    // the server's connections are another process's, the CLI's own do not count.
     const again = await runCli(['bootstrap-admin', '--email', 'a@example.com'], env);
     expect(again.stderr).toContain('reusing super_admin user');
+    const migrated = await runCli(['migrate'], env);
     expect(
       (
         await fetch(`http://127.0.0.1:${port}/v1/admin/users`, {
@@ -105,10 +128,35 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
         })
       ).status,
     ).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${port}/health/ready`)).status).toBe(200);
     second.child.kill('SIGINT');
     expect(await second.exited).toBe(0);
     expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+    // Checked once the server is down, so that a failure here leaves no server running.
+    expect(again.stderr).toMatch(/^reusing super_admin user \d+ \(a@example\.com\); session [\w-]+ valid until \S+\n$/);
+    expect(migrated).toEqual({ code: 0, stdout: '', stderr: 'database schema is up to date\n' });
   }, 120_000);
+
+  it('a start that fails (the port is taken) exits 1 and stops the embedded PostgreSQL it started', async () => {
+    const port = await freePort();
+    const taken = createServer();
+    await new Promise<void>((listening) => taken.listen(port, '127.0.0.1', listening));
+    try {
+      const server = startServer({
+        PORT: String(port),
+        DATA_DIR: dataDir,
+        EMBEDDED_POSTGRES_PORT: String(await freePort()),
+      });
+      expect(await server.exited).toBe(1);
+      expect(server.output()).toContain('starting embedded PostgreSQL');
+      expect(server.output()).toContain('stopping embedded PostgreSQL');
+      expect(server.output()).not.toContain('left running');
+      expect(server.output()).toMatch(/admin-api failed to start: listen EADDRINUSE.*\n$/);
+      expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+    } finally {
+      await new Promise((closed) => taken.close(closed));
+    }
+  }, 60_000);
 
   it('on a terminal format (LOG_FORMAT=pretty) prints readable lines, not JSON', async () => {
     const port = await freePort();
@@ -154,6 +202,60 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
         rmSync(closed, { recursive: true, force: true });
       }
     },
+  );
+
+  // The scripts check DATA_DIR before they build (a first build takes a minute or more).
+  (process.getuid?.() === 0 ? it : it.skip)(
+    'as root, npm start, npm run cli and the bin refuse a data directory the postgres OS user cannot enter before building',
+    () => {
+      // What the scripts need and no dist/: a build would start with "building dist/…" (and fail).
+      const project = mkdtempSync(join(tmpdir(), 'admin-api-prebuild-'));
+      const closed = mkdtempSync(join(tmpdir(), 'admin-api-closed-'));
+      try {
+        chmodSync(project, 0o755);
+        chmodSync(closed, 0o700);
+        const data = join(closed, 'data');
+        mkdirSync(data, { mode: 0o755 });
+        chmodSync(data, 0o755);
+        for (const path of ['package.json', 'scripts', 'bin', 'src/platform/database/server-user.mjs'])
+          cpSync(join(ROOT, path), join(project, path), { recursive: true });
+        mkdirSync(join(project, 'migrations'));
+        symlinkSync(join(ROOT, 'node_modules'), join(project, 'node_modules'));
+        const env = Object.fromEntries(
+          Object.entries(process.env).filter(([key]) => !['DATABASE_URL', 'REDIS_URL', 'JWT_SECRET'].includes(key)),
+        );
+        for (const [command, args] of [
+          ['npm', ['start']],
+          ['npm', ['run', 'cli', '--', 'migrate']],
+          [join(project, 'bin', 'admin-api'), ['migrate']],
+        ] as const) {
+          const run = spawnSync(command, args, {
+            cwd: project,
+            env: { ...env, DATA_DIR: data },
+            encoding: 'utf8',
+            timeout: 60_000,
+          });
+          expect({
+            command,
+            args,
+            status: run.status,
+            built: `${run.stdout}${run.stderr}`.includes('building dist/'),
+          }).toEqual({
+            command,
+            args,
+            status: 1,
+            built: false,
+          });
+          expect(run.stderr).toContain(
+            `error: embedded PostgreSQL runs as the OS user "postgres" (it refuses root), and that user cannot enter ${closed}: run \`chmod o+x ${closed}\``,
+          );
+        }
+      } finally {
+        rmSync(project, { recursive: true, force: true });
+        rmSync(closed, { recursive: true, force: true });
+      }
+    },
+    120_000,
   );
 
   it('refuses a bad setting with one line naming it', async () => {

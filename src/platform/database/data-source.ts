@@ -2,6 +2,7 @@ import pg from 'pg';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../../../migrations/index.js';
 import type { Settings } from '../config/settings.js';
+import { connectionName } from './embedded-postgres.js';
 
 // Ids are bigint identities that the contract surfaces as JSON numbers; they stay far below 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
@@ -28,7 +29,7 @@ export function dataSourceOptions(
       connectionTimeoutMillis: settings.dbConnectTimeoutMs,
       statement_timeout: settings.dbStatementTimeoutMs,
       idle_in_transaction_session_timeout: settings.dbStatementTimeoutMs * 2,
-      application_name: applicationName,
+      application_name: connectionName(settings, applicationName),
       // No JIT: it compiles any plan estimated above jit_above_cost, measured at 20-30 ms spent
       // compiling an access question that runs in 5 ms (an API's statements are short).
       // Synchronous commit, whatever the server's default: a read replica is trusted once it has

@@ -1,12 +1,37 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { arch, platform, userInfo } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { arch, platform } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { closedDirectory, closedMessage, serverUser, type ServerUser } from './server-user.mjs';
 
 const run = promisify(execFile);
+
+/** PostgreSQL keeps the first 63 bytes of an `application_name` (NAMEDATALEN - 1). */
+const NAME_BYTES = 63;
+
+/** What ends the `application_name` of every connection this process opens to an embedded cluster. */
+function ownTag(): string {
+  return ` [pid ${process.pid}]`;
+}
+
+/**
+ * The `application_name` of a connection this process opens. An embedded cluster (no
+ * DATABASE_URL) is shared by the server and CLI calls, and the last to leave stops it: the name
+ * carries the process id so that `stopIfUnused` counts only other processes' connections, not
+ * this one's (the pools of a start that failed, backends of closed connections still leaving).
+ * Against an external database the name is left exactly as configured.
+ */
+export function connectionName(settings: { readonly databaseUrl: string | undefined }, name: string): string {
+  if (settings.databaseUrl !== undefined) return name;
+  const tag = ownTag();
+  // PostgreSQL shows only printable ASCII (and cuts at 63 bytes): the tag must survive both.
+  let base = name.replace(/[^\x20-\x7e]/g, '?');
+  base = base.slice(0, Math.max(0, NAME_BYTES - tag.length));
+  return `${base}${tag}`;
+}
 
 interface Binaries {
   readonly initdb: string;
@@ -24,7 +49,7 @@ interface Binaries {
 export class EmbeddedPostgres {
   private readonly pgDir: string;
   private readonly passwordFile: string;
-  private readonly osUser: { uid: number; gid: number } | undefined;
+  private readonly osUser: ServerUser | undefined;
 
   constructor(
     private readonly dataDir: string,
@@ -33,22 +58,7 @@ export class EmbeddedPostgres {
   ) {
     this.pgDir = join(dataDir, 'postgres');
     this.passwordFile = join(dataDir, 'postgres.password');
-    this.osUser = EmbeddedPostgres.serverUser();
-  }
-
-  /** PostgreSQL refuses to run as root, so as root the server runs as the `postgres` OS user. */
-  private static serverUser(): { uid: number; gid: number } | undefined {
-    if (userInfo().uid !== 0) return undefined;
-    const passwd = readFileSync('/etc/passwd', 'utf8')
-      .split('\n')
-      .find((line) => line.startsWith('postgres:'));
-    if (passwd === undefined) {
-      throw new Error(
-        'running as root needs an OS user named "postgres" for the embedded PostgreSQL (or set DATABASE_URL)',
-      );
-    }
-    const [, , uid, gid] = passwd.split(':');
-    return { uid: Number(uid), gid: Number(gid) };
+    this.osUser = serverUser();
   }
 
   private async binaries(): Promise<Binaries> {
@@ -91,31 +101,17 @@ export class EmbeddedPostgres {
     await run(file, args, { ...(this.osUser ?? {}), env: { ...process.env, LC_ALL: 'C' } });
   }
 
-  /** Whether the server's OS user can run `file` (every directory above it open to that user). */
-  private async reachable(file: string): Promise<boolean> {
-    return run('/bin/sh', ['-c', 'test -x "$0"', file], this.osUser ?? {}).then(
-      () => true,
-      () => false,
-    );
-  }
-
   /**
    * As root, the server runs as `postgres`, which must reach the binaries (in node_modules) and the
    * data directory. A clone under a 0700 directory (a root home, a private temp dir) would otherwise
    * fail with a bare `spawn initdb EACCES`: name the closed directory and what to do instead.
+   * scripts/check-data-dir.mjs says the same before a build.
    */
   private async checkReachable(bin: Binaries): Promise<void> {
     if (this.osUser === undefined) return;
     for (const target of [bin.initdb, this.dataDir]) {
-      if (await this.reachable(target)) continue;
-      let closed = resolve(target);
-      for (let dir = dirname(closed); dir !== dirname(dir); dir = dirname(dir)) {
-        if (!(await this.reachable(dir))) closed = dir;
-      }
-      throw new Error(
-        `embedded PostgreSQL runs as the OS user "postgres" (it refuses root), and that user cannot enter ${closed}: ` +
-          `run \`chmod o+x ${closed}\`, or clone the project where others can enter, or run as a non-root user, or set DATABASE_URL`,
-      );
+      const closed = await closedDirectory(target, this.osUser);
+      if (closed !== undefined) throw new Error(closedMessage(closed));
     }
   }
 
@@ -165,33 +161,31 @@ export class EmbeddedPostgres {
 
   /**
    * Stops the server unless another process still uses it: the server and the CLI share one
-   * cluster, and whichever leaves last turns it off.
+   * cluster, and whichever leaves last turns it off. Returns false when it was left running.
+   * This process's own connections (named by `connectionName`) do not count, open or closing.
    */
-  async stopIfUnused(): Promise<void> {
-    if (this.runningPort() === undefined) return;
-    const client = new pg.Client({ connectionString: this.url });
-    let others = 0;
+  async stopIfUnused(): Promise<boolean> {
+    if (this.runningPort() === undefined) return true;
+    const client = new pg.Client({
+      connectionString: this.url,
+      application_name: connectionName({ databaseUrl: undefined }, 'admin-api-embedded'),
+    });
+    let others: number;
     try {
       await client.connect();
-      // A connection this process has just closed keeps its backend in pg_stat_activity until that
-      // backend has exited (a few milliseconds, longer on a busy machine): give those time to go.
-      for (let check = 0; check < 20; check += 1) {
-        const result = await client.query<{ n: string }>(
-          "SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
-        );
-        others = Number(result.rows[0]?.n ?? 0);
-        if (others === 0) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      const result = await client.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+         WHERE backend_type = 'client backend' AND right(application_name, char_length($1)) <> $1`,
+        [ownTag()],
+      );
+      others = result.rows[0]?.n ?? 0;
     } finally {
       await client.end().catch(() => undefined);
     }
-    if (others > 0) {
-      this.log(`embedded PostgreSQL left running: ${others} other connection(s) still use it`);
-      return;
-    }
+    if (others > 0) return false;
     const bin = await this.binaries();
     this.log('stopping embedded PostgreSQL');
     await this.exec(bin.pg_ctl, ['stop', '-w', '-m', 'fast', '-D', this.pgDir]);
+    return true;
   }
 }

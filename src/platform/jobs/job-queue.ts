@@ -9,6 +9,7 @@ import {
 import { PgBoss, type Db, type Job, type JobWithMetadata } from 'pg-boss';
 import { SETTINGS, type Settings } from '../config/settings.js';
 import { DATABASE_URL } from '../database/database.tokens.js';
+import { connectionName } from '../database/embedded-postgres.js';
 import type { Tx } from '../database/unit-of-work.js';
 import { currentActorId } from '../http/request-context.js';
 
@@ -84,7 +85,7 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
       // Each queue slot polls on its own (the webhook runs add WEBHOOK_CONCURRENCY of them); a
       // smaller DB_POOL_SIZE (many instances on one PostgreSQL) shrinks the queue's pool too.
       max: Math.min(6, settings.dbPoolSize),
-      application_name: `${settings.dbApplicationName}-jobs`,
+      application_name: connectionName(settings, `${settings.dbApplicationName}-jobs`),
       connectionTimeoutMillis: settings.dbConnectTimeoutMs,
     });
     // pg-boss reports lost connections and failed maintenance as events; an unhandled one would crash the process.
