@@ -1,6 +1,7 @@
 import { CliError, options, say, type Command } from './cli/command.js';
 import { SEED_DEMO } from './cli/seed-demo.js';
 import { TOKEN_COMMANDS } from './cli/token-commands.js';
+import { loadDotEnv } from './platform/config/dotenv.js';
 import { loadSettings, SettingsError } from './platform/config/settings.js';
 
 /*
@@ -87,6 +88,7 @@ async function main(argv: readonly string[]): Promise<number> {
       throw new CliError(`${name}: ${error.message} (admin-api ${name} --help lists the options)`, error.exitCode);
     throw error;
   }
+  loadDotEnv();
   const settings = loadSettings();
   // Before any decorated class (Nest's cache, the entities' metadata) is imported by a run.
   await import('reflect-metadata');
