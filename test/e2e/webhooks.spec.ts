@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { spawn } from 'node:child_process';
 import { Webhook } from 'standardwebhooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { endpointAgent, postWebhook } from '../../src/webhooks/webhook-http.js';
@@ -8,6 +9,7 @@ import { startApp, type TestApp } from '../support/app.js';
 import { sql, sqlOn } from '../support/db.js';
 import { createOwnDatabase } from '../support/own-database.js';
 import { jobsSchema } from '../support/jobs.js';
+import { freePort } from '../support/redis-server.js';
 import { caller } from '../support/requests.js';
 import { testDatabaseUrl } from '../support/test-env.js';
 import { WebhookReceiver, type Received } from '../support/webhook-receiver.js';
@@ -401,6 +403,37 @@ describe('webhooks', () => {
     await sleep(500);
     const toOther = receiver.at('/test-other').map((received) => verified(other.secret, received).type);
     expect(toOther).not.toContain('webhook.test');
+  });
+
+  it('the documented example receiver (examples/webhook-receiver.mjs) verifies and prints a test delivery', async () => {
+    const port = await freePort();
+    const created = await caller(t, root)
+      .post('/v1/admin/webhook-endpoints', { url: `http://127.0.0.1:${port}/`, event_types: ['*'] })
+      .expect(201);
+    const { id, secret } = created.body.data as { id: number; secret: string };
+    const example = spawn(process.execPath, ['examples/webhook-receiver.mjs'], {
+      env: { ...process.env, WEBHOOK_SECRET: secret, RECEIVER_PORT: String(port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let printed = '';
+      const line = new Promise<string>((resolve, reject) => {
+        example.stdout.on('data', (chunk: Buffer) => {
+          printed += chunk.toString('utf8');
+          if (printed.includes('\n')) resolve(printed);
+        });
+        example.on('exit', (code) => reject(new Error(`the example receiver exited with ${code}`)));
+      });
+      const listening = new Promise<void>((resolve) =>
+        example.stderr.on('data', (chunk: Buffer) => chunk.toString('utf8').includes('listening') && resolve()),
+      );
+      await listening;
+      await caller(t, root).post(`/v1/admin/webhook-endpoints/${id}/test`).expect(202);
+      expect(await line).toMatch(new RegExp(`^\\S+ webhook\\.test webhook_endpoint ${id}\\n`));
+    } finally {
+      example.kill();
+      await caller(t, root).delete(`/v1/admin/webhook-endpoints/${id}`).expect(200);
+    }
   });
 
   it('a slow endpoint does not delay another', async () => {
