@@ -104,6 +104,7 @@ export class DevicesController {
 
   @ListRoute({
     path: ':device_id/ownership-transfers',
+    prefetch: detailOf('device', 'device_id'),
     permission: 'devices.read',
     device: deviceOf(DEVICE, 'device_id'),
     summary: 'The ownership history of a device',
@@ -114,7 +115,8 @@ export class DevicesController {
   transfers(
     @IdParam('device_id') deviceId: number,
     @Query() query: Record<string, unknown>,
+    @PrefetchedEntries() prefetched: Prefetched | undefined,
   ): Promise<ListResponse<OwnershipTransferDto>> {
-    return this.ownership.history(deviceId, query);
+    return this.ownership.history(deviceId, query, prefetched);
   }
 }

@@ -10,6 +10,7 @@ import { currentActorId, currentRequest } from '../platform/http/request-context
 import { ResourceResponse, type ListResponse } from '../platform/http/responses.js';
 import { NOW, withoutVersion } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
+import type { Prefetched } from '../platform/projections/prefetched.js';
 import { AuthoritiesRepository, type AuthorityRow } from './authorities.repository.js';
 import { DevicesRepository, type DeviceRow } from './devices.repository.js';
 import type { OwnershipTransferDto, TransferOwnerDto, TransferResultDto } from './dto/device.dto.js';
@@ -34,7 +35,15 @@ export class OwnershipService {
     private readonly authorization: AuthorizationService,
   ) {}
 
-  history(deviceId: number, query: Record<string, unknown>): Promise<ListResponse<OwnershipTransferDto>> {
+  async history(
+    deviceId: number,
+    query: Record<string, unknown>,
+    prefetched?: Prefetched,
+  ): Promise<ListResponse<OwnershipTransferDto>> {
+    // The guard finds the device only for callers allowed on it alone; a missing device is a 404
+    // for everyone (part 5), never an empty history.
+    if ((await this.devices.read(deviceId, prefetched)) === undefined)
+      throw ApiError.notFound('DEVICE_NOT_FOUND', deviceId);
     return this.devices.transfers(deviceId, query);
   }
 

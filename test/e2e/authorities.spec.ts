@@ -315,6 +315,21 @@ describe('devices, authorities and ownership (parts 6.2, 6.3)', () => {
       });
     });
 
+    it('the history of a missing device is 404 DEVICE_NOT_FOUND for every role, even those allowed everywhere', async () => {
+      const missing = 987654320;
+      for (const role of ['super_admin', 'admin', 'operator', 'viewer'] as const) {
+        const response = await as(await actor(role))
+          .get(`/v1/admin/devices/${missing}/ownership-transfers`)
+          .expect(404);
+        expect(response.body.error).toMatchObject({ code: 'DEVICE_NOT_FOUND', details: { device_id: missing } });
+      }
+      // A device with no transfer yet still answers its (empty) history.
+      const device = await createDevice();
+      expect((await as(root).get(`/v1/admin/devices/${device.id}/ownership-transfers`).expect(200)).body.data).toEqual(
+        [],
+      );
+    });
+
     it('422 TRANSFER_TARGET_INVALID for the current owner, a suspended or a deleted user; 404 for an unknown one', async () => {
       const owner = await createUser();
       const device = await createDevice({ ownerId: owner.id });
