@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { deletionStamp, restorationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
 import { AuditService, type AuditAction } from '../platform/audit/audit.service.js';
 import { ApiError } from '../platform/http/api-error.js';
-import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
-import { NoContent, type ResourceResponse } from '../platform/http/responses.js';
+import { assertIfMatch, unchanged, type IfMatch } from '../platform/http/etag.js';
+import type { NoContent, ResourceResponse } from '../platform/http/responses.js';
 import { NOW, respondWith } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { AuthoritiesRepository, authorityState, ownerProtected, type AuthorityRow } from './authorities.repository.js';
@@ -30,7 +30,7 @@ export class AuthorityActionsService {
   remove(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto> | NoContent> {
     return this.uow.run(async (tx) => {
       const before = await this.authorities.lock(tx, id);
-      if (before.is_deleted) return NoContent.instance;
+      if (before.is_deleted) return unchanged(ifMatch, before.version);
       if (before.owner) throw ownerProtected(before, 'delete');
       assertIfMatch(ifMatch, before.version);
       const stamp = deletionStamp();
@@ -42,7 +42,7 @@ export class AuthorityActionsService {
   restore(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto> | NoContent> {
     return this.uow.run(async (tx) => {
       const before = await this.authorities.lock(tx, id);
-      if (!before.is_deleted) return NoContent.instance;
+      if (!before.is_deleted) return unchanged(ifMatch, before.version);
       assertIfMatch(ifMatch, before.version);
       const after = await this.authorities.patch(tx, id, restorationStamp());
       return this.finish(tx, after, 'authority.restore', { is_deleted: [true, false] });

@@ -124,20 +124,21 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     return row?.id ?? null;
   }
 
-  /** Stamps the revocation of a live row (locked first); `already` when it was revoked, 404 when missing. */
+  /** Stamps the revocation of a live row (locked, then `checkVersion`); `already` when it was revoked, 404 when missing. */
   async revoke(
     tx: Tx,
     id: number,
     actor: number | null,
-    beforeWrite: () => void,
+    checkVersion: (version: number) => void,
   ): Promise<AuthorityPermissionRow | 'already'> {
     const [locked] = await tx.db.query<{ revoked_at: Date | null }[]>(
       'SELECT revoked_at FROM authority_permissions WHERE id = $1 FOR UPDATE',
       [id],
     );
     if (locked === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
+    // The version as the table's shape computes it: 1 live, 2 revoked. Checked before the no-op too.
+    checkVersion(locked.revoked_at === null ? 1 : 2);
     if (locked.revoked_at !== null) return 'already';
-    beforeWrite();
     await tx.write(
       AUTHORITY_PERMISSIONS,
       'UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = $1',

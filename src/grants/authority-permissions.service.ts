@@ -85,10 +85,10 @@ export class AuthorityPermissionsService {
     return respondWith(row, { status: 201, location: `/v1/admin/authority-permissions/${row.id}` });
   }
 
-  /** Revokes (200 with the row); 204 when it already was. A live row is version 1 for `If-Match`. */
+  /** Revokes (200 with the row); 204 when it already was. Live is version 1, revoked 2, for `If-Match`. */
   revoke(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityPermissionDto> | NoContent> {
     return this.uow.run(async (tx) => {
-      const revoked = await this.rows.revoke(tx, id, currentActorId(), () => assertIfMatch(ifMatch, 1));
+      const revoked = await this.rows.revoke(tx, id, currentActorId(), (version) => assertIfMatch(ifMatch, version));
       if (revoked === 'already') return NoContent.instance;
       await this.audit.record(tx, 'authority_permission.revoke', id, {
         changes: { revoked_at: [null, revoked.revoked_at] },

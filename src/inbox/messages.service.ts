@@ -3,8 +3,8 @@ import { UserReferences } from '../users/user-references.repository.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { creationStamp, deletionStamp, restorationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
 import { AuditService, diffChanges } from '../platform/audit/audit.service.js';
-import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
-import { AcceptedResponse, NoContent, ResourceResponse, type ListResponse } from '../platform/http/responses.js';
+import { assertIfMatch, unchanged, type IfMatch } from '../platform/http/etag.js';
+import { AcceptedResponse, type NoContent, ResourceResponse, type ListResponse } from '../platform/http/responses.js';
 import { respondWith, withoutVersion } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { JobQueue } from '../platform/jobs/job-queue.js';
@@ -97,7 +97,7 @@ export class MessagesService {
   remove(id: number, ifMatch: IfMatch): Promise<ResourceResponse<InboxMessageDto> | NoContent> {
     return this.uow.run(async (tx) => {
       const before = await this.messages.lock(tx, id);
-      if (before.is_deleted) return NoContent.instance;
+      if (before.is_deleted) return unchanged(ifMatch, before.version);
       assertIfMatch(ifMatch, before.version);
       const after = await this.softDelete(tx, id, null);
       return respondWith(after);
@@ -107,7 +107,7 @@ export class MessagesService {
   restore(id: number, ifMatch: IfMatch): Promise<ResourceResponse<InboxMessageDto> | NoContent> {
     return this.uow.run(async (tx) => {
       const before = await this.messages.lock(tx, id);
-      if (!before.is_deleted) return NoContent.instance;
+      if (!before.is_deleted) return unchanged(ifMatch, before.version);
       assertIfMatch(ifMatch, before.version);
       const after = await this.messages.patch(tx, id, restorationStamp());
       await this.audit.record(tx, 'inbox_message.restore', id, { changes: { is_deleted: [true, false] } });

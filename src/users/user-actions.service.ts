@@ -3,8 +3,8 @@ import { deletionStamp, restorationStamp, updateStamp } from '../platform/audit/
 import { AuditService, type AuditAction } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
 import { SessionsService } from '../platform/auth/sessions.service.js';
-import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
-import { NoContent, ResourceResponse } from '../platform/http/responses.js';
+import { assertIfMatch, unchanged, type IfMatch } from '../platform/http/etag.js';
+import { type NoContent, ResourceResponse } from '../platform/http/responses.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { PinResetDto, UserDto } from './dto/user.dto.js';
 import { hashPin, newPin } from './pin.js';
@@ -27,7 +27,7 @@ export class UserActionsService {
   remove(actor: AuthContext, id: number, ifMatch: IfMatch): Promise<ResourceResponse<UserDto> | NoContent> {
     return this.uow.run(async (tx) => {
       const before = await this.users.lock(tx, id);
-      if (before.is_deleted) return NoContent.instance;
+      if (before.is_deleted) return unchanged(ifMatch, before.version);
       assertNotSelf(actor, id, 'delete');
       assertMayWriteUser(actor, before);
       assertIfMatch(ifMatch, before.version);
@@ -43,7 +43,7 @@ export class UserActionsService {
   restore(actor: AuthContext, id: number, ifMatch: IfMatch): Promise<ResourceResponse<UserDto> | NoContent> {
     return this.uow.run(async (tx) => {
       const before = await this.users.lock(tx, id);
-      if (!before.is_deleted) return NoContent.instance;
+      if (!before.is_deleted) return unchanged(ifMatch, before.version);
       assertMayWriteUser(actor, before);
       assertIfMatch(ifMatch, before.version);
       const after = await this.users.patch(tx, id, restorationStamp());

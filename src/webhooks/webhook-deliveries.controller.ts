@@ -1,6 +1,7 @@
 import { Body, Controller, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../platform/auth/authorize.decorator.js';
+import { IfMatchHeader, type IfMatch } from '../platform/http/etag.js';
 import { IdParam } from '../platform/http/id.pipe.js';
 import type { AcceptedResponse } from '../platform/http/responses.js';
 import { NoOptionsDto } from '../platform/http/validation.js';
@@ -17,11 +18,16 @@ export class WebhookDeliveriesController {
   @Authorize({
     permission: 'webhooks.manage',
     summary: 'Attempt a delivery again now (202; a failed one gets one more attempt)',
+    description: 'A delivery’s version for `If-Match` is its `attempts` (`"3"`), as the delivery log shows it.',
     returns: WebhookDeliveryDto,
     status: 202,
-    errors: [400, 404, 409],
+    errors: [400, 404, 409, 412],
   })
-  retry(@IdParam() id: number, @Body() _options: NoOptionsDto): Promise<AcceptedResponse<WebhookDeliveryDto>> {
-    return this.endpoints.retry(id);
+  retry(
+    @IdParam() id: number,
+    @Body() _options: NoOptionsDto,
+    @IfMatchHeader() ifMatch: IfMatch,
+  ): Promise<AcceptedResponse<WebhookDeliveryDto>> {
+    return this.endpoints.retry(id, ifMatch);
   }
 }

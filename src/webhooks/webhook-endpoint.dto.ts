@@ -89,7 +89,8 @@ export class WebhookDeliveryDto {
   event_id!: string;
   @ApiProperty({ example: 'authority.revoke' }) event_type!: string;
   @ApiProperty({ enum: ['pending', 'succeeded', 'failed'] }) state!: string;
-  @ApiProperty() attempts!: number;
+  @ApiProperty({ description: 'Also the delivery’s version: `If-Match` on retry names it (`"3"`)' })
+  attempts!: number;
   @ApiProperty({ type: Number, nullable: true }) last_status!: number | null;
   @ApiProperty({ type: String, nullable: true }) last_error!: string | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) next_attempt_at!: string | Date | null;

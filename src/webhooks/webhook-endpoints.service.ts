@@ -191,9 +191,15 @@ export class WebhookEndpointsService {
   }
 
   /** 202: the delivery is due again now (a failed one gets one more attempt). */
-  async retry(deliveryId: number): Promise<AcceptedResponse<WebhookDeliveryDto>> {
+  /**
+   * Due again now. A delivery has no version column: its `attempts` is its version for
+   * `If-Match`, readable in the delivery log, and it moves whenever an attempt changed what the
+   * caller saw (a retry by hand only makes it due, which repeating changes nothing about).
+   */
+  async retry(deliveryId: number, ifMatch: IfMatch): Promise<AcceptedResponse<WebhookDeliveryDto>> {
     const delivery = await this.uow.run(async (tx) => {
       const before = await this.deliveries.lock(tx, deliveryId);
+      assertIfMatch(ifMatch, before.attempts);
       const endpoint = await this.endpoints.find(tx.db, before.endpoint_id);
       if (endpoint === undefined) throw ApiError.notFound('WEBHOOK_ENDPOINT_NOT_FOUND', before.endpoint_id);
       if (!endpoint.is_active)

@@ -1355,7 +1355,9 @@ export interface paths {
         put?: never;
         /**
          * Attempt a delivery again now (202; a failed one gets one more attempt)
-         * @description Requires the permission `webhooks.manage`.
+         * @description A delivery’s version for `If-Match` is its `attempts` (`"3"`), as the delivery log shows it.
+         *
+         *     Requires the permission `webhooks.manage`.
          */
         post: operations["WebhookDeliveries_retry"];
         delete?: never;
@@ -2272,6 +2274,7 @@ export interface components {
             event_type: string;
             /** @enum {string} */
             state: "pending" | "succeeded" | "failed";
+            /** @description Also the delivery’s version: `If-Match` on retry names it (`"3"`) */
             attempts: number;
             last_status: number | null;
             last_error: string | null;
@@ -8993,6 +8996,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
                 /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
                 "Idempotency-Key"?: string;
             };
@@ -9059,6 +9064,15 @@ export interface operations {
             };
             /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };

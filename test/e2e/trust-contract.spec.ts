@@ -120,7 +120,7 @@ describe('contract fixes of part 6.3, 6.6 and part 1 (issue 12)', () => {
     ]);
   });
 
-  it('DELETE /authority-permissions/{id} honours If-Match: 412 changes nothing, the live version is 1', async () => {
+  it('DELETE /authority-permissions/{id} honours If-Match: 412 changes nothing, live is 1, revoked 2', async () => {
     const authority = await createAuthority((await createDevice()).id, (await createUser()).id, {
       permissions: ['devices.read'],
     });
@@ -142,9 +142,15 @@ describe('contract fixes of part 6.3, 6.6 and part 1 (issue 12)', () => {
       .set('If-Match', detail.headers.etag ?? '')
       .expect(200);
     expect(done.headers.etag).toBe('"2"');
-    await caller(app.t, app.root)
+    // Already revoked: the no-op still answers to If-Match.
+    const late = await caller(app.t, app.root)
       .delete(`/v1/admin/authority-permissions/${row?.id}`)
       .set('If-Match', '"1"')
+      .expect(412);
+    expect(late.body.error).toMatchObject({ code: 'PRECONDITION_FAILED', details: { current_etag: '"2"' } });
+    await caller(app.t, app.root)
+      .delete(`/v1/admin/authority-permissions/${row?.id}`)
+      .set('If-Match', '"2"')
       .expect(204);
   });
 

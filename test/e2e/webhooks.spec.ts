@@ -359,7 +359,7 @@ describe('webhooks', () => {
     expect(logged).toMatchObject({ attempts: 2, last_status: 200, last_error: null });
   }, 30_000);
 
-  it('redirects are not followed; a failed delivery is retried now on request', async () => {
+  it('redirects are not followed; a failed delivery is retried now on request, honouring If-Match', async () => {
     receiver.answer('/moved', { status: 302, headers: { location: receiver.url('/elsewhere') } });
     const { id } = await endpoint('/moved', ['webhook_endpoint.test']);
     await trigger();
@@ -377,7 +377,19 @@ describe('webhooks', () => {
       id,
     ]);
     receiver.answer('/moved', { status: 204 });
-    const retried = await caller(t, root).post(`/v1/admin/webhook-deliveries/${pending?.id}/retry`).expect(202);
+    // Its version is its attempts (1): a stale If-Match is 412 and queues nothing.
+    const stale = await caller(t, root)
+      .post(`/v1/admin/webhook-deliveries/${pending?.id}/retry`)
+      .set('If-Match', '"0"')
+      .expect(412);
+    expect(stale.body.error).toMatchObject({ code: 'PRECONDITION_FAILED', details: { current_etag: '"1"' } });
+    expect(await sql('SELECT state FROM webhook_deliveries WHERE id = $1', [pending?.id])).toEqual([
+      { state: 'failed' },
+    ]);
+    const retried = await caller(t, root)
+      .post(`/v1/admin/webhook-deliveries/${pending?.id}/retry`)
+      .set('If-Match', `"${pending?.attempts}"`)
+      .expect(202);
     expect(retried.body.data).toMatchObject({ id: pending?.id, state: 'pending' });
     const [delivered] = await eventually(
       () => deliveries(id),

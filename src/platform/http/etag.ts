@@ -2,6 +2,7 @@ import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import { ApiHeader } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from './api-error.js';
+import { NoContent } from './responses.js';
 
 /** A parsed `If-Match`: absent (last write wins), `*` (any current version), or a list of versions. */
 export type IfMatch = undefined | '*' | readonly number[];
@@ -22,6 +23,15 @@ export function parseIfMatch(header: string | string[] | undefined): IfMatch {
 export function assertIfMatch(ifMatch: IfMatch, currentVersion: number): void {
   if (ifMatch === undefined || ifMatch === '*') return;
   if (!ifMatch.includes(currentVersion)) throw ApiError.preconditionFailed(currentVersion);
+}
+
+/**
+ * The 204 of a write with nothing to do (deleting a deleted record, restoring a live one). It
+ * still answers to `If-Match` (part 9): a stale version is 412, never a silent 204.
+ */
+export function unchanged(ifMatch: IfMatch, currentVersion: number): NoContent {
+  assertIfMatch(ifMatch, currentVersion);
+  return NoContent.instance;
 }
 
 /** Documents `If-Match` on the route a parameter decorator reads it for (so generated clients can send it). */
