@@ -3,21 +3,30 @@ import { toAuditEvents, type AuditRecord } from '../platform/audit/audit.service
 import { appendAuditEvents } from '../platform/audit/audit-trail.repository.js';
 import { withJwtSecret } from '../platform/auth/jwt-secret.js';
 import { ROLE, USER_STATUS } from '../platform/auth/roles.js';
-import { DEFAULT_SESSION_TTL_SECONDS, insertSession, type SessionRow } from '../platform/auth/sessions.repository.js';
+import {
+  DEFAULT_SESSION_TTL_SECONDS,
+  insertSession,
+  sessionOnFeed,
+  type SessionRow,
+} from '../platform/auth/sessions.repository.js';
 import { signAccessToken } from '../platform/auth/token-signer.js';
 import type { Settings } from '../platform/config/settings.js';
+import { userResource } from '../users/users.repository.js';
 import { CliError, say } from './command.js';
 import { ServerCaches, withDatabase } from './database.js';
 import type { BootstrapOptions, SessionOptions } from './token-commands.js';
 
 /* The token commands' database work; token-commands.ts declares them and imports this in their run. */
 
-/** The CLI's writes are audited like the API's, with no actor and no request. */
-function recordAudit(db: EntityManager, event: AuditRecord): Promise<void> {
+/**
+ * The CLI's writes are audited like the API's, with no actor and no request; `resource` is the
+ * record as the API shows it after the write, the feed event's `data` (part 6.12).
+ */
+function recordAudit(db: EntityManager, event: AuditRecord, resource: object): Promise<void> {
   return appendAuditEvents(
     (text, params) => db.query(text, [...params]),
     { actor_id: null, request_id: null },
-    toAuditEvents([event]),
+    toAuditEvents([event]).map((audited) => ({ ...audited, resource })),
   );
 }
 
@@ -31,12 +40,16 @@ interface UserState {
 
 async function openSession(db: EntityManager, userId: number, ttlSeconds: number, via: string): Promise<SessionRow> {
   const session = await insertSession(db, userId, ttlSeconds, null);
-  await recordAudit(db, {
-    action: 'session.create',
-    resource_id: session.id,
-    reason: via,
-    changes: { user_id: [null, userId], expires_at: [null, session.expires_at.toISOString()] },
-  });
+  await recordAudit(
+    db,
+    {
+      action: 'session.create',
+      resource_id: session.id,
+      reason: via,
+      changes: { user_id: [null, userId], expires_at: [null, session.expires_at.toISOString()] },
+    },
+    sessionOnFeed(session),
+  );
   return session;
 }
 
@@ -56,12 +69,16 @@ async function ensureSuperAdmin(
       [email, displayName ?? email.split('@')[0] ?? email, ROLE.super_admin, USER_STATUS.active],
     );
     if (user === undefined) throw new Error('user insert returned no row');
-    await recordAudit(db, {
-      action: 'user.create',
-      resource_id: user.id,
-      reason: 'cli bootstrap-admin',
-      changes: { email: [null, email], role_id: [null, ROLE.super_admin], status_id: [null, USER_STATUS.active] },
-    });
+    await recordAudit(
+      db,
+      {
+        action: 'user.create',
+        resource_id: user.id,
+        reason: 'cli bootstrap-admin',
+        changes: { email: [null, email], role_id: [null, ROLE.super_admin], status_id: [null, USER_STATUS.active] },
+      },
+      await userResource(db, user.id),
+    );
     return { user, created: true };
   }
   if (existing.is_deleted)
@@ -74,12 +91,16 @@ async function ensureSuperAdmin(
       ROLE.super_admin,
       USER_STATUS.active,
     ]);
-    await recordAudit(db, {
-      action: 'user.update',
-      resource_id: existing.id,
-      reason: 'cli bootstrap-admin',
-      changes: { role_id: [existing.role_id, ROLE.super_admin], status_id: [existing.status_id, USER_STATUS.active] },
-    });
+    await recordAudit(
+      db,
+      {
+        action: 'user.update',
+        resource_id: existing.id,
+        reason: 'cli bootstrap-admin',
+        changes: { role_id: [existing.role_id, ROLE.super_admin], status_id: [existing.status_id, USER_STATUS.active] },
+      },
+      await userResource(db, existing.id),
+    );
   }
   return { user: existing, created: false };
 }

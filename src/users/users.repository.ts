@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import { AuthContextService } from '../platform/auth/auth-context.service.js';
 import { Projections } from '../platform/projections/projections.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
@@ -26,6 +27,16 @@ export const USER_LIST = listSpec({
 });
 
 const USERS = table('users', { columns: RESOURCE_COLUMNS, list: USER_LIST });
+
+/**
+ * The user as the API shows it, read in the caller's transaction: what a write made outside the
+ * unit of work (the CLI) puts on the feed, as `changed` does for the server's writes.
+ */
+export async function userResource(db: EntityManager, id: number): Promise<UserDto> {
+  const [user] = await db.query<UserDto[]>(`SELECT ${RESOURCE_COLUMNS} FROM users WHERE id = $1`, [id]);
+  if (user === undefined) throw new Error(`user ${id} not found`);
+  return user;
+}
 
 /** The columns a users write may set. */
 type UserColumn =

@@ -5,7 +5,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createUser } from '../support/auth.js';
+import { actor, createUser } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { runCli } from '../support/cli.js';
 import { sql } from '../support/db.js';
@@ -87,6 +87,62 @@ describe('CLI token commands (part 11)', () => {
       { user_id: user.id },
     ]);
   });
+
+  it(
+    'its writes reach the feed with the resource as the API shows it, plus changes (part 6.12)',
+    async () => {
+      const reader = await actor('super_admin');
+      const read = (path: string) => t.http().get(path).set('Authorization', reader.auth).expect(200);
+      const start = (await read('/v1/admin/events?limit=1000')).body.meta.next_after as string | null;
+
+      const cli = async (...args: string[]): Promise<string> => (await runCli(args, env)).stdout.trim();
+      const created = claimsOf(await cli('bootstrap-admin', '--email', `feed-${randomUUID()}@example.com`));
+      const promoted = await createUser({ role: 'viewer', status: 'suspended' });
+      const reused = claimsOf(await cli('bootstrap-admin', '--email', promoted.email));
+      const issued = claimsOf(await cli('issue-token', '--user-id', String(promoted.id)));
+      const sessionId = await cli('create-session', '--user-id', String(promoted.id));
+
+      const events: { type: string; resource_id: unknown; data: Record<string, unknown> }[] = [];
+      for (let after = start; ;) {
+        const page = await read(
+          `/v1/admin/events?limit=1000&types=user.create,user.update,session.create${after === null ? '' : `&after=${after}`}`,
+        );
+        if (page.body.data.length === 0) break;
+        events.push(...page.body.data);
+        after = page.body.meta.next_after;
+      }
+      const dataOf = (type: string, id: unknown) => {
+        const found = events.filter((event) => event.type === type && event.resource_id === id);
+        expect(found).toHaveLength(1);
+        const { changes, ...resource } = found[0]?.data ?? {};
+        expect(changes).toEqual(expect.any(Object));
+        return resource;
+      };
+      const user = async (id: string) => (await read(`/v1/admin/users/${id}`)).body.data;
+      const session = async (userId: string, id: string) =>
+        (await read(`/v1/admin/users/${userId}/sessions?page_size=100`)).body.data.find(
+          (row: { id: string }) => row.id === id,
+        );
+
+      expect(dataOf('user.create', Number(created.sub))).toEqual(await user(created.sub));
+      expect(dataOf('user.update', promoted.id)).toEqual(await user(String(promoted.id)));
+      expect(dataOf('user.update', promoted.id)).toMatchObject({ role_id: 1, status_id: 2 });
+      for (const [userId, id] of [
+        [created.sub, created.sid],
+        [reused.sub, reused.sid],
+        [issued.sub, issued.sid],
+        [String(promoted.id), sessionId],
+      ] as const) {
+        expect(dataOf('session.create', id)).toEqual(await session(userId, id));
+        expect(dataOf('session.create', id)).toMatchObject({
+          user_id: Number(userId),
+          is_active: true,
+          revoked_at: null,
+        });
+      }
+    },
+    6 * PER_PROCESS_MS,
+  );
 
   it('create-session prints only the new session id', async () => {
     const user = await createUser({ role: 'operator' });

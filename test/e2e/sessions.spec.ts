@@ -122,6 +122,18 @@ describe("a user's sessions: list and revoke-sessions (part 6.1)", () => {
     expect(events).toEqual(
       [first, second].sort().map((id) => ({ resource_id: id, reason: 'lost laptop', actor_id: admin.user.id })),
     );
+    // On the feed each revoked session is shown as the sessions list shows it, plus changes.
+    const listed = (await caller(a, root).get(`/v1/admin/users/${target.id}/sessions`).expect(200)).body.data;
+    const fed = await sql<{ resource_id: string; data: Record<string, unknown> }>(
+      "SELECT resource_id, data - 'changes' AS data FROM events WHERE type = 'session.revoke' AND resource_id = ANY($1) ORDER BY resource_id",
+      [[first, second]],
+    );
+    expect(fed).toEqual(
+      [first, second].sort().map((id) => ({
+        resource_id: id,
+        data: listed.find((row: { id: string }) => row.id === id),
+      })),
+    );
     // Nothing left to revoke: 200 with 0, and no new event.
     expect((await caller(b, admin).post(`/v1/admin/users/${target.id}/revoke-sessions`).expect(200)).body.data).toEqual(
       { user_id: target.id, revoked: 0 },

@@ -5,16 +5,36 @@ import { table } from '../database/table.js';
 
 const AUTH_SESSIONS = table('auth_sessions');
 
-/** The columns of `auth_sessions` the session check needs. */
+/** The columns of `auth_sessions` the session check needs, and those the feed shows. */
 export interface SessionRow {
   readonly id: string;
   readonly user_id: number;
+  readonly created_at: Date;
   readonly expires_at: Date;
   readonly revoked_at: Date | null;
+  readonly revoked_by: number | null;
+  readonly revoke_reason: string | null;
   readonly version: number;
 }
 
-const SESSION_COLUMNS = 'id, user_id, expires_at, revoked_at, version';
+const SESSION_COLUMNS = 'id, user_id, created_at, expires_at, revoked_at, revoked_by, revoke_reason, version';
+
+/**
+ * A session as the event feed's `data` shows it after a write (part 6.12): as the sessions list
+ * does (`SESSION_LIST`), whether the server or the CLI wrote it.
+ */
+export function sessionOnFeed(row: SessionRow): Omit<SessionRow, 'version'> & { readonly is_active: boolean } {
+  return {
+    id: row.id,
+    user_id: row.user_id,
+    created_at: row.created_at,
+    expires_at: row.expires_at,
+    revoked_at: row.revoked_at,
+    revoked_by: row.revoked_by,
+    revoke_reason: row.revoke_reason,
+    is_active: row.revoked_at === null && row.expires_at > new Date(),
+  };
+}
 
 export const DEFAULT_SESSION_TTL_SECONDS = 12 * 3600;
 

@@ -3,7 +3,7 @@ import { AuditService } from '../audit/audit.service.js';
 import { AuthContextService } from './auth-context.service.js';
 import { currentActorId } from '../http/request-context.js';
 import type { Tx } from '../database/unit-of-work.js';
-import { revokeSessionsOfUser, type SessionRow } from './sessions.repository.js';
+import { revokeSessionsOfUser, sessionOnFeed, type SessionRow } from './sessions.repository.js';
 
 /** Session writes made on behalf of other writes (suspending or deleting a user). */
 @Injectable()
@@ -20,19 +20,7 @@ export class SessionsService {
   async revokeAllOf(tx: Tx, userId: number, reason: string): Promise<SessionRow[]> {
     const actor = currentActorId();
     const revoked = await revokeSessionsOfUser(tx, userId, reason, actor);
-    // The feed shows each session as the sessions list does (its creation time aside).
-    for (const session of revoked) {
-      const shown = {
-        id: session.id,
-        user_id: session.user_id,
-        expires_at: session.expires_at,
-        revoked_at: session.revoked_at,
-        revoked_by: actor,
-        revoke_reason: reason,
-        is_active: false,
-      };
-      tx.noteResource('session', shown);
-    }
+    for (const session of revoked) tx.noteResource('session', sessionOnFeed(session));
     await this.audit.recordMany(
       tx,
       revoked.map((session) => ({
