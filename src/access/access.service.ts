@@ -1,5 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { accessPaths, admissible, decisionOf, globalDecision, type AccessPath } from '../platform/auth/access-rules.js';
+import {
+  accessPaths,
+  admissible,
+  decisionOf,
+  denialReason,
+  globalDecision,
+  type AccessPath,
+  type DenialReason,
+} from '../platform/auth/access-rules.js';
 import type { Subject } from '../platform/auth/auth-context.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import type { Decision } from '../platform/auth/decision.js';
@@ -95,19 +103,19 @@ export class AccessService {
     permission: PermissionCode,
     deviceId: number | undefined,
     moment: Date,
-  ): Promise<{ decision: Decision; paths: AccessPath[] }> {
+  ): Promise<{ decision: Decision; paths: AccessPath[]; denial: DenialReason | undefined }> {
     await this.assertUser(userId, true);
     const createdAt = deviceId === undefined ? undefined : await this.deviceCreatedAt(deviceId);
     const subject = subjectAt((await this.history.usersAt([userId], moment)).get(userId));
     // Before the device existed, nothing was allowed on it.
     if (subject === undefined || (createdAt !== undefined && moment < createdAt))
-      return { decision: decisionOf([]), paths: [] };
+      return { decision: decisionOf([]), paths: [], denial: denialReason(subject) };
     const authority =
       deviceId === undefined || !isDeviceScoped(permission)
         ? undefined
         : (await this.history.deviceAuthoritiesAt(deviceId, moment, [userId]))[0];
     const paths = accessPaths(subject, authority, permission, moment.getTime());
-    return { decision: decisionOf(paths), paths };
+    return { decision: decisionOf(paths), paths, denial: paths.length === 0 ? denialReason(subject) : undefined };
   }
 
   /** The user a question is about: any row with `at`, a live one without (a deleted user is 404 now). */

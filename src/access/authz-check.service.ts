@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AuthorityReferences } from '../authorities/authority-references.repository.js';
 import { AuthContextService } from '../platform/auth/auth-context.service.js';
 import { AuthorizationService } from '../platform/auth/authorization.service.js';
-import { decisionOf } from '../platform/auth/access-rules.js';
+import { decisionOf, denialReason, type AccessPath, type DenialReason } from '../platform/auth/access-rules.js';
 import type { Subject } from '../platform/auth/auth-context.js';
 import { isPermissionCode, PERMISSIONS } from '../platform/auth/permissions.js';
 import { ApiError } from '../platform/http/api-error.js';
@@ -37,14 +37,26 @@ export class AuthzCheckService {
       // exists (a deleted one included), judged on the facts then.
       await this.authorization.assertAllowed(actor, 'access.read');
       const moment = await this.access.momentAsked(query.at);
-      const { decision, paths } = await this.access.decideAt(userId, query.permission, deviceId, moment);
-      return { ...answer, ...decision, ...(explain ? { paths } : {}) };
+      const { decision, paths, denial } = await this.access.decideAt(userId, query.permission, deviceId, moment);
+      return { ...answer, ...decision, ...(explain ? explained(paths, denial) : {}) };
     }
     const subject = await this.contexts.subjectOf(userId);
     if (subject === undefined) throw ApiError.notFound('USER_NOT_FOUND', userId);
     if (deviceId !== undefined) await this.authorityReferences.device(this.uow.reader, deviceId);
     if (!explain) return { ...answer, ...(await this.authorization.decide(subject, query.permission, deviceId)) };
     const paths = await this.authorization.explain(subject, query.permission, deviceId);
-    return { ...answer, ...decisionOf(paths), paths };
+    return {
+      ...answer,
+      ...decisionOf(paths),
+      ...explained(paths, paths.length === 0 ? denialReason(subject) : undefined),
+    };
   }
+}
+
+/** What `explain=true` adds: every path, and on a denial (no path) the rule that refused. */
+function explained(
+  paths: AccessPath[],
+  denial: DenialReason | undefined,
+): Pick<AuthzDecisionDto, 'paths' | 'denied_because'> {
+  return denial === undefined ? { paths } : { paths, denied_because: denial };
 }

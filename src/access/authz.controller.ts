@@ -17,7 +17,7 @@ export class AuthzController {
     permission: 'permission_grants.read',
     summary: 'Would this user be allowed this permission (on this device)?',
     description:
-      'Answers with the same evaluator the guards use, and says which layer decided. `explain=true` adds every way it is allowed; ' +
+      'Answers with the same evaluator the guards use, and says which layer decided. `explain=true` adds every way it is allowed (on a denial, `denied_because`); ' +
       '`at` answers as of that moment from the access history (a user pending, suspended or deleted then is allowed nothing); a question about the past needs `access.read` as well.',
     returns: AuthzDecisionDto,
     errors: [400, 404, 422],

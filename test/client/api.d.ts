@@ -681,7 +681,7 @@ export interface paths {
         };
         /**
          * Would this user be allowed this permission (on this device)?
-         * @description Answers with the same evaluator the guards use, and says which layer decided. `explain=true` adds every way it is allowed; `at` answers as of that moment from the access history (a user pending, suspended or deleted then is allowed nothing); a question about the past needs `access.read` as well.
+         * @description Answers with the same evaluator the guards use, and says which layer decided. `explain=true` adds every way it is allowed (on a denial, `denied_because`); `at` answers as of that moment from the access history (a user pending, suspended or deleted then is allowed nothing); a question about the past needs `access.read` as well.
          *
          *     Requires the permission `permission_grants.read`.
          */
@@ -1843,6 +1843,11 @@ export interface components {
             grant_id: number | null;
             /** @description With `explain=true`: every way it is allowed, in deciding order */
             paths?: components["schemas"]["AccessPathDto"][];
+            /**
+             * @description With `explain=true`, on a denial only: the first rule that refuses, in the order of part 5: `user_not_active` (pending, suspended or deleted, or not yet existing at `at`), `role_without_admin_access`, else `no_path`
+             * @enum {string}
+             */
+            denied_because?: "user_not_active" | "role_without_admin_access" | "no_path";
         };
         DeviceAccessDto: {
             user_id: number;
@@ -5814,7 +5819,7 @@ export interface operations {
                 permission: string;
                 /** @description For device-scoped permissions: evaluate the device-authority layer too */
                 device_id?: string;
-                /** @description `true` adds `paths`: every way the permission is allowed */
+                /** @description `true` adds `paths`: every way the permission is allowed, and on a denial `denied_because` */
                 explain?: "true" | "false";
                 /** @description Answer as of this moment (ISO-8601 with an offset) from the access history (needs `access.read` as well); before the history begins: 422 `HISTORY_NOT_AVAILABLE` */
                 at?: string;

@@ -98,6 +98,30 @@ describe('access questions (part 6.13)', () => {
     }
   });
 
+  it('/authz/check?explain=true says why a denial is one, now and as of a moment; nothing else changes', async () => {
+    const member = await createUser({ role: 'member' });
+    const suspendedMember = await createUser({ role: 'member', status: 'suspended' });
+    const stranger = await createUser({ role: 'operator' });
+    const moment = new Date().toISOString();
+    const check = async (user: TestUser, extra: string): Promise<Record<string, unknown>> =>
+      (
+        await caller(t, root)
+          .get(`/v1/admin/authz/check?user_id=${user.id}&permission=${REVOKE}&device_id=${device}${extra}`)
+          .expect(200)
+      ).body.data;
+    for (const extra of ['&explain=true', `&explain=true&at=${encodeURIComponent(moment)}`]) {
+      const denied = { allowed: false, decided_by: null, authority_id: null, grant_id: null, paths: [] };
+      expect(await check(member, extra)).toMatchObject({ ...denied, denied_because: 'role_without_admin_access' });
+      expect(await check(suspended, extra)).toMatchObject({ ...denied, denied_because: 'user_not_active' });
+      // Layer 1 (the user's status) refuses before layer 2 (its role), as for a request of its own.
+      expect(await check(suspendedMember, extra)).toMatchObject({ denied_because: 'user_not_active' });
+      expect(await check(stranger, extra)).toMatchObject({ ...denied, denied_because: 'no_path' });
+      expect(await check(owner, extra)).not.toHaveProperty('denied_because');
+    }
+    expect(await check(stranger, '')).not.toHaveProperty('denied_because');
+    expect(await check(stranger, '&explain=false')).not.toHaveProperty('denied_because');
+  });
+
   it('answers where a user may act, with meta.scope', async () => {
     const mine = await caller(t, root).get(`/v1/admin/users/${owner.id}/access?permission=${REVOKE}`).expect(200);
     expect(mine.body.data).toEqual([

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { DENIAL_REASONS, type DenialReason } from '../../platform/auth/access-rules.js';
 import { AccessPathDto, IsMoment } from './access.dto.js';
 
 const ID = /^[1-9]\d{0,15}$/;
@@ -24,7 +25,7 @@ export class AuthzCheckQueryDto {
 
   @ApiPropertyOptional({
     enum: ['true', 'false'],
-    description: '`true` adds `paths`: every way the permission is allowed',
+    description: '`true` adds `paths`: every way the permission is allowed, and on a denial `denied_because`',
   })
   @IsOptional()
   @IsIn(['true', 'false'], { message: 'explain must be true or false' })
@@ -59,4 +60,10 @@ export class AuthzDecisionDto {
     description: 'With `explain=true`: every way it is allowed, in deciding order',
   })
   paths?: AccessPathDto[];
+  @ApiPropertyOptional({
+    enum: DENIAL_REASONS,
+    description:
+      'With `explain=true`, on a denial only: the first rule that refuses, in the order of part 5: `user_not_active` (pending, suspended or deleted, or not yet existing at `at`), `role_without_admin_access`, else `no_path`',
+  })
+  denied_because?: DenialReason;
 }

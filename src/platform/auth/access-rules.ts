@@ -26,6 +26,21 @@ export function admissible(subject: Subject): boolean {
   return subject.role.admin_access && subject.active;
 }
 
+/** Why the subject has no way at all to a permission (`/authz/check?explain=true` on a denial). */
+export const DENIAL_REASONS = ['user_not_active', 'role_without_admin_access', 'no_path'] as const;
+export type DenialReason = (typeof DENIAL_REASONS)[number];
+
+/**
+ * The first rule of part 5 that refuses: the user's status (layer 1: a pending, suspended or
+ * deleted user, or one that did not exist yet at the moment asked, never gets past its session),
+ * then the role's admin access (layer 2), else no layer-3 path. Only meaningful on a denial.
+ */
+export function denialReason(subject: Subject | undefined): DenialReason {
+  if (subject === undefined || !subject.active) return 'user_not_active';
+  if (!subject.role.admin_access) return 'role_without_admin_access';
+  return 'no_path';
+}
+
 /** Layers 3a and 3b: the ways the subject holds the permission everywhere, in the order they decide. */
 function* globalWays(subject: Subject, permission: string, at: number): Generator<AccessPath> {
   if (!admissible(subject)) return;
