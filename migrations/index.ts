@@ -15,6 +15,7 @@ import { EventsCommitOrder1764806400000 } from './1764806400000-events-commit-or
 import { Webhooks1764892800000 } from './1764892800000-webhooks.js';
 import { EventsData1764979200000 } from './1764979200000-events-data.js';
 import { AccessHistory1765065600000 } from './1765065600000-access-history.js';
+import { WebhookPreviousSecrets1765152000000 } from './1765152000000-webhook-previous-secrets.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -35,6 +36,7 @@ export const MIGRATIONS = [
   Webhooks1764892800000,
   EventsData1764979200000,
   AccessHistory1765065600000,
+  WebhookPreviousSecrets1765152000000,
 ];
 
 /**

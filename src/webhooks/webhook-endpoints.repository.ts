@@ -8,6 +8,8 @@ import { table } from '../platform/database/table.js';
 
 const WEBHOOK_ENDPOINT_FAILURES = table('webhook_endpoint_failures');
 const WEBHOOK_RUNS = table('webhook_runs');
+/** Secrets rotated away: kept by the database's rotation trigger, swept here once past the overlap. */
+const WEBHOOK_PREVIOUS_SECRETS = table('webhook_previous_secrets');
 
 export interface WebhookEndpointRow extends WebhookEndpointDto {
   readonly version: number;
@@ -15,7 +17,10 @@ export interface WebhookEndpointRow extends WebhookEndpointDto {
   readonly is_deleted?: true;
 }
 
-/** What a delivery needs: where to, and the secrets that sign (two for 24 hours after a rotation). */
+/**
+ * What a delivery needs: where to, and the secrets that sign: the current one, then every one
+ * rotated away less than 24 hours ago, newest first.
+ */
 export interface SigningEndpoint {
   readonly id: number;
   readonly url: string;
@@ -59,16 +64,7 @@ export const WEBHOOK_ENDPOINT_LIST = listSpec({
 const WEBHOOK_ENDPOINTS = table('webhook_endpoints', { columns: RESOURCE_COLUMNS, list: WEBHOOK_ENDPOINT_LIST });
 
 type WebhookEndpointColumn =
-  | 'url'
-  | 'description'
-  | 'event_types'
-  | 'is_active'
-  | 'disabled_reason'
-  | 'secret'
-  | 'previous_secret'
-  | 'previous_secret_until'
-  | 'created_by'
-  | 'updated_by';
+  'url' | 'description' | 'event_types' | 'is_active' | 'disabled_reason' | 'secret' | 'created_by' | 'updated_by';
 
 /** Row access for webhook endpoints and their health. */
 @Injectable()
@@ -102,10 +98,14 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
     return row;
   }
 
-  /** Deletes the endpoint for good (its failure record goes with it); answers the row as it was. */
+  /** Deletes the endpoint for good (its failure record and old secrets go with it); answers the row as it was. */
   async remove(tx: Tx, id: number): Promise<WebhookEndpointRow> {
     const row = await this.lock(tx, id);
-    await tx.write([WEBHOOK_ENDPOINTS, WEBHOOK_ENDPOINT_FAILURES], 'DELETE FROM webhook_endpoints WHERE id = $1', [id]);
+    await tx.write(
+      [WEBHOOK_ENDPOINTS, WEBHOOK_ENDPOINT_FAILURES, WEBHOOK_PREVIOUS_SECRETS],
+      'DELETE FROM webhook_endpoints WHERE id = $1',
+      [id],
+    );
     // The cached detail becomes a tombstone, newer than the entry it replaces.
     await this.changed(tx, [{ ...row, version: row.version + 1, is_deleted: true }]);
     // The feed shows the endpoint as the DELETE answers it: as it was.
@@ -113,20 +113,15 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
     return row;
   }
 
-  /** A new secret; the current one signs alongside it for `overlapHours` (an older one stops now). */
-  async rotateSecret(
-    tx: Tx,
-    id: number,
-    secret: string,
-    overlapHours: number,
-    updatedBy: number | null,
-  ): Promise<WebhookEndpointRow> {
+  /**
+   * A new secret. The database's rotation trigger keeps the one it replaces, which signs alongside
+   * for the overlap (`webhook_secret_overlap()`, 24 hours), as do those rotated away before it.
+   */
+  async rotateSecret(tx: Tx, id: number, secret: string, updatedBy: number | null): Promise<WebhookEndpointRow> {
     const [rows] = await tx.write<[WebhookEndpointRow[], number]>(
       WEBHOOK_ENDPOINTS,
-      `UPDATE webhook_endpoints
-       SET previous_secret = secret, previous_secret_until = now() + make_interval(hours => $3), secret = $2, updated_by = $4
-       WHERE id = $1 RETURNING ${WEBHOOK_ENDPOINTS.selected}`,
-      [id, secret, overlapHours, updatedBy],
+      `UPDATE webhook_endpoints SET secret = $2, updated_by = $3 WHERE id = $1 RETURNING ${WEBHOOK_ENDPOINTS.selected}`,
+      [id, secret, updatedBy],
     );
     const row = rows[0];
     if (row === undefined) throw new Error(`webhook endpoint ${id} vanished under its lock`);
@@ -139,11 +134,23 @@ export class WebhookEndpointsRepository extends ResourceTable<WebhookEndpointRow
     const [row] = await db.query<SigningEndpoint[]>(
       `SELECT e.id, e.url, e.is_active, f.endpoint_id IS NOT NULL AS failing, f.next_probe_at,
               (f.next_probe_at IS NULL OR f.next_probe_at <= now()) AS may_send, COALESCE(f.failed_rounds, 0) AS failed_rounds,
-              array_remove(ARRAY[e.secret, CASE WHEN e.previous_secret_until > now() THEN e.previous_secret END], NULL) AS secrets
+              ARRAY[e.secret] || ARRAY(
+                SELECT p.secret FROM webhook_previous_secrets p
+                WHERE p.endpoint_id = e.id AND p.rotated_at > now() - webhook_secret_overlap()
+                ORDER BY p.rotated_at DESC) AS secrets
        FROM webhook_endpoints e LEFT JOIN webhook_endpoint_failures f ON f.endpoint_id = e.id WHERE e.id = $1`,
       [id],
     );
     return row === undefined ? undefined : { ...row, id: Number(row.id) };
+  }
+
+  /** Forgets the secrets rotated away longer ago than the overlap (they no longer sign); answers how many. */
+  async forgetRetiredSecrets(tx: Tx): Promise<number> {
+    const [, count] = await tx.write<[unknown[], number]>(
+      WEBHOOK_PREVIOUS_SECRETS,
+      'DELETE FROM webhook_previous_secrets WHERE rotated_at <= now() - webhook_secret_overlap()',
+    );
+    return count;
   }
 
   /** Active endpoints and their event types (a small table, read once per fan-out step). */

@@ -26,8 +26,6 @@ import { checkWebhookUrl, type UrlPolicy } from './webhook-urls.js';
 import type { Prefetched } from '../platform/projections/prefetched.js';
 
 const AUDITED_FIELDS = ['url', 'description', 'event_types', 'is_active', 'disabled_reason'] as const;
-/** After a rotation the old secret signs alongside the new one this long. */
-const ROTATION_OVERLAP_HOURS = 24;
 
 /** Webhook endpoints (part 6.12): their lifecycle, secrets, test deliveries and delivery log. */
 @Injectable()
@@ -133,13 +131,13 @@ export class WebhookEndpointsService {
     return respondWith(row);
   }
 
-  /** A new secret; the old one keeps signing alongside it for 24 hours. */
+  /** A new secret; every one rotated away less than 24 hours ago keeps signing alongside it. */
   async rotateSecret(id: number, ifMatch: IfMatch): Promise<ResourceResponse<WebhookEndpointWithSecretDto>> {
     const secret = newWebhookSecret();
     const row = await this.uow.run(async (tx) => {
       const before = await this.endpoints.lock(tx, id);
       assertIfMatch(ifMatch, before.version);
-      const after = await this.endpoints.rotateSecret(tx, id, secret, ROTATION_OVERLAP_HOURS, updateStamp().updated_by);
+      const after = await this.endpoints.rotateSecret(tx, id, secret, updateStamp().updated_by);
       // The secrets themselves are never recorded; that a rotation happened is.
       await this.audit.record(tx, 'webhook_endpoint.rotate_secret', id, {
         changes: { secret: ['(previous)', '(new)'] },

@@ -7,7 +7,7 @@ export function newWebhookSecret(): string {
 
 /**
  * The `webhook-signature` header: `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">` for each
- * secret, space-separated (two during the 24 hours after a rotation). The key is the secret's
+ * secret, space-separated (the current one and each rotated away less than 24 hours ago). The key is the secret's
  * base64 part decoded, as the reference implementation reads it.
  */
 export function signWebhook(secrets: readonly string[], id: string, timestamp: number, body: string): string {

@@ -4,6 +4,8 @@ import { Webhook } from 'standardwebhooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { endpointAgent, postWebhook } from '../../src/webhooks/webhook-http.js';
 import { WebhookSender } from '../../src/webhooks/webhook-sender.js';
+import { WebhookEndpointsRepository } from '../../src/webhooks/webhook-endpoints.repository.js';
+import { UnitOfWork } from '../../src/platform/database/unit-of-work.js';
 import { actor, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql, sqlOn } from '../support/db.js';
@@ -322,23 +324,52 @@ describe('webhooks', () => {
     }
   });
 
-  it('after rotate-secret both secrets sign for 24 hours; the new one is shown once', async () => {
-    const { id, secret: old } = await endpoint('/rotate', ['webhook_endpoint.test']);
-    const rotated = await caller(t, root).post(`/v1/admin/webhook-endpoints/${id}/rotate-secret`).expect(200);
-    const fresh = rotated.body.data.secret as string;
-    expect(fresh).toMatch(/^whsec_/);
-    expect(fresh).not.toBe(old);
+  it('after rotate-secret every secret rotated away in the last 24 hours signs alongside the new one, shown once', async () => {
+    const { id, secret: first } = await endpoint('/rotate', ['webhook_endpoint.test']);
+    const rotate = async (): Promise<string> =>
+      (await caller(t, root).post(`/v1/admin/webhook-endpoints/${id}/rotate-secret`).expect(200)).body.data
+        .secret as string;
+    const second = await rotate();
+    const current = await rotate();
+    expect(new Set([first, second, current]).size).toBe(3);
+    for (const secret of [second, current]) expect(secret).toMatch(/^whsec_/);
+
+    /** Which of the secrets each signature of the header verifies with (the reference implementation, one at a time). */
+    const signers = (request: Received, secrets: readonly string[]): string[][] =>
+      String(request.headers['webhook-signature'])
+        .split(' ')
+        .map((signature) =>
+          secrets.filter((secret) => {
+            try {
+              verified(secret, { ...request, headers: { ...request.headers, 'webhook-signature': signature } });
+              return true;
+            } catch {
+              return false;
+            }
+          }),
+        );
+
+    // Two rotations within the overlap: the current secret and both old ones sign, one signature each.
     const [request] = await received('/rotate', [await trigger()]);
     if (request === undefined) throw new Error('no delivery');
-    expect(String(request.headers['webhook-signature']).split(' ')).toHaveLength(2);
-    expect(verified(fresh, request).type).toBe('webhook_endpoint.test');
-    expect(verified(old, request).type).toBe('webhook_endpoint.test');
-    // Once the overlap has passed, only the new secret signs.
-    await sql("UPDATE webhook_endpoints SET previous_secret_until = now() - interval '1 second' WHERE id = $1", [id]);
+    expect(signers(request, [first, second, current])).toEqual([[current], [second], [first]]);
+    for (const secret of [first, second, current]) expect(verified(secret, request).type).toBe('webhook_endpoint.test');
+
+    // The first secret was rotated away more than 24 hours ago: it no longer signs, the second still does.
+    await sql(
+      "UPDATE webhook_previous_secrets SET rotated_at = now() - interval '24 hours 1 second' WHERE endpoint_id = $1 AND secret = $2",
+      [id, first],
+    );
     const [later] = await received('/rotate', [await trigger()]);
     if (later === undefined) throw new Error('no second delivery');
-    expect(verified(fresh, later).type).toBe('webhook_endpoint.test');
-    expect(() => verified(old, later)).toThrow();
+    expect(signers(later, [first, second, current])).toEqual([[current], [second]]);
+    expect(() => verified(first, later)).toThrow();
+
+    // The hourly sweep forgets it; the secret still within its 24 hours stays.
+    await t.app.get(UnitOfWork).run((tx) => t.app.get(WebhookEndpointsRepository).forgetRetiredSecrets(tx));
+    expect(await sql('SELECT secret FROM webhook_previous_secrets WHERE endpoint_id = $1', [id])).toEqual([
+      { secret: second },
+    ]);
   });
 
   it('a receiver that answers 500 and then 200 gets the event again after a backoff', async () => {

@@ -21,6 +21,7 @@ export function createPino(level: LogLevel, format: LogFormat = 'json'): Pino {
         '*.token',
         '*.secret',
         '*.previous_secret',
+        '*.secrets',
       ],
       remove: true,
     },
