@@ -12,6 +12,7 @@ import { DATABASE_URL } from '../database/database.tokens.js';
 import { connectionName } from '../database/embedded-postgres.js';
 import type { Tx } from '../database/unit-of-work.js';
 import { currentActorId } from '../http/request-context.js';
+import { RepeatedErrors } from './repeated-errors.js';
 
 /** How a queue retries its jobs (pg-boss options); each feature declares its queues as it registers their workers. */
 export interface QueuePolicy {
@@ -32,6 +33,12 @@ export type QueueName = string;
 // Jobs are kept 7 days after they finish (part 6.10), and 14 days while they wait.
 const KEEP_FINISHED_SECONDS = 7 * 24 * 3600;
 const KEEP_WAITING_SECONDS = 14 * 24 * 3600;
+
+/** One log line per queue (or, outside a queue, per kind of error) per this long; the rest are counted. */
+const ERROR_LOG_WINDOW_MS = 30_000;
+
+/** What pg-boss emits as `error`: a worker's adds the queue it polls. */
+type QueueError = Error & { readonly queue?: string; readonly code?: string };
 
 /** Options of a queue's workers beyond the defaults (one instance's concurrency, per-group limits). */
 export interface WorkerOptions {
@@ -73,6 +80,8 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
   private readonly handlers = new Map<QueueName, { handler: JobHandler<never>; options: WorkerOptions }>();
   private readonly schedules = new Map<QueueName, string>();
   private readonly workerIds = new Map<QueueName, string[]>();
+  private readonly repeatedErrors = new RepeatedErrors(ERROR_LOG_WINDOW_MS, Date.now);
+  private readonly errorSweep: NodeJS.Timeout;
   private started = false;
 
   constructor(
@@ -89,7 +98,28 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
       connectionTimeoutMillis: settings.dbConnectTimeoutMs,
     });
     // pg-boss reports lost connections and failed maintenance as events; an unhandled one would crash the process.
-    this.boss.on('error', (error: Error) => this.logger.warn({ msg: 'job queue error', err: error.message }));
+    this.boss.on('error', (error: QueueError) => this.logError(error));
+    // The count of a flood's tail, once it stopped (no later line of its key would carry it).
+    this.errorSweep = setInterval(() => {
+      for (const { key, suppressed } of this.repeatedErrors.ended())
+        this.logger.warn({ msg: 'job queue errors suppressed', key, suppressed });
+    }, ERROR_LOG_WINDOW_MS).unref();
+  }
+
+  /**
+   * During a database outage every worker fails its poll every half second: the errors of one
+   * queue (or of one kind, outside a queue) make one line per 30 s, with how many were held back.
+   */
+  private logError(error: QueueError): void {
+    const key = error.queue ?? String(error.code ?? error.message).slice(0, 200);
+    const occurrence = this.repeatedErrors.occurred(key);
+    if (!occurrence.log) return;
+    this.logger.warn({
+      msg: 'job queue error',
+      ...(error.queue === undefined ? {} : { queue: error.queue }),
+      err: error.message,
+      ...(occurrence.suppressed > 0 ? { suppressed: occurrence.suppressed } : {}),
+    });
   }
 
   /**
@@ -199,6 +229,7 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
   }
 
   async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.errorSweep);
     if (!this.started) return;
     // Finish the jobs in hand (within the shutdown budget), then close the pool.
     await this.boss.stop({
