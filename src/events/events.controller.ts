@@ -19,10 +19,11 @@ export class EventsController {
     description:
       'Store `meta.next_after` and pass it as `after` on the next call: every event is seen exactly once, in order, ' +
       'even with many writing instances. `wait` (seconds, at most 30) long-polls when nothing is new. Events are kept ' +
-      '`EVENT_RETENTION_DAYS` (30) days.',
+      '`EVENT_RETENTION_DAYS` (30) days: a cursor pointing before events retention has purged is 410 ' +
+      '`EVENT_CURSOR_EXPIRED`, with `details.oldest_after` to resume from.',
     returns: EventDto,
     feed: true,
-    errors: [400],
+    errors: [400, 410],
   })
   list(@Query() query: EventsQueryDto, @Req() request: FastifyRequest): Promise<FeedResponse<EventDto>> {
     // A waiting call stops looking once its client has gone.

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../platform/http/api-error.js';
 import { FeedResponse } from '../platform/http/responses.js';
 import { EVENT_TYPE, type EventDto, type EventsQueryDto } from './events.dto.js';
-import { nextAfter, parseCursor, presentEvent } from './event-cursor.js';
+import { expiredCursor, nextAfter, parseCursor, presentEvent } from './event-cursor.js';
 import { EventsRepository } from './events.repository.js';
 
 /** How often a long poll (`wait`) looks again. */
@@ -41,6 +41,9 @@ export class EventsService implements BeforeApplicationShutdown {
             'ahead',
             'after is ahead of this feed: an event id from another database, or from before a restore',
           );
+        // Checked on every look: retention may purge past the cursor while a call waits.
+        const expired = expiredCursor(cursor, page.purged);
+        if (expired !== undefined) throw expired;
         // A shutting-down instance answers what it has instead of holding the drain for 30 s.
         if (page.rows.length > 0 || Date.now() + POLL_MS > deadline || this.closing || gone())
           return new FeedResponse(page.rows.map(presentEvent), nextAfter(query.after, page, limit));

@@ -34,6 +34,17 @@ export class ReadReplicaDto {
   @ApiProperty({ description: 'Reads that went to the primary because it lagged or was down' }) skipped!: number;
 }
 
+export class FeedHealthDto {
+  @ApiProperty({
+    minimum: 0,
+    example: 0,
+    description:
+      'Age in seconds of the oldest transaction still holding the event feed back: one that has taken its feed ' +
+      'position in its commit step and is not visible yet, so no event committed after it can be read. 0 when none does',
+  })
+  lag_seconds!: number;
+}
+
 export class ReadinessDto {
   @ApiProperty({ enum: ['ok'] })
   status!: 'ok';
@@ -49,4 +60,7 @@ export class ReadinessDto {
 
   @ApiProperty({ type: [ReadReplicaDto], description: 'The read replicas (DATABASE_READ_URLS); empty without' })
   read_replicas!: ReadReplicaDto[];
+
+  @ApiProperty({ type: FeedHealthDto, description: 'The event feed (part 6.12)' })
+  events!: FeedHealthDto;
 }

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
+import { EventsModule } from '../events/events.module.js';
 import { HealthController } from './health.controller.js';
 
-@Module({ controllers: [HealthController] })
+@Module({ imports: [EventsModule], controllers: [HealthController] })
 export class HealthModule {}

@@ -24,7 +24,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The database answers (503 otherwise); reports the cache state */
+        /** The database answers (503 otherwise); reports the cache state and the event feed’s lag */
         get: operations["healthReady"];
         put?: never;
         post?: never;
@@ -1207,7 +1207,7 @@ export interface paths {
         };
         /**
          * Events after a cursor, in commit order
-         * @description Store `meta.next_after` and pass it as `after` on the next call: every event is seen exactly once, in order, even with many writing instances. `wait` (seconds, at most 30) long-polls when nothing is new. Events are kept `EVENT_RETENTION_DAYS` (30) days.
+         * @description Store `meta.next_after` and pass it as `after` on the next call: every event is seen exactly once, in order, even with many writing instances. `wait` (seconds, at most 30) long-polls when nothing is new. Events are kept `EVENT_RETENTION_DAYS` (30) days: a cursor pointing before events retention has purged is 410 `EVENT_CURSOR_EXPIRED`, with `details.oldest_after` to resume from.
          *
          *     Requires the permission `events.read`.
          */
@@ -1427,7 +1427,7 @@ export interface components {
         };
         ErrorDto: {
             /** @enum {string} */
-            code: "VALIDATION_FAILED" | "MALFORMED_JSON" | "AUTH_TOKEN_MISSING" | "AUTH_TOKEN_INVALID" | "AUTH_TOKEN_EXPIRED" | "AUTH_SESSION_INVALID" | "ROLE_FORBIDDEN" | "PERMISSION_DENIED" | "ROLE_ESCALATION_FORBIDDEN" | "DELEGATION_FORBIDDEN" | "ROUTE_NOT_FOUND" | "USER_NOT_FOUND" | "DEVICE_NOT_FOUND" | "AUTHORITY_NOT_FOUND" | "PERMISSION_NOT_FOUND" | "PERMISSION_GRANT_NOT_FOUND" | "AUTHORITY_PERMISSION_NOT_FOUND" | "MESSAGE_NOT_FOUND" | "READ_STATE_NOT_FOUND" | "MOBILE_DEVICE_NOT_FOUND" | "JOB_NOT_FOUND" | "ROLE_NOT_FOUND" | "STATUS_NOT_FOUND" | "AUDIT_EVENT_NOT_FOUND" | "SESSION_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "AUTHORITY_ALREADY_EXISTS" | "USER_EMAIL_TAKEN" | "DEVICE_SERIAL_TAKEN" | "MOBILE_DEVICE_TOKEN_TAKEN" | "PERMISSION_ALREADY_GRANTED" | "AUTHORITY_PERMISSION_EXISTS" | "INVALID_STATE_TRANSITION" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "OWNER_AUTHORITY_PROTECTED" | "TRANSFER_TARGET_INVALID" | "SELF_ACTION_FORBIDDEN" | "PERMISSION_NOT_DEVICE_SCOPED" | "SNOOZE_UNTIL_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "WEBHOOK_URL_FORBIDDEN" | "HISTORY_NOT_AVAILABLE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_FAILED" | "MALFORMED_JSON" | "AUTH_TOKEN_MISSING" | "AUTH_TOKEN_INVALID" | "AUTH_TOKEN_EXPIRED" | "AUTH_SESSION_INVALID" | "ROLE_FORBIDDEN" | "PERMISSION_DENIED" | "ROLE_ESCALATION_FORBIDDEN" | "DELEGATION_FORBIDDEN" | "ROUTE_NOT_FOUND" | "USER_NOT_FOUND" | "DEVICE_NOT_FOUND" | "AUTHORITY_NOT_FOUND" | "PERMISSION_NOT_FOUND" | "PERMISSION_GRANT_NOT_FOUND" | "AUTHORITY_PERMISSION_NOT_FOUND" | "MESSAGE_NOT_FOUND" | "READ_STATE_NOT_FOUND" | "MOBILE_DEVICE_NOT_FOUND" | "JOB_NOT_FOUND" | "ROLE_NOT_FOUND" | "STATUS_NOT_FOUND" | "AUDIT_EVENT_NOT_FOUND" | "SESSION_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "AUTHORITY_ALREADY_EXISTS" | "USER_EMAIL_TAKEN" | "DEVICE_SERIAL_TAKEN" | "MOBILE_DEVICE_TOKEN_TAKEN" | "PERMISSION_ALREADY_GRANTED" | "AUTHORITY_PERMISSION_EXISTS" | "INVALID_STATE_TRANSITION" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "EVENT_CURSOR_EXPIRED" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "OWNER_AUTHORITY_PROTECTED" | "TRANSFER_TARGET_INVALID" | "SELF_ACTION_FORBIDDEN" | "PERMISSION_NOT_DEVICE_SCOPED" | "SNOOZE_UNTIL_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "WEBHOOK_URL_FORBIDDEN" | "HISTORY_NOT_AVAILABLE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             message: string;
             /** @description Always an object; validation errors list `fields` */
             details: {
@@ -1468,6 +1468,13 @@ export interface components {
             /** @description Reads that went to the primary because it lagged or was down */
             skipped: number;
         };
+        FeedHealthDto: {
+            /**
+             * @description Age in seconds of the oldest transaction still holding the event feed back: one that has taken its feed position in its commit step and is not visible yet, so no event committed after it can be read. 0 when none does
+             * @example 0
+             */
+            lag_seconds: number;
+        };
         ReadinessDto: {
             /** @enum {string} */
             status: "ok";
@@ -1481,6 +1488,8 @@ export interface components {
             cache_stats: components["schemas"]["CacheStatsDto"];
             /** @description The read replicas (DATABASE_READ_URLS); empty without */
             read_replicas: components["schemas"]["ReadReplicaDto"][];
+            /** @description The event feed (part 6.12) */
+            events: components["schemas"]["FeedHealthDto"];
         };
         UserDto: {
             /** Format: date-time */
@@ -8287,6 +8296,15 @@ export interface operations {
             };
             /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `EVENT_CURSOR_EXPIRED`: The cursor points before events that retention (EVENT_RETENTION_DAYS) has purged; resume from `oldest_after`, from which reading is whole again */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };

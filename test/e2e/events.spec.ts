@@ -1,12 +1,14 @@
 import pg from 'pg';
+import type supertest from 'supertest';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { inBatches } from '../../src/platform/database/batches.js';
 import { UnitOfWork } from '../../src/platform/database/unit-of-work.js';
 import { EventsRepository } from '../../src/events/events.repository.js';
 import { parseCursor } from '../../src/events/event-cursor.js';
 import { loadSettings } from '../../src/platform/config/settings.js';
 import { migrate } from '../../src/platform/database/migrate.js';
 import { createOwnDatabase } from '../support/own-database.js';
-import { actor, type Caller } from '../support/auth.js';
+import { actor, signToken, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql, sqlOn } from '../support/db.js';
 import { caller } from '../support/requests.js';
@@ -301,22 +303,121 @@ describe('GET /events: the change feed', () => {
       await own.drop();
     }
   });
+});
 
-  it('events past EVENT_RETENTION_DAYS are purged; younger ones stay', async () => {
-    await sql(
-      `INSERT INTO events (type, occurred_at, resource_type, resource_id) VALUES
-       ('test.old', now() - interval '31 days', 'test', 'old'), ('test.old', now() - interval '29 days', 'test', 'young')`,
+/*
+ * Retention and the feed's lag (part 6.12), on a database of the spec's own: purging and the
+ * commit lock are the whole feed's, and other specs write to the shared one all the time.
+ */
+describe('GET /events past retention, and /health/ready’s events.lag_seconds', () => {
+  let own: { url: string; drop: () => Promise<void> };
+  let t: TestApp;
+  let auth: string;
+  const on = <T>(text: string, params: unknown[] = []): Promise<T[]> => sqlOn<T>(own.url, text, params);
+  beforeAll(async () => {
+    own = await createOwnDatabase('events_retention');
+    t = await startApp({ widgets: false, databaseUrl: own.url });
+    const [user] = await on<{ id: number }>(
+      "INSERT INTO users (email, display_name, role_id, status_id) VALUES ('feed-root@example.com', 'Root', 1, 2) RETURNING id",
     );
-    // In batches (here of one): each call takes at most that many, until none is left.
-    const purge = (): Promise<number> =>
-      t.app.get(UnitOfWork).run((tx) => t.app.get(EventsRepository).purge(tx, 30, 1));
-    expect(await purge()).toBe(1);
-    expect(await sql("SELECT count(*)::int AS n FROM events WHERE occurred_at < now() - interval '30 days'")).toEqual([
-      { n: 0 },
-    ]);
+    const [session] = await on<{ id: string }>(
+      "INSERT INTO auth_sessions (user_id, expires_at) VALUES ($1, now() + interval '1 hour') RETURNING id",
+      [user?.id],
+    );
+    auth = `Bearer ${signToken({ sub: String(user?.id), sid: session?.id })}`;
+  });
+  afterAll(async () => {
+    await t?.close();
+    await own?.drop();
+  });
+
+  const feed = (query: string): supertest.Test => t.http().get(`/v1/admin/events?${query}`).set('Authorization', auth);
+  const ids = (response: supertest.Response): string[] => (response.body.data as FeedEvent[]).map((event) => event.id);
+  const purge = (): Promise<number> =>
+    inBatches(t.app.get(UnitOfWork), (tx) => t.app.get(EventsRepository).purge(tx, 30, 1));
+  const BEGINNING = `${'0'.repeat(20)}-${'0'.repeat(20)}`;
+
+  /** One event per transaction (each its own feed position), `days` old. */
+  async function write(marker: string, days: number): Promise<string> {
+    await on(
+      "INSERT INTO events (type, occurred_at, resource_type, resource_id) VALUES ('test.retention', now() - make_interval(days => $1), 'test', $2)",
+      [days, marker],
+    );
+    const [row] = await on<{ id: string }>(
+      "SELECT lpad(seq::text, 20, '0') || '-' || lpad(id::text, 20, '0') AS id FROM events WHERE resource_id = $1",
+      [marker],
+    );
+    return row?.id ?? '';
+  }
+
+  it('while nothing was ever purged, a cursor at the very beginning reads on, even on an empty feed', async () => {
+    expect((await feed(`after=${BEGINNING}`).expect(200)).body.data).toEqual([]);
     expect(await purge()).toBe(0);
-    expect(await sql("SELECT resource_id FROM events WHERE type = 'test.old' ORDER BY resource_id")).toEqual([
-      { resource_id: 'young' },
-    ]);
+    expect((await feed(`after=${BEGINNING}`).expect(200)).body.data).toEqual([]);
+  });
+
+  it('a cursor before purged events is 410 EVENT_CURSOR_EXPIRED with oldest_after, from which nothing still kept is missed', async () => {
+    // In feed order: two events past retention, a young one, one past retention behind it (its
+    // transaction began long before it committed) and another young one.
+    const [old1, old2, young1, lateOld, young2] = [
+      await write('old-1', 31),
+      await write('old-2', 31),
+      await write('young-1', 29),
+      await write('late-old', 31),
+      await write('young-2', 1),
+    ];
+    expect(ids(await feed(`after=${BEGINNING}`).expect(200))).toEqual([old1, old2, young1, lateOld, young2]);
+
+    // Purged from the feed's start up to its first younger event, no further.
+    expect(await purge()).toBe(2);
+    for (const query of [`after=${old1}`, `after=${BEGINNING}`, `after=${old1}&types=test.retention&wait=1`]) {
+      const expired = await feed(query).expect(410);
+      expect(expired.body).toMatchObject({
+        success: false,
+        error: { code: 'EVENT_CURSOR_EXPIRED', details: { oldest_after: old2 } },
+      });
+    }
+    // oldest_after is in the form of an event id, just before the oldest event kept.
+    expect(ids(await feed(`after=${old2}`).expect(200))).toEqual([young1, lateOld, young2]);
+    expect(ids(await feed('').expect(200))).toEqual([young1, lateOld, young2]);
+    expect(ids(await feed(`after=${young1}`).expect(200))).toEqual([lateOld, young2]);
+
+    // Once everything is past retention the feed is empty, and a cursor before the purge still hears of it.
+    await on("UPDATE events SET occurred_at = now() - interval '40 days'");
+    expect(await purge()).toBe(3);
+    const emptied = await feed(`after=${old2}`).expect(410);
+    expect(emptied.body.error.details).toEqual({ oldest_after: young2 });
+    const caughtUp = await feed(`after=${young2}`).expect(200);
+    expect(caughtUp.body.data).toEqual([]);
+    expect(caughtUp.body.meta.next_after).toBe(young2);
+  });
+
+  it('reports the age of the transaction holding the feed back while it does, and 0 otherwise', async () => {
+    const lag = async (): Promise<number> =>
+      (await t.http().get('/health/ready').expect(200)).body.data.events.lag_seconds as number;
+    expect(await lag()).toBe(0);
+    const writer = new pg.Client({ connectionString: own.url });
+    await writer.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query("INSERT INTO events (type, resource_type, resource_id) VALUES ('test.lag', 'test', 'held')");
+      // Writing alone holds nothing back: the transaction takes its feed position only as it commits.
+      expect(await lag()).toBe(0);
+      // Its commit step now (the deferred trigger), then it stays open: it holds the feed's commit
+      // lock, and no event committed after it can be read until it is visible.
+      await writer.query('SET CONSTRAINTS event_transactions_commit IMMEDIATE');
+      const until = Date.now() + 10_000;
+      let held = await lag();
+      while (held <= 0 && Date.now() < until) {
+        await sleep(50);
+        held = await lag();
+      }
+      expect(held).toBeGreaterThan(0);
+      await writer.query('COMMIT');
+    } finally {
+      await writer.end();
+    }
+    expect(await lag()).toBe(0);
+    expect(ids(await feed('types=test.lag').expect(200))).toHaveLength(1);
   });
 });

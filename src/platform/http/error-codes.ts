@@ -5,7 +5,7 @@
  * the not-found factory are all derived from this table.
  */
 interface ErrorSpec {
-  readonly status: 400 | 401 | 403 | 404 | 409 | 412 | 413 | 415 | 422 | 429 | 500 | 503;
+  readonly status: 400 | 401 | 403 | 404 | 409 | 410 | 412 | 413 | 415 | 422 | 429 | 500 | 503;
   readonly meaning: string;
   readonly example?: Readonly<Record<string, unknown>>;
   /** For `*_NOT_FOUND` of a record addressed by id: "User 42 does not exist", `{ user_id: 42 }`. */
@@ -106,6 +106,12 @@ export const ERRORS = {
     example: { from: 'revoked', action: 'activate' },
   },
   IDEMPOTENCY_KEY_IN_PROGRESS: { status: 409, meaning: 'The first request with this key is still running' },
+  EVENT_CURSOR_EXPIRED: {
+    status: 410,
+    meaning:
+      'The cursor points before events that retention (EVENT_RETENTION_DAYS) has purged; resume from `oldest_after`, from which reading is whole again',
+    example: { oldest_after: '00000000000000000812-00000000000000000041' },
+  },
   PRECONDITION_FAILED: {
     status: 412,
     meaning: 'If-Match does not match the current version',
