@@ -8,6 +8,7 @@ import { NOW, respondWith } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { AuthoritiesRepository, authorityState, ownerProtected, type AuthorityRow } from './authorities.repository.js';
 import type { AuthorityDto } from './dto/authority.dto.js';
+import { capitalised, withArticle } from '../platform/http/article.js';
 
 type AuthorityAction = 'activate' | 'deactivate' | 'revoke';
 
@@ -91,7 +92,11 @@ export class AuthorityActionsService {
     assertIfMatch(ifMatch, before.version);
     const from = authorityState(before);
     if (!ALLOWED_FROM[action].includes(from)) {
-      throw new ApiError('INVALID_STATE_TRANSITION', `A ${from} authority cannot be ${action}d`, { from, action });
+      throw new ApiError(
+        'INVALID_STATE_TRANSITION',
+        `${capitalised(withArticle(from))} authority cannot be ${action}d`,
+        { from, action },
+      );
     }
     return before;
   }

@@ -125,11 +125,14 @@ describe('GET /events: the change feed', () => {
     const started = Date.now();
     const waiting = caller(t, root).get(`/v1/admin/events?after=${next}&wait=20&types=user.create`);
     await sleep(500);
-    await caller(t, root)
+    const created = await caller(t, root)
       .post('/v1/admin/users', { email: `wait-${Date.now()}@example.com`, display_name: 'W', role_id: 4 })
       .expect(201);
     const response = await waiting.expect(200);
-    expect((response.body.data as FeedEvent[]).map((event) => event.type)).toEqual(['user.create']);
+    // Other specs create users at the same time: the answer holds ours, and only user.create events.
+    const events = response.body.data as FeedEvent[];
+    expect(events.map((event) => String(event.resource_id))).toContain(String(created.body.data.id));
+    expect(new Set(events.map((event) => event.type))).toEqual(new Set(['user.create']));
     expect(Date.now() - started).toBeLessThan(15_000);
   });
 
@@ -279,8 +282,8 @@ describe('GET /events: the change feed', () => {
       for (const marker of ['a', 'b', 'c'])
         await on("INSERT INTO events (type, resource_type, resource_id) VALUES ('test.upgrade', 'test', $1)", [marker]);
       // The ids and the horizon cursor the feed gave before the upgrade.
-      const before = await on<{ id: string }>(
-        "SELECT lpad(xid::text, 20, '0') || '-' || lpad(id::text, 20, '0') AS id FROM events ORDER BY xid, id",
+      const before = await on<{ id: string; resource_id: string }>(
+        "SELECT lpad(xid::text, 20, '0') || '-' || lpad(id::text, 20, '0') AS id, resource_id FROM events ORDER BY xid, id",
       );
       const [horizon] = await on<{ cursor: string }>(
         "SELECT lpad((pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1)::text, 20, '0') || '-09223372036854775807' AS cursor",
@@ -294,7 +297,10 @@ describe('GET /events: the change feed', () => {
         // A new event comes after every old one, and after the horizon a reader had stored.
         await on("INSERT INTO events (type, resource_type, resource_id) VALUES ('test.upgrade', 'test', 'd')");
         const next = await events.after(parseCursor(horizon?.cursor), undefined, 100);
-        expect(next.rows.map((row) => row.resource_id)).toEqual(['d']);
+        // The horizon is held back by any transaction open on the server (other runs, other
+        // specs): a reader resuming from it gets the old events past it again, then the new one.
+        const pastHorizon = before.filter((row) => row.id > (horizon?.cursor ?? '')).map((row) => row.resource_id);
+        expect(next.rows.map((row) => row.resource_id)).toEqual([...pastHorizon, 'd']);
         expect((next.rows[0]?.id ?? '') > (before.at(-1)?.id ?? 'z')).toBe(true);
       } finally {
         await upgraded.close();

@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { actor } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 
@@ -309,9 +310,19 @@ describe('HTTP contract: envelopes, errors and headers', () => {
 
   describe("the HTTP layer's own refusals (part 1): the envelope, X-Request-Id and Cache-Control too", () => {
     let port: number;
+    let token: string;
     beforeAll(async () => {
       await t.app.listen(0, '127.0.0.1');
       port = (t.app.getHttpServer().address() as AddressInfo).port;
+      token = (await actor('super_admin')).token;
+    });
+
+    it('a body cut short without a token gets its 401 before the body, and nothing after it', async () => {
+      const text =
+        'POST /v1/admin/users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":';
+      const answer = parseAnswer(await rawRequest(port, text));
+      expect(answer.status).toBe(401);
+      expect(answer.body).toMatchObject({ success: false, error: { code: 'AUTH_TOKEN_MISSING' } });
     });
 
     it.each([
@@ -334,10 +345,10 @@ describe('HTTP contract: envelopes, errors and headers', () => {
         'a body cut short by the client',
         400,
         'request',
-        'POST /v1/admin/users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":',
+        'POST /v1/admin/users HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer TOKEN\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":',
       ],
     ])('%s: %i with VALIDATION_FAILED naming the %s', async (_, status, field, text) => {
-      const answer = parseAnswer(await rawRequest(port, text));
+      const answer = parseAnswer(await rawRequest(port, text.replace('TOKEN', token)));
       expect(answer.status).toBe(status);
       expect(answer.headers['x-request-id']).toMatch(UUID);
       expect(answer.headers['cache-control']).toBe('no-store');

@@ -5,26 +5,43 @@ import { startApp, type TestApp } from '../support/app.js';
 const NINE_MIB = 9 * 1024 * 1024;
 
 /**
- * Sends a whole body of `size` bytes and reads the answer to the end. Resolves with the status
- * and body, or rejects with the socket's error (a reset: the client lost the answer).
+ * Sends a body of `size` bytes as a client like curl does (writing on while the answer comes) and
+ * resolves with the answer once it has fully arrived. Rejects if the connection ends or is reset
+ * before a whole answer was read: the client lost it.
  */
 function postWholeBody(port: number, path: string, authorization: string, size: number) {
   return new Promise<{ status: number; body: string }>((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
     let received = '';
-    socket.on('error', reject);
-    socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
-    socket.on('end', () => {
+    let settled = false;
+    const finish = (error?: Error): void => {
+      if (settled) return;
       const headerEnd = received.indexOf('\r\n\r\n');
-      resolve({ status: Number(received.slice(9, 12)), body: received.slice(headerEnd + 4) });
+      const length = Number(/content-length: (\d+)/i.exec(received.slice(0, Math.max(headerEnd, 0)))?.[1] ?? NaN);
+      const body = headerEnd < 0 ? '' : received.slice(headerEnd + 4);
+      if (headerEnd >= 0 && Buffer.byteLength(body) >= length) {
+        settled = true;
+        socket.destroy();
+        resolve({ status: Number(received.slice(9, 12)), body: body.slice(0, length) });
+      } else if (error !== undefined) {
+        settled = true;
+        socket.destroy();
+        reject(error);
+      }
+    };
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('utf8');
+      finish();
     });
+    // A write refused once the server has answered is no loss: what counts is the answer read.
+    socket.on('error', (error) => finish(error));
+    socket.on('close', () => finish(new Error('the connection closed before a whole answer arrived')));
     socket.write(
       [
         `POST ${path} HTTP/1.1`,
         'Host: 127.0.0.1',
         `Authorization: ${authorization}`,
         'Content-Type: application/json',
-        'Connection: close',
         `Content-Length: ${size}`,
         '',
         '',
@@ -33,7 +50,7 @@ function postWholeBody(port: number, path: string, authorization: string, size: 
     const chunk = Buffer.alloc(64 * 1024, 'x');
     let sent = 0;
     const more = (): void => {
-      while (sent < size) {
+      while (sent < size && !settled && !socket.destroyed) {
         const piece = chunk.subarray(0, Math.min(chunk.length, size - sent));
         sent += piece.length;
         if (!socket.write(piece)) {

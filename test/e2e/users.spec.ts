@@ -116,6 +116,15 @@ describe('users (part 6.1)', () => {
       expect(response.body.error.code).toBe('VALIDATION_FAILED');
     });
 
+    it('a missing field is one problem (rule required), and the message names the other fields in trouble', async () => {
+      const response = await as(root).post('/v1/admin/users', { display_name: '', role_id: 'x' }).expect(400);
+      const fields = response.body.error.details.fields as { field: string; rule: string }[];
+      expect(fields.filter((problem) => problem.field === 'email')).toEqual([
+        { field: 'email', rule: 'required', message: 'email is required' },
+      ]);
+      expect(response.body.error.message).toBe('email is required; also the fields display_name, role_id');
+    });
+
     it('404 ROLE_NOT_FOUND for an unknown role', async () => {
       const response = await as(root)
         .post('/v1/admin/users', { email: email(), display_name: 'X', role_id: 99 })

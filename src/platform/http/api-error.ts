@@ -37,12 +37,14 @@ export class ApiError extends Error {
 
   static validation(fields: readonly FieldProblem[]): ApiError {
     const first = fields[0];
+    // The message names the first problem and which other fields have one; details list them all.
+    const others = [...new Set(fields.map((problem) => problem.field))].filter((field) => field !== first?.field);
     const message =
       first === undefined
         ? 'The request is invalid'
-        : fields.length === 1
+        : others.length === 0
           ? first.message
-          : `${first.message} (and ${fields.length - 1} more)`;
+          : `${first.message}; also ${others.length === 1 ? 'the field' : 'the fields'} ${others.slice(0, 5).join(', ')}${others.length > 5 ? ', …' : ''}`;
     return new ApiError('VALIDATION_FAILED', message, { fields });
   }
 

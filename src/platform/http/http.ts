@@ -35,6 +35,9 @@ export function createHttpAdapter(trustProxyHops = 0): FastifyAdapter {
 
 const MAX_PARAM_LENGTH = 200;
 
+/** Connections whose request was refused before its body was read (authentication, part 4). */
+const answeredBeforeBody = new WeakSet<object>();
+
 /*
  * The HTTP layer's own refusals, answered in the contract's envelope with X-Request-Id and
  * Cache-Control like every other answer (part 1). The contract has no codes of their own for 414,
@@ -57,8 +60,12 @@ function routerError(error: FastifyError, request: FastifyRequest, reply: Fastif
 
 /** Node's HTTP parser's: headers over the limit (431), a request not sent in time (408), anything malformed (400). */
 function clientError(error: NodeJS.ErrnoException, socket: Duplex): void {
-  // A reset connection has nobody left to answer.
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  // A reset connection has nobody left to answer; one whose request was refused before its body
+  // was read has had its answer, and what the client sent after it is no request of its own.
+  if (error.code === 'ECONNRESET' || socket.destroyed || answeredBeforeBody.has(socket)) {
+    socket.destroy(error);
+    return;
+  }
   const [status, refusal] =
     error.code === 'HPE_HEADER_OVERFLOW'
       ? [431, ApiError.field('headers', 'max_size', 'The request headers are larger than the server accepts')]
@@ -138,6 +145,7 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, options: H
       try {
         await authenticate(request);
       } catch (error) {
+        answeredBeforeBody.add(request.raw.socket);
         sendError(error, request, reply, logger);
         return reply;
       }
@@ -206,14 +214,16 @@ const MAX_JSON_DEPTH = 32;
 const DRAIN_LIMIT_BYTES = 16 * 1024 * 1024;
 
 /**
- * A body refused before it was read (413, or a parse error) makes Fastify close the connection
+ * A body refused by its size before it was read (413) makes Fastify close the connection
  * after the answer; the client is often still sending, and closing a socket with unread bytes
  * resets it, so the client may lose the 413 it was sent. When the body's announced length is
  * bounded, keep the connection instead: Node reads the rest and discards it, then the client
  * reads the answer. An unbounded or huge body is still cut off.
  */
 function keepReadingRefusedBody(request: FastifyRequest, reply: FastifyReply): void {
-  if (reply.statusCode < 400 || request.raw.complete || reply.getHeader('connection') !== 'close') return;
+  // Only a refusal by size: a body that failed to parse may have been cut short by the client,
+  // and the connection is then of no further use.
+  if (reply.statusCode !== 413 || request.raw.complete || reply.getHeader('connection') !== 'close') return;
   const announced = Number(request.headers['content-length']);
   if (Number.isInteger(announced) && announced <= DRAIN_LIMIT_BYTES) reply.removeHeader('connection');
 }

@@ -23,6 +23,11 @@ export function flattenValidationErrors(errors: readonly ValidationError[], pref
   while (pending.length > 0 && problems.length < MAX_PROBLEMS) {
     const { error, prefix: parent } = pending.pop() as { error: ValidationError; prefix: string };
     const field = parent === '' ? error.property : `${parent}.${error.property}`;
+    // A field that is absent fails every rule it has (string, length, format…): it is one problem.
+    if (error.value === undefined && error.constraints !== undefined && !('whitelistValidation' in error.constraints)) {
+      problems.push({ field, rule: 'required', message: `${field} is required` });
+      continue;
+    }
     for (const [constraint, message] of Object.entries(error.constraints ?? {})) {
       const text =
         constraint === 'whitelistValidation'

@@ -49,7 +49,8 @@ export function ApiList(spec: ListSpec): MethodDecorator {
       name: 'sort',
       required: false,
       description: `Comma-separated \`field:asc\` or \`field:desc\`; fields: ${sortFields.join(', ')}.`,
-      schema: { type: 'string', default: spec.defaultSort, example: `${sortFields[0] ?? 'id'}:desc` },
+      // Swagger UI's "Try it out" sends the example: it must be the default, not another order.
+      schema: { type: 'string', default: spec.defaultSort, example: spec.defaultSort },
     },
     ...(spec.search.length > 0
       ? [
