@@ -5,7 +5,7 @@
  * the not-found factory are all derived from this table.
  */
 interface ErrorSpec {
-  readonly status: 400 | 401 | 403 | 404 | 409 | 410 | 412 | 413 | 415 | 422 | 429 | 500 | 503;
+  readonly status: 400 | 401 | 403 | 404 | 409 | 410 | 412 | 413 | 414 | 415 | 422 | 429 | 431 | 500 | 503;
   readonly meaning: string;
   readonly example?: Readonly<Record<string, unknown>>;
   /** For `*_NOT_FOUND` of a record addressed by id: "User 42 does not exist", `{ user_id: 42 }`. */
@@ -118,6 +118,11 @@ export const ERRORS = {
     example: { current_etag: '"3"' },
   },
   PAYLOAD_TOO_LARGE: { status: 413, meaning: 'The body is larger than 1 MiB', example: { limit_bytes: 1_048_576 } },
+  URI_TOO_LONG: {
+    status: 414,
+    meaning: 'A path segment is longer than the server accepts',
+    example: { field: 'path', max_length: 200 },
+  },
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     meaning: 'The body is not application/json',
@@ -157,6 +162,11 @@ export const ERRORS = {
     example: { at: '2026-01-01T00:00:00.000Z', history_starts_at: '2026-11-24T00:00:00.000Z' },
   },
   RATE_LIMITED: { status: 429, meaning: 'Too many requests; see Retry-After' },
+  HEADERS_TOO_LARGE: {
+    status: 431,
+    meaning: 'The request headers are larger than the server accepts',
+    example: { field: 'headers' },
+  },
   INTERNAL_ERROR: { status: 500, meaning: 'A bug; the request id finds it in the logs' },
   SERVICE_UNAVAILABLE: {
     status: 503,

@@ -40,15 +40,19 @@ const answeredBeforeBody = new WeakSet<object>();
 
 /*
  * The HTTP layer's own refusals, answered in the contract's envelope with X-Request-Id and
- * Cache-Control like every other answer (part 1). The contract has no codes of their own for 414,
- * 431 and 408: they are VALIDATION_FAILED with that status and the part of the request named.
+ * Cache-Control like every other answer (part 1): 414 URI_TOO_LONG and 431 HEADERS_TOO_LARGE have
+ * codes of their own; the contract has none for 408, which is VALIDATION_FAILED with that status
+ * and the part of the request named.
  */
 
 /** The router's: a path segment over the limit (414) or a path that is not valid percent-encoding (400). */
 function routerError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const tooLong = error.code === 'FST_ERR_MAX_PARAM_LENGTH';
   const refusal = tooLong
-    ? ApiError.field('path', 'max_length', `A path segment is longer than ${MAX_PARAM_LENGTH} characters`)
+    ? new ApiError('URI_TOO_LONG', `A path segment is longer than ${MAX_PARAM_LENGTH} characters`, {
+        field: 'path',
+        max_length: MAX_PARAM_LENGTH,
+      })
     : ApiError.field('path', 'encoding', 'The path is not valid percent-encoding');
   void reply
     .code(tooLong ? 414 : 400)
@@ -68,7 +72,12 @@ function clientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   }
   const [status, refusal] =
     error.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, ApiError.field('headers', 'max_size', 'The request headers are larger than the server accepts')]
+      ? [
+          431,
+          new ApiError('HEADERS_TOO_LARGE', 'The request headers are larger than the server accepts', {
+            field: 'headers',
+          }),
+        ]
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, ApiError.field('request', 'timeout', 'The request was not received in time')]
         : [400, ApiError.field('request', 'syntax', 'The request is not valid HTTP/1.1')];
