@@ -27,9 +27,10 @@ export class UserActionsService {
   remove(actor: AuthContext, id: number, ifMatch: IfMatch): Promise<ResourceResponse<UserDto> | NoContent> {
     return this.uow.run(async (tx) => {
       const before = await this.users.lock(tx, id);
+      // Who may not write the user learns nothing from a no-op either: 403 before 412 or 204.
+      assertMayWriteUser(actor, before);
       if (before.is_deleted) return unchanged(ifMatch, before.version);
       assertNotSelf(actor, id, 'delete');
-      assertMayWriteUser(actor, before);
       assertIfMatch(ifMatch, before.version);
       const stamp = deletionStamp();
       const after = await this.users.patch(tx, id, stamp);
@@ -43,8 +44,8 @@ export class UserActionsService {
   restore(actor: AuthContext, id: number, ifMatch: IfMatch): Promise<ResourceResponse<UserDto> | NoContent> {
     return this.uow.run(async (tx) => {
       const before = await this.users.lock(tx, id);
-      if (!before.is_deleted) return unchanged(ifMatch, before.version);
       assertMayWriteUser(actor, before);
+      if (!before.is_deleted) return unchanged(ifMatch, before.version);
       assertIfMatch(ifMatch, before.version);
       const after = await this.users.patch(tx, id, restorationStamp());
       await this.audit.record(tx, 'user.restore', id, { changes: { is_deleted: [true, false] } });

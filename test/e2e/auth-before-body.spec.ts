@@ -72,6 +72,14 @@ describe('authentication comes before the body (part 4)', () => {
     expect(JSON.parse(answer?.body ?? '{}')).toMatchObject({ error: { code: 'AUTH_TOKEN_MISSING' } });
   });
 
+  it('Expect: 100-continue is answered 401 without a 100 Continue; a valid token gets its 100 Continue', async () => {
+    const refused = await exchange(port, expectContinue('Bearer junk'));
+    expect(refused.startsWith('HTTP/1.1 401')).toBe(true);
+    expect(refused).not.toContain('100 Continue');
+    const allowed = await exchange(port, expectContinue(root.auth));
+    expect(allowed.startsWith('HTTP/1.1 100 Continue')).toBe(true);
+  });
+
   it('a revoked session is refused before the body too', async () => {
     const gone = await actor('admin');
     await t.http().post(`/v1/admin/users/${gone.user.id}/revoke-sessions`).set('Authorization', root.auth).expect(200);
@@ -112,4 +120,31 @@ describe('the per-address limit comes before the body too (parts 4 and 10)', () 
 async function listening(t: TestApp): Promise<number> {
   await t.app.listen(0, '127.0.0.1');
   return (t.app.getHttpServer().address() as AddressInfo).port;
+}
+
+/** A POST that announces 6.8 MB and asks before sending it. */
+function expectContinue(authorization: string): string {
+  return [
+    'POST /v1/admin/users HTTP/1.1',
+    'Host: 127.0.0.1',
+    `Authorization: ${authorization}`,
+    'Content-Type: application/json',
+    'Expect: 100-continue',
+    `Content-Length: ${ANNOUNCED_BYTES}`,
+    '',
+    '',
+  ].join('\r\n');
+}
+
+/** Writes `text` and collects what the server answers within `forMs` (or until it closes). */
+function exchange(port: number, text: string, forMs = 1_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket: Socket = connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('error', reject);
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+    socket.on('close', () => resolve(received));
+    setTimeout(() => socket.destroy(), forMs);
+    socket.write(text);
+  });
 }

@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import { actor, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
@@ -8,8 +9,11 @@ const loneSurrogate = (field: string, rest: string) => `{"${field}":"abc\\ud800d
 describe('strings that are not UTF-8 (part 1)', () => {
   let t: TestApp;
   let root: Caller;
+  let port: number;
   beforeAll(async () => {
     t = await startApp({ widgets: false, redisUrl: null });
+    await t.app.listen(0, '127.0.0.1');
+    port = (t.app.getHttpServer().address() as AddressInfo).port;
     root = await actor('super_admin');
   });
   afterAll(() => t.close());
@@ -28,6 +32,29 @@ describe('strings that are not UTF-8 (part 1)', () => {
       details: { fields: [{ field: 'display_name', rule: 'utf8' }] },
     });
     expect(await sql('SELECT 1 FROM users WHERE email = $1', [email])).toEqual([]);
+  });
+
+  it('bytes that are not UTF-8 (a raw surrogate, a stray 0xFF) are 400 rule utf8, never stored as U+FFFD', async () => {
+    for (const bad of [Buffer.from([0xed, 0xa0, 0x80]), Buffer.from([0xff])]) {
+      const email = `raw-bytes-${Date.now()}-${bad[0]}@example.com`;
+      const body = Buffer.concat([
+        Buffer.from(`{"email":"${email}","role_id":4,"display_name":"a`),
+        bad,
+        Buffer.from('"}'),
+      ]);
+      // The bytes exactly as they are (a client library would re-encode a string).
+      const refused = await fetch(`http://127.0.0.1:${port}/v1/admin/users`, {
+        method: 'POST',
+        headers: { Authorization: root.auth, 'Content-Type': 'application/json' },
+        body,
+      });
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as { error: unknown }).error).toMatchObject({
+        code: 'VALIDATION_FAILED',
+        details: { fields: [{ field: 'body', rule: 'utf8' }] },
+      });
+      expect(await sql('SELECT 1 FROM users WHERE email = $1', [email])).toEqual([]);
+    }
   });
 
   it('one nested in an array or used as a key is refused the same way; a paired surrogate (an emoji) is fine', async () => {

@@ -225,7 +225,7 @@ async function settlesWithin(work: Promise<void>, ms: number): Promise<boolean> 
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
   try {
-    return await Promise.race([work.then(() => true as const), late]);
+    return await Promise.race([work.then(() => true as const).catch(() => true as const), late]);
   } finally {
     clearTimeout(timer);
   }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 
 /** What a browser may send and read (part 1). */
-const ALLOWED_METHODS = 'GET, POST, PATCH, PUT, DELETE';
+const ALLOWED_METHODS = 'GET, POST, PATCH, DELETE';
 const ALLOWED_HEADERS = 'Authorization, Content-Type, Idempotency-Key, If-Match, X-Request-Id, Prefer';
 const EXPOSED_HEADERS = 'ETag, Location, Retry-After, X-Request-Id';
 /** How long a browser may reuse a preflight's answer. */

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger as Pino } from 'pino';
 import { ApiError, BODY_LIMIT_BYTES, BULK_BODY_LIMIT_BYTES } from './api-error.js';
@@ -22,6 +22,9 @@ export function createHttpAdapter(trustProxyHops = 0): FastifyAdapter {
     // proxy-addr asks about each hop from the socket inwards: trust exactly the first N.
     trustProxy: trustProxyHops === 0 ? false : (_address: string, hop: number) => hop < trustProxyHops,
     bodyLimit: BODY_LIMIT_BYTES,
+    // A request (headers and body) must arrive within 30 s: a client trickling a body, or the
+    // rest of a refused one being discarded, cannot hold a connection for ever.
+    requestTimeout: REQUEST_TIMEOUT_MS,
     genReqId: (raw: IncomingMessage) => resolveRequestId(raw.headers['x-request-id']),
     requestIdHeader: false,
     logger: false,
@@ -34,6 +37,7 @@ export function createHttpAdapter(trustProxyHops = 0): FastifyAdapter {
 }
 
 const MAX_PARAM_LENGTH = 200;
+const REQUEST_TIMEOUT_MS = 30_000;
 
 /** Connections whose request was refused before its body was read (authentication, part 4). */
 const answeredBeforeBody = new WeakSet<object>();
@@ -118,13 +122,21 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, options: H
   });
   fastify.removeAllContentTypeParsers();
   const parseJson = fastify.getDefaultJsonParser('error', 'error');
-  fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+  fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    // Bytes that are not UTF-8 would be decoded to U+FFFD and stored changed (part 1).
+    let text: string;
+    try {
+      text = STRICT_UTF8.decode(typeof body === 'string' ? Buffer.from(body, 'utf8') : body);
+    } catch {
+      done(ApiError.field('body', 'utf8', 'The body is not valid UTF-8'), undefined);
+      return;
+    }
     // An action called with Content-Type: application/json and no body means "no options".
-    if (typeof body === 'string' && body.trim() === '') {
+    if (text.trim() === '') {
       done(null, undefined);
       return;
     }
-    void parseJson(request, typeof body === 'string' ? body : body.toString('utf8'), (error, value) => {
+    void parseJson(request, text, (error, value) => {
       if (error === null && nestedDeeperThan(value, MAX_JSON_DEPTH)) {
         done(ApiError.field('body', 'depth', `JSON nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
         return;
@@ -140,6 +152,11 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, options: H
     });
   });
 
+  // A client that asks before sending its body (`Expect: 100-continue`, curl past 1 MiB) is told to
+  // go on only once it has authenticated: Node would otherwise say so before any hook runs.
+  fastify.server.on('checkContinue', (raw: IncomingMessage, response: ServerResponse) =>
+    fastify.server.emit('request', raw, response),
+  );
   fastify.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id).header('cache-control', 'no-store');
     done();
@@ -154,10 +171,21 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, options: H
       try {
         await authenticate(request);
       } catch (error) {
-        answeredBeforeBody.add(request.raw.socket);
+        // Until its body has been received (and discarded), a parser error on the connection is
+        // about that body, not a request of its own.
+        if (hasBody(request) && !request.raw.complete) {
+          const socket = request.raw.socket;
+          answeredBeforeBody.add(socket);
+          request.raw.once('end', () => answeredBeforeBody.delete(socket));
+        }
+        // The rest of a body up to the drain limit is read and discarded after the answer (the
+        // client then reads it); a longer or unannounced one is not, the connection closes.
+        if (hasBody(request) && !(announcedLength(request) <= DRAIN_LIMIT_BYTES))
+          void reply.header('connection', 'close');
         sendError(error, request, reply, logger);
         return reply;
       }
+      if (request.headers.expect?.toLowerCase() === '100-continue') reply.raw.writeContinue();
       return undefined;
     });
   }
@@ -218,7 +246,6 @@ const contexts = new WeakMap<object, RequestContext>();
 /** No route takes more than a few levels; deeper input only serves to exhaust a recursive walker. */
 const MAX_JSON_DEPTH = 32;
 
-/** Iterative, so a hostile body cannot overflow the stack while being measured. */
 /** The most of a refused body the server still reads (and discards) so that its answer arrives. */
 const DRAIN_LIMIT_BYTES = 16 * 1024 * 1024;
 
@@ -233,9 +260,20 @@ function keepReadingRefusedBody(request: FastifyRequest, reply: FastifyReply): v
   // Only a refusal by size: a body that failed to parse may have been cut short by the client,
   // and the connection is then of no further use.
   if (reply.statusCode !== 413 || request.raw.complete || reply.getHeader('connection') !== 'close') return;
-  const announced = Number(request.headers['content-length']);
-  if (Number.isInteger(announced) && announced <= DRAIN_LIMIT_BYTES) reply.removeHeader('connection');
+  if (announcedLength(request) <= DRAIN_LIMIT_BYTES) reply.removeHeader('connection');
 }
+
+/** The body's announced length; NaN when there is none (chunked, or no body). */
+function announcedLength(request: FastifyRequest): number {
+  const announced = Number(request.headers['content-length']);
+  return Number.isInteger(announced) ? announced : Number.NaN;
+}
+
+function hasBody(request: FastifyRequest): boolean {
+  return request.headers['transfer-encoding'] !== undefined || announcedLength(request) > 0;
+}
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Where the first string (a value or a key) that is not well-formed UTF-16 sits, as `a.b.0`; undefined if none. */
 export function illFormedStringAt(value: unknown): string | undefined {
@@ -256,6 +294,7 @@ export function illFormedStringAt(value: unknown): string | undefined {
   return undefined;
 }
 
+/** Iterative, so a hostile body cannot overflow the stack while being measured. */
 export function nestedDeeperThan(value: unknown, limit: number): boolean {
   const stack: [unknown, number][] = [[value, 1]];
   while (stack.length > 0) {
