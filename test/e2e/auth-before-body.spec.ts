@@ -1,7 +1,6 @@
 import { connect, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { actor, type Caller } from '../support/auth.js';
-import { startApp, type TestApp } from '../support/app.js';
+import { listening, startApp, type TestApp } from '../support/app.js';
 
 const ANNOUNCED_BYTES = 6_800_000;
 
@@ -116,11 +115,6 @@ describe('the per-address limit comes before the body too (parts 4 and 10)', () 
     await t.http().get('/v1/admin/users?page_size=1').set('Authorization', root.auth).expect(200);
   });
 });
-
-async function listening(t: TestApp): Promise<number> {
-  await t.app.listen(0, '127.0.0.1');
-  return (t.app.getHttpServer().address() as AddressInfo).port;
-}
 
 /** A POST that announces 6.8 MB and asks before sending it. */
 function expectContinue(authorization: string): string {

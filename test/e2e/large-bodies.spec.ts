@@ -1,6 +1,6 @@
-import { connect, type AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { actor, type Caller } from '../support/auth.js';
-import { startApp, type TestApp } from '../support/app.js';
+import { listening, startApp, type TestApp } from '../support/app.js';
 
 const NINE_MIB = 9 * 1024 * 1024;
 
@@ -69,8 +69,7 @@ describe('a body over the limit still gets its answer (part 10)', () => {
   let root: Caller;
   beforeAll(async () => {
     t = await startApp({ widgets: false, redisUrl: null });
-    await t.app.listen(0, '127.0.0.1');
-    port = (t.app.getHttpServer().address() as AddressInfo).port;
+    port = await listening(t);
     root = await actor('super_admin');
   });
   afterAll(() => t.close());

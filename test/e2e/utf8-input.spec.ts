@@ -1,6 +1,5 @@
-import type { AddressInfo } from 'node:net';
 import { actor, type Caller } from '../support/auth.js';
-import { startApp, type TestApp } from '../support/app.js';
+import { listening, startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 
 /** A JSON text whose string escapes a lone surrogate: valid JSON, but not UTF-8 (part 1). */
@@ -12,8 +11,7 @@ describe('strings that are not UTF-8 (part 1)', () => {
   let port: number;
   beforeAll(async () => {
     t = await startApp({ widgets: false, redisUrl: null });
-    await t.app.listen(0, '127.0.0.1');
-    port = (t.app.getHttpServer().address() as AddressInfo).port;
+    port = await listening(t);
     root = await actor('super_admin');
   });
   afterAll(() => t.close());

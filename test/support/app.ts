@@ -83,3 +83,11 @@ export function useApp(options: StartOptions = {}): { readonly t: TestApp; reado
   afterAll(() => context.t.close());
   return context;
 }
+
+/** Makes the app listen on a free loopback port (for raw sockets and fetch); answers the port. */
+export async function listening(t: TestApp): Promise<number> {
+  await t.app.listen(0, '127.0.0.1');
+  const address = t.app.getHttpServer().address();
+  if (address === null || typeof address === 'string') throw new Error('the app is not listening on a port');
+  return address.port;
+}
