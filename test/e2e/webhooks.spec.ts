@@ -460,10 +460,12 @@ describe('webhooks', () => {
     });
     try {
       let printed = '';
+      // Subscribed to every type, it also hears of its own endpoint's creation: wait for the test event.
       const line = new Promise<string>((resolve, reject) => {
         example.stdout.on('data', (chunk: Buffer) => {
           printed += chunk.toString('utf8');
-          if (printed.includes('\n')) resolve(printed);
+          const test = printed.split('\n').find((printedLine) => printedLine.includes(' webhook.test '));
+          if (test !== undefined) resolve(`${test}\n`);
         });
         example.on('exit', (code) => reject(new Error(`the example receiver exited with ${code}`)));
       });
