@@ -356,7 +356,9 @@ describe('UnitOfWork after-commit work: the committed write stands', () => {
     let release = (): void => undefined;
     const held = new Promise<void>((resolve) => (release = resolve));
 
-    const result = await unitOfWork.run(async (tx) => {
+    // The budget's clock is a fake one: the write answers when the test moves it, not after a wait.
+    jest.useFakeTimers({ doNotFake: ['setImmediate'] });
+    const running = unitOfWork.run(async (tx) => {
       await tx.db.query('UPDATE users SET name = $1', ['renamed']);
       tx.afterCommit(async () => {
         await held; // released only after the write has answered
@@ -364,6 +366,9 @@ describe('UnitOfWork after-commit work: the committed write stands', () => {
       });
       return 'committed';
     });
+    await jest.advanceTimersByTimeAsync(1_000);
+    const result = await running;
+    jest.useRealTimers();
 
     expect(result).toBe('committed');
     expect(log).toEqual(['1: UPDATE users SET name = $1', '1: COMMIT']);
