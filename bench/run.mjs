@@ -3,6 +3,8 @@
 // table and writes it as JSON under bench/results/. BENCH_DURATION_SECONDS sets the long runs.
 import { signAccessToken } from '../dist/src/platform/auth/token-signer.js';
 import { loadSettings } from '../dist/src/platform/config/settings.js';
+import { loadavg } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from './ports.mjs';
 import { bulkGrant } from './scenarios/bulk.mjs';
 import { detailAndMemory } from './scenarios/detail.mjs';
@@ -19,6 +21,7 @@ import {
   flushBenchRedis,
   JWT_SECRET,
   printTable,
+  rssMb,
   saveResults,
   serviceEnv,
   startChild,
@@ -30,6 +33,9 @@ const duration = Number(process.env.BENCH_DURATION_SECONDS ?? 8);
 // BENCH_SCENARIOS=1,3 runs only those scenarios (by their leading number), for profiling one path.
 const only = process.env.BENCH_SCENARIOS?.split(',').map((part) => part.trim());
 
+// The machine's load when the run began: a figure from a busy machine is not a figure.
+const loadAtStart = loadavg().map((value) => Math.round(value * 100) / 100);
+log(`load average at start: ${loadAtStart.join(' ')}`);
 const database = await createBenchDatabase();
 let service;
 try {
@@ -59,6 +65,9 @@ try {
     { ...env, PORT: String(port), NODE_OPTIONS: process.env.BENCH_SERVICE_NODE_OPTIONS ?? '' },
     `http://127.0.0.1:${port}/health/ready`,
   );
+  // Idle memory: the service as started, before any load.
+  await sleep(2000);
+  const idleRssMb = rssMb(service.pid);
   const settings = loadSettings({ DATABASE_URL: database.url, JWT_SECRET });
   const ctx = {
     env,
@@ -67,6 +76,8 @@ try {
     databaseUrl: database.url,
     serviceUrl: `http://127.0.0.1:${port}`,
     servicePid: service.pid,
+    idleRssMb,
+    session: seeded.session,
     token: signAccessToken(settings, {
       id: seeded.session.id,
       user_id: Number(seeded.session.user_id),
@@ -117,7 +128,9 @@ try {
     rows.push(...(await scenario(ctx)));
   }
   printTable(rows.map((row) => ({ ...row, met: row.met ? 'yes' : 'NO' })));
-  log(`results: ${saveResults(only === undefined ? 'latest' : 'partial', { duration_seconds: duration, rows })}`);
+  log(
+    `results: ${saveResults(only === undefined ? 'latest' : 'partial', { duration_seconds: duration, load_average: loadAtStart, rows })}`,
+  );
 } finally {
   await service?.stop();
   await database.drop();

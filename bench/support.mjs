@@ -104,20 +104,27 @@ export async function startChild(script, env, readyUrl, logFile) {
   };
 }
 
-/** One autocannon run; returns requests/s and latency percentiles, and counts non-2xx answers. */
-export function load(url, { headers = {}, connections = 50, duration = 10 } = {}) {
+/**
+ * One autocannon run for `duration` seconds (or exactly `amount` requests); returns requests/s and
+ * latency percentiles, and counts non-2xx answers.
+ */
+export function load(url, { headers = {}, connections = 50, duration = 10, amount } = {}) {
   return new Promise((resolve, reject) => {
-    autocannon({ url, headers, connections, duration }, (error, result) => {
-      if (error) reject(error);
-      else
-        resolve({
-          rps: Math.round(result.requests.average),
-          p50_ms: result.latency.p50,
-          p99_ms: result.latency.p99,
-          non2xx: result.non2xx,
-          errors: result.errors,
-        });
-    });
+    autocannon(
+      { url, headers, connections, ...(amount === undefined ? { duration } : { amount }) },
+      (error, result) => {
+        if (error) reject(error);
+        else
+          resolve({
+            rps: Math.round(result.requests.average),
+            p50_ms: result.latency.p50,
+            p99_ms: result.latency.p99,
+            non2xx: result.non2xx,
+            errors: result.errors,
+            requests: result.requests.total,
+          });
+      },
+    );
   });
 }
 
@@ -151,3 +158,17 @@ export function percentile(values, p) {
 }
 
 export const ratio = (service, baseline) => Math.round((service / baseline) * 1000) / 1000;
+
+/** The median of a list of numbers. */
+export function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+/** The Redis server's own CPU seconds so far (`used_cpu_user + used_cpu_sys` of INFO cpu). */
+export async function redisCpuSeconds(redis) {
+  const info = await redis.info('cpu');
+  const field = (name) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? NaN);
+  return field('used_cpu_user') + field('used_cpu_sys');
+}

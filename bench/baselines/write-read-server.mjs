@@ -1,10 +1,10 @@
-// Baseline for write-then-read: PATCH /authorities/{id} does the same UPDATE, audit INSERT (one
-// transaction) and cache rebuild (the versioned compare-and-set); GET serves the cached entry.
+// Baseline for write-then-read, the bare pair: PATCH /authorities/{id} does the same UPDATE, audit
+// and event INSERT (one transaction, the same triggers fire) and stores the row with a plain SET;
+// GET serves it with a plain GET. No scripts, no versions, no generations.
 import { createClient } from '@keyv/redis';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import pg from 'pg';
-import { getEntries, setEntry } from './redis-entries.mjs';
 
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
@@ -35,7 +35,7 @@ function read(request) {
 async function store(row) {
   const { version, ...resource } = row;
   const json = JSON.stringify(resource);
-  await setEntry(redis, `res:authority:${row.id}`, version, `${version}|0|${json}`, 300_000);
+  await redis.set(`bare:res:authority:${row.id}`, `${version}|0|${json}`, { PX: 300_000 });
   return json;
 }
 
@@ -70,7 +70,7 @@ const server = createServer(async (request, response) => {
     }
     return send(response, 200, await store(row), row.version);
   }
-  const [raw] = await getEntries(redis, [`res:authority:${id}`]);
+  const raw = await redis.get(`bare:res:authority:${id}`);
   const match = typeof raw === 'string' ? /^(\d+)\|([01])\|/.exec(raw) : null;
   if (match !== null) return send(response, 200, raw.slice(match[0].length), Number(match[1]));
   const row = (await pool.query(`SELECT ${COLUMNS} FROM authorities WHERE id = $1`, [id])).rows[0];

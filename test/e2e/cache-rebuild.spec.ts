@@ -21,7 +21,7 @@ describe('POST /cache/rebuild (part 6.14): drops and warms projections in a job,
     return withRawRedis(TEST_REDIS_URL, async (redis) => {
       const keys = new Set<string>();
       for (const [key, stored] of await redis.entries(prefix()))
-        if (!/^\d+\|0\|$/.test((await redis.get(stored)) ?? '')) keys.add(key);
+        if (!/^\d+:\d+\|0\|$/.test((await redis.get(stored)) ?? '')) keys.add(key);
       return keys;
     });
   }

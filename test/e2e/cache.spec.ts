@@ -26,12 +26,15 @@ async function withEntryKey<T>(
   );
 }
 
-/** The raw entry, straight from Redis. */
-const redisEntry = (url: string, id: number) => withEntryKey(url, id, (client, key) => client.get(key));
+/** The raw entry, straight from Redis, without the generation it is stored under. */
+const redisEntry = (url: string, id: number) =>
+  withEntryKey(url, id, async (client, key) => (await client.get(key))?.replace(/^\d+:/, ''));
 
-/** Overwrites the entry behind the app's back. */
+/** Overwrites the entry behind the app's back, under its shard's current generation. */
 const writeEntry = (url: string, id: number, value: string) =>
-  withEntryKey(url, id, (client, key) => client.set(key, value));
+  withEntryKey(url, id, async (client, key) =>
+    client.set(key, `${/^\d+:/.exec((await client.get(key)) ?? '')?.[0]}${value}`),
+  );
 
 /** Removes the entry behind the app's back, so the next read is a miss. */
 const dropEntry = (url: string, id: number) => withEntryKey(url, id, (client, key) => client.del(key));

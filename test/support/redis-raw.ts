@@ -1,5 +1,5 @@
 import { createClient, createCluster } from '@keyv/redis';
-import { shardOf, storedKeys } from '../../src/platform/cache/cache-keys.js';
+import { storedKeys } from '../../src/platform/cache/cache-keys.js';
 import { parseClusterUrl } from '../../src/platform/config/redis-url.js';
 
 /** The types no key of the service ever holds (all of its keys are strings). */
@@ -16,7 +16,7 @@ export interface RawRedis {
   plant(key: string, type: WrongType): Promise<void>;
   /** Keys matching `pattern` on every master. */
   keys(pattern: string): Promise<string[]>;
-  /** The key under which the store keeps the logical `key` now (its shard, at its current generation). */
+  /** The key under which the store keeps the logical `key` (in its shard; the value names its generation). */
   entryKey(prefix: string, key: string): Promise<string>;
   /** Every entry of the current generations under `prefix`: logical key → stored key. */
   entries(prefix: string): Promise<Map<string, string>>;
@@ -72,21 +72,20 @@ function raw(client: Commands, keys: (pattern: string) => Promise<string[]>): Ra
       else await client.sAdd(key, 'junk');
     },
     keys,
-    async entryKey(prefix, key) {
-      const shard = shardOf(key);
-      const generation = (await redis.get(storedKeys.shardGeneration(prefix, shard)))?.split('@')[0] ?? '0';
-      return `${storedKeys.shardHead(prefix, shard)}${generation}:${key}`;
+    entryKey(prefix, key) {
+      return Promise.resolve(storedKeys.entry(prefix, key));
     },
     async entries(prefix) {
       const generations = new Map<number, string>();
       const found = new Map<string, string>();
-      for (const stored of await keys(`${prefix}{s*}:*:*`)) {
-        const match = /^\{s(\d+)\}:(\d+):(.*)$/s.exec(stored.slice(prefix.length));
+      for (const stored of await keys(`${prefix}{s*}:e:*`)) {
+        const match = /^\{s(\d+)\}:e:(.*)$/s.exec(stored.slice(prefix.length));
         if (match === null) continue;
         const shard = Number(match[1]);
         if (!generations.has(shard))
           generations.set(shard, (await redis.get(storedKeys.shardGeneration(prefix, shard)))?.split('@')[0] ?? '');
-        if (generations.get(shard) === match[2]) found.set(match[3] ?? '', stored);
+        const value = await redis.get(stored);
+        if (value?.startsWith(`${generations.get(shard)}:`) === true) found.set(match[2] ?? '', stored);
       }
       return found;
     },

@@ -48,10 +48,12 @@ export function shardOf(key: string): number {
  * generation and its entries together. The prefix itself never holds a brace (CACHE_KEY_PREFIX).
  */
 export const storedKeys = {
-  /** A shard's cache generation; its entries live under `<prefix>{s<shard>}:<generation>:`. */
+  /** A shard's cache generation (`<n>@<run id>`); its entries count only while stored under it. */
   shardGeneration: (prefix: string, shard: number): string => `${prefix}{s${shard}}:generation`,
-  /** What a shard's entries of generation `generation` start with (the script appends it itself). */
-  shardHead: (prefix: string, shard: number): string => `${prefix}{s${shard}}:`,
+  /** What the stored keys of a shard's entries start with; the logical key follows. */
+  shardHead: (prefix: string, shard: number): string => `${prefix}{s${shard}}:e:`,
+  /** The stored key of a logical entry key: `<generation>:<entry>` is its value. */
+  entry: (prefix: string, key: string): string => `${prefix}{s${shardOf(key)}}:e:${key}`,
   /** A table generation: all of them share one slot, so one script reads or bumps several at once. */
   tableGeneration: (prefix: string, name: string): string => `${prefix}{t}:gen:${name}`,
   /** A rate-limit counter (one key, any slot); outside every generation. */

@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { CACHE_SHARDS, shardOf, storedKeys } from './cache-keys.js';
-import { decodeEntry, encodeEntry, type CacheEntry, type CacheStore, type WindowCount } from './cache-store.js';
+import { encodeEntry, type CacheEntry, type CacheStore, type WindowCount } from './cache-store.js';
 import { connectRedis, type RedisConnection } from './redis-connection.js';
 import {
   BUMP_GENERATIONS,
@@ -10,7 +10,10 @@ import {
   READ_GENERATIONS,
   SET_MANY_IF_NOT_OLDER,
   TOMBSTONE,
+  type RedisScript,
 } from './redis-scripts.js';
+import type { Identity } from './server-identity.js';
+import { entryUnder, trustedGeneration } from './stored-values.js';
 
 /** Groups items by the shard of their key, keeping each item's position. */
 function byShard<T>(items: readonly T[], keyOf: (item: T) => string): Map<number, { item: T; index: number }[]> {
@@ -27,15 +30,19 @@ function byShard<T>(items: readonly T[], keyOf: (item: T) => string): Map<number
 const asArray = (raw: unknown): unknown[] => (Array.isArray(raw) ? (raw as unknown[]) : []);
 
 /**
- * Redis, one server or a cluster, with Lua scripts for the versioned operations. Every entry lives
- * in one of CACHE_SHARDS shards under that shard's generation. On a cluster a call touching
- * several shards makes one script call per shard (in parallel), so no script ever crosses a hash
- * slot; on one server it is one script call.
+ * Redis, one server or a cluster. Every entry lives in one of CACHE_SHARDS shards and counts only
+ * under that shard's current generation (ARCHITECTURE.md, the cache-aside wrapper).
+ *
+ * On one server a read is a single plain MGET of the entries and their shards' generations,
+ * checked here against the server's run id as learned on this connection; only a generation this
+ * server did not write (a failover, a restart, an eviction) sends the read through a script,
+ * which restarts it. Writes are scripts, called by SHA. On a cluster every call is a script per
+ * shard (in parallel), each asking its own node who it is, so no call ever crosses a hash slot.
  */
 export class RedisCacheStore implements CacheStore {
   readonly kind = 'redis' as const;
   private readonly redis: RedisConnection;
-  private readonly shards: readonly { readonly generation: string; readonly head: string }[];
+  private readonly shardGenerations: readonly string[];
 
   constructor(
     url: string,
@@ -43,10 +50,9 @@ export class RedisCacheStore implements CacheStore {
     logger: Logger,
   ) {
     this.redis = connectRedis(url, logger);
-    this.shards = Array.from({ length: CACHE_SHARDS }, (_, shard) => ({
-      generation: storedKeys.shardGeneration(prefix, shard),
-      head: storedKeys.shardHead(prefix, shard),
-    }));
+    this.shardGenerations = Array.from({ length: CACHE_SHARDS }, (_, shard) =>
+      storedKeys.shardGeneration(prefix, shard),
+    );
   }
 
   async get(key: string): Promise<CacheEntry | undefined> {
@@ -55,23 +61,16 @@ export class RedisCacheStore implements CacheStore {
   }
 
   async getMany(keys: readonly string[]): Promise<(CacheEntry | undefined)[]> {
-    const found: (CacheEntry | undefined)[] = keys.map(() => undefined);
-    await Promise.all(
-      this.batches(keys, (key) => key).map(async (batch) => {
-        const raw = asArray(
-          await this.redis.eval(
-            GET_MANY,
-            batch.map(({ item }) => this.shardKeys(item).generation),
-            batch.flatMap(({ item }) => [this.shardKeys(item).head, item]),
-          ),
-        );
-        batch.forEach(({ index }, position) => {
-          const value = raw[position];
-          found[index] = decodeEntry(typeof value === 'string' ? value : undefined);
-        });
-      }),
-    );
-    return found;
+    if (keys.length === 0) return [];
+    const identity = await this.redis.identity();
+    if (!this.redis.isCluster) {
+      const generationKeys = [...new Set(keys.map((key) => this.generationKey(key)))];
+      const raw = await this.mget(identity, [...generationKeys, ...keys.map((key) => this.entryKey(key))]);
+      const current = new Map(generationKeys.map((key, i) => [key, trustedGeneration(raw[i], identity.runId)]));
+      if ([...current.values()].every((generation) => generation !== undefined))
+        return keys.map((key, i) => entryUnder(raw[generationKeys.length + i], current.get(this.generationKey(key))));
+    }
+    return this.getManyByScript(identity, keys);
   }
 
   async increment(key: string, windowMs: number, by = 1): Promise<WindowCount> {
@@ -82,31 +81,16 @@ export class RedisCacheStore implements CacheStore {
   }
 
   async deleteIfSame(key: string, entry: CacheEntry): Promise<boolean> {
-    const deleted = await this.redis.eval(
-      DELETE_IF_SAME,
-      [this.shardKeys(key).generation],
-      [this.shardKeys(key).head, key, entry.raw ?? encodeEntry(entry)],
-    );
+    const deleted = await this.redis.eval(DELETE_IF_SAME, [this.entryKey(key)], [entry.raw ?? encodeEntry(entry)]);
     return deleted === 1;
   }
 
-  /** Scans every master for the entries of the current generations and tombstones them, shard by shard. */
+  /** Scans every master for the entries under `keyPrefix` and tombstones them, shard by shard. */
   async tombstoneByPrefix(keyPrefix: string): Promise<number> {
-    const current = await this.shardGenerations();
-    const heads = current.map((generation, shard) => `${this.shards[shard]?.head ?? ''}${generation}:`);
-    const shardPattern = /\{s(\d+)\}:/;
     let dropped = 0;
-    // `{` is not special in a SCAN pattern: this matches every shard's entries of every generation.
-    for await (const keys of this.redis.scan(`${this.prefix}{s*}:*:${keyPrefix}*`)) {
-      const live = new Map<number, string[]>();
-      for (const key of keys) {
-        const shard = Number(shardPattern.exec(key.slice(this.prefix.length))?.[1]);
-        if (!key.startsWith(heads[shard] ?? '\0')) continue; // an older generation: unreachable already
-        live.set(shard, [...(live.get(shard) ?? []), key]);
-      }
-      const groups = this.redis.isCluster
-        ? [...live.values()]
-        : [[...live.values()].flat()].filter((g) => g.length > 0);
+    // `{` is not special in a SCAN pattern: this matches every shard's entries.
+    for await (const keys of this.redis.scan(`${this.prefix}{s*}:e:${keyPrefix}*`)) {
+      const groups = this.redis.isCluster ? [...this.byStoredShard(keys).values()] : [keys].filter((g) => g.length > 0);
       const counts = await Promise.all(groups.map((group) => this.redis.eval(TOMBSTONE, group)));
       dropped += counts.reduce<number>((sum, count) => sum + Number(count), 0);
     }
@@ -126,39 +110,53 @@ export class RedisCacheStore implements CacheStore {
   // by the generations it was built under, so these must only ever grow.
   async bumpGenerations(names: readonly string[]): Promise<void> {
     if (names.length === 0) return;
-    await this.redis.eval(
-      BUMP_GENERATIONS,
-      names.map((name) => storedKeys.tableGeneration(this.prefix, name)),
-    );
+    await this.generationScript(BUMP_GENERATIONS, names.map(this.tableGeneration));
   }
 
   async generations(names: readonly string[]): Promise<number[]> {
     if (names.length === 0) return [];
-    // All table generations share one slot: one call reads them all.
-    const raw = await this.redis.eval(
-      READ_GENERATIONS,
-      names.map((name) => storedKeys.tableGeneration(this.prefix, name)),
-    );
-    return asArray(raw).map(Number);
+    const keys = names.map(this.tableGeneration);
+    if (!this.redis.isCluster) {
+      const identity = await this.redis.identity();
+      const known = (await this.mget(identity, keys)).map((raw) => trustedGeneration(raw, identity.runId));
+      if (known.every((generation) => generation !== undefined)) return known.map(Number);
+    }
+    // All table generations share one slot: one call reads (and restarts) them all.
+    return (await this.generationScript(READ_GENERATIONS, keys)).map(Number);
   }
 
   /**
-   * A list page and its tables' generations, read side by side (they are in different slots). Not
-   * atomic, and it need not be: a page is good only if it was built under exactly the generations
-   * read now, and both reads start after the request did, so a write whose response was sent
-   * before has bumped what is read here.
+   * A list page and its tables' generations. Not atomic, and it need not be: a page is good only
+   * if it was built under exactly the generations read now, and both reads start after the request
+   * did, so a write whose response was sent before has bumped what is read here. One MGET on one
+   * server; side by side on a cluster (they are in different slots).
    */
   async getWithGenerations(
     key: string,
     names: readonly string[],
   ): Promise<{ entry: CacheEntry | undefined; generations: number[] }> {
+    if (!this.redis.isCluster) {
+      const identity = await this.redis.identity();
+      const tables = names.map(this.tableGeneration);
+      const [shard, stored, ...found] = await this.mget(identity, [
+        this.generationKey(key),
+        this.entryKey(key),
+        ...tables,
+      ]);
+      const generation = trustedGeneration(shard, identity.runId);
+      const generations = found.map((raw) => trustedGeneration(raw, identity.runId));
+      if (generation !== undefined && generations.every((one) => one !== undefined))
+        return { entry: entryUnder(stored, generation), generations: generations.map(Number) };
+    }
     const [entry, generations] = await Promise.all([this.get(key), this.generations(names)]);
     return { entry, generations };
   }
 
   async flushAll(): Promise<void> {
-    // Every shard's generation moves on: what was stored under the old ones is unreachable.
-    await this.onEveryShardGeneration(BUMP_GENERATIONS);
+    // Every shard's generation moves on: what was stored under the old ones counts no more.
+    const keys = this.shardGenerations;
+    if (!this.redis.isCluster) await this.generationScript(BUMP_GENERATIONS, keys);
+    else await Promise.all(keys.map((key) => this.generationScript(BUMP_GENERATIONS, [key])));
   }
 
   async ping(): Promise<void> {
@@ -173,23 +171,40 @@ export class RedisCacheStore implements CacheStore {
     await this.redis.close();
   }
 
+  /** The entries through GET_MANY: one call on one server, one per shard on a cluster. */
+  private async getManyByScript(identity: Identity, keys: readonly string[]): Promise<(CacheEntry | undefined)[]> {
+    const found: (CacheEntry | undefined)[] = keys.map(() => undefined);
+    await Promise.all(
+      this.batches(keys, (key) => key).map(async (batch) => {
+        const raw = asArray(
+          await this.script(
+            identity,
+            GET_MANY,
+            batch.flatMap(({ item }) => [this.generationKey(item), this.entryKey(item)]),
+            [],
+          ),
+        );
+        // The script answers only entries of the current generation (or values that are no entry).
+        batch.forEach(({ index }, position) => {
+          const value = raw[position];
+          found[index] = entryUnder(typeof value === 'string' ? value : undefined, undefined);
+        });
+      }),
+    );
+    return found;
+  }
+
   private async setMany(entries: readonly (readonly [string, CacheEntry])[], ttlMs: number): Promise<boolean[]> {
     const stored = entries.map(() => false);
+    const identity = await this.redis.identity();
     await Promise.all(
       this.batches(entries, ([key]) => key).map(async (batch) => {
         const raw = asArray(
-          await this.redis.eval(
+          await this.script(
+            identity,
             SET_MANY_IF_NOT_OLDER,
-            batch.map(({ item: [key] }) => this.shardKeys(key).generation),
-            [
-              String(ttlMs),
-              ...batch.flatMap(({ item: [key, entry] }) => [
-                this.shardKeys(key).head,
-                key,
-                String(entry.version),
-                encodeEntry(entry),
-              ]),
-            ],
+            batch.flatMap(({ item: [key] }) => [this.generationKey(key), this.entryKey(key)]),
+            [String(ttlMs), ...batch.flatMap(({ item: [, entry] }) => [String(entry.version), encodeEntry(entry)])],
           ),
         );
         batch.forEach(({ index }, position) => (stored[index] = raw[position] === 1));
@@ -198,32 +213,55 @@ export class RedisCacheStore implements CacheStore {
     return stored;
   }
 
-  /** The generation and head of a key's shard (strings built once per shard, not per call). */
-  private shardKeys(key: string): { readonly generation: string; readonly head: string } {
-    return this.shards[shardOf(key)] ?? { generation: '', head: '' };
+  /** A generation script (read or bump) over keys of one slot, with the server's identity. */
+  private async generationScript(script: RedisScript, keys: readonly string[]): Promise<unknown[]> {
+    return asArray(await this.script(await this.redis.identity(), script, keys, []));
   }
+
+  /** A script told the server's run id; its answer counts only if no reconnect happened meanwhile. */
+  private async script(
+    identity: Identity,
+    script: RedisScript,
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<unknown> {
+    const answer = await this.redis.eval(script, keys, [identity.runId, ...args]);
+    if (!this.redis.still(identity)) throw new Error('the redis connection changed during the call');
+    return answer;
+  }
+
+  private async mget(identity: Identity, keys: readonly string[]): Promise<(string | null)[]> {
+    const values = await this.redis.mget(keys);
+    if (!this.redis.still(identity)) throw new Error('the redis connection changed during the call');
+    return values;
+  }
+
+  /** Stored entry keys grouped by their shard (its hash tag), for scripts that keep to one slot. */
+  private byStoredShard(keys: readonly string[]): Map<string, string[]> {
+    const groups = new Map<string, string[]>();
+    for (const key of keys) {
+      const tag = /^\{s\d+\}/.exec(key.slice(this.prefix.length))?.[0] ?? '';
+      groups.set(tag, [...(groups.get(tag) ?? []), key]);
+    }
+    return groups;
+  }
+
+  private generationKey(key: string): string {
+    return this.shardGenerations[shardOf(key)] ?? '';
+  }
+
+  private entryKey(key: string): string {
+    return storedKeys.entry(this.prefix, key);
+  }
+
+  private readonly tableGeneration = (name: string): string => storedKeys.tableGeneration(this.prefix, name);
 
   /**
    * The calls to make for these items: one per shard on a cluster (a script keeps to one slot),
-   * one for all of them on a single server (one round trip, the run id read once).
+   * one for all of them on a single server (one round trip).
    */
   private batches<T>(items: readonly T[], keyOf: (item: T) => string): { item: T; index: number }[][] {
     if (!this.redis.isCluster) return items.length === 0 ? [] : [items.map((item, index) => ({ item, index }))];
     return [...byShard(items, keyOf).values()];
-  }
-
-  /** Each shard's current generation. */
-  private async shardGenerations(): Promise<string[]> {
-    return (await this.onEveryShardGeneration(READ_GENERATIONS)).map(String);
-  }
-
-  /**
-   * A generations script (read or bump) over every shard's generation, answering one value per
-   * shard: one call on a single server, one per shard (each its own slot) on a cluster.
-   */
-  private async onEveryShardGeneration(script: string): Promise<unknown[]> {
-    const keys = this.shards.map((shard) => shard.generation);
-    if (!this.redis.isCluster) return asArray(await this.redis.eval(script, keys));
-    return Promise.all(keys.map(async (key) => asArray(await this.redis.eval(script, [key]))[0]));
   }
 }

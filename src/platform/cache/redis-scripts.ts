@@ -1,5 +1,18 @@
+import { createHash } from 'node:crypto';
+
+/** A Lua script and its SHA1: called by SHA (EVALSHA), sent whole only when the server lacks it. */
+export interface RedisScript {
+  readonly lua: string;
+  readonly sha: string;
+}
+
+function script(lua: string): RedisScript {
+  return { lua, sha: createHash('sha1').update(lua).digest('hex') };
+}
+
 // The Lua scripts of the Redis store. Each one touches the keys of one hash slot only (a shard, or
-// the table generations), so they run unchanged on Redis Cluster (see storedKeys).
+// the table generations), so they run unchanged on Redis Cluster (see storedKeys). Reads of a
+// single server do not need them: they are plain MGETs checked in the service (stored-values.ts).
 //
 // A generation is stored as `<n>@<run id>`: the number, and the run id of the Redis server that
 // wrote it. A generation written by another server is not trusted: after a failover the promoted
@@ -8,6 +21,9 @@
 // generation, a missing one (evicted) and a corrupted one all restart above anything they could
 // have reached: the server clock in microseconds (or one more than the old value, if that is
 // higher). Never from 0 or 1, whose entries may still exist.
+//
+// ARGV[1] of every generation script is the server's run id as the caller learned it on this very
+// connection (ServerIdentity), or '' to have the script ask the server itself (INFO, on a cluster).
 //
 // Every key of the service holds a string. One that holds another type (a stray LPUSH on it) fails
 // every command a script sends it, and each failure counts against the whole cache (the breaker,
@@ -32,95 +48,100 @@ local function clock()
   local now = redis.call('TIME')
   return tonumber(now[1]) * 1000000 + tonumber(now[2])
 end
-local function me()
-  return string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
-end
+local self = ARGV[1]
+if self == '' then self = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)') end
 local function parse(raw)
   local n, owner = string.match(raw or '', '^(%d+)@(%w+)$')
   n = tonumber(n)
   if n and n < 9007199254740992 then return n, owner end
   return nil, nil
 end
-local function store(key, n, self)
+local function store(key, n)
   redis.call('SET', key, string.format('%.0f@%s', n, self))
   return string.format('%.0f', n)
 end
-local function generation(key, self)
+local function generation(key)
   local n, owner = parse(value(key))
   if n and owner == self then return string.format('%.0f', n) end
-  return store(key, math.max(clock(), (n or 0) + 1), self)
+  return store(key, math.max(clock(), (n or 0) + 1))
 end
-local function bump(key, self)
+local function bump(key)
   local n, owner = parse(value(key))
-  if n and owner == self then return store(key, n + 1, self) end
-  return store(key, math.max(clock(), (n or 0) + 1), self)
+  if n and owner == self then return store(key, n + 1) end
+  return store(key, math.max(clock(), (n or 0) + 1))
 end
 `;
 
-// Entries: KEYS[i] is the generation of entry i's shard, ARGV holds (shard head, key) pairs; the
-// stored key is built here from the generation (it carries the shard's hash tag, so it is in
-// KEYS[i]'s slot). On a cluster every call holds one shard's entries; on one server, any.
+// Entries: KEYS holds (shard generation, entry) pairs, both in the shard's slot. An entry is
+// stored as `<generation>:<version>|<deleted>|<json>`: it counts only under its shard's current
+// generation. On a cluster every call holds one shard's entries; on one server, any.
 const ENTRIES = `${GENERATIONS}
-local self = me()
 local known = {}
-local function stored(i, head, key)
-  local gen = known[KEYS[i]]
-  if not gen then
-    gen = generation(KEYS[i], self)
-    known[KEYS[i]] = gen
-  end
-  return head .. gen .. ':' .. key
+local function generationOf(i)
+  local key = KEYS[2 * i - 1]
+  if not known[key] then known[key] = generation(key) end
+  return known[key]
 end
 `;
 
-export const GET_MANY = `${ENTRIES}
+/**
+ * Each entry (ARGV: the run id) as stored when it belongs to its shard's current generation or is
+ * not an entry at all (the caller drops it), false under another generation.
+ */
+export const GET_MANY = script(`${ENTRIES}
 local found = {}
-for i = 1, #KEYS do found[i] = value(stored(i, ARGV[2 * i - 1], ARGV[2 * i])) end
-return found`;
+for i = 1, #KEYS / 2 do
+  local raw = value(KEYS[2 * i])
+  local gen = generationOf(i)
+  if raw and (string.sub(raw, 1, #gen + 1) == gen .. ':' or not string.match(raw, '^%d+:')) then
+    found[i] = raw
+  else
+    found[i] = false
+  end
+end
+return found`);
 
-// Compare-and-set: an entry built from an older row version never replaces a newer one.
-// ARGV = ttl, then (head, key, version, value) per entry; answers 1 or 0 per entry.
-export const SET_MANY_IF_NOT_OLDER = `${ENTRIES}
+/**
+ * Compare-and-set: an entry built from an older row version never replaces a newer one of the same
+ * generation. ARGV = run id, ttl, then (version, entry) per pair of KEYS; answers 1 or 0 per entry.
+ */
+export const SET_MANY_IF_NOT_OLDER = script(`${ENTRIES}
 local result = {}
-for i = 1, #KEYS do
-  local at = 2 + (i - 1) * 4
-  local key = stored(i, ARGV[at], ARGV[at + 1])
-  local current = value(key)
-  local version = current and tonumber(string.match(current, '^(%d+)|[01]|'))
-  if version and version > tonumber(ARGV[at + 2]) then
+for i = 1, #KEYS / 2 do
+  local gen = generationOf(i)
+  local current = value(KEYS[2 * i])
+  local at, version = nil, nil
+  if current then at, version = string.match(current, '^(%d+):(%d+)|[01]|') end
+  if at == gen and tonumber(version) > tonumber(ARGV[1 + 2 * i]) then
     result[i] = 0
   else
-    redis.call('SET', key, ARGV[at + 3], 'PX', ARGV[1])
+    redis.call('SET', KEYS[2 * i], gen .. ':' .. ARGV[2 + 2 * i], 'PX', ARGV[2])
     result[i] = 1
   end
 end
-return result`;
+return result`);
 
-// Compare-and-delete: removes an entry a read could not use, unless a write replaced it meanwhile.
-// ARGV = head, key, the value the read found.
-export const DELETE_IF_SAME = `${ENTRIES}
-local key = stored(1, ARGV[1], ARGV[2])
-if value(key) == ARGV[3] then return redis.call('DEL', key) end
-return 0`;
+/** Compare-and-delete: removes an entry a read could not use (ARGV[1], as stored), unless a write replaced it. */
+export const DELETE_IF_SAME = script(`${VALUE}
+if value(KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`);
 
-/** The named generations (KEYS), each as a decimal string. */
-export const READ_GENERATIONS = `${GENERATIONS}
-local self = me()
+/** The named generations (KEYS), each as a decimal string. ARGV = run id. */
+export const READ_GENERATIONS = script(`${GENERATIONS}
 local found = {}
-for i = 1, #KEYS do found[i] = generation(KEYS[i], self) end
-return found`;
+for i = 1, #KEYS do found[i] = generation(KEYS[i]) end
+return found`);
 
-/** Adds one to each named generation (KEYS); answers the new values. */
-export const BUMP_GENERATIONS = `${GENERATIONS}
-local self = me()
+/** Adds one to each named generation (KEYS); answers the new values. ARGV = run id. */
+export const BUMP_GENERATIONS = script(`${GENERATIONS}
 local found = {}
-for i = 1, #KEYS do found[i] = bump(KEYS[i], self) end
-return found`;
+for i = 1, #KEYS do found[i] = bump(KEYS[i]) end
+return found`);
 
 // Counters live outside the generations: dropping the cache must not reset a rate limit. A value
 // that is not a count (a corrupted key) would fail INCRBY on every request, and those failures
 // would open the circuit for the whole cache: it starts the window again instead.
-export const INCREMENT = `${VALUE}
+export const INCREMENT = script(`${VALUE}
 local current = value(KEYS[1])
 if current and not tonumber(current) then redis.call('DEL', KEYS[1]) end
 local n = redis.call('INCRBY', KEYS[1], ARGV[2])
@@ -129,19 +150,23 @@ if ttl < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
   ttl = tonumber(ARGV[1])
 end
-return {n, ttl}`;
+return {n, ttl}`);
 
 // A triggered rebuild's drop (KEYS: entries of one shard): each entry becomes a tombstone at its
-// own version (a miss for reads that still refuses an older fill, as every invalidation does); a
-// value that is not an entry goes.
-export const TOMBSTONE = `${VALUE}
+// own generation and version (a miss for reads that still refuses an older fill, as every
+// invalidation does); a value that is not an entry goes.
+export const TOMBSTONE = script(`${VALUE}
 local dropped = 0
 for i = 1, #KEYS do
   local current = value(KEYS[i])
   if current then
-    local version = string.match(current, '^(%d+)|[01]|')
-    if version then redis.call('SET', KEYS[i], version .. '|0|', 'KEEPTTL') else redis.call('DEL', KEYS[i]) end
+    local head = string.match(current, '^%d+:%d+|[01]|')
+    if head then
+      redis.call('SET', KEYS[i], string.sub(head, 1, -4) .. '|0|', 'KEEPTTL')
+    else
+      redis.call('DEL', KEYS[i])
+    end
     dropped = dropped + 1
   end
 end
-return dropped`;
+return dropped`);

@@ -1,0 +1,33 @@
+import { decodeEntry, UNREADABLE_ENTRY, type CacheEntry } from './cache-store.js';
+
+/** Generations are numbers below 2^53 (the server clock in µs, then counted up): exact as JS numbers. */
+const GENERATION = /^(\d{1,16})@(\w+)$/;
+const ENTRY_GENERATION = /^(\d+):/;
+
+/**
+ * A generation as stored (`<n>@<run id>`), when the server it is read from wrote it (`runId`):
+ * its number as a decimal string. Undefined for a missing, corrupted or foreign one, which only a
+ * script may restart (READ_GENERATIONS): a read never trusts it.
+ */
+export function trustedGeneration(raw: string | null | undefined, runId: string): string | undefined {
+  if (typeof raw !== 'string' || runId === '') return undefined;
+  const match = GENERATION.exec(raw);
+  if (match === null || match[2] !== runId || Number(match[1]) >= Number.MAX_SAFE_INTEGER) return undefined;
+  return match[1];
+}
+
+/**
+ * An entry as stored (`<generation>:<entry>`), read under its shard's current `generation`:
+ * undefined when missing or built under another generation (a miss), the entry when it belongs
+ * to this one, and an unreadable entry (carrying the stored value, so a compare-and-delete can
+ * match it) when the value is not an entry at all.
+ */
+export function entryUnder(raw: string | null | undefined, generation: string | undefined): CacheEntry | undefined {
+  if (typeof raw !== 'string') return undefined;
+  const match = ENTRY_GENERATION.exec(raw);
+  // No generation at all: not something the store wrote, whatever it looks like.
+  if (match === null) return { ...UNREADABLE_ENTRY, raw };
+  if (generation !== undefined && match[1] !== generation) return undefined;
+  const entry = decodeEntry(raw.slice(match[0].length));
+  return entry?.raw === undefined ? entry : { ...entry, raw };
+}

@@ -1,0 +1,109 @@
+import { UNREADABLE_ENTRY } from '../../src/platform/cache/cache-store.js';
+import { ServerIdentity } from '../../src/platform/cache/server-identity.js';
+import { entryUnder, trustedGeneration } from '../../src/platform/cache/stored-values.js';
+
+describe('stored values: what a plain read of one Redis server may trust', () => {
+  it('trusts a generation only as written by the server read now', () => {
+    expect(trustedGeneration('1700000000000001@abc123', 'abc123')).toBe('1700000000000001');
+    // Another server wrote it (a failover, a restart from a snapshot): a script restarts it.
+    expect(trustedGeneration('1700000000000001@abc123', 'def456')).toBeUndefined();
+    for (const raw of [
+      null,
+      undefined,
+      '',
+      '12',
+      '12@',
+      '@abc123',
+      'x@abc123',
+      '12@abc123 ',
+      '99999999999999999@abc123',
+    ])
+      expect(trustedGeneration(raw, 'abc123')).toBeUndefined();
+    // No identity known (a cluster's scripts ask themselves): nothing is trusted here.
+    expect(trustedGeneration('12@abc123', '')).toBeUndefined();
+  });
+
+  it('reads an entry only under its shard’s current generation', () => {
+    expect(entryUnder('7:3|0|{"id":1}', '7')).toEqual({ version: 3, deleted: false, json: '{"id":1}' });
+    expect(entryUnder('7:3|1|{"id":1}', '7')).toEqual({ version: 3, deleted: true, json: '{"id":1}' });
+    expect(entryUnder('7:3|0|', '7')).toEqual({ version: 3, deleted: false, json: '' });
+    // Built under another generation (before a flush, or by a server that is gone): a miss.
+    expect(entryUnder('6:3|0|{"id":1}', '7')).toBeUndefined();
+    expect(entryUnder(null, '7')).toBeUndefined();
+    expect(entryUnder(undefined, '7')).toBeUndefined();
+  });
+
+  it('calls a value that is no entry unreadable and keeps it as stored, for the compare-and-delete', () => {
+    for (const raw of ['garbage', '3|0|{"id":1}', ':3|0|{}', '7:garbage', '7:3|2|{}']) {
+      const entry = entryUnder(raw, '7');
+      expect(entry).toEqual({ ...UNREADABLE_ENTRY, raw });
+    }
+  });
+});
+
+/** A run id question the test answers when it chooses. */
+function gatedQuestions(): { ask: () => Promise<string>; answer: (runId: string) => void; asked: () => number } {
+  const pending: ((runId: string) => void)[] = [];
+  let asked = 0;
+  return {
+    ask: () => {
+      asked += 1;
+      return new Promise((resolve) => pending.push(resolve));
+    },
+    answer: (runId) => pending.shift()?.(runId),
+    asked: () => asked,
+  };
+}
+
+describe('ServerIdentity: the server behind a connection, asked once per connection', () => {
+  it('asks once, answers every caller, then knows it without asking', async () => {
+    const questions = gatedQuestions();
+    const server = new ServerIdentity(questions.ask);
+    const first = server.current();
+    const second = server.current();
+    questions.answer('abc123');
+    expect(await first).toEqual({ runId: 'abc123', connection: 0 });
+    expect(await second).toEqual({ runId: 'abc123', connection: 0 });
+    expect(server.current()).toEqual({ runId: 'abc123', connection: 0 });
+    expect(questions.asked()).toBe(1);
+  });
+
+  it('forgets it on a connection event and asks the new connection', async () => {
+    const questions = gatedQuestions();
+    const server = new ServerIdentity(questions.ask);
+    const before = server.current();
+    questions.answer('old');
+    const old = await before;
+    server.changed();
+    expect(server.still(old)).toBe(false);
+    const after = server.current();
+    questions.answer('new');
+    const current = await after;
+    expect(current.runId).toBe('new');
+    expect(server.still(current)).toBe(true);
+    expect(questions.asked()).toBe(2);
+  });
+
+  it('refuses an answer that arrives after the connection changed: it may be about the old server', async () => {
+    const questions = gatedQuestions();
+    const server = new ServerIdentity(questions.ask);
+    const asking = server.current();
+    server.changed();
+    questions.answer('old');
+    await expect(asking).rejects.toThrow('changed');
+    const again = server.current();
+    questions.answer('new');
+    expect((await again).runId).toBe('new');
+  });
+
+  it('asks again after a failed question, and never takes an empty run id', async () => {
+    let calls = 0;
+    const server = new ServerIdentity(() => {
+      calls += 1;
+      return calls === 1 ? Promise.reject(new Error('offline')) : Promise.resolve(calls === 2 ? '' : 'abc');
+    });
+    await expect(server.current()).rejects.toThrow('offline');
+    await expect(server.current()).rejects.toThrow();
+    expect((await server.current()).runId).toBe('abc');
+  });
+});
