@@ -7,6 +7,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 export class TcpProxy {
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
+  private answeredCount = 0;
 
   constructor(
     private readonly targetHost: string,
@@ -23,8 +24,17 @@ export class TcpProxy {
         socket.on('error', () => socket.destroy());
       }
       client.pipe(upstream).pipe(client);
+      upstream.once('data', () => (this.answeredCount += 1));
     });
     await new Promise<void>((resolve) => this.server?.listen(this.port, '127.0.0.1', resolve));
+  }
+
+  /**
+   * How many of the connections it relayed the server has answered at least once: a client that
+   * sends commands as it connects (a Redis client's handshake) has been answered through it.
+   */
+  get answered(): number {
+    return this.answeredCount;
   }
 
   /** Stops accepting and severs every open connection. */
