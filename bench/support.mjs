@@ -78,7 +78,9 @@ export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=16'];
 
 /** Starts `node <script>` with env (its log lines into `logFile` if given) and waits until `readyUrl` answers 200. */
 export async function startChild(script, env, readyUrl, logFile) {
-  const flags = script.endsWith('/dist/src/main.js') ? SERVICE_NODE_FLAGS : [];
+  // BENCH_SERVICE_FLAGS replaces the service's flags for an experiment (space-separated).
+  const serviceFlags = process.env.BENCH_SERVICE_FLAGS?.split(' ').filter(Boolean) ?? SERVICE_NODE_FLAGS;
+  const flags = script.endsWith('/dist/src/main.js') ? serviceFlags : [];
   const child = spawn(process.execPath, [...flags, script], {
     env: { ...process.env, ...env },
     stdio: ['ignore', logFile === undefined ? 'ignore' : openSync(logFile, 'w'), 'pipe'],

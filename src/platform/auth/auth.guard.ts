@@ -25,11 +25,13 @@ export class AuthGuard implements CanActivate {
     private readonly authentication: Authentication,
   ) {}
 
+  /** Each handler's metadata, read once: the guard runs on every request. */
+  private readonly rules = new WeakMap<object, { readonly isPublic: boolean; readonly rule?: AuthorizeOptions }>();
+
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    const targets = [context.getHandler(), context.getClass()];
-    if (this.reflector.getAllAndOverride<boolean | undefined>(IS_PUBLIC, targets) === true) return true;
+    const { isPublic, rule } = this.ruleOf(context);
+    if (isPublic) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
-    const rule = this.reflector.get<AuthorizeOptions | undefined>(AUTHORIZE, context.getHandler());
     let auth = authContextOf(request);
     if (auth === undefined) {
       auth = await this.authentication.authenticate(request, rule);
@@ -50,5 +52,18 @@ export class AuthGuard implements CanActivate {
     if (rule.device === undefined) throw permissionDenied(rule.permission);
     await this.authorization.assertAllowed(auth, rule.permission, await this.devices.locate(request, rule.device));
     return true;
+  }
+
+  private ruleOf(context: ExecutionContext): { readonly isPublic: boolean; readonly rule?: AuthorizeOptions } {
+    const handler = context.getHandler();
+    const known = this.rules.get(handler);
+    if (known !== undefined) return known;
+    const targets = [handler, context.getClass()];
+    const found = {
+      isPublic: this.reflector.getAllAndOverride<boolean | undefined>(IS_PUBLIC, targets) === true,
+      rule: this.reflector.get<AuthorizeOptions | undefined>(AUTHORIZE, handler),
+    };
+    this.rules.set(handler, found);
+    return found;
   }
 }

@@ -23,6 +23,12 @@ export interface CachedRead<T> {
  */
 export class CacheAside<T, Id extends string | number = number> {
   private readonly inflight = new Map<string, Promise<CacheEntry | undefined>>();
+  /**
+   * The last value decoded per key, with the JSON it came from: a hit whose JSON is the same
+   * string is not parsed again (most hits, since entries change only on writes). Frozen, as it is
+   * shared by every request that reads it.
+   */
+  private readonly decoded = new Map<string, { readonly json: string; readonly value: T }>();
 
   constructor(
     private readonly cache: CacheEntries,
@@ -48,7 +54,7 @@ export class CacheAside<T, Id extends string | number = number> {
     lookup: { readonly ok: boolean; readonly entry: CacheEntry | undefined },
   ): Promise<CachedRead<T> | undefined> {
     if (lookup.entry !== undefined && !isTombstone(lookup.entry)) {
-      const value = this.decode(lookup.entry.json);
+      const value = this.decodeOnce(this.keyOf(id), lookup.entry.json);
       if (value !== undefined && (this.idOf === undefined || this.idOf(value) === id))
         return { value, entry: lookup.entry, cache: 'hit' };
       // An entry that cannot be read back is a miss: removed, reloaded from the database, refilled.
@@ -68,6 +74,17 @@ export class CacheAside<T, Id extends string | number = number> {
 
   key(id: Id): string {
     return this.keyOf(id);
+  }
+
+  private decodeOnce(key: string, json: string): T | undefined {
+    const known = this.decoded.get(key);
+    if (known !== undefined && known.json === json) return known.value;
+    const value = this.decode(json);
+    if (value === undefined) return undefined;
+    // Bounded: the oldest key goes first (a Map iterates in insertion order).
+    if (this.decoded.size >= DECODED_PER_KIND) this.decoded.delete(this.decoded.keys().next().value ?? '');
+    this.decoded.set(key, { json, value: deepFreeze(value) });
+    return value;
   }
 
   /**
@@ -99,6 +116,17 @@ export class CacheAside<T, Id extends string | number = number> {
     if (entry !== undefined && fill) await this.cache.put(key, entry, false);
     return entry;
   }
+}
+
+/** Decoded values kept per kind of projection (sessions, users, each resource type). */
+const DECODED_PER_KIND = 512;
+
+function deepFreeze<V>(value: V): V {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const field of Object.values(value)) deepFreeze(field);
+  }
+  return value;
 }
 
 /** An invalidation marker: it holds a version (to refuse older fills) but no data. */

@@ -43,6 +43,7 @@ export class RedisCacheStore implements CacheStore {
   readonly kind = 'redis' as const;
   private readonly redis: RedisConnection;
   private readonly shardGenerations: readonly string[];
+  private readonly shardHeads: readonly string[];
 
   constructor(
     url: string,
@@ -53,6 +54,7 @@ export class RedisCacheStore implements CacheStore {
     this.shardGenerations = Array.from({ length: CACHE_SHARDS }, (_, shard) =>
       storedKeys.shardGeneration(prefix, shard),
     );
+    this.shardHeads = Array.from({ length: CACHE_SHARDS }, (_, shard) => storedKeys.shardHead(prefix, shard));
   }
 
   async get(key: string): Promise<CacheEntry | undefined> {
@@ -64,11 +66,18 @@ export class RedisCacheStore implements CacheStore {
     if (keys.length === 0) return [];
     const identity = await this.redis.identity();
     if (!this.redis.isCluster) {
-      const generationKeys = [...new Set(keys.map((key) => this.generationKey(key)))];
-      const raw = await this.mget(identity, [...generationKeys, ...keys.map((key) => this.entryKey(key))]);
-      const current = new Map(generationKeys.map((key, i) => [key, trustedGeneration(raw[i], identity.runId)]));
-      if ([...current.values()].every((generation) => generation !== undefined))
-        return keys.map((key, i) => entryUnder(raw[generationKeys.length + i], current.get(this.generationKey(key))));
+      // [generation, entry] per key, in one MGET; a shard's generation may appear twice (harmless).
+      const stored = await this.mget(
+        identity,
+        keys.flatMap((key) => this.storedPair(key)),
+      );
+      const found: (CacheEntry | undefined)[] = [];
+      for (let i = 0; i < keys.length; i += 1) {
+        const generation = trustedGeneration(stored[2 * i], identity.runId);
+        if (generation === undefined) break;
+        found.push(entryUnder(stored[2 * i + 1], generation));
+      }
+      if (found.length === keys.length) return found;
     }
     return this.getManyByScript(identity, keys);
   }
@@ -244,6 +253,12 @@ export class RedisCacheStore implements CacheStore {
       groups.set(tag, [...(groups.get(tag) ?? []), key]);
     }
     return groups;
+  }
+
+  /** A logical key's shard generation and entry, as stored. */
+  private storedPair(key: string): [string, string] {
+    const shard = shardOf(key);
+    return [this.shardGenerations[shard] ?? '', `${this.shardHeads[shard] ?? ''}${key}`];
   }
 
   private generationKey(key: string): string {

@@ -11,9 +11,25 @@ const ENTRY_GENERATION = /^(\d+):/;
  */
 export function trustedGeneration(raw: string | null | undefined, runId: string): string | undefined {
   if (typeof raw !== 'string' || runId === '') return undefined;
+  const parsed = parseGeneration(raw);
+  return parsed?.owner === runId ? parsed.generation : undefined;
+}
+
+/** Generations as stored are few (one per shard and table) and change only on bumps: parsed once each. */
+const parsed = new Map<string, { readonly generation: string; readonly owner: string } | null>();
+const PARSED_MAX = 4096;
+
+function parseGeneration(raw: string): { readonly generation: string; readonly owner: string } | null {
+  const known = parsed.get(raw);
+  if (known !== undefined) return known;
   const match = GENERATION.exec(raw);
-  if (match === null || match[2] !== runId || Number(match[1]) >= Number.MAX_SAFE_INTEGER) return undefined;
-  return match[1];
+  const result =
+    match === null || Number(match[1]) >= Number.MAX_SAFE_INTEGER
+      ? null
+      : { generation: match[1] ?? '', owner: match[2] ?? '' };
+  if (parsed.size >= PARSED_MAX) parsed.clear();
+  parsed.set(raw, result);
+  return result;
 }
 
 /**
