@@ -5,10 +5,11 @@ import type { CacheEntry } from '../cache/cache-store.js';
 import type { CacheEntries } from '../cache/cache-entries.js';
 import type { TableGenerations } from '../cache/table-generations.js';
 import { parseListQuery } from '../http/list/list-query.parser.js';
-import { nextChangeOf, runList } from '../http/list/list-runner.js';
+import { nextChangeOf, runList, totalKey } from '../http/list/list-runner.js';
 import type { Scope } from '../http/list/list-sql.js';
 import type { ListQuery, ListSpec } from '../http/list/list-spec.js';
 import { ListResponse, RawJson } from '../http/responses.js';
+import { ListTotals } from './list-totals.js';
 import { Projections } from './projections.js';
 
 /** What a cached page remembers besides its rows: what it was built under and its totals. */
@@ -47,6 +48,8 @@ interface PageLoad {
   readonly scope: Scope | undefined;
   readonly present: Present | undefined;
   readonly generations: readonly number[] | undefined;
+  /** The generations its total may be remembered under (also with LIST_CACHE off), if known. */
+  readonly totalsUnder: readonly number[] | undefined;
 }
 
 const sameGenerations = (a: readonly number[], b: readonly number[]): boolean =>
@@ -63,6 +66,7 @@ const sameGenerations = (a: readonly number[], b: readonly number[]): boolean =>
 @Injectable()
 export class ListPages {
   private readonly inflight = new Map<string, Promise<ListResponse<unknown>>>();
+  private readonly totals = new ListTotals();
 
   private readonly entries: CacheEntries;
   private readonly generations: TableGenerations;
@@ -90,6 +94,12 @@ export class ListPages {
       scope,
       present: present as Present | undefined,
       generations: lookup.ok ? lookup.generations : undefined,
+      // Pages not cached (LIST_CACHE off): their totals still are, under the tables' generations.
+      totalsUnder: lookup.ok
+        ? lookup.generations
+        : this.generations.listPages
+          ? undefined
+          : await this.generations.current(spec.tables),
     });
     return new ListResponse(
       page.items as Item[],
@@ -181,14 +191,20 @@ export class ListPages {
     scope,
     present,
     generations,
+    totalsUnder,
   }: PageLoad): Promise<ListResponse<unknown>> {
     this.entries.stats.loads += 1;
+    const counting = totalsUnder === undefined ? undefined : totalKey(spec, query, scope);
+    const known =
+      counting === undefined || totalsUnder === undefined ? undefined : this.totals.get(counting, totalsUnder);
     // The next expiry first: judged no later than the page, it can only be early (a reload too
     // soon), never late (an expired row shown as live).
     const { changesAt, page } = await this.projections.load(async (db) => ({
-      changesAt: generations === undefined ? undefined : await nextChangeOf(db, spec),
-      page: await runList<unknown>(db, spec, query, scope),
+      changesAt: generations === undefined && totalsUnder === undefined ? undefined : await nextChangeOf(db, spec),
+      page: await runList<unknown>(db, spec, query, scope, known),
     }));
+    if (counting !== undefined && totalsUnder !== undefined && known === undefined)
+      this.totals.remember(counting, totalsUnder, { value: page.total, exact: page.total_exact }, changesAt);
     const items = present === undefined ? page.items : present(page.items as readonly unknown[]);
     const result = new ListResponse<unknown>(items, page.page, page.page_size, page.total, page.total_exact);
     if (generations !== undefined)

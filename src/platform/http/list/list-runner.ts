@@ -17,14 +17,21 @@ export async function runList<T>(
   spec: ListSpec,
   query: ListQuery,
   scope?: Scope,
+  knownTotal?: { readonly value: number; readonly exact: boolean },
 ): Promise<ListResponse<T>> {
   const where = buildWhere(spec, query, scope);
   const page = buildPageSql(spec, query, where);
   const [rows, total] = await Promise.all([
     db.query<T[]>(page.text, [...page.params]),
-    countMatches(db, spec, query, where.text, where.params),
+    knownTotal ?? countMatches(db, spec, query, where.text, where.params),
   ]);
   return new ListResponse(rows, query.page, query.page_size, total.value, total.exact);
+}
+
+/** What decides a list's total (not its page, order or size): its table, conditions and counting mode. */
+export function totalKey(spec: ListSpec, query: ListQuery, scope?: Scope): string {
+  const where = buildWhere(spec, query, scope);
+  return JSON.stringify([spec.from, where.text, where.params, query.count]);
 }
 
 /**
