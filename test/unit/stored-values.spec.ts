@@ -5,6 +5,8 @@ import { entryUnder, trustedGeneration } from '../../src/platform/cache/stored-v
 describe('stored values: what a plain read of one Redis server may trust', () => {
   it('trusts a generation only as written by the server read now', () => {
     expect(trustedGeneration('1700000000000001@abc123', 'abc123')).toBe('1700000000000001');
+    expect(trustedGeneration('0@abc123', 'abc123')).toBe('0');
+    expect(trustedGeneration('9007199254740990@abc123', 'abc123')).toBe('9007199254740990');
     // Another server wrote it (a failover, a restart from a snapshot): a script restarts it.
     expect(trustedGeneration('1700000000000001@abc123', 'def456')).toBeUndefined();
     for (const raw of [
@@ -17,6 +19,10 @@ describe('stored values: what a plain read of one Redis server may trust', () =>
       'x@abc123',
       '12@abc123 ',
       '99999999999999999@abc123',
+      // Not canonical (the scripts read it as 5 and store entries under `5:`), nor at 2^53 - 1.
+      '05@abc123',
+      '0001700000000001@abc123',
+      '9007199254740991@abc123',
     ])
       expect(trustedGeneration(raw, 'abc123')).toBeUndefined();
     // No identity known (a cluster's scripts ask themselves): nothing is trusted here.
@@ -24,9 +30,10 @@ describe('stored values: what a plain read of one Redis server may trust', () =>
   });
 
   it('reads an entry only under its shard’s current generation', () => {
-    expect(entryUnder('7:3|0|{"id":1}', '7')).toEqual({ version: 3, deleted: false, json: '{"id":1}' });
-    expect(entryUnder('7:3|1|{"id":1}', '7')).toEqual({ version: 3, deleted: true, json: '{"id":1}' });
-    expect(entryUnder('7:3|0|', '7')).toEqual({ version: 3, deleted: false, json: '' });
+    // Each keeps the value as stored, generation included: a compare-and-delete must match it.
+    expect(entryUnder('7:3|0|{"id":1}', '7')).toEqual({ version: 3, deleted: false, json: '{"id":1}', raw: '7:3|0|{"id":1}' });
+    expect(entryUnder('7:3|1|{"id":1}', '7')).toEqual({ version: 3, deleted: true, json: '{"id":1}', raw: '7:3|1|{"id":1}' });
+    expect(entryUnder('7:3|0|', '7')).toEqual({ version: 3, deleted: false, json: '', raw: '7:3|0|' });
     // Built under another generation (before a flush, or by a server that is gone): a miss.
     expect(entryUnder('6:3|0|{"id":1}', '7')).toBeUndefined();
     expect(entryUnder(null, '7')).toBeUndefined();

@@ -51,10 +51,12 @@ end
 local self = ARGV[1]
 if self == '' then self = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)') end
 local function parse(raw)
-  local n, owner = string.match(raw or '', '^(%d+)@(%w+)$')
-  n = tonumber(n)
-  if n and n < 9007199254740992 then return n, owner end
-  return nil, nil
+  local digits, owner = string.match(raw or '', '^(%d+)@(%w+)$')
+  local n = tonumber(digits)
+  if not n or n >= 9007199254740991 then return nil, nil end
+  -- Not as store() writes it (a leading zero): a corrupted value, restarted above its number.
+  if string.format('%.0f', n) ~= digits then return n, nil end
+  return n, owner
 end
 local function store(key, n)
   redis.call('SET', key, string.format('%.0f@%s', n, self))

@@ -1,7 +1,9 @@
 import { decodeEntry, UNREADABLE_ENTRY, type CacheEntry } from './cache-store.js';
 
 /** Generations are numbers below 2^53 (the server clock in µs, then counted up): exact as JS numbers. */
-const GENERATION = /^(\d{1,16})@(\w+)$/;
+// Canonical decimals only (no leading zero), as the scripts write them: `05` would be trusted
+// here as `05` while the scripts read it as 5 and store entries under `5:`, all misses.
+const GENERATION = /^(0|[1-9]\d{0,15})@(\w+)$/;
 const ENTRY_GENERATION = /^(\d+):/;
 
 /**
@@ -45,5 +47,7 @@ export function entryUnder(raw: string | null | undefined, generation: string | 
   if (match === null) return { ...UNREADABLE_ENTRY, raw };
   if (generation !== undefined && match[1] !== generation) return undefined;
   const entry = decodeEntry(raw.slice(match[0].length));
-  return entry?.raw === undefined ? entry : { ...entry, raw };
+  // Always the value as stored (with its generation): a compare-and-delete of an entry whose JSON
+  // does not decode must match it, and `encodeEntry` would leave the generation out.
+  return entry === undefined ? undefined : { ...entry, raw };
 }
