@@ -54,6 +54,27 @@ describe('corrupted cache values on one Redis server are dropped, not kept as mi
     },
   );
 
+  it('SCRIPT FLUSH while running: writes and reads fall back to EVAL, no failed cache call, no stale read', async () => {
+    const id = await createWidget(1);
+    expect(await read(id)).toEqual({ weight: 1, cache: 'hit' });
+    const failures = async (): Promise<number> =>
+      (await t.http().get('/health/ready').expect(200)).body.data.cache_stats.failures as number;
+    const before = await failures();
+    const { createClient } = await import('@keyv/redis');
+    const client = createClient({ url: redis.url });
+    await client.connect();
+    try {
+      for (let weight = 2; weight <= 4; weight += 1) {
+        await client.sendCommand(['SCRIPT', 'FLUSH']);
+        await t.http().patch(`/v1/test/widgets/${id}`).send({ weight }).expect(200);
+        expect(await read(id)).toEqual({ weight, cache: 'hit' });
+      }
+    } finally {
+      await client.close();
+    }
+    expect(await failures()).toBe(before);
+  });
+
   it('a shard generation stored with a leading zero (`05@<run id>`) does not turn its shard into misses for good', async () => {
     const id = await createWidget(3);
     expect(await read(id)).toEqual({ weight: 3, cache: 'hit' });
