@@ -1,5 +1,6 @@
 // Quick loop for scenario 1 without the million-row seed: a small database, the service and the
-// bare baseline, each loaded in turn; prints req/s, p99 and the CPU each process used.
+// bare baseline (node:http + HS256 + two plain GETs), each loaded in turn; prints req/s, p99 and
+// the CPU each process used.
 // `node bench/detail-probe.mjs [seconds]` after `npm run build`.
 import { readFileSync } from 'node:fs';
 import { execSync } from 'node:child_process';
@@ -13,8 +14,10 @@ import {
   JWT_SECRET,
   load,
   rssMb,
+  median,
   serviceEnv,
   startChild,
+  storeBareValues,
   withClient,
 } from './support.mjs';
 
@@ -72,6 +75,7 @@ try {
     { ...env, PORT: String(port), NODE_OPTIONS: process.env.PROBE_NODE_OPTIONS ?? '' },
     `http://127.0.0.1:${port}/health/ready`,
   );
+  await storeBareValues(`http://127.0.0.1:${port}`, headers, session, authorityId);
   const basePort = await freePort();
   const base = await startChild(
     new URL('./baselines/detail-server.mjs', import.meta.url).pathname,
@@ -87,7 +91,7 @@ try {
   }
   await service.stop();
   await base.stop();
-  console.log(`ratios ${ratios.map((r) => r.toFixed(3)).join(' ')}; best ${Math.max(...ratios).toFixed(3)}`);
+  console.log(`ratios ${ratios.map((r) => r.toFixed(3)).join(' ')}; median ${median(ratios).toFixed(3)}`);
 } finally {
   await database.drop();
 }

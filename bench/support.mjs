@@ -174,3 +174,29 @@ export async function redisCpuSeconds(redis) {
   const field = (name) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? NaN);
   return field('used_cpu_user') + field('used_cpu_sys');
 }
+
+/**
+ * Stores what the bare detail baseline reads (bench/baselines/detail-server.mjs) with two plain
+ * SETs: the session, and the authority as the service sends it (its ETag version and its data).
+ * Answers the service's body, for the check that both send the same resource.
+ */
+export async function storeBareValues(serviceUrl, headers, session, authorityId) {
+  const response = await fetch(`${serviceUrl}/v1/admin/authorities/${authorityId}`, { headers });
+  const body = await response.json();
+  if (response.status !== 200) throw new Error(`the service answered ${response.status}: ${JSON.stringify(body)}`);
+  const redis = createClient({ url: REDIS_URL });
+  await redis.connect();
+  try {
+    await redis.set(
+      `bare:session:${session.id}`,
+      JSON.stringify({ user_id: Number(session.user_id), expires_at: session.expires_at, revoked: false }),
+    );
+    await redis.set(
+      `bare:authority:${authorityId}`,
+      `${response.headers.get('etag')?.replaceAll('"', '')}|${JSON.stringify(body.data)}`,
+    );
+  } finally {
+    await redis.close();
+  }
+  return body;
+}

@@ -26,8 +26,13 @@ describe('corrupted cache values on one Redis server are dropped, not kept as mi
   });
 
   const createWidget = async (weight: number): Promise<number> =>
-    (await t.http().post('/v1/test/widgets').send({ name: `corrupt-${randomUUID()}`, category: 'toy', weight }).expect(201))
-      .body.data.id as number;
+    (
+      await t
+        .http()
+        .post('/v1/test/widgets')
+        .send({ name: `corrupt-${randomUUID()}`, category: 'toy', weight })
+        .expect(201)
+    ).body.data.id as number;
   const read = async (id: number): Promise<{ weight: number; cache: string }> => {
     const response = await t.http().get(`/v1/test/widgets/${id}`).expect(200);
     return { weight: response.body.data.weight as number, cache: response.body.meta.cache as string };

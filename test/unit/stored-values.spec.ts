@@ -31,8 +31,18 @@ describe('stored values: what a plain read of one Redis server may trust', () =>
 
   it('reads an entry only under its shard’s current generation', () => {
     // Each keeps the value as stored, generation included: a compare-and-delete must match it.
-    expect(entryUnder('7:3|0|{"id":1}', '7')).toEqual({ version: 3, deleted: false, json: '{"id":1}', raw: '7:3|0|{"id":1}' });
-    expect(entryUnder('7:3|1|{"id":1}', '7')).toEqual({ version: 3, deleted: true, json: '{"id":1}', raw: '7:3|1|{"id":1}' });
+    expect(entryUnder('7:3|0|{"id":1}', '7')).toEqual({
+      version: 3,
+      deleted: false,
+      json: '{"id":1}',
+      raw: '7:3|0|{"id":1}',
+    });
+    expect(entryUnder('7:3|1|{"id":1}', '7')).toEqual({
+      version: 3,
+      deleted: true,
+      json: '{"id":1}',
+      raw: '7:3|1|{"id":1}',
+    });
     expect(entryUnder('7:3|0|', '7')).toEqual({ version: 3, deleted: false, json: '', raw: '7:3|0|' });
     // Built under another generation (before a flush, or by a server that is gone): a miss.
     expect(entryUnder('6:3|0|{"id":1}', '7')).toBeUndefined();
