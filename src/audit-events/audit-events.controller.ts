@@ -28,6 +28,7 @@ export class AuditEventsController {
   @Get(':id')
   @Authorize({
     prefetch: detailOf('audit_event'),
+    detailAsStored: true,
     permission: 'audit.read',
     summary: 'Get an audit event (cached)',
     returns: AuditEventDto,

@@ -43,6 +43,7 @@ export class AuthoritiesController {
   @Get(':id')
   @Authorize({
     prefetch: detailOf('authority'),
+    detailAsStored: true,
     permission: 'authorities.read',
     device: ON_ITS_DEVICE,
     summary: 'Get an authority (cached)',

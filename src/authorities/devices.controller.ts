@@ -47,6 +47,7 @@ export class DevicesController {
   @Get(':id')
   @Authorize({
     prefetch: detailOf('device'),
+    detailAsStored: true,
     permission: 'devices.read',
     device: deviceOf(DEVICE),
     summary: 'Get a device (cached)',

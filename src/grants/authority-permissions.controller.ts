@@ -51,6 +51,7 @@ export class AuthorityPermissionsController {
   @Get(':id')
   @Authorize({
     prefetch: detailOf('authority_permission'),
+    detailAsStored: true,
     permission: 'authority_permissions.read',
     device: deviceOf(AUTHORITY_PERMISSION),
     summary: 'Get an authority permission (cached)',

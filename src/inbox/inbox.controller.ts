@@ -48,6 +48,7 @@ export class InboxController {
   @Get(':id')
   @Authorize({
     prefetch: detailOf('inbox_message'),
+    detailAsStored: true,
     permission: 'inbox.read',
     summary: 'Get a message (cached)',
     returns: InboxMessageDto,

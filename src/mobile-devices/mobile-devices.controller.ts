@@ -34,6 +34,7 @@ export class MobileDevicesController {
   @Get(':id')
   @Authorize({
     prefetch: detailOf('mobile_device'),
+    detailAsStored: true,
     permission: 'mobile_devices.read',
     summary: 'Get a mobile device (cached)',
     returns: MobileDeviceDto,

@@ -37,6 +37,7 @@ export class UsersController {
   @Get(':id')
   @Authorize({
     prefetch: detailOf('user'),
+    detailAsStored: true,
     permission: 'users.read',
     summary: 'Get a user (cached)',
     returns: UserDto,

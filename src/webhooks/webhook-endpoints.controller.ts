@@ -37,6 +37,7 @@ export class WebhookEndpointsController {
   @Get(':id')
   @Authorize({
     prefetch: detailOf('webhook_endpoint'),
+    detailAsStored: true,
     permission: 'webhooks.read',
     summary: 'Get a webhook endpoint (cached; never its secret)',
     returns: WebhookEndpointDto,

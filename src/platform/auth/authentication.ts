@@ -1,11 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../http/api-error.js';
-import { attachPrefetched } from '../projections/prefetched.js';
+import { attachPrefetched, prefetchedOf } from '../projections/prefetched.js';
+import { storedDetail, type StoredDetail } from '../projections/stored-details.js';
 import { ActorRateLimiter } from './actor-rate-limiter.js';
 import { attachAuthContext, type AuthContext } from './auth-context.js';
 import { AuthContextService } from './auth-context.service.js';
 import { AuthFailureLimiter } from './auth-failure-limiter.js';
+import { AuthorizationService } from './authorization.service.js';
 import { AUTHORIZE_ROUTE_CONFIG, type AuthorizeOptions } from './authorize.decorator.js';
 import { TokenVerifier } from './token-verifier.js';
 
@@ -21,6 +23,7 @@ export class Authentication {
     private readonly tokens: TokenVerifier,
     private readonly contexts: AuthContextService,
     private readonly rateLimiter: ActorRateLimiter,
+    private readonly authorization: AuthorizationService,
   ) {}
 
   /**
@@ -28,10 +31,14 @@ export class Authentication {
    * is read (part 4), so an unauthenticated or blocked request with a large body is answered at
    * once. The guard then finds the context on the request.
    */
-  async admit(request: FastifyRequest): Promise<void> {
+  async admit(request: FastifyRequest): Promise<StoredDetail | undefined> {
     const config = request.routeOptions.config as { readonly [AUTHORIZE_ROUTE_CONFIG]?: AuthorizeOptions };
     const rule = config[AUTHORIZE_ROUTE_CONFIG];
-    if (rule !== undefined) attachAuthContext(request, await this.authenticate(request, rule));
+    if (rule === undefined) return undefined;
+    const context = await this.authenticate(request, rule);
+    attachAuthContext(request, context);
+    if (rule.detailAsStored !== true || request.method !== 'GET') return undefined;
+    return storedDetail(request, rule, context, prefetchedOf(request), this.authorization);
   }
 
   /**

@@ -28,6 +28,11 @@ export interface AuthorizeOptions extends Omit<EnvelopeOptions, 'list'> {
    * auth context in one round trip instead of a second one (a cached detail read costs one).
    */
   readonly prefetch?: (request: FastifyRequest) => string | undefined;
+  /**
+   * The handler sends the prefetched detail as stored (`ResourceTable.detail`): a plain hit is
+   * answered before the handler, by the authentication hook (`storedDetail`).
+   */
+  readonly detailAsStored?: boolean;
   /** A list route: the spec that parses its query, from which its parameters are documented. */
   readonly list?: ListSpec;
 }

@@ -1,6 +1,7 @@
 import { Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { map, type Observable } from 'rxjs';
+import { resourceEnvelope } from './envelope.js';
 import { markSecretFields } from './secret-fields.js';
 import { overrideStatus } from './status-override.js';
 import { AcceptedResponse, FeedResponse, ListResponse, NoContent, RawJson, ResourceResponse } from './responses.js';
@@ -79,7 +80,7 @@ export class EnvelopeInterceptor implements NestInterceptor {
       if (options.cache !== undefined) meta.cache = options.cache;
       if (data instanceof RawJson) {
         void reply.header('content-type', 'application/json; charset=utf-8');
-        return `{"success":true,"data":${data.json},"meta":${JSON.stringify(meta)}}`;
+        return resourceEnvelope(data.json, meta);
       }
       return { success: true, data, meta };
     }

@@ -168,8 +168,9 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, options: H
   if (authenticate !== undefined) {
     const logger = new Logger('Errors');
     fastify.addHook('onRequest', async (request, reply) => {
+      let answer: StoredAnswer | undefined;
       try {
-        await authenticate(request);
+        answer = await authenticate(request);
       } catch (error) {
         // Until its body has been received (and discarded), a parser error on the connection is
         // about that body, not a request of its own.
@@ -184,6 +185,11 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, options: H
           void reply.header('connection', 'close');
         sendError(error, request, reply, logger);
         return reply;
+      }
+      if (answer !== undefined) {
+        contexts.set(request, { request_id: request.id, ip: request.ip, actor_id: answer.actorId });
+        void reply.header('etag', `"${answer.version}"`).header('content-type', 'application/json; charset=utf-8');
+        return reply.send(answer.body);
       }
       if (request.headers.expect?.toLowerCase() === '100-continue') reply.raw.writeContinue();
       return undefined;
@@ -230,8 +236,18 @@ export interface HttpOptions {
   readonly corsOrigins?: readonly string[];
 }
 
-/** Authenticates a request before its body is read; throws the refusal. */
-export type Authenticate = (request: FastifyRequest) => Promise<void>;
+/**
+ * Authenticates a request before its body is read; throws the refusal. May answer the request
+ * itself (a cached detail sent as stored): then the route's handler does not run.
+ */
+export type Authenticate = (request: FastifyRequest) => Promise<StoredAnswer | undefined>;
+
+/** A 200 the authentication hook answers by itself: the envelope, its ETag version, the actor. */
+export interface StoredAnswer {
+  readonly body: string;
+  readonly version: number;
+  readonly actorId: number;
+}
 
 /** Work on the final payload before it is written; a promise only when there is any. */
 export type BeforeSend = (

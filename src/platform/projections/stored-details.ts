@@ -1,0 +1,68 @@
+import type { FastifyRequest } from 'fastify';
+import type { AuthContext } from '../auth/auth-context.js';
+import type { AuthorizationService } from '../auth/authorization.service.js';
+import type { AuthorizeOptions } from '../auth/authorize.decorator.js';
+import type { CacheEntry } from '../cache/cache-store.js';
+import { resourceEnvelope } from '../http/envelope.js';
+import type { Prefetched } from './prefetched.js';
+
+/** A detail answered from its prefetched entry: the body and the version for its ETag. */
+export interface StoredDetail {
+  readonly body: string;
+  readonly version: number;
+  readonly actorId: number;
+}
+
+/** The JSON last found good per key: a hot record is checked once, not on every read. */
+const checked = new Map<string, string>();
+const CHECKED_MAX = 4096;
+
+/**
+ * A detail route whose handler sends its prefetched projection as stored (`@Authorize({ prefetch,
+ * detailAsStored: true })`) answers a hit from the authentication hook, before Nest's pipeline
+ * (guard, interceptor, pipes, handler): the same bytes and headers that pipeline sends for a hit
+ * (`resourceEnvelope`), for about a sixth less CPU per read. Only the plain case: an entry of a
+ * live record that reads back as the record it names, no query string, and an actor the rules
+ * allow everywhere (role or grant). Everything else (a miss, a deleted record, `include_deleted`,
+ * a decision that needs the device) goes through the route as before.
+ */
+export function storedDetail(
+  request: FastifyRequest,
+  rule: AuthorizeOptions,
+  context: AuthContext,
+  prefetched: Prefetched | undefined,
+  authorization: AuthorizationService,
+): StoredDetail | undefined {
+  if (rule.detailAsStored !== true || prefetched === undefined || request.url.includes('?')) return undefined;
+  const key = rule.prefetch?.(request);
+  const entry = key === undefined ? undefined : prefetched.lookup(key)?.entry;
+  if (key === undefined || entry === undefined || entry.deleted || !readsBack(key, entry)) return undefined;
+  if (!authorization.hasAdminAccess(context) || !authorization.decideGlobally(context, rule.permission).allowed)
+    return undefined;
+  return {
+    body: resourceEnvelope(entry.json, { request_id: request.id, cache: 'hit' }),
+    version: entry.version,
+    actorId: context.user_id,
+  };
+}
+
+/**
+ * What the route's cache-aside read checks before it sends an entry: JSON of an object whose
+ * `id` is the record the key names. A tombstone or anything else is left to the route.
+ */
+function readsBack(key: string, entry: CacheEntry): boolean {
+  if (entry.json === '') return false;
+  if (checked.get(key) === entry.json) return true;
+  let value: unknown;
+  try {
+    value = JSON.parse(entry.json);
+  } catch {
+    return false;
+  }
+  const id = (value as { id?: unknown } | null)?.id;
+  if (typeof value !== 'object' || Array.isArray(value) || String(id) !== key.slice(key.lastIndexOf(':') + 1))
+    return false;
+  if (checked.size >= CHECKED_MAX) checked.delete(checked.keys().next().value ?? '');
+  checked.set(key, entry.json);
+  return true;
+}
