@@ -40,7 +40,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   // Idempotency wraps the envelope: a replay is the stored envelope, sent as it was.
   app.useGlobalInterceptors(new EnvelopeInterceptor(app.get(IdempotentRequests)));
   app.useGlobalPipes(createValidationPipe());
-  serveDocs(app, buildOpenApi(app));
+  serveDocs(app, () => buildOpenApi(app));
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   return app;

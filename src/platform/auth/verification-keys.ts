@@ -1,7 +1,8 @@
 import { createPublicKey, createSecretKey, type KeyObject } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import jwt, { type Algorithm } from 'jsonwebtoken';
-import { JwksClient } from 'jwks-rsa';
+import type { JwksClient as Jwks } from 'jwks-rsa';
+import { createRequire } from 'node:module';
 import { ApiError } from '../http/api-error.js';
 import type { Settings } from '../config/settings.js';
 
@@ -69,6 +70,8 @@ function unknownKid(): ApiError {
  * signed with a newly published key waits at most a second for the refresh that finds it.
  */
 function jwksKeys(url: string): VerificationKeys {
+  // Loaded only when keys come from a JWKS: a server on a shared secret never holds it (2 MB of heap).
+  const { JwksClient } = createRequire(import.meta.url)('jwks-rsa') as { JwksClient: typeof Jwks };
   const client = new JwksClient({ jwksUri: url, cache: false, rateLimit: false, timeout: 3000 });
   let keys = new Map<string, KeyObject>();
   let fetchedAt = 0;

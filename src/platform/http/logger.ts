@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import pino, { type Logger as Pino } from 'pino';
-import pretty from 'pino-pretty';
+import type Pretty from 'pino-pretty';
+import { createRequire } from 'node:module';
 import type { LogFormat, LogLevel } from '../config/settings.js';
 
 /**
@@ -31,6 +32,8 @@ export function createPino(level: LogLevel, format: LogFormat = 'json'): Pino {
   // In-process and synchronous (no worker thread): a line is on the terminal before the next one starts.
   // The start-up lines' fields are already in their message (or, for the migration names, only
   // noise on a terminal); JSON keeps them for machines.
+  // Loaded only for a terminal: a server logging JSON never holds it (about 1 MB of heap).
+  const pretty = createRequire(import.meta.url)('pino-pretty') as typeof Pretty;
   return pino(
     options,
     pretty({
