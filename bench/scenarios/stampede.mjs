@@ -1,7 +1,11 @@
 // 5. Stampede: a hot key expires under 200 concurrent requests. Goal: one database load per
 // instance (single-flight), and the refill's p99 at most 3x the steady state's.
 import { createClient } from '@keyv/redis';
+import { storedKeys } from '../../dist/src/platform/cache/cache-keys.js';
 import { load, percentile, REDIS_URL } from '../support.mjs';
+
+// The service's key prefix (CACHE_KEY_PREFIX's default).
+const PREFIX = 'admin-api:';
 
 async function loads(serviceUrl) {
   const body = await (await fetch(`${serviceUrl}/health/ready`)).json();
@@ -16,10 +20,10 @@ export async function stampede(ctx) {
   const redis = createClient({ url: REDIS_URL });
   await redis.connect();
   try {
-    const generation = (await redis.get('admin-api:generation')) ?? '0';
     const before = await loads(ctx.serviceUrl);
-    // Expire the hot entry, then 200 requests at once.
-    await redis.del(`admin-api:${generation}:res:authority:${ctx.hotId}`);
+    // Expire the hot entry (the key as the store keeps it), then 200 requests at once.
+    const deleted = await redis.del(storedKeys.entry(PREFIX, `res:authority:${ctx.hotId}`));
+    if (deleted !== 1) throw new Error('the hot entry was not in Redis: the scenario would measure nothing');
     const latencies = await Promise.all(
       Array.from({ length: 200 }, async () => {
         const started = performance.now();

@@ -1,32 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { cacheKeys } from '../cache/cache-keys.js';
-import type { CacheEntry } from '../cache/cache-store.js';
 import type { CacheEntries } from '../cache/cache-entries.js';
 import type { TableGenerations } from '../cache/table-generations.js';
 import { parseListQuery } from '../http/list/list-query.parser.js';
 import { nextChangeOf, runList, totalKey } from '../http/list/list-runner.js';
 import type { Scope } from '../http/list/list-sql.js';
 import type { ListQuery, ListSpec } from '../http/list/list-spec.js';
-import { ListResponse, RawJson } from '../http/responses.js';
+import { ListResponse } from '../http/responses.js';
+import { decodePage, digest, encodePage } from './list-page-entries.js';
 import { ListTotals } from './list-totals.js';
 import { Projections } from './projections.js';
-
-/** What a cached page remembers besides its rows: what it was built under and its totals. */
-interface PageHeader {
-  /** The page's own digest: another page's entry found under this key is unreadable, not a hit. */
-  readonly k: string;
-  /** A digest of the rows as stored: a page altered in the store is unreadable, never sent. */
-  readonly h: string;
-  /** The generations of `spec.tables` read before the page was loaded. */
-  readonly g: readonly number[];
-  /** Epoch ms after which the clock alone changes the page (an expiry), or null. */
-  readonly u: number | null;
-  readonly total: number;
-  readonly exact: boolean;
-  /** More `meta` of a computed list, or absent. */
-  readonly m?: Readonly<Record<string, unknown>>;
-}
 
 /** A page that its route computes itself (the access lists), cached like any other. */
 export interface ComputedPage<Item> {
@@ -51,9 +35,6 @@ interface PageLoad {
   /** The generations its total may be remembered under (also with LIST_CACHE off), if known. */
   readonly totalsUnder: readonly number[] | undefined;
 }
-
-const sameGenerations = (a: readonly number[], b: readonly number[]): boolean =>
-  a.length === b.length && a.every((value, index) => value === b[index]);
 
 /**
  * List pages through the cache (parts 2 and 7). A page is keyed by its resource, its normalised
@@ -215,83 +196,4 @@ export class ListPages {
       );
     return result;
   }
-}
-
-function digest(spec: ListSpec, query: ListQuery, scope: Scope | undefined): string {
-  return createHash('sha1')
-    .update(JSON.stringify([spec.from, spec.select, query, scope?.where ?? null, scope?.params ?? null]))
-    .digest('base64url');
-}
-
-function rowsDigest(rows: string): string {
-  return createHash('sha1').update(rows).digest('base64url');
-}
-
-/** The header line, then the rows as JSON: a hit splices the rows into the response unparsed. */
-function encodePage(
-  pageDigest: string,
-  page: ListResponse<unknown>,
-  generations: readonly number[],
-  changesAt: number | undefined,
-): CacheEntry {
-  const rows = JSON.stringify(page.items);
-  const header: PageHeader = {
-    k: pageDigest,
-    h: rowsDigest(rows),
-    g: generations,
-    u: changesAt ?? null,
-    total: page.total,
-    exact: page.total_exact,
-    ...(page.meta === undefined ? {} : { m: page.meta }),
-  };
-  return {
-    // Generations only grow: a page built under newer ones is never replaced by an older fill. (A
-    // generation starts from the clock in microseconds: four of them sum below 2^53; the header's
-    // `g` decides whether a page is good, this only orders fills.)
-    version: generations.reduce((sum, value) => sum + value, 0),
-    deleted: false,
-    json: `${JSON.stringify(header)}\n${rows}`,
-  };
-}
-
-/** The cached page if it is still good; `stale` when a table was written or an expiry passed since. */
-function decodePage(
-  entry: CacheEntry,
-  pageDigest: string,
-  generations: readonly number[],
-  query: Pick<ListQuery, 'page' | 'page_size'>,
-): ListResponse<unknown> | 'stale' | 'unreadable' {
-  if (entry.json === '') return 'stale'; // a tombstone left by a triggered rebuild
-  const newline = entry.json.indexOf('\n');
-  if (newline < 0) return 'unreadable';
-  let header: Partial<PageHeader>;
-  try {
-    header = JSON.parse(entry.json.slice(0, newline)) as Partial<PageHeader>;
-  } catch {
-    return 'unreadable';
-  }
-  const rows = entry.json.slice(newline + 1);
-  if (
-    header.k !== pageDigest ||
-    header.h !== rowsDigest(rows) ||
-    !Array.isArray(header.g) ||
-    typeof header.total !== 'number' ||
-    typeof header.exact !== 'boolean' ||
-    (header.u !== null && typeof header.u !== 'number') ||
-    (header.m !== undefined && (typeof header.m !== 'object' || header.m === null)) ||
-    !rows.startsWith('[') ||
-    !rows.endsWith(']')
-  )
-    return 'unreadable';
-  if (!sameGenerations(header.g, generations)) return 'stale';
-  if (typeof header.u === 'number' && Date.now() >= header.u) return 'stale';
-  return new ListResponse<unknown>(
-    new RawJson(rows),
-    query.page,
-    query.page_size,
-    header.total,
-    header.exact,
-    'hit',
-    header.m,
-  );
 }
