@@ -25,10 +25,23 @@ interface PageHeader {
 const sameGenerations = (a: readonly number[], b: readonly number[]): boolean =>
   a.length === b.length && a.every((value, index) => value === b[index]);
 
+/** Page digests already computed, per spec, by query and scope: a repeated page is not hashed again. */
+const digests = new WeakMap<ListSpec, Map<string, string>>();
+const DIGESTS_PER_SPEC = 1024;
+
+/** A page's identity: its spec (table and columns), normalised query and row scope. */
 export function digest(spec: ListSpec, query: ListQuery, scope: Scope | undefined): string {
-  return createHash('sha1')
+  const asked = JSON.stringify([query, scope?.where ?? null, scope?.params ?? null]);
+  const known = digests.get(spec) ?? new Map<string, string>();
+  digests.set(spec, known);
+  const found = known.get(asked);
+  if (found !== undefined) return found;
+  const computed = createHash('sha1')
     .update(JSON.stringify([spec.from, spec.select, query, scope?.where ?? null, scope?.params ?? null]))
     .digest('base64url');
+  if (known.size >= DIGESTS_PER_SPEC) known.delete(known.keys().next().value ?? '');
+  known.set(asked, computed);
+  return computed;
 }
 
 function rowsDigest(rows: string): string {
