@@ -20,6 +20,7 @@ export class AuditEventsController {
     summary: 'List audit events, newest first',
     returns: AuditEventDto,
     spec: AUDIT_EVENT_LIST,
+    pageAsStored: true,
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<AuditEventDto>> {
     return this.events.list(query);

@@ -35,6 +35,7 @@ export class AuthoritiesController {
     description: 'Without the global `authorities.read`, only rows of devices where an authority gives it.',
     returns: AuthorityDto,
     spec: AUTHORITY_LIST,
+    pageAsStored: true,
   })
   list(@Actor() actor: AuthContext, @Query() query: Record<string, unknown>): Promise<ListResponse<AuthorityDto>> {
     return this.authorities.list(actor, query);

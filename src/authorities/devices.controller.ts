@@ -39,6 +39,7 @@ export class DevicesController {
     description: 'Without the global `devices.read`, only devices where an authority gives it.',
     returns: DeviceDto,
     spec: DEVICE_LIST,
+    pageAsStored: true,
   })
   list(@Actor() actor: AuthContext, @Query() query: Record<string, unknown>): Promise<ListResponse<DeviceDto>> {
     return this.devices.list(actor, query);

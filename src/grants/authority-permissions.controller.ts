@@ -40,6 +40,7 @@ export class AuthorityPermissionsController {
     description: 'Without the global read, only rows of devices where an authority gives it.',
     returns: AuthorityPermissionDto,
     spec: AUTHORITY_PERMISSION_LIST,
+    pageAsStored: true,
   })
   list(
     @Actor() actor: AuthContext,

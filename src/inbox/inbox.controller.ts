@@ -40,6 +40,7 @@ export class InboxController {
     summary: 'List inbox messages (newest first)',
     returns: InboxMessageDto,
     spec: MESSAGE_LIST,
+    pageAsStored: true,
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<InboxMessageDto>> {
     return this.messages.list(query);

@@ -26,6 +26,7 @@ export class MobileDevicesController {
     summary: 'List mobile devices',
     returns: MobileDeviceDto,
     spec: MOBILE_DEVICE_LIST,
+    pageAsStored: true,
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<MobileDeviceDto>> {
     return this.devices.list(query);

@@ -29,7 +29,7 @@ export class UsersController {
     private readonly sessions: UserSessionsService,
   ) {}
 
-  @ListRoute({ permission: 'users.read', summary: 'List users', returns: UserDto, spec: USER_LIST })
+  @ListRoute({ permission: 'users.read', summary: 'List users', returns: UserDto, spec: USER_LIST, pageAsStored: true })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<UserDto>> {
     return this.users.list(query);
   }

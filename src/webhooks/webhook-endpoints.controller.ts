@@ -29,6 +29,7 @@ export class WebhookEndpointsController {
     summary: 'List webhook endpoints (never a secret)',
     returns: WebhookEndpointDto,
     spec: WEBHOOK_ENDPOINT_LIST,
+    pageAsStored: true,
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<WebhookEndpointDto>> {
     return this.endpoints.list(query);

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../http/api-error.js';
 import { attachPrefetched, prefetchedOf } from '../projections/prefetched.js';
-import { storedDetail, type StoredDetail } from '../projections/stored-details.js';
+import { ListPages } from '../projections/list-pages.js';
+import { storedDetail, storedPage, type StoredDetail } from '../projections/stored-details.js';
 import { ActorRateLimiter } from './actor-rate-limiter.js';
 import { attachAuthContext, type AuthContext } from './auth-context.js';
 import { AuthContextService } from './auth-context.service.js';
@@ -24,6 +25,7 @@ export class Authentication {
     private readonly contexts: AuthContextService,
     private readonly rateLimiter: ActorRateLimiter,
     private readonly authorization: AuthorizationService,
+    private readonly pages: ListPages,
   ) {}
 
   /**
@@ -37,8 +39,11 @@ export class Authentication {
     if (rule === undefined) return undefined;
     const context = await this.authenticate(request, rule);
     attachAuthContext(request, context);
-    if (rule.detailAsStored !== true || request.method !== 'GET') return undefined;
-    return storedDetail(request, rule, context, prefetchedOf(request), this.authorization);
+    if (request.method !== 'GET') return undefined;
+    if (rule.detailAsStored === true)
+      return storedDetail(request, rule, context, prefetchedOf(request), this.authorization);
+    if (rule.pageAsStored === true) return storedPage(request, rule, context, this.pages, this.authorization);
+    return undefined;
   }
 
   /**

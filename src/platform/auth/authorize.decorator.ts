@@ -33,6 +33,11 @@ export interface AuthorizeOptions extends Omit<EnvelopeOptions, 'list'> {
    * answered before the handler, by the authentication hook (`storedDetail`).
    */
   readonly detailAsStored?: boolean;
+  /**
+   * A list route whose handler reads its pages through `ListPages` with no row scope for an actor
+   * allowed everywhere: a cached page is answered before the handler (`storedPage`).
+   */
+  readonly pageAsStored?: boolean;
   /** A list route: the spec that parses its query, from which its parameters are documented. */
   readonly list?: ListSpec;
 }

@@ -1,7 +1,7 @@
 import { Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { map, type Observable } from 'rxjs';
-import { resourceEnvelope } from './envelope.js';
+import { listMeta, resourceEnvelope } from './envelope.js';
 import { markSecretFields } from './secret-fields.js';
 import { overrideStatus } from './status-override.js';
 import { AcceptedResponse, FeedResponse, ListResponse, NoContent, RawJson, ResourceResponse } from './responses.js';
@@ -42,18 +42,10 @@ export class EnvelopeInterceptor implements NestInterceptor {
       return undefined;
     }
     if (result instanceof ListResponse) {
-      const meta: Record<string, unknown> = { request_id: requestId };
-      if (result.cache !== undefined) meta.cache = result.cache;
-      Object.assign(meta, {
-        page: result.page,
-        page_size: result.page_size,
-        total: result.total,
-        total_exact: result.total_exact,
-        ...result.meta,
-      });
+      const meta = listMeta(requestId, result);
       if (result.items instanceof RawJson) {
         void reply.header('content-type', 'application/json; charset=utf-8');
-        return `{"success":true,"data":${result.items.json},"meta":${JSON.stringify(meta)}}`;
+        return resourceEnvelope(result.items.json, meta);
       }
       return { success: true, data: result.items, meta };
     }

@@ -188,7 +188,8 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, options: H
       }
       if (answer !== undefined) {
         contexts.set(request, { request_id: request.id, ip: request.ip, actor_id: answer.actorId });
-        void reply.header('etag', `"${answer.version}"`).header('content-type', 'application/json; charset=utf-8');
+        if (answer.version !== undefined) void reply.header('etag', `"${answer.version}"`);
+        void reply.header('content-type', 'application/json; charset=utf-8');
         return reply.send(answer.body);
       }
       if (request.headers.expect?.toLowerCase() === '100-continue') reply.raw.writeContinue();
@@ -242,10 +243,10 @@ export interface HttpOptions {
  */
 export type Authenticate = (request: FastifyRequest) => Promise<StoredAnswer | undefined>;
 
-/** A 200 the authentication hook answers by itself: the envelope, its ETag version, the actor. */
+/** A 200 the authentication hook answers by itself: the envelope, its ETag version (a detail's), the actor. */
 export interface StoredAnswer {
   readonly body: string;
-  readonly version: number;
+  readonly version?: number;
   readonly actorId: number;
 }
 

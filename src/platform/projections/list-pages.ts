@@ -57,6 +57,26 @@ export class ListPages {
     this.generations = projections.generations;
   }
 
+  /**
+   * The page of a query without a row scope if the cache holds it good now (a hit, counted), else
+   * undefined, counting nothing: the route then reads it as usual (a bad query is its 400).
+   */
+  async hit(spec: ListSpec, rawQuery: Record<string, unknown>): Promise<ListResponse<unknown> | undefined> {
+    let query: ListQuery;
+    try {
+      query = parseListQuery(spec, rawQuery);
+    } catch {
+      return undefined;
+    }
+    const pageDigest = digest(spec, query, undefined);
+    const lookup = await this.generations.pageWith(cacheKeys.listPage(pageDigest), spec.tables);
+    if (!lookup.ok || lookup.entry === undefined) return undefined;
+    const page = decodePage(lookup.entry, pageDigest, lookup.generations, query);
+    if (!(page instanceof ListResponse)) return undefined;
+    this.entries.stats.hits += 1;
+    return page;
+  }
+
   /** A page of the list route: the raw query parsed against the spec (every problem a 400). */
   async read<Row, Item = Row>(
     spec: ListSpec,

@@ -3,13 +3,15 @@ import type { AuthContext } from '../auth/auth-context.js';
 import type { AuthorizationService } from '../auth/authorization.service.js';
 import type { AuthorizeOptions } from '../auth/authorize.decorator.js';
 import type { CacheEntry } from '../cache/cache-store.js';
-import { resourceEnvelope } from '../http/envelope.js';
+import { listMeta, resourceEnvelope } from '../http/envelope.js';
+import { RawJson } from '../http/responses.js';
+import type { ListPages } from './list-pages.js';
 import type { Prefetched } from './prefetched.js';
 
-/** A detail answered from its prefetched entry: the body and the version for its ETag. */
+/** An answer from the cache as stored: the body, the version for its ETag (a detail's), the actor. */
 export interface StoredDetail {
   readonly body: string;
-  readonly version: number;
+  readonly version?: number;
   readonly actorId: number;
 }
 
@@ -65,4 +67,25 @@ function readsBack(key: string, entry: CacheEntry): boolean {
   if (checked.size >= CHECKED_MAX) checked.delete(checked.keys().next().value ?? '');
   checked.set(key, entry.json);
   return true;
+}
+
+/**
+ * A list route whose handler reads its pages through `ListPages` with no row scope for an actor
+ * allowed everywhere (`@ListRoute({ pageAsStored: true })`) answers a page the cache holds good
+ * from the authentication hook, as stored, with the `meta` the route sends for a hit. Anything else
+ * (a miss, a stale page, a bad query, an actor whose rows are filtered) goes through the route.
+ */
+export async function storedPage(
+  request: FastifyRequest,
+  rule: AuthorizeOptions,
+  context: AuthContext,
+  pages: ListPages,
+  authorization: AuthorizationService,
+): Promise<StoredDetail | undefined> {
+  if (rule.pageAsStored !== true || rule.list === undefined) return undefined;
+  if (!authorization.hasAdminAccess(context) || !authorization.decideGlobally(context, rule.permission).allowed)
+    return undefined;
+  const page = await pages.hit(rule.list, request.query as Record<string, unknown>);
+  if (page === undefined || !(page.items instanceof RawJson)) return undefined;
+  return { body: resourceEnvelope(page.items.json, listMeta(request.id, page)), actorId: context.user_id };
 }
