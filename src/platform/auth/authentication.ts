@@ -3,7 +3,8 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../http/api-error.js';
 import { attachPrefetched, prefetchedOf } from '../projections/prefetched.js';
 import { ListPages } from '../projections/list-pages.js';
-import { storedDetail, storedPage, type StoredDetail } from '../projections/stored-details.js';
+import type { StoredAnswer } from '../http/http.js';
+import { storedDetail, storedPage } from '../projections/stored-answers.js';
 import { ActorRateLimiter } from './actor-rate-limiter.js';
 import { attachAuthContext, type AuthContext } from './auth-context.js';
 import { AuthContextService } from './auth-context.service.js';
@@ -33,7 +34,7 @@ export class Authentication {
    * is read (part 4), so an unauthenticated or blocked request with a large body is answered at
    * once. The guard then finds the context on the request.
    */
-  async admit(request: FastifyRequest): Promise<StoredDetail | undefined> {
+  async admit(request: FastifyRequest): Promise<StoredAnswer | undefined> {
     const config = request.routeOptions.config as { readonly [AUTHORIZE_ROUTE_CONFIG]?: AuthorizeOptions };
     const rule = config[AUTHORIZE_ROUTE_CONFIG];
     if (rule === undefined) return undefined;

@@ -3,17 +3,11 @@ import type { AuthContext } from '../auth/auth-context.js';
 import type { AuthorizationService } from '../auth/authorization.service.js';
 import type { AuthorizeOptions } from '../auth/authorize.decorator.js';
 import type { CacheEntry } from '../cache/cache-store.js';
+import type { StoredAnswer } from '../http/http.js';
 import { listMeta, resourceEnvelope } from '../http/envelope.js';
 import { RawJson } from '../http/responses.js';
 import type { ListPages } from './list-pages.js';
 import type { Prefetched } from './prefetched.js';
-
-/** An answer from the cache as stored: the body, the version for its ETag (a detail's), the actor. */
-export interface StoredDetail {
-  readonly body: string;
-  readonly version?: number;
-  readonly actorId: number;
-}
 
 /** The JSON last found good per key: a hot record is checked once, not on every read. */
 const checked = new Map<string, string>();
@@ -34,7 +28,7 @@ export function storedDetail(
   context: AuthContext,
   prefetched: Prefetched | undefined,
   authorization: AuthorizationService,
-): StoredDetail | undefined {
+): StoredAnswer | undefined {
   if (rule.detailAsStored !== true || prefetched === undefined || request.url.includes('?')) return undefined;
   const key = rule.prefetch?.(request);
   const entry = key === undefined ? undefined : prefetched.lookup(key)?.entry;
@@ -81,7 +75,7 @@ export async function storedPage(
   context: AuthContext,
   pages: ListPages,
   authorization: AuthorizationService,
-): Promise<StoredDetail | undefined> {
+): Promise<StoredAnswer | undefined> {
   if (rule.pageAsStored !== true || rule.list === undefined) return undefined;
   if (!authorization.hasAdminAccess(context) || !authorization.decideGlobally(context, rule.permission).allowed)
     return undefined;
