@@ -19,6 +19,12 @@ export const cacheKeys = {
   listPage: (digest: string): string => `list:${digest}`,
   /** The generation of a table's list pages, bumped after every commit that wrote the table. */
   tableGeneration: (table: string): string => `table:${table}`,
+  /**
+   * Moved by every flush of the whole cache (`flushAll`), beside the shards' generations, and kept
+   * with the table generations: what is remembered outside the store under table generations (a
+   * list's total, `ListTotals`) counts only while this one is unchanged too. Not a table name.
+   */
+  flushGeneration: 'flushes',
   /** Requests of one actor in the current window. */
   actorRequests: (userId: number): string => `actor-requests:${userId}`,
   /** Failed authentications of one client address in the current window. */

@@ -1,3 +1,4 @@
+import { cacheKeys } from './cache-keys.js';
 import type { CacheEntry, CacheStore, WindowCount } from './cache-store.js';
 
 interface Slot {
@@ -90,7 +91,7 @@ export class MemoryCacheStore implements CacheStore {
 
   flushAll(): Promise<void> {
     this.slots.clear();
-    return Promise.resolve();
+    return this.bumpGenerations([cacheKeys.flushGeneration]);
   }
 
   ping(): Promise<void> {

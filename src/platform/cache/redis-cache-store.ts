@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import { CACHE_SHARDS, shardOf, storedKeys } from './cache-keys.js';
+import { CACHE_SHARDS, cacheKeys, shardOf, storedKeys } from './cache-keys.js';
 import { encodeEntry, type CacheEntry, type CacheStore, type WindowCount } from './cache-store.js';
 import { connectRedis, type RedisConnection } from './redis-connection.js';
 import {
@@ -162,10 +162,12 @@ export class RedisCacheStore implements CacheStore {
   }
 
   async flushAll(): Promise<void> {
-    // Every shard's generation moves on: what was stored under the old ones counts no more.
+    // Every shard's generation moves on: what was stored under the old ones counts no more. So
+    // does the flush generation (a table generation): totals remembered by the instances under it.
     const keys = this.shardGenerations;
-    if (!this.redis.isCluster) await this.generationScript(BUMP_GENERATIONS, keys);
-    else await Promise.all(keys.map((key) => this.generationScript(BUMP_GENERATIONS, [key])));
+    const flushes = this.tableGeneration(cacheKeys.flushGeneration);
+    if (!this.redis.isCluster) await this.generationScript(BUMP_GENERATIONS, [...keys, flushes]);
+    else await Promise.all([...keys, flushes].map((key) => this.generationScript(BUMP_GENERATIONS, [key])));
   }
 
   async ping(): Promise<void> {

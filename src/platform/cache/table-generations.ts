@@ -23,26 +23,31 @@ export class TableGenerations {
     return result.ok;
   }
 
-  /** The tables' generations now; undefined when the cache could not be asked. */
+  /**
+   * The tables' generations now, then the flush generation (`cacheKeys.flushGeneration`, moved by
+   * every flush of the whole cache): what a value remembered outside the store is kept under.
+   * Undefined when the cache could not be asked.
+   */
   async current(tables: readonly string[]): Promise<number[] | undefined> {
-    const names = tables.map((table) => cacheKeys.tableGeneration(table));
+    const names = [...tables.map((table) => cacheKeys.tableGeneration(table)), cacheKeys.flushGeneration];
     const result = await this.cache.call('mget', names.join(','), (store) => store.generations(names));
     return result.ok ? result.value : undefined;
   }
 
   /**
-   * A list page's entry with the current generations of its tables, in one round trip; `ok: false`
-   * when the cache could not be asked or list pages are not cached (the page is then read from
-   * the database: `bypass`).
+   * A list page's entry with the current generations of its tables, and the flush generation
+   * (`flushes`), in one round trip; `ok: false` when the cache could not be asked or list pages
+   * are not cached (the page is then read from the database: `bypass`).
    */
   async pageWith(
     key: string,
     tables: readonly string[],
-  ): Promise<{ ok: boolean; entry: CacheEntry | undefined; generations: number[] }> {
+  ): Promise<{ ok: boolean; entry: CacheEntry | undefined; generations: number[]; flushes?: number }> {
     if (!this.listPages) return { ok: false, entry: undefined, generations: [] };
-    const names = tables.map((table) => cacheKeys.tableGeneration(table));
+    const names = [...tables.map((table) => cacheKeys.tableGeneration(table)), cacheKeys.flushGeneration];
     const result = await this.cache.call('get', key, (store) => store.getWithGenerations(key, names));
     if (!result.ok) return { ok: false, entry: undefined, generations: [] };
-    return { ok: true, ...result.value };
+    const { entry, generations } = result.value;
+    return { ok: true, entry, generations: generations.slice(0, -1), flushes: generations.at(-1) };
   }
 }

@@ -95,9 +95,12 @@ export class ListPages {
       scope,
       present: present as Present | undefined,
       generations: lookup.ok ? lookup.generations : undefined,
-      // Pages not cached (LIST_CACHE off): their totals still are, under the tables' generations.
+      // Pages not cached (LIST_CACHE off): their totals still are, under the tables' generations
+      // and the flush generation (a flush of the whole cache, after a lost write, forgets them too).
       totalsUnder: lookup.ok
-        ? lookup.generations
+        ? lookup.flushes === undefined
+          ? undefined
+          : [...lookup.generations, lookup.flushes]
         : this.generations.listPages
           ? undefined
           : await this.generations.current(spec.tables),
@@ -153,7 +156,7 @@ export class ListPages {
     pageDigest: string,
     tables: readonly string[],
     query: Pick<ListQuery, 'page' | 'page_size'>,
-  ): Promise<{ ok: boolean; generations: number[]; hit?: ListResponse<unknown> }> {
+  ): Promise<{ ok: boolean; generations: number[]; flushes?: number; hit?: ListResponse<unknown> }> {
     const key = cacheKeys.listPage(pageDigest);
     const lookup = await this.generations.pageWith(key, tables);
     if (!lookup.ok) return lookup;

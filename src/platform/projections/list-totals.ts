@@ -22,7 +22,9 @@ const TOTALS_MAX = 2000;
  *
  * Like a cached page, a total is remembered only under generations read before the count ran: a
  * write bumps them after its commit and before its response, so a read that starts after that
- * response never takes a total counted before the write.
+ * response never takes a total counted before the write. The generations end with the flush
+ * generation: a flush of the whole cache (a write whose bump was lost, the cache epoch, the CLI's
+ * writes) moves no table generation, and must forget these totals as it drops the cached pages.
  */
 export class ListTotals {
   private readonly known = new Map<string, Counted>();

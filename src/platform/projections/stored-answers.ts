@@ -55,8 +55,14 @@ function readsBack(key: string, entry: CacheEntry): boolean {
   } catch {
     return false;
   }
+  // As the route's decoder (`objectOf({ id: 'number' })`) and its id check: a number, this record's.
   const id = (value as { id?: unknown } | null)?.id;
-  if (typeof value !== 'object' || Array.isArray(value) || String(id) !== key.slice(key.lastIndexOf(':') + 1))
+  if (
+    typeof value !== 'object' ||
+    Array.isArray(value) ||
+    typeof id !== 'number' ||
+    id !== Number(key.slice(key.lastIndexOf(':') + 1))
+  )
     return false;
   if (checked.size >= CHECKED_MAX) checked.delete(checked.keys().next().value ?? '');
   checked.set(key, entry.json);
