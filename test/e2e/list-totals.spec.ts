@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { actor, createUser, permissionId, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
+import { testCachePrefix } from '../support/test-env.js';
 import { sql } from '../support/db.js';
 import { caller } from '../support/requests.js';
 
@@ -16,7 +17,12 @@ describe('list totals remembered under their tables’ generations', () => {
   let root: Caller;
   beforeAll(async () => {
     const env = { CACHE_TIMEOUT_MS: '2000', LIST_CACHE: 'false' };
-    [a, b] = await Promise.all([startApp({ widgets: false, env }), startApp({ widgets: false, env })]);
+    // Both on a prefix of their own: their writes through the API bump table generations other specs read.
+    const cachePrefix = testCachePrefix('list-totals');
+    [a, b] = await Promise.all([
+      startApp({ widgets: false, cachePrefix, env }),
+      startApp({ widgets: false, cachePrefix, env }),
+    ]);
     root = await actor('super_admin');
   });
   afterAll(async () => {

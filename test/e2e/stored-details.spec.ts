@@ -8,9 +8,8 @@ import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { createDevice } from '../support/devices.js';
 import { caller } from '../support/requests.js';
-import { TEST_REDIS_URL } from '../support/test-env.js';
 import { withRawRedis } from '../support/redis-raw.js';
-import { testCachePrefix } from '../support/test-env.js';
+import { TEST_REDIS_URL, testCachePrefix } from '../support/test-env.js';
 
 /*
  * A detail route whose handler sends its projection as stored (`detailAsStored`) answers a plain
@@ -23,7 +22,12 @@ describe('cached details answered before the handler', () => {
   let t: TestApp;
   let root: Caller;
   beforeAll(async () => {
-    t = await startApp({ widgets: false, env: { CACHE_TIMEOUT_MS: '2000' } });
+    // A prefix of its own: its writes through the API bump table generations other specs read.
+    t = await startApp({
+      widgets: false,
+      cachePrefix: testCachePrefix('stored-details'),
+      env: { CACHE_TIMEOUT_MS: '2000' },
+    });
     root = await actor('super_admin');
   });
   afterAll(() => t.close());
@@ -112,7 +116,7 @@ describe('cached details answered before the handler', () => {
     const path = `/v1/admin/users/${user.id}`;
     const expected = (await caller(t, root).get(path).expect(200)).body.data as unknown;
     await withRawRedis(TEST_REDIS_URL, async (redis) => {
-      const stored = await redis.entryKey(testCachePrefix(), `res:user:${user.id}`);
+      const stored = await redis.entryKey(testCachePrefix('stored-details'), `res:user:${user.id}`);
       const value = (await redis.get(stored)) ?? '';
       // The other user's JSON under this user's key, at a version far ahead.
       const generation = /^\d+:/.exec(value)?.[0] ?? '';

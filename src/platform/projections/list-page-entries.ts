@@ -77,7 +77,9 @@ export function encodePage(
 
 /** Headers of pages already checked, by page, with the JSON they were read from (a hot page is checked once). */
 const checkedPages = new Map<string, { readonly json: string; readonly header: PageHeader; readonly rows: string }>();
-const CHECKED_PAGES_MAX = 1024;
+/** What the checked pages may hold in all (their JSON, counted in UTF-16 code units): 4 MB. */
+const CHECKED_PAGES_BUDGET = 2 * 1024 * 1024;
+let checkedLength = 0;
 
 /** The header and rows of a stored page, if it is one (the digest of its rows included): else `unreadable`. */
 function readPage(entry: CacheEntry, pageDigest: string): { header: PageHeader; rows: string } | 'unreadable' {
@@ -105,8 +107,7 @@ function readPage(entry: CacheEntry, pageDigest: string): { header: PageHeader; 
   )
     return 'unreadable';
   const page = { json: entry.json, header: header as PageHeader, rows };
-  if (checkedPages.size >= CHECKED_PAGES_MAX) checkedPages.delete(checkedPages.keys().next().value ?? '');
-  checkedPages.set(pageDigest, page);
+  remember(pageDigest, page);
   return page;
 }
 
@@ -132,4 +133,24 @@ export function decodePage(
     'hit',
     header.m,
   );
+}
+
+/** Keeps a checked page, dropping the oldest ones past the budget (a page larger than it is not kept). */
+function remember(
+  pageDigest: string,
+  page: { readonly json: string; readonly header: PageHeader; readonly rows: string },
+): void {
+  if (page.json.length > CHECKED_PAGES_BUDGET) return;
+  const previous = checkedPages.get(pageDigest);
+  if (previous !== undefined) {
+    checkedPages.delete(pageDigest);
+    checkedLength -= previous.json.length;
+  }
+  for (const [oldest, kept] of checkedPages) {
+    if (checkedLength + page.json.length <= CHECKED_PAGES_BUDGET) break;
+    checkedPages.delete(oldest);
+    checkedLength -= kept.json.length;
+  }
+  checkedPages.set(pageDigest, page);
+  checkedLength += page.json.length;
 }

@@ -10,13 +10,13 @@ import { caller } from '../support/requests.js';
 import { testCachePrefix } from '../support/test-env.js';
 
 /*
- * Review 2: a remembered list total (ListTotals) is kept under its tables' generations only. A
+ * A remembered list total (ListTotals) is kept under its tables' generations only. A
  * flush of the whole cache (what a lost write's after-commit work, the cache epoch and the CLI's
  * `ServerCaches` without a table list all do) moves the shard generations, not the table
  * generations: cached pages go, remembered totals stay, and a page reloaded after the flush is
  * sent (and cached again) with a total counted before the write.
  */
-describe('review2: remembered list totals after a flush of the whole cache', () => {
+describe('remembered list totals after a flush of the whole cache', () => {
   let root: Caller;
   beforeAll(async () => {
     root = await actor('super_admin');
@@ -29,7 +29,7 @@ describe('review2: remembered list totals after a flush of the whole cache', () 
   it('a CLI write that drops the whole cache (ServerCaches without tables: seed-demo) is counted on the next read (LIST_CACHE=false)', async () => {
     const t = await startApp({
       widgets: false,
-      cachePrefix: testCachePrefix('review2-totals-cli'),
+      cachePrefix: testCachePrefix('list-totals-flush-cli'),
       env: { LIST_CACHE: 'false' },
     });
     try {
@@ -50,7 +50,7 @@ describe('review2: remembered list totals after a flush of the whole cache', () 
   });
 
   it('a write through the API whose generation bump did not land (a lost write: the cache is flushed) is counted on the next read (LIST_CACHE on)', async () => {
-    const t = await startApp({ widgets: false, cachePrefix: testCachePrefix('review2-totals-lost') });
+    const t = await startApp({ widgets: false, cachePrefix: testCachePrefix('list-totals-flush-lost') });
     try {
       const tag = randomUUID().slice(0, 8);
       await createUser({ email: `r2t-${tag}-1@example.com` });

@@ -5,16 +5,20 @@ import { withRawRedis } from '../support/redis-raw.js';
 import { TEST_REDIS_URL, testCachePrefix } from '../support/test-env.js';
 
 /*
- * Review 2: the authentication hook's check of a prefetched entry (`readsBack`) must accept only
+ * the authentication hook's check of a prefetched entry (`readsBack`) must accept only
  * what the route's cache-aside read accepts (`objectOf({ id: 'number' })` and the same id): else
  * the hook sends an entry the route would have dropped and reloaded. Ids are JSON integers,
  * never strings (part 1).
  */
-describe('review2: a cached detail answered by the hook is one the route would send', () => {
+describe('a cached detail answered by the hook is one the route would send', () => {
   let t: TestApp;
   let root: Caller;
   beforeAll(async () => {
-    t = await startApp({ widgets: false, env: { CACHE_TIMEOUT_MS: '2000' } });
+    t = await startApp({
+      widgets: false,
+      cachePrefix: testCachePrefix('stored-details-edges'),
+      env: { CACHE_TIMEOUT_MS: '2000' },
+    });
     root = await actor('super_admin');
   });
   afterAll(() => t.close());
@@ -24,7 +28,7 @@ describe('review2: a cached detail answered by the hook is one the route would s
     const path = `/v1/admin/users/${user.id}`;
     const expected = (await caller(t, root).get(path).expect(200)).body.data as unknown;
     await withRawRedis(TEST_REDIS_URL, async (redis) => {
-      const stored = await redis.entryKey(testCachePrefix(), `res:user:${user.id}`);
+      const stored = await redis.entryKey(testCachePrefix('stored-details-edges'), `res:user:${user.id}`);
       const value = (await redis.get(stored)) ?? '';
       const generation = /^\d+:/.exec(value)?.[0] ?? '';
       await redis.set(stored, `${generation}999|0|${JSON.stringify({ ...(expected as object), id: String(user.id) })}`);
@@ -35,12 +39,13 @@ describe('review2: a cached detail answered by the hook is one the route would s
   });
 });
 
-describe('review2: the hook’s answer and the route’s agree on headers, paths and logging', () => {
+describe('the hook’s answer and the route’s agree on headers, paths and logging', () => {
   let t: TestApp;
   let root: Caller;
   beforeAll(async () => {
     t = await startApp({
       widgets: false,
+      cachePrefix: testCachePrefix('stored-details-cors'),
       env: { CACHE_TIMEOUT_MS: '2000', CORS_ORIGINS: 'https://portal.example.com' },
     });
     root = await actor('super_admin');
