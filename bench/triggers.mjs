@@ -1,10 +1,11 @@
 // `npm run bench:triggers`: what the database's triggers add to each kind of write, measured on a
 // throw-away database: the same transactions (the row's UPDATE and its audit event, as the
-// service writes them) with every trigger in place, then with one group disabled at a time. Each
-// figure is the median of five batches of sequential transactions, in µs per transaction.
+// service writes them) with every trigger in place and with one group disabled, batch after
+// batch in turn, so that the machine's drift falls on both sides alike. Each figure is the
+// median of seven such pairs, in µs per transaction.
 import { createBenchDatabase, withClient } from './support.mjs';
 
-const BATCH = Number(process.env.TRIGGER_BATCH ?? 400);
+const BATCH = Number(process.env.TRIGGER_BATCH ?? 200);
 const log = (line) => process.stderr.write(`[triggers] ${line}\n`);
 
 // The trigger groups, by what they keep: the event feed, the access history, the row versions.
@@ -57,10 +58,21 @@ async function batch(client, write) {
   return Number(process.hrtime.bigint() - started) / 1000 / BATCH;
 }
 
-async function median(client, write) {
-  const runs = [];
-  for (let i = 0; i < 5; i += 1) runs.push(await batch(client, write));
-  return runs.sort((a, b) => a - b)[2];
+const median = (values) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)];
+
+/** Batches with all triggers and without `triggers`, in turn: the median of each and of their differences. */
+async function paired(client, write, triggers) {
+  const all = [];
+  const differences = [];
+  for (let pair = 0; pair < 7; pair += 1) {
+    const withAll = await batch(client, write);
+    for (const [table, trigger] of triggers) await client.query(`ALTER TABLE ${table} DISABLE TRIGGER ${trigger}`);
+    const without = await batch(client, write);
+    for (const [table, trigger] of triggers) await client.query(`ALTER TABLE ${table} ENABLE TRIGGER ${trigger}`);
+    all.push(withAll);
+    differences.push(withAll - without);
+  }
+  return { all: median(all), added: median(differences) };
 }
 
 const database = await createBenchDatabase();
@@ -73,15 +85,15 @@ try {
     await client.query('INSERT INTO authorities (device_id, user_id) VALUES (1, 1)');
     const found = [];
     for (const [name, write] of Object.entries(WRITES)) {
-      await median(client, write); // warm-up
-      const all = await median(client, write);
-      const row = { write: name, 'all triggers µs': Math.round(all) };
+      await batch(client, write); // warm-up
+      const row = { write: name };
+      const totals = [];
       for (const [group, triggers] of Object.entries(GROUPS)) {
-        for (const [table, trigger] of triggers) await client.query(`ALTER TABLE ${table} DISABLE TRIGGER ${trigger}`);
-        const without = await median(client, write);
-        for (const [table, trigger] of triggers) await client.query(`ALTER TABLE ${table} ENABLE TRIGGER ${trigger}`);
-        row[`${group} µs`] = Math.round(all - without);
+        const { all, added } = await paired(client, write, triggers);
+        totals.push(all);
+        row[`${group} µs`] = Math.round(added);
       }
+      row['all triggers µs'] = Math.round(median(totals));
       log(`${name}: ${JSON.stringify(row)}`);
       found.push(row);
     }
