@@ -74,7 +74,7 @@ export function serviceEnv(databaseUrl, overrides = {}) {
 }
 
 /** The service's own V8 flags (npm start, the image's CMD): benchmarks run it as it ships. */
-export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=8'];
+export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=8', '--expose-gc'];
 
 /** Starts `node <script>` with env (its log lines into `logFile` if given) and waits until `readyUrl` answers 200. */
 export async function startChild(script, env, readyUrl, logFile) {

@@ -8,6 +8,7 @@ import { loadDotEnv } from './platform/config/dotenv.js';
 import { loadSettings, SettingsError, type Settings } from './platform/config/settings.js';
 import { resolveDatabase } from './platform/database/database-url.js';
 import { migrate } from './platform/database/migrate.js';
+import { releaseStartUpGarbage } from './platform/config/start-up-memory.js';
 
 function settingsOrExit(): Settings {
   try {
@@ -43,6 +44,7 @@ async function main(): Promise<void> {
       applied.length === 0 ? 'database schema is up to date' : `applied ${applied.length} migration(s)`,
     );
     app = await createApp({ settings, databaseUrl: database.url, log });
+    releaseStartUpGarbage();
     await app.listen({ port: settings.port, host: settings.host });
   } catch (error) {
     // Do not leave an embedded PostgreSQL behind when start-up fails (e.g. the port is taken).
