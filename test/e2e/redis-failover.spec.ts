@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from '@keyv/redis';
 import { shardOf, storedKeys } from '../../src/platform/cache/cache-keys.js';
 import { startApp, type TestApp } from '../support/app.js';
@@ -22,18 +21,25 @@ async function command(redis: OwnRedis, ...args: string[]): Promise<string> {
   }
 }
 
+/**
+ * Resolves once the replica has acknowledged everything the master holds: a gate Redis keeps
+ * itself. WAIT counts only this connection's own writes, so it writes one first.
+ */
+async function replicated(master: OwnRedis): Promise<void> {
+  const client = createClient({ url: master.url, socket: { reconnectStrategy: false } });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    await client.set('replication-probe', String(Date.now()));
+    await client.sendCommand(['WAIT', '1', '0']);
+  } finally {
+    await client.close();
+  }
+}
+
 /** A field of an INFO answer (`name:value`). */
 const field = (info: string, name: string): string | undefined =>
   new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
-
-/** Polls `condition` until it holds; fails naming `what` if it does not within `timeoutMs`. */
-async function until(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting until ${what}`);
-    await sleep(50);
-  }
-}
 
 /**
  * Part 12 on one Redis server: the service knows one address (a proxy of this test's), and what is
@@ -76,17 +82,8 @@ describe('one Redis server fails over to its replica (a master and a replica of 
     await command(master, 'CONFIG', 'SET', 'repl-diskless-sync', 'yes', 'repl-diskless-sync-delay', '0');
     await command(replica, 'CONFIG', 'SET', 'repl-diskless-load', 'on-empty-db');
     await command(replica, 'REPLICAOF', '127.0.0.1', String(portOf(master)));
-    await until('B is linked to A and synced', async () => {
-      const [mine, theirs] = await Promise.all([
-        command(replica, 'INFO', 'replication'),
-        command(master, 'INFO', 'replication'),
-      ]);
-      return (
-        field(mine, 'master_link_status') === 'up' &&
-        field(mine, 'master_sync_in_progress') === '0' &&
-        Number(field(mine, 'slave_repl_offset')) >= Number(field(theirs, 'master_repl_offset'))
-      );
-    });
+    // B acknowledges only once it is linked and its first sync is done.
+    await replicated(master);
     proxy = new TcpProxy('127.0.0.1', portOf(master), await freePort());
     await proxy.open();
     a = await start();
@@ -109,11 +106,13 @@ describe('one Redis server fails over to its replica (a master and a replica of 
       expect(await read(a, id)).toEqual({ weight: 1, cache: 'hit' });
     }
     const runIdA = field(await command(master, 'INFO', 'server'), 'run_id');
-    await until('B holds both entries at version 1', () =>
-      withRawRedis(replica.url, async (redis) =>
-        (await Promise.all([x, y].map((id) => redis.get(entryKey(id))))).every((raw) => /^\d+:1\|0\|/.test(raw ?? '')),
+    // B holds both entries at version 1 once it has acknowledged everything A has.
+    await replicated(master);
+    expect(
+      await withRawRedis(replica.url, async (redis) =>
+        (await Promise.all([x, y].map((id) => redis.get(entryKey(id))))).map((raw) => /^\d+:1\|0\|/.test(raw ?? '')),
       ),
-    );
+    ).toEqual([true, true]);
 
     // B stops taking the stream. A frozen process still receives into its socket buffer: the link is
     // cut too, so what A acknowledges from now on reaches B not at all.
@@ -157,7 +156,7 @@ describe('one Redis server fails over to its replica (a master and a replica of 
     await proxy.cut();
     proxy = new TcpProxy('127.0.0.1', portOf(replica), proxy.port);
     await proxy.open();
-    await until('the app has reconnected through the proxy to B', () => proxy.answered >= 1);
+    await proxy.firstAnswer();
 
     // Weight 1 is never served again: x's entry counts no more (a miss), then the refill hits.
     expect(await read(a, x)).toEqual({ weight: 2, cache: 'miss' });

@@ -7,7 +7,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 export class TcpProxy {
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
-  private answeredCount = 0;
+  private answer: { promise: Promise<void>; resolve: () => void } = answerGate();
 
   constructor(
     private readonly targetHost: string,
@@ -24,17 +24,17 @@ export class TcpProxy {
         socket.on('error', () => socket.destroy());
       }
       client.pipe(upstream).pipe(client);
-      upstream.once('data', () => (this.answeredCount += 1));
+      upstream.once('data', () => this.answer.resolve());
     });
     await new Promise<void>((resolve) => this.server?.listen(this.port, '127.0.0.1', resolve));
   }
 
   /**
-   * How many of the connections it relayed the server has answered at least once: a client that
-   * sends commands as it connects (a Redis client's handshake) has been answered through it.
+   * Resolves once the server has answered a connection relayed by this proxy: a client that sends
+   * commands as it connects (a Redis client's handshake) has then been answered through it.
    */
-  get answered(): number {
-    return this.answeredCount;
+  firstAnswer(): Promise<void> {
+    return this.answer.promise;
   }
 
   /** Stops accepting and severs every open connection. */
@@ -45,4 +45,10 @@ export class TcpProxy {
     this.server = undefined;
     if (server !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
+}
+
+function answerGate(): { promise: Promise<void>; resolve: () => void } {
+  let resolve: () => void = () => undefined;
+  const promise = new Promise<void>((settle) => (resolve = settle));
+  return { promise, resolve };
 }

@@ -29,10 +29,13 @@ const TOTALS_MAX = 2000;
 export class ListTotals {
   private readonly known = new Map<string, Counted>();
 
+  /** `now`: the clock expiries are judged by (a test moves its own). */
+  constructor(private readonly now: () => number = Date.now) {}
+
   get(key: string, generations: readonly number[]): ListTotal | undefined {
     const counted = this.known.get(key);
     if (counted === undefined || counted.generations !== generations.join('.')) return undefined;
-    if (counted.until !== null && Date.now() >= counted.until) return undefined;
+    if (counted.until !== null && this.now() >= counted.until) return undefined;
     return { value: counted.value, exact: counted.exact };
   }
 
