@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { JwtPayload } from 'jsonwebtoken';
+import { Recent } from '../cache/recent.js';
 
 /** Longer tokens are verified every time (a portal's are well under 1 KiB). */
 const MAX_TOKEN_LENGTH = 4096;
@@ -13,9 +14,12 @@ const MAX_TOKEN_LENGTH = 4096;
  * that verified it, so a rotated secret or a retired JWKS key verifies from scratch.
  */
 export class VerifiedTokens {
-  private readonly entries = new Map<string, { key: unknown; payload: JwtPayload }>();
+  private readonly entries: Recent<string, { key: unknown; payload: JwtPayload }>;
 
-  constructor(private readonly capacity = 10_000) {}
+  constructor(capacity = 10_000) {
+    // Oldest first: a flood of fresh tokens only costs the checks.
+    this.entries = new Recent(capacity);
+  }
 
   get(token: string, key: unknown): JwtPayload | undefined {
     const entry = this.entries.get(token);
@@ -32,11 +36,6 @@ export class VerifiedTokens {
     // Without an expiry there is nothing to re-judge cheaply: such tokens are always verified. An
     // outsized token is too (10 000 of them must not hold hundreds of megabytes).
     if (typeof payload.exp !== 'number' || !isKeyObject(key) || token.length > MAX_TOKEN_LENGTH) return;
-    if (this.entries.size >= this.capacity) {
-      // Oldest first (a Map keeps insertion order): a flood of fresh tokens only costs the checks.
-      const oldest = this.entries.keys().next();
-      if (oldest.done !== true) this.entries.delete(oldest.value);
-    }
     this.entries.set(token, { key, payload: Object.freeze({ ...payload }) });
   }
 

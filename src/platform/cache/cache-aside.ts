@@ -2,6 +2,7 @@ import type { CacheOutcome } from '../http/responses.js';
 import type { CacheEntry } from './cache-store.js';
 import type { CacheEntries } from './cache-entries.js';
 import type { Decode } from './decode.js';
+import { Recent } from './recent.js';
 
 /** Entries already read for this request (`Prefetched` in projections): a hit is used as it is. */
 export interface PrefetchedLookup {
@@ -28,7 +29,7 @@ export class CacheAside<T, Id extends string | number = number> {
    * string is not parsed again (most hits, since entries change only on writes). Frozen, as it is
    * shared by every request that reads it.
    */
-  private readonly decoded = new Map<string, { readonly json: string; readonly value: T }>();
+  private readonly decoded = new Recent<string, { readonly json: string; readonly value: T }>(DECODED_PER_KIND);
 
   constructor(
     private readonly cache: CacheEntries,
@@ -81,8 +82,6 @@ export class CacheAside<T, Id extends string | number = number> {
     if (known !== undefined && known.json === json) return known.value;
     const value = this.decode(json);
     if (value === undefined) return undefined;
-    // Bounded: the oldest key goes first (a Map iterates in insertion order).
-    if (this.decoded.size >= DECODED_PER_KIND) this.decoded.delete(this.decoded.keys().next().value ?? '');
     this.decoded.set(key, { json, value: deepFreeze(value) });
     return value;
   }

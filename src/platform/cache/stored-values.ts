@@ -1,4 +1,5 @@
 import { decodeEntry, UNREADABLE_ENTRY, type CacheEntry } from './cache-store.js';
+import { Recent } from './recent.js';
 
 /** Generations are numbers below 2^53 (the server clock in µs, then counted up): exact as JS numbers. */
 // Canonical decimals only (no leading zero), as the scripts write them: `05` would be trusted
@@ -18,8 +19,7 @@ export function trustedGeneration(raw: string | null | undefined, runId: string)
 }
 
 /** Generations as stored are few (one per shard and table) and change only on bumps: parsed once each. */
-const parsed = new Map<string, { readonly generation: string; readonly owner: string } | null>();
-const PARSED_MAX = 4096;
+const parsed = new Recent<string, { readonly generation: string; readonly owner: string } | null>(4096);
 
 function parseGeneration(raw: string): { readonly generation: string; readonly owner: string } | null {
   const known = parsed.get(raw);
@@ -29,7 +29,6 @@ function parseGeneration(raw: string): { readonly generation: string; readonly o
     match === null || Number(match[1]) >= Number.MAX_SAFE_INTEGER
       ? null
       : { generation: match[1] ?? '', owner: match[2] ?? '' };
-  if (parsed.size >= PARSED_MAX) parsed.clear();
   parsed.set(raw, result);
   return result;
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { CacheEntry } from '../cache/cache-store.js';
+import { Recent } from '../cache/recent.js';
 import type { Scope } from '../http/list/list-sql.js';
 import type { ListQuery, ListSpec } from '../http/list/list-spec.js';
 import { ListResponse, RawJson } from '../http/responses.js';
@@ -26,20 +27,19 @@ const sameGenerations = (a: readonly number[], b: readonly number[]): boolean =>
   a.length === b.length && a.every((value, index) => value === b[index]);
 
 /** Page digests already computed, per spec, by query and scope: a repeated page is not hashed again. */
-const digests = new WeakMap<ListSpec, Map<string, string>>();
+const digests = new WeakMap<ListSpec, Recent<string, string>>();
 const DIGESTS_PER_SPEC = 1024;
 
 /** A page's identity: its spec (table and columns), normalised query and row scope. */
 export function digest(spec: ListSpec, query: ListQuery, scope: Scope | undefined): string {
   const asked = JSON.stringify([query, scope?.where ?? null, scope?.params ?? null]);
-  const known = digests.get(spec) ?? new Map<string, string>();
+  const known = digests.get(spec) ?? new Recent<string, string>(DIGESTS_PER_SPEC);
   digests.set(spec, known);
   const found = known.get(asked);
   if (found !== undefined) return found;
   const computed = createHash('sha1')
     .update(JSON.stringify([spec.from, spec.select, query, scope?.where ?? null, scope?.params ?? null]))
     .digest('base64url');
-  if (known.size >= DIGESTS_PER_SPEC) known.delete(known.keys().next().value ?? '');
   known.set(asked, computed);
   return computed;
 }

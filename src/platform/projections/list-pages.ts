@@ -68,13 +68,7 @@ export class ListPages {
     } catch {
       return undefined;
     }
-    const pageDigest = digest(spec, query, undefined);
-    const lookup = await this.generations.pageWith(cacheKeys.listPage(pageDigest), spec.tables);
-    if (!lookup.ok || lookup.entry === undefined) return undefined;
-    const page = decodePage(lookup.entry, pageDigest, lookup.generations, query);
-    if (!(page instanceof ListResponse)) return undefined;
-    this.entries.stats.hits += 1;
-    return page;
+    return (await this.lookup(digest(spec, query, undefined), spec.tables, query, { countMiss: false })).hit;
   }
 
   /** A page of the list route: the raw query parsed against the spec (every problem a 400). */
@@ -156,6 +150,8 @@ export class ListPages {
     pageDigest: string,
     tables: readonly string[],
     query: Pick<ListQuery, 'page' | 'page_size'>,
+    // A caller that hands a miss on to the route (the hook) leaves counting it to the route.
+    { countMiss = true } = {},
   ): Promise<{ ok: boolean; generations: number[]; flushes?: number; hit?: ListResponse<unknown> }> {
     const key = cacheKeys.listPage(pageDigest);
     const lookup = await this.generations.pageWith(key, tables);
@@ -166,7 +162,7 @@ export class ListPages {
       this.entries.stats.hits += 1;
       return { ...lookup, hit: cached };
     }
-    this.entries.stats.misses += 1;
+    if (countMiss) this.entries.stats.misses += 1;
     // Not a page at all (its version may be anything, which would refuse every fill): removed.
     if (cached === 'unreadable' && lookup.entry !== undefined) await this.entries.dropUnreadable(key, lookup.entry);
     return lookup;

@@ -1,3 +1,5 @@
+import { Recent } from '../cache/recent.js';
+
 /** A list's total as counted: the number, and whether it is exact (part 2). */
 export interface ListTotal {
   readonly value: number;
@@ -27,7 +29,7 @@ const TOTALS_MAX = 2000;
  * writes) moves no table generation, and must forget these totals as it drops the cached pages.
  */
 export class ListTotals {
-  private readonly known = new Map<string, Counted>();
+  private readonly known = new Recent<string, Counted>(TOTALS_MAX);
 
   /** `now`: the clock expiries are judged by (a test moves its own). */
   constructor(private readonly now: () => number = Date.now) {}
@@ -40,8 +42,6 @@ export class ListTotals {
   }
 
   remember(key: string, generations: readonly number[], total: ListTotal, until: number | undefined): void {
-    this.known.delete(key);
-    if (this.known.size >= TOTALS_MAX) this.known.delete(this.known.keys().next().value ?? '');
     this.known.set(key, { ...total, generations: generations.join('.'), until: until ?? null });
   }
 }

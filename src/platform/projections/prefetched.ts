@@ -19,6 +19,13 @@ export class Prefetched implements PrefetchedLookup {
     const entry = this.entries.get(key);
     return entry === undefined ? undefined : { ok: true, entry };
   }
+
+  /** The route's one detail entry with its key, when the guard found it (what `detailOf` named). */
+  found(): { readonly key: string; readonly entry: CacheEntry } | undefined {
+    if (this.entries.size !== 1) return undefined;
+    for (const [key, entry] of this.entries) return entry === undefined ? undefined : { key, entry };
+    return undefined;
+  }
 }
 
 const byRequest = new WeakMap<FastifyRequest, Prefetched>();

@@ -57,6 +57,9 @@ export function assignments(
   return { columns, placeholders, params };
 }
 
+/** What a detail projection must be to be sent: an object with a numeric `id` (checked against its key). */
+export const DETAIL_SHAPE = { id: 'number' } as const;
+
 /** The resource as sent: every field except `version`. */
 export function withoutVersion<Row extends VersionedRow>(row: Row): Omit<Row, 'version'> {
   const { version: _version, ...resource } = row;
@@ -91,7 +94,7 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
         const row = await projections.load((db) => this.find(db, id));
         return row === undefined ? undefined : this.entryOf(row);
       },
-      objectOf<Omit<Row, 'version'>>({ id: 'number' }),
+      objectOf<Omit<Row, 'version'>>(DETAIL_SHAPE),
       (value) => value.id,
     );
   }

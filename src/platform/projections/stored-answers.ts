@@ -3,15 +3,19 @@ import type { AuthContext } from '../auth/auth-context.js';
 import type { AuthorizationService } from '../auth/authorization.service.js';
 import type { AuthorizeOptions } from '../auth/authorize.decorator.js';
 import type { CacheEntry } from '../cache/cache-store.js';
+import { objectOf } from '../cache/decode.js';
+import { Recent } from '../cache/recent.js';
 import type { StoredAnswer } from '../http/http.js';
 import { listMeta, resourceEnvelope } from '../http/envelope.js';
 import { RawJson } from '../http/responses.js';
 import type { ListPages } from './list-pages.js';
+import { DETAIL_SHAPE } from './resource-table.js';
 import type { Prefetched } from './prefetched.js';
 
 /** The JSON last found good per key: a hot record is checked once, not on every read. */
-const checked = new Map<string, string>();
-const CHECKED_MAX = 4096;
+const checked = new Recent<string, string>(4096);
+/** The route's own check of a detail projection (`ResourceTable`). */
+const DECODE_DETAIL = objectOf<{ id: number }>(DETAIL_SHAPE);
 
 /**
  * A detail route whose handler sends its prefetched projection as stored (`@Authorize({ prefetch,
@@ -29,15 +33,15 @@ export function storedDetail(
   prefetched: Prefetched | undefined,
   authorization: AuthorizationService,
 ): StoredAnswer | undefined {
-  if (rule.detailAsStored !== true || prefetched === undefined || request.url.includes('?')) return undefined;
-  const key = rule.prefetch?.(request);
-  const entry = key === undefined ? undefined : prefetched.lookup(key)?.entry;
-  if (key === undefined || entry === undefined || entry.deleted || !readsBack(key, entry)) return undefined;
+  if (rule.detailAsStored !== true || request.url.includes('?')) return undefined;
+  // The entry the authentication's round trip fetched for this route, under the key it named.
+  const found = prefetched?.found();
+  if (found === undefined || found.entry.deleted || !readsBack(found.key, found.entry)) return undefined;
   if (!authorization.hasAdminAccess(context) || !authorization.decideGlobally(context, rule.permission).allowed)
     return undefined;
   return {
-    body: resourceEnvelope(entry.json, { request_id: request.id, cache: 'hit' }),
-    version: entry.version,
+    body: resourceEnvelope(found.entry.json, { request_id: request.id, cache: 'hit' }),
+    version: found.entry.version,
     actorId: context.user_id,
   };
 }
@@ -49,22 +53,8 @@ export function storedDetail(
 function readsBack(key: string, entry: CacheEntry): boolean {
   if (entry.json === '') return false;
   if (checked.get(key) === entry.json) return true;
-  let value: unknown;
-  try {
-    value = JSON.parse(entry.json);
-  } catch {
-    return false;
-  }
-  // As the route's decoder (`objectOf({ id: 'number' })`) and its id check: a number, this record's.
-  const id = (value as { id?: unknown } | null)?.id;
-  if (
-    typeof value !== 'object' ||
-    Array.isArray(value) ||
-    typeof id !== 'number' ||
-    id !== Number(key.slice(key.lastIndexOf(':') + 1))
-  )
-    return false;
-  if (checked.size >= CHECKED_MAX) checked.delete(checked.keys().next().value ?? '');
+  const value = DECODE_DETAIL(entry.json);
+  if (value === undefined || value.id !== Number(key.slice(key.lastIndexOf(':') + 1))) return false;
   checked.set(key, entry.json);
   return true;
 }
