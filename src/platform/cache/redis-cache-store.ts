@@ -90,7 +90,7 @@ export class RedisCacheStore implements CacheStore {
   }
 
   async deleteIfSame(key: string, entry: CacheEntry): Promise<boolean> {
-    const deleted = await this.redis.eval(DELETE_IF_SAME, [this.entryKey(key)], [entry.raw ?? encodeEntry(entry)]);
+    const deleted = await this.redis.eval(DELETE_IF_SAME, [this.storedPair(key)[1]], [entry.raw ?? encodeEntry(entry)]);
     return deleted === 1;
   }
 
@@ -147,11 +147,7 @@ export class RedisCacheStore implements CacheStore {
     if (!this.redis.isCluster) {
       const identity = await this.redis.identity();
       const tables = names.map(this.tableGeneration);
-      const [shard, stored, ...found] = await this.mget(identity, [
-        this.generationKey(key),
-        this.entryKey(key),
-        ...tables,
-      ]);
+      const [shard, stored, ...found] = await this.mget(identity, [...this.storedPair(key), ...tables]);
       const generation = trustedGeneration(shard, identity.runId);
       const generations = found.map((raw) => trustedGeneration(raw, identity.runId));
       if (generation !== undefined && generations.every((one) => one !== undefined))
@@ -191,7 +187,7 @@ export class RedisCacheStore implements CacheStore {
           await this.script(
             identity,
             GET_MANY,
-            batch.flatMap(({ item }) => [this.generationKey(item), this.entryKey(item)]),
+            batch.flatMap(({ item }) => this.storedPair(item)),
             [],
           ),
         );
@@ -214,7 +210,7 @@ export class RedisCacheStore implements CacheStore {
           await this.script(
             identity,
             SET_MANY_IF_NOT_OLDER,
-            batch.flatMap(({ item: [key] }) => [this.generationKey(key), this.entryKey(key)]),
+            batch.flatMap(({ item: [key] }) => this.storedPair(key)),
             [String(ttlMs), ...batch.flatMap(({ item: [, entry] }) => [String(entry.version), encodeEntry(entry)])],
           ),
         );
@@ -261,14 +257,6 @@ export class RedisCacheStore implements CacheStore {
   private storedPair(key: string): [string, string] {
     const shard = shardOf(key);
     return [this.shardGenerations[shard] ?? '', `${this.shardHeads[shard] ?? ''}${key}`];
-  }
-
-  private generationKey(key: string): string {
-    return this.shardGenerations[shardOf(key)] ?? '';
-  }
-
-  private entryKey(key: string): string {
-    return storedKeys.entry(this.prefix, key);
   }
 
   private readonly tableGeneration = (name: string): string => storedKeys.tableGeneration(this.prefix, name);
