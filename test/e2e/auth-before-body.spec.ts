@@ -10,31 +10,44 @@ const ANNOUNCED_BYTES = 6_800_000;
  * never comes, and the test times out); one that authenticates first answers at once.
  */
 function postWithHeldBody(port: number, path: string, authorization: string) {
-  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+  const head = [
+    `POST ${path} HTTP/1.1`,
+    'Host: 127.0.0.1',
+    `Authorization: ${authorization}`,
+    'Content-Type: application/json',
+    `Content-Length: ${ANNOUNCED_BYTES}`,
+    '',
+    `{"items":[${'1,'.repeat(500)}`,
+  ].join('\r\n');
+  return talk(port, head, (received, headerEnd) => {
+    const length = Number(/content-length: (\d+)/i.exec(received.slice(0, headerEnd))?.[1] ?? NaN);
+    const body = received.slice(headerEnd + 4);
+    return Buffer.byteLength(body) < length ? undefined : { status: Number(received.slice(9, 12)), body };
+  });
+}
+
+/**
+ * Writes `text` on a connection of its own and answers what `answer` makes of what came back once
+ * it says it has enough (headers received, then as it likes); the connection is then dropped.
+ */
+function talk<T>(
+  port: number,
+  text: string,
+  answer: (received: string, headerEnd: number) => T | undefined,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
     const socket: Socket = connect(port, '127.0.0.1');
     let received = '';
     socket.on('error', reject);
     socket.on('data', (chunk: Buffer) => {
       received += chunk.toString('utf8');
       const headerEnd = received.indexOf('\r\n\r\n');
-      if (headerEnd < 0) return;
-      const length = Number(/content-length: (\d+)/i.exec(received.slice(0, headerEnd))?.[1] ?? NaN);
-      const body = received.slice(headerEnd + 4);
-      if (Buffer.byteLength(body) < length) return;
+      const result = headerEnd < 0 ? undefined : answer(received, headerEnd);
+      if (result === undefined) return;
       socket.destroy();
-      resolve({ status: Number(received.slice(9, 12)), body });
+      resolve(result);
     });
-    socket.write(
-      [
-        `POST ${path} HTTP/1.1`,
-        'Host: 127.0.0.1',
-        `Authorization: ${authorization}`,
-        'Content-Type: application/json',
-        `Content-Length: ${ANNOUNCED_BYTES}`,
-        '',
-        `{"items":[${'1,'.repeat(500)}`,
-      ].join('\r\n'),
-    );
+    socket.write(text);
   });
 }
 
@@ -125,17 +138,5 @@ function expectContinue(authorization: string): string {
 
 /** Writes `text` and answers the first status line and headers the server sends back. */
 function exchange(port: number, text: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket: Socket = connect(port, '127.0.0.1');
-    let received = '';
-    socket.on('error', reject);
-    socket.on('data', (chunk: Buffer) => {
-      received += chunk.toString('utf8');
-      const headerEnd = received.indexOf('\r\n\r\n');
-      if (headerEnd < 0) return;
-      socket.destroy();
-      resolve(received.slice(0, headerEnd));
-    });
-    socket.write(text);
-  });
+  return talk(port, text, (received, headerEnd) => received.slice(0, headerEnd));
 }
