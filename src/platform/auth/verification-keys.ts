@@ -74,31 +74,32 @@ function jwksKeys(url: string): VerificationKeys {
   const { JwksClient } = createRequire(import.meta.url)('jwks-rsa') as { JwksClient: typeof Jwks };
   const client = new JwksClient({ jwksUri: url, cache: false, rateLimit: false, timeout: 3000 });
   let keys = new Map<string, KeyObject>();
+  // When the key set in hand was fetched (the fetch's start), and when a fetch was last tried.
   let fetchedAt = 0;
+  let triedAt = 0;
   let refreshing: Promise<void> | undefined;
   const absent = new Map<string, number>();
 
   const refresh = (): Promise<void> => {
     refreshing ??= (async () => {
-      const wait = fetchedAt + REFRESH_INTERVAL_MS - Date.now();
+      const wait = triedAt + REFRESH_INTERVAL_MS - Date.now();
       if (wait > 0) await sleep(wait);
       // When the fetch started: only a set fetched after a token arrived can prove its kid absent.
+      // A fetch that failed proves nothing: it paces the next try, it does not count as fetched.
       const started = Date.now();
-      try {
-        const signing = await client.getSigningKeys();
-        // An unchanged key keeps its KeyObject: tokens it verified stay remembered (VerifiedTokens).
-        const previous = keys;
-        keys = new Map(
-          signing.map((key) => {
-            const pem = key.getPublicKey();
-            const kept = previous.get(key.kid ?? '');
-            const same = kept !== undefined && kept.export({ type: 'spki', format: 'pem' }) === pem;
-            return [key.kid ?? '', same ? kept : createPublicKey(pem)];
-          }),
-        );
-      } finally {
-        fetchedAt = started;
-      }
+      triedAt = started;
+      const signing = await client.getSigningKeys();
+      // An unchanged key keeps its KeyObject: tokens it verified stay remembered (VerifiedTokens).
+      const previous = keys;
+      keys = new Map(
+        signing.map((key) => {
+          const pem = key.getPublicKey();
+          const kept = previous.get(key.kid ?? '');
+          const same = kept !== undefined && kept.export({ type: 'spki', format: 'pem' }) === pem;
+          return [key.kid ?? '', same ? kept : createPublicKey(pem)];
+        }),
+      );
+      fetchedAt = started;
     })().finally(() => {
       refreshing = undefined;
     });
