@@ -1,45 +1,10 @@
-import { createClient } from '@keyv/redis';
 import { shardOf, storedKeys } from '../../src/platform/cache/cache-keys.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { withRawRedis } from '../support/redis-raw.js';
 import { freePort, OwnRedis } from '../support/redis-server.js';
+import { command, field, follow, portOf, replicated, stampOf } from '../support/redis-replication.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { testCachePrefix } from '../support/test-env.js';
-
-const portOf = (redis: OwnRedis): number => Number(new URL(redis.url).port);
-
-/** One command to a server of this test's, on a connection of its own (no reconnects: a dead server fails it). */
-async function command(redis: OwnRedis, ...args: string[]): Promise<string> {
-  const client = createClient({ url: redis.url, socket: { reconnectStrategy: false } });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    const reply: unknown = await client.sendCommand(args);
-    return typeof reply === 'string' || typeof reply === 'number' ? String(reply) : JSON.stringify(reply);
-  } finally {
-    await client.close();
-  }
-}
-
-/**
- * Resolves once the replica has acknowledged everything the master holds: a gate Redis keeps
- * itself. WAIT counts only this connection's own writes, so it writes one first.
- */
-async function replicated(master: OwnRedis): Promise<void> {
-  const client = createClient({ url: master.url, socket: { reconnectStrategy: false } });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    await client.set('replication-probe', String(Date.now()));
-    await client.sendCommand(['WAIT', '1', '0']);
-  } finally {
-    await client.close();
-  }
-}
-
-/** A field of an INFO answer (`name:value`). */
-const field = (info: string, name: string): string | undefined =>
-  new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
 
 /**
  * Part 12 on one Redis server: the service knows one address (a proxy of this test's), and what is
@@ -77,11 +42,7 @@ describe('one Redis server fails over to its replica (a master and a replica of 
 
   beforeAll(async () => {
     [master, replica] = await Promise.all([OwnRedis.start(), OwnRedis.start()]);
-    // The first full sync at once (not after the default 5 s of waiting for more replicas), and
-    // through memory only: a sync through disk would leave a dump.rdb in the working directory.
-    await command(master, 'CONFIG', 'SET', 'repl-diskless-sync', 'yes', 'repl-diskless-sync-delay', '0');
-    await command(replica, 'CONFIG', 'SET', 'repl-diskless-load', 'on-empty-db');
-    await command(replica, 'REPLICAOF', '127.0.0.1', String(portOf(master)));
+    await follow(replica, master);
     // B acknowledges only once it is linked and its first sync is done.
     await replicated(master);
     proxy = new TcpProxy('127.0.0.1', portOf(master), await freePort());
@@ -105,7 +66,7 @@ describe('one Redis server fails over to its replica (a master and a replica of 
       await read(a, id);
       expect(await read(a, id)).toEqual({ weight: 1, cache: 'hit' });
     }
-    const runIdA = field(await command(master, 'INFO', 'server'), 'run_id');
+    const stampA = await stampOf(master);
     // B holds both entries at version 1 once it has acknowledged everything A has.
     await replicated(master);
     expect(
@@ -128,9 +89,9 @@ describe('one Redis server fails over to its replica (a master and a replica of 
     replica.resume();
     await command(replica, 'REPLICAOF', 'NO', 'ONE');
     expect(field(await command(replica, 'INFO', 'replication'), 'role')).toBe('master');
-    const runIdB = field(await command(replica, 'INFO', 'server'), 'run_id');
-    expect(runIdB).toMatch(/^\w+$/);
-    expect(runIdB).not.toBe(runIdA);
+    const stampB = await stampOf(replica);
+    expect(stampB).toMatch(/^\w{80}$/);
+    expect(stampB).not.toBe(stampA);
 
     // B still holds both entries at version 1 (weight 1), under the generation A wrote.
     const stale = await withRawRedis(replica.url, (redis) =>
@@ -145,7 +106,7 @@ describe('one Redis server fails over to its replica (a master and a replica of 
       const [, n, json] = /^(\d+):1\|0\|(.*)$/s.exec(entry ?? '') ?? [];
       expect(n).toBeDefined();
       expect((JSON.parse(json ?? 'null') as { weight?: number } | null)?.weight).toBe(1);
-      expect(generation).toBe(`${n}@${runIdA}`);
+      expect(generation).toBe(`${n}@${stampA}`);
       return Number(n);
     });
 
@@ -168,16 +129,16 @@ describe('one Redis server fails over to its replica (a master and a replica of 
     expect(await read(a, y)).toEqual({ weight: 2, cache: 'hit' });
     expect(await read(c, x)).toEqual({ weight: 2, cache: 'hit' });
 
-    // Both shards' generations restarted above A's, under B's run id.
+    // Both shards' generations restarted above A's, under B's stamp.
     const restarted = await withRawRedis(replica.url, (redis) =>
       Promise.all([x, y].map((id) => redis.get(generationKey(id)))),
     );
     restarted.forEach((generation, index) => {
       const [, n, owner] = /^(\d+)@(\w+)$/.exec(generation ?? '') ?? [];
-      expect(owner).toBe(runIdB);
+      expect(owner).toBe(stampB);
       expect(Number(n)).toBeGreaterThan(oldGenerations[index] ?? Number.POSITIVE_INFINITY);
     });
-    // Neither instance saw a failed cache call: the misses come from the run id, not from a flush.
+    // Neither instance saw a failed cache call: the misses come from the stamp, not from a flush.
     for (const t of [a, c]) {
       const stats = (await t.http().get('/health/ready').expect(200)).body.data.cache_stats as { failures: number };
       expect(stats.failures).toBe(0);

@@ -58,16 +58,16 @@ describe('stored values: what a plain read of one Redis server may trust', () =>
   });
 });
 
-/** A run id question the test answers when it chooses. */
-function gatedQuestions(): { ask: () => Promise<string>; answer: (runId: string) => void; asked: () => number } {
-  const pending: ((runId: string) => void)[] = [];
+/** A stamp question the test answers when it chooses. */
+function gatedQuestions(): { ask: () => Promise<string>; answer: (stamp: string) => void; asked: () => number } {
+  const pending: ((stamp: string) => void)[] = [];
   let asked = 0;
   return {
     ask: () => {
       asked += 1;
       return new Promise((resolve) => pending.push(resolve));
     },
-    answer: (runId) => pending.shift()?.(runId),
+    answer: (stamp) => pending.shift()?.(stamp),
     asked: () => asked,
   };
 }
@@ -79,9 +79,9 @@ describe('ServerIdentity: the server behind a connection, asked once per connect
     const first = server.current();
     const second = server.current();
     questions.answer('abc123');
-    expect(await first).toEqual({ runId: 'abc123', connection: 0 });
-    expect(await second).toEqual({ runId: 'abc123', connection: 0 });
-    expect(server.current()).toEqual({ runId: 'abc123', connection: 0 });
+    expect(await first).toEqual({ stamp: 'abc123', connection: 0 });
+    expect(await second).toEqual({ stamp: 'abc123', connection: 0 });
+    expect(server.current()).toEqual({ stamp: 'abc123', connection: 0 });
     expect(questions.asked()).toBe(1);
   });
 
@@ -96,7 +96,7 @@ describe('ServerIdentity: the server behind a connection, asked once per connect
     const after = server.current();
     questions.answer('new');
     const current = await after;
-    expect(current.runId).toBe('new');
+    expect(current.stamp).toBe('new');
     expect(server.still(current)).toBe(true);
     expect(questions.asked()).toBe(2);
   });
@@ -110,10 +110,29 @@ describe('ServerIdentity: the server behind a connection, asked once per connect
     await expect(asking).rejects.toThrow('changed');
     const again = server.current();
     questions.answer('new');
-    expect((await again).runId).toBe('new');
+    expect((await again).stamp).toBe('new');
   });
 
-  it('asks again after a failed question, and never takes an empty run id', async () => {
+  it('asks again on the same connection when a generation was not under its stamp (a first replica attached)', async () => {
+    const questions = gatedQuestions();
+    const server = new ServerIdentity(questions.ask);
+    const asking = server.current();
+    questions.answer('run1repl1');
+    const learned = await asking;
+    // A recheck of an identity that is no longer the known one (asked again already) changes nothing.
+    server.recheck({ stamp: 'other', connection: 0 });
+    expect(server.current()).toBe(learned);
+    server.recheck(learned);
+    const again = server.current();
+    questions.answer('run1repl2');
+    const current = await again;
+    expect(current).toEqual({ stamp: 'run1repl2', connection: 0 });
+    // Not a reconnect: calls made under the first stamp still count.
+    expect(server.still(learned)).toBe(true);
+    expect(questions.asked()).toBe(2);
+  });
+
+  it('asks again after a failed question, and never takes an empty stamp', async () => {
     let calls = 0;
     const server = new ServerIdentity(() => {
       calls += 1;
@@ -121,6 +140,6 @@ describe('ServerIdentity: the server behind a connection, asked once per connect
     });
     await expect(server.current()).rejects.toThrow('offline');
     await expect(server.current()).rejects.toThrow();
-    expect((await server.current()).runId).toBe('abc');
+    expect((await server.current()).stamp).toBe('abc');
   });
 });

@@ -54,7 +54,7 @@ export function shardOf(key: string): number {
  * generation and its entries together. The prefix itself never holds a brace (CACHE_KEY_PREFIX).
  */
 export const storedKeys = {
-  /** A shard's cache generation (`<n>@<run id>`); its entries count only while stored under it. */
+  /** A shard's cache generation (`<n>@<stamp>`: run id, replication id); its entries count only while stored under it. */
   shardGeneration: (prefix: string, shard: number): string => `${prefix}{s${shard}}:generation`,
   /** What the stored keys of a shard's entries start with; the logical key follows. */
   shardHead: (prefix: string, shard: number): string => `${prefix}{s${shard}}:e:`,

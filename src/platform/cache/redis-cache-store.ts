@@ -34,9 +34,10 @@ const asArray = (raw: unknown): unknown[] => (Array.isArray(raw) ? (raw as unkno
  * under that shard's current generation (ARCHITECTURE.md, the cache-aside wrapper).
  *
  * On one server a read is a single plain MGET of the entries and their shards' generations,
- * checked here against the server's run id as learned on this connection; only a generation this
- * server did not write (a failover, a restart, an eviction) sends the read through a script,
- * which restarts it. Writes are scripts, called by SHA. On a cluster every call is a script per
+ * checked here against the server's stamp (run id and replication id) as learned on this
+ * connection; only a generation under another stamp (a failover, a restart, an eviction, a first
+ * replica) sends the read through a script, which restarts it or finds it the server's own, and
+ * has the stamp asked again. Writes are scripts, called by SHA. On a cluster every call is a script per
  * shard (in parallel), each asking its own node who it is, so no call ever crosses a hash slot.
  */
 export class RedisCacheStore implements CacheStore {
@@ -73,11 +74,12 @@ export class RedisCacheStore implements CacheStore {
       );
       const found: (CacheEntry | undefined)[] = [];
       for (let i = 0; i < keys.length; i += 1) {
-        const generation = trustedGeneration(stored[2 * i], identity.runId);
+        const generation = trustedGeneration(stored[2 * i], identity.stamp);
         if (generation === undefined) break;
         found.push(entryUnder(stored[2 * i + 1], generation));
       }
       if (found.length === keys.length) return found;
+      this.redis.recheck(identity);
     }
     return this.getManyByScript(identity, keys);
   }
@@ -127,8 +129,9 @@ export class RedisCacheStore implements CacheStore {
     const keys = names.map(this.tableGeneration);
     if (!this.redis.isCluster) {
       const identity = await this.redis.identity();
-      const known = (await this.mget(identity, keys)).map((raw) => trustedGeneration(raw, identity.runId));
+      const known = (await this.mget(identity, keys)).map((raw) => trustedGeneration(raw, identity.stamp));
       if (known.every((generation) => generation !== undefined)) return known.map(Number);
+      this.redis.recheck(identity);
     }
     // All table generations share one slot: one call reads (and restarts) them all.
     return (await this.generationScript(READ_GENERATIONS, keys)).map(Number);
@@ -148,10 +151,11 @@ export class RedisCacheStore implements CacheStore {
       const identity = await this.redis.identity();
       const tables = names.map(this.tableGeneration);
       const [shard, stored, ...found] = await this.mget(identity, [...this.storedPair(key), ...tables]);
-      const generation = trustedGeneration(shard, identity.runId);
-      const generations = found.map((raw) => trustedGeneration(raw, identity.runId));
+      const generation = trustedGeneration(shard, identity.stamp);
+      const generations = found.map((raw) => trustedGeneration(raw, identity.stamp));
       if (generation !== undefined && generations.every((one) => one !== undefined))
         return { entry: entryUnder(stored, generation), generations: generations.map(Number) };
+      this.redis.recheck(identity);
     }
     const [entry, generations] = await Promise.all([this.get(key), this.generations(names)]);
     return { entry, generations };
@@ -225,14 +229,14 @@ export class RedisCacheStore implements CacheStore {
     return asArray(await this.script(await this.redis.identity(), script, keys, []));
   }
 
-  /** A script told the server's run id; its answer counts only if no reconnect happened meanwhile. */
+  /** A script told the server's stamp; its answer counts only if no reconnect happened meanwhile. */
   private async script(
     identity: Identity,
     script: RedisScript,
     keys: readonly string[],
     args: readonly string[],
   ): Promise<unknown> {
-    const answer = await this.redis.eval(script, keys, [identity.runId, ...args]);
+    const answer = await this.redis.eval(script, keys, [identity.stamp, ...args]);
     if (!this.redis.still(identity)) throw new Error('the redis connection changed during the call');
     return answer;
   }

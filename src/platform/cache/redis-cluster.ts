@@ -8,7 +8,7 @@ import type { Identity } from './server-identity.js';
 
 type Cluster = ReturnType<typeof createCluster>;
 
-const NO_IDENTITY: Identity = Object.freeze({ runId: '', connection: 0 });
+const NO_IDENTITY: Identity = Object.freeze({ stamp: '', connection: 0 });
 
 /**
  * A Redis Cluster through the node-redis cluster client. The client re-reads the slot map only on
@@ -73,6 +73,10 @@ export class ClusterConnection implements RedisConnection {
 
   still(): boolean {
     return true;
+  }
+
+  recheck(): void {
+    // Nothing learned to ask again: every script asks its node.
   }
 
   async *scan(pattern: string): AsyncIterable<string[]> {

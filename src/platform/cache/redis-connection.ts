@@ -13,10 +13,12 @@ export interface RedisConnection {
   eval(script: RedisScript, keys: readonly string[], args?: readonly string[]): Promise<unknown>;
   /** Plain MGET on one server (keys of any slot); a cluster refuses it. */
   mget(keys: readonly string[]): Promise<(string | null)[]>;
-  /** The server behind the current connection (run id '' on a cluster: its scripts ask the server). */
+  /** The server behind the current connection (stamp '' on a cluster: its scripts ask the server). */
   identity(): Identity | Promise<Identity>;
   /** Whether the connection `identity` was learned on is still the one in use (no reconnect since). */
   still(identity: Identity): boolean;
+  /** A generation was not under `identity`'s stamp: it may be out of date, asked again before the next call. */
+  recheck(identity: Identity): void;
   /** The keys matching `pattern` on every master, in batches. */
   scan(pattern: string): AsyncIterable<string[]>;
   /** Answers when every master answers. */

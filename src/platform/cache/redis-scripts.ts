@@ -14,16 +14,22 @@ function script(lua: string): RedisScript {
 // the table generations), so they run unchanged on Redis Cluster (see storedKeys). Reads of a
 // single server do not need them: they are plain MGETs checked in the service (stored-values.ts).
 //
-// A generation is stored as `<n>@<run id>`: the number, and the run id of the Redis server that
-// wrote it. A generation written by another server is not trusted: after a failover the promoted
-// replica may lack the last writes its old master acknowledged (replication is asynchronous), an
-// invalidation among them, and a restarted server may have come back from an old snapshot. Such a
-// generation, a missing one (evicted) and a corrupted one all restart above anything they could
-// have reached: the server clock in microseconds (or one more than the old value, if that is
-// higher). Never from 0 or 1, whose entries may still exist.
+// A generation is stored as `<n>@<stamp>`: the number, and the stamp of the Redis server that
+// wrote it, its run id followed by its replication id. A generation written under another stamp
+// is not trusted: after a failover the promoted replica may lack the last writes its old master
+// acknowledged (replication is asynchronous), an invalidation among them; a restarted server may
+// have come back from an old snapshot; and a master demoted, resynced from the promoted replica
+// and promoted back (same process, same run id) holds that replica's data, whose generations it
+// wrote itself before it lost the invalidation. Every promotion starts a new replication id, and
+// every start a new run id. Such a generation, a missing one (evicted) and a corrupted one all
+// restart above anything they could have reached: the server clock in microseconds (or one more
+// than the old value, if that is higher). Never from 0 or 1, whose entries may still exist.
 //
-// ARGV[1] of every generation script is the server's run id as the caller learned it on this very
-// connection (ServerIdentity), or '' to have the script ask the server itself (INFO, on a cluster).
+// ARGV[1] of every generation script is the server's stamp as the caller learned it on this very
+// connection (ServerIdentity), or '' on a cluster. A generation under another stamp than ARGV[1]
+// is checked against the server's own (INFO): a master's replication id also changes when its
+// first replica attaches, and an instance that learned the old one must neither restart what the
+// others wrote under the new one nor have its own restarted by them, back and forth.
 //
 // Every key of the service holds a string. One that holds another type (a stray LPUSH on it) fails
 // every command a script sends it, and each failure counts against the whole cache (the breaker,
@@ -48,8 +54,18 @@ local function clock()
   local now = redis.call('TIME')
   return tonumber(now[1]) * 1000000 + tonumber(now[2])
 end
-local self = ARGV[1]
-if self == '' then self = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)') end
+local given = ARGV[1]
+local actual
+local function server()
+  if not actual then
+    local info = redis.call('INFO', 'server', 'replication')
+    actual = (string.match(info, 'run_id:(%w+)') or '') .. (string.match(info, 'master_replid:(%w+)') or '')
+  end
+  return actual
+end
+local function trusted(owner)
+  return owner ~= nil and (owner == given or owner == server())
+end
 local function parse(raw)
   local digits, owner = string.match(raw or '', '^(%d+)@(%w+)$')
   local n = tonumber(digits)
@@ -58,19 +74,19 @@ local function parse(raw)
   if string.format('%.0f', n) ~= digits then return n, nil end
   return n, owner
 end
-local function store(key, n)
-  redis.call('SET', key, string.format('%.0f@%s', n, self))
+local function store(key, n, stamp)
+  redis.call('SET', key, string.format('%.0f@%s', n, stamp))
   return string.format('%.0f', n)
 end
 local function generation(key)
   local n, owner = parse(value(key))
-  if n and owner == self then return string.format('%.0f', n) end
-  return store(key, math.max(clock(), (n or 0) + 1))
+  if n and trusted(owner) then return string.format('%.0f', n) end
+  return store(key, math.max(clock(), (n or 0) + 1), server())
 end
 local function bump(key)
   local n, owner = parse(value(key))
-  if n and owner == self then return store(key, n + 1) end
-  return store(key, math.max(clock(), (n or 0) + 1))
+  if n and trusted(owner) then return store(key, n + 1, owner) end
+  return store(key, math.max(clock(), (n or 0) + 1), server())
 end
 `;
 
@@ -87,7 +103,7 @@ end
 `;
 
 /**
- * Each entry (ARGV: the run id) as stored when it belongs to its shard's current generation or is
+ * Each entry (ARGV: the server's stamp) as stored when it belongs to its shard's current generation or is
  * not an entry at all (the caller drops it), false under another generation.
  */
 export const GET_MANY = script(`${ENTRIES}
@@ -105,7 +121,7 @@ return found`);
 
 /**
  * Compare-and-set: an entry built from an older row version never replaces a newer one of the same
- * generation. ARGV = run id, ttl, then (version, entry) per pair of KEYS; answers 1 or 0 per entry.
+ * generation. ARGV = the server's stamp, ttl, then (version, entry) per pair of KEYS; answers 1 or 0 per entry.
  */
 export const SET_MANY_IF_NOT_OLDER = script(`${ENTRIES}
 local result = {}
@@ -128,13 +144,13 @@ export const DELETE_IF_SAME = script(`${VALUE}
 if value(KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`);
 
-/** The named generations (KEYS), each as a decimal string. ARGV = run id. */
+/** The named generations (KEYS), each as a decimal string. ARGV = the server's stamp. */
 export const READ_GENERATIONS = script(`${GENERATIONS}
 local found = {}
 for i = 1, #KEYS do found[i] = generation(KEYS[i]) end
 return found`);
 
-/** Adds one to each named generation (KEYS); answers the new values. ARGV = run id. */
+/** Adds one to each named generation (KEYS); answers the new values. ARGV = the server's stamp. */
 export const BUMP_GENERATIONS = script(`${GENERATIONS}
 local found = {}
 for i = 1, #KEYS do found[i] = bump(KEYS[i]) end

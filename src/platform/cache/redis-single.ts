@@ -22,7 +22,7 @@ export class SingleConnection implements RedisConnection {
     const warn = throttledWarn(logger);
     this.client = createClient({ url, disableOfflineQueue: true, socket: SOCKET });
     this.client.on('error', (error: unknown) => warn('redis connection error', error));
-    this.server = new ServerIdentity(async () => /run_id:(\w+)/.exec(await this.client.info('server'))?.[1] ?? '');
+    this.server = new ServerIdentity(() => this.askStamp());
     for (const event of CONNECTION_EVENTS) this.client.on(event, () => this.server.changed());
     this.connecting = this.client.connect().then(
       () => {
@@ -54,6 +54,10 @@ export class SingleConnection implements RedisConnection {
     return this.server.still(identity);
   }
 
+  recheck(identity: Identity): void {
+    this.server.recheck(identity);
+  }
+
   async *scan(pattern: string): AsyncIterable<string[]> {
     yield* this.client.scanIterator({ MATCH: pattern, COUNT: 1000 });
   }
@@ -65,6 +69,13 @@ export class SingleConnection implements RedisConnection {
 
   failed(): void {
     // The client reconnects by itself; one server has no slots to re-read.
+  }
+
+  /** The server's run id and replication id (ServerIdentity), in one answer. */
+  private async askStamp(): Promise<string> {
+    const reply: unknown = await this.client.sendCommand(['INFO', 'server', 'replication']);
+    const info = typeof reply === 'string' ? reply : '';
+    return `${/^run_id:(\w+)/m.exec(info)?.[1] ?? ''}${/^master_replid:(\w+)/m.exec(info)?.[1] ?? ''}`;
   }
 
   /** A polite QUIT when Redis answers; with Redis gone, drop the socket instead of waiting for it. */

@@ -8,14 +8,14 @@ const GENERATION = /^(0|[1-9]\d{0,15})@(\w+)$/;
 const ENTRY_GENERATION = /^(\d+):/;
 
 /**
- * A generation as stored (`<n>@<run id>`), when the server it is read from wrote it (`runId`):
+ * A generation as stored (`<n>@<stamp>`), when the server it is read from wrote it (`stamp`):
  * its number as a decimal string. Undefined for a missing, corrupted or foreign one, which only a
  * script may restart (READ_GENERATIONS): a read never trusts it.
  */
-export function trustedGeneration(raw: string | null | undefined, runId: string): string | undefined {
-  if (typeof raw !== 'string' || runId === '') return undefined;
+export function trustedGeneration(raw: string | null | undefined, stamp: string): string | undefined {
+  if (typeof raw !== 'string' || stamp === '') return undefined;
   const parsed = parseGeneration(raw);
-  return parsed?.owner === runId ? parsed.generation : undefined;
+  return parsed?.owner === stamp ? parsed.generation : undefined;
 }
 
 /** Generations as stored are few (one per shard and table) and change only on bumps: parsed once each. */
