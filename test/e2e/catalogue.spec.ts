@@ -27,7 +27,8 @@ describe('permission catalogue and roles (part 6.4)', () => {
   it('GET /permissions lists the catalogue, searchable by code', async () => {
     const { auth } = await actor('viewer');
     const all = await t.http().get('/v1/admin/permissions?page_size=100').set('Authorization', auth).expect(200);
-    expect(all.body.meta).toMatchObject({ total: 46, total_exact: true });
+    expect(all.body.meta).toMatchObject({ total: 52, total_exact: true });
+    expect(all.body.data[48]).toEqual({ id: 49, code: 'access_requests.approve', device_scoped: true });
     expect(all.body.data[12]).toEqual({ id: 13, code: 'authorities.read', device_scoped: true });
     const search = await t.http().get('/v1/admin/permissions?q=RESET').set('Authorization', auth).expect(200);
     expect(search.body.data).toEqual([{ id: 8, code: 'users.reset_pin', device_scoped: false }]);
@@ -44,7 +45,7 @@ describe('permission catalogue and roles (part 6.4)', () => {
       'viewer',
       'member',
     ]);
-    expect(response.body.data[1].permissions).toHaveLength(42);
+    expect(response.body.data[1].permissions).toHaveLength(48);
     expect(response.body.data[4]).toEqual({ id: 5, code: 'member', admin_access: false, permissions: [] });
   });
 });

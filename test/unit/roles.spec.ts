@@ -5,9 +5,9 @@ import { assertTransition } from '../../src/users/user-lifecycle.js';
 describe('role → permission table (part 5)', () => {
   const permissionsOf = (id: number): string[] => [...(roleById(id)?.permissions ?? [])].sort();
 
-  it('has the 46 permissions of the contract with ids 1..46, the newest in the contract’s order', () => {
-    expect(PERMISSIONS.map((permission) => permission.id)).toEqual(Array.from({ length: 46 }, (_, index) => index + 1));
-    expect(new Set(PERMISSION_CODES).size).toBe(46);
+  it('has the 52 permissions of the contract with ids 1..52, the newest in the contract’s order', () => {
+    expect(PERMISSIONS.map((permission) => permission.id)).toEqual(Array.from({ length: 52 }, (_, index) => index + 1));
+    expect(new Set(PERMISSION_CODES).size).toBe(52);
     expect(PERMISSIONS.slice(40).map((permission) => permission.code)).toEqual([
       'users.revoke_sessions',
       'events.read',
@@ -15,6 +15,12 @@ describe('role → permission table (part 5)', () => {
       'webhooks.manage',
       'access.read',
       'cache.rebuild',
+      'access_requests.read',
+      'access_requests.create',
+      'access_requests.approve',
+      'access_reviews.read',
+      'access_reviews.manage',
+      'access_reviews.decide',
     ]);
   });
 
@@ -28,7 +34,7 @@ describe('role → permission table (part 5)', () => {
     ]);
   });
 
-  it('gives operator the non-device reads (not audit) plus four writes', () => {
+  it('gives operator the non-device reads (not audit) plus five writes, asking for access among them', () => {
     expect(permissionsOf(ROLE.operator)).toEqual(
       [
         'users.read',
@@ -37,10 +43,13 @@ describe('role → permission table (part 5)', () => {
         'read_state.read',
         'mobile_devices.read',
         'jobs.read',
+        'access_requests.read',
+        'access_reviews.read',
         'inbox.create',
         'inbox.send_push',
         'read_state.update',
         'mobile_devices.deactivate',
+        'access_requests.create',
       ].sort(),
     );
   });
@@ -55,9 +64,12 @@ describe('role → permission table (part 5)', () => {
     expect(ROLES.filter((role) => !role.admin_access).map((role) => role.code)).toEqual(['member']);
   });
 
-  it('treats devices.*, authorities.* and authority_permissions.* as device-scoped', () => {
-    expect(PERMISSION_CODES.filter(isDeviceScoped)).toHaveLength(4 + 8 + 3);
-    expect(isDeviceScoped('users.read')).toBe(false);
+  it('treats devices.*, authorities.*, authority_permissions.*, approving requests and deciding reviews as device-scoped', () => {
+    expect(PERMISSION_CODES.filter(isDeviceScoped)).toHaveLength(4 + 8 + 3 + 2);
+    expect(isDeviceScoped('access_requests.approve')).toBe(true);
+    expect(isDeviceScoped('access_reviews.decide')).toBe(true);
+    for (const code of ['users.read', 'access_requests.read', 'access_requests.create', 'access_reviews.manage'])
+      expect(isDeviceScoped(code)).toBe(false);
   });
 });
 

@@ -49,6 +49,12 @@ export const PERMISSIONS = [
   { id: 44, code: 'webhooks.manage' },
   { id: 45, code: 'access.read' },
   { id: 46, code: 'cache.rebuild' },
+  { id: 47, code: 'access_requests.read' },
+  { id: 48, code: 'access_requests.create' },
+  { id: 49, code: 'access_requests.approve' },
+  { id: 50, code: 'access_reviews.read' },
+  { id: 51, code: 'access_reviews.manage' },
+  { id: 52, code: 'access_reviews.decide' },
 ] as const;
 
 export type PermissionCode = (typeof PERMISSIONS)[number]['code'];
@@ -56,10 +62,12 @@ export type PermissionCode = (typeof PERMISSIONS)[number]['code'];
 export const PERMISSION_CODES: readonly PermissionCode[] = PERMISSIONS.map((permission) => permission.code);
 
 const DEVICE_SCOPED_PREFIXES = ['devices.', 'authorities.', 'authority_permissions.'] as const;
+/** Judged per device although their resources are not devices: a request's and a review item's device. */
+const DEVICE_SCOPED_CODES: readonly string[] = ['access_requests.approve', 'access_reviews.decide'];
 
 /** Device-scoped permissions can also be held through an authority on the device (layer 3c). */
 export function isDeviceScoped(code: string): boolean {
-  return DEVICE_SCOPED_PREFIXES.some((prefix) => code.startsWith(prefix));
+  return DEVICE_SCOPED_PREFIXES.some((prefix) => code.startsWith(prefix)) || DEVICE_SCOPED_CODES.includes(code);
 }
 
 export function isPermissionCode(code: string): code is PermissionCode {

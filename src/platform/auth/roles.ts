@@ -27,6 +27,7 @@ const ROLE_PERMISSIONS: Readonly<Record<RoleCode, readonly PermissionCode[]>> = 
     'inbox.send_push',
     'read_state.update',
     'mobile_devices.deactivate',
+    'access_requests.create',
   ],
   viewer: READS.filter((code) => code !== 'audit.read' && code !== 'events.read'),
   member: [],
