@@ -1,6 +1,6 @@
 import { UNREADABLE_ENTRY } from '../../src/platform/cache/cache-store.js';
 import { ServerIdentity } from '../../src/platform/cache/server-identity.js';
-import { entryUnder, trustedGeneration } from '../../src/platform/cache/stored-values.js';
+import { entryUnder, masterStamp, trustedGeneration } from '../../src/platform/cache/stored-values.js';
 
 describe('stored values: what a plain read of one Redis server may trust', () => {
   it('trusts a generation only as written by the server read now', () => {
@@ -58,19 +58,40 @@ describe('stored values: what a plain read of one Redis server may trust', () =>
   });
 });
 
-/** A stamp question the test answers when it chooses. */
-function gatedQuestions(): { ask: () => Promise<string>; answer: (stamp: string) => void; asked: () => number } {
+/** A question about the server the test answers when it chooses (with a stamp that is its own run id). */
+function gatedQuestions(): {
+  ask: () => Promise<{ runId: string; stamp: string }>;
+  answer: (stamp: string) => void;
+  asked: () => number;
+} {
   const pending: ((stamp: string) => void)[] = [];
   let asked = 0;
   return {
     ask: () => {
       asked += 1;
-      return new Promise((resolve) => pending.push(resolve));
+      return new Promise((resolve) => pending.push((stamp) => resolve({ runId: stamp, stamp })));
     },
     answer: (stamp) => pending.shift()?.(stamp),
     asked: () => asked,
   };
 }
+
+describe('masterStamp: what generations are trusted under, from INFO replication', () => {
+  const replid = 'b'.repeat(40);
+  it('is the run id and the replication id of a master', () => {
+    const info = `# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_replid:${replid}\r\nmaster_replid2:${'0'.repeat(40)}\r\n`;
+    expect(masterStamp('a1', info)).toBe(`a1${replid}`);
+  });
+
+  it('is empty on a replica, without a replication id or a run id: nothing read there is trusted', () => {
+    const replica = `# Replication\r\nrole:slave\r\nmaster_host:127.0.0.1\r\nmaster_replid:${replid}\r\n`;
+    expect(masterStamp('a1', replica)).toBe('');
+    expect(masterStamp('a1', '# Replication\r\nrole:master\r\n')).toBe('');
+    expect(masterStamp('', `role:master\r\nmaster_replid:${replid}\r\n`)).toBe('');
+    // `role:master` inside another field's value is not the role.
+    expect(masterStamp('a1', `role:slave\r\nnote:role:master\r\nmaster_replid:${replid}\r\n`)).toBe('');
+  });
+});
 
 describe('ServerIdentity: the server behind a connection, asked once per connection', () => {
   it('asks once, answers every caller, then knows it without asking', async () => {
@@ -79,9 +100,9 @@ describe('ServerIdentity: the server behind a connection, asked once per connect
     const first = server.current();
     const second = server.current();
     questions.answer('abc123');
-    expect(await first).toEqual({ stamp: 'abc123', connection: 0 });
-    expect(await second).toEqual({ stamp: 'abc123', connection: 0 });
-    expect(server.current()).toEqual({ stamp: 'abc123', connection: 0 });
+    expect(await first).toEqual({ runId: 'abc123', stamp: 'abc123', connection: 0 });
+    expect(await second).toEqual({ runId: 'abc123', stamp: 'abc123', connection: 0 });
+    expect(server.current()).toEqual({ runId: 'abc123', stamp: 'abc123', connection: 0 });
     expect(questions.asked()).toBe(1);
   });
 
@@ -120,13 +141,13 @@ describe('ServerIdentity: the server behind a connection, asked once per connect
     questions.answer('run1repl1');
     const learned = await asking;
     // A recheck of an identity that is no longer the known one (asked again already) changes nothing.
-    server.recheck({ stamp: 'other', connection: 0 });
+    server.recheck({ runId: 'other', stamp: 'other', connection: 0 });
     expect(server.current()).toBe(learned);
     server.recheck(learned);
     const again = server.current();
     questions.answer('run1repl2');
     const current = await again;
-    expect(current).toEqual({ stamp: 'run1repl2', connection: 0 });
+    expect(current).toEqual({ runId: 'run1repl2', stamp: 'run1repl2', connection: 0 });
     // Not a reconnect: calls made under the first stamp still count.
     expect(server.still(learned)).toBe(true);
     expect(questions.asked()).toBe(2);
@@ -136,10 +157,12 @@ describe('ServerIdentity: the server behind a connection, asked once per connect
     let calls = 0;
     const server = new ServerIdentity(() => {
       calls += 1;
-      return calls === 1 ? Promise.reject(new Error('offline')) : Promise.resolve(calls === 2 ? '' : 'abc');
+      return calls === 1
+        ? Promise.reject(new Error('offline'))
+        : Promise.resolve(calls === 2 ? { runId: '', stamp: '' } : { runId: 'abc', stamp: 'abcdef' });
     });
     await expect(server.current()).rejects.toThrow('offline');
     await expect(server.current()).rejects.toThrow();
-    expect((await server.current()).stamp).toBe('abc');
+    expect((await server.current()).stamp).toBe('abcdef');
   });
 });

@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { CACHE_SHARDS, cacheKeys, shardOf, storedKeys } from './cache-keys.js';
 import { encodeEntry, type CacheEntry, type CacheStore, type WindowCount } from './cache-store.js';
-import { connectRedis, type RedisConnection } from './redis-connection.js';
+import { connectRedis, type RedisConnection, type StampedValues } from './redis-connection.js';
 import {
   BUMP_GENERATIONS,
   DELETE_IF_SAME,
@@ -34,10 +34,10 @@ const asArray = (raw: unknown): unknown[] => (Array.isArray(raw) ? (raw as unkno
  * under that shard's current generation (ARCHITECTURE.md, the cache-aside wrapper).
  *
  * On one server a read is a single plain MGET of the entries and their shards' generations,
- * checked here against the server's stamp (run id and replication id) as learned on this
- * connection; only a generation under another stamp (a failover, a restart, an eviction, a first
- * replica) sends the read through a script, which restarts it or finds it the server's own, and
- * has the stamp asked again. Writes are scripts, called by SHA. On a cluster every call is a script per
+ * checked here against the server's stamp as it answers (its run id, learned on this connection,
+ * and its replication id and role, asked in the same round trip; nothing from a replica); only a
+ * generation under another stamp (a failover, a restart, an eviction, a first replica) sends the
+ * read through a script, which restarts it or finds it the server's own. Writes are scripts, called by SHA. On a cluster every call is a script per
  * shard (in parallel), each asking its own node who it is, so no call ever crosses a hash slot.
  */
 export class RedisCacheStore implements CacheStore {
@@ -68,18 +68,18 @@ export class RedisCacheStore implements CacheStore {
     const identity = await this.redis.identity();
     if (!this.redis.isCluster) {
       // [generation, entry] per key, in one MGET; a shard's generation may appear twice (harmless).
-      const stored = await this.mget(
+      const { values: stored, stamp } = await this.mget(
         identity,
         keys.flatMap((key) => this.storedPair(key)),
       );
       const found: (CacheEntry | undefined)[] = [];
       for (let i = 0; i < keys.length; i += 1) {
-        const generation = trustedGeneration(stored[2 * i], identity.stamp);
+        const generation = trustedGeneration(stored[2 * i], stamp);
         if (generation === undefined) break;
         found.push(entryUnder(stored[2 * i + 1], generation));
       }
       if (found.length === keys.length) return found;
-      this.redis.recheck(identity);
+      return this.getManyByScript({ ...identity, stamp }, keys);
     }
     return this.getManyByScript(identity, keys);
   }
@@ -129,9 +129,9 @@ export class RedisCacheStore implements CacheStore {
     const keys = names.map(this.tableGeneration);
     if (!this.redis.isCluster) {
       const identity = await this.redis.identity();
-      const known = (await this.mget(identity, keys)).map((raw) => trustedGeneration(raw, identity.stamp));
+      const { values, stamp } = await this.mget(identity, keys);
+      const known = values.map((raw) => trustedGeneration(raw, stamp));
       if (known.every((generation) => generation !== undefined)) return known.map(Number);
-      this.redis.recheck(identity);
     }
     // All table generations share one slot: one call reads (and restarts) them all.
     return (await this.generationScript(READ_GENERATIONS, keys)).map(Number);
@@ -150,12 +150,12 @@ export class RedisCacheStore implements CacheStore {
     if (!this.redis.isCluster) {
       const identity = await this.redis.identity();
       const tables = names.map(this.tableGeneration);
-      const [shard, stored, ...found] = await this.mget(identity, [...this.storedPair(key), ...tables]);
-      const generation = trustedGeneration(shard, identity.stamp);
-      const generations = found.map((raw) => trustedGeneration(raw, identity.stamp));
+      const { values, stamp } = await this.mget(identity, [...this.storedPair(key), ...tables]);
+      const [shard, stored, ...found] = values;
+      const generation = trustedGeneration(shard, stamp);
+      const generations = found.map((raw) => trustedGeneration(raw, stamp));
       if (generation !== undefined && generations.every((one) => one !== undefined))
         return { entry: entryUnder(stored, generation), generations: generations.map(Number) };
-      this.redis.recheck(identity);
     }
     const [entry, generations] = await Promise.all([this.get(key), this.generations(names)]);
     return { entry, generations };
@@ -241,10 +241,10 @@ export class RedisCacheStore implements CacheStore {
     return answer;
   }
 
-  private async mget(identity: Identity, keys: readonly string[]): Promise<(string | null)[]> {
-    const values = await this.redis.mget(keys);
+  private async mget(identity: Identity, keys: readonly string[]): Promise<StampedValues> {
+    const stamped = await this.redis.mget(identity, keys);
     if (!this.redis.still(identity)) throw new Error('the redis connection changed during the call');
-    return values;
+    return stamped;
   }
 
   /** Stored entry keys grouped by their shard (its hash tag), for scripts that keep to one slot. */

@@ -1,14 +1,14 @@
 import { createCluster } from '@keyv/redis';
 import type { Logger } from '@nestjs/common';
 import { parseClusterUrl } from '../config/redis-url.js';
-import type { RedisConnection } from './redis-connection.js';
+import type { RedisConnection, StampedValues } from './redis-connection.js';
 import type { RedisScript } from './redis-scripts.js';
 import { closeWithin, runScript, SOCKET, throttledWarn } from './redis-support.js';
 import type { Identity } from './server-identity.js';
 
 type Cluster = ReturnType<typeof createCluster>;
 
-const NO_IDENTITY: Identity = Object.freeze({ stamp: '', connection: 0 });
+const NO_IDENTITY: Identity = Object.freeze({ runId: '', stamp: '', connection: 0 });
 
 /**
  * A Redis Cluster through the node-redis cluster client. The client re-reads the slot map only on
@@ -62,7 +62,7 @@ export class ClusterConnection implements RedisConnection {
     }
   }
 
-  mget(): Promise<(string | null)[]> {
+  mget(): Promise<StampedValues> {
     return Promise.reject(new Error('MGET crosses slots on a cluster: read through the scripts'));
   }
 

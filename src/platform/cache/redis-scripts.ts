@@ -59,7 +59,9 @@ local actual
 local function server()
   if not actual then
     local info = redis.call('INFO', 'server', 'replication')
-    actual = (string.match(info, 'run_id:(%w+)') or '') .. (string.match(info, 'master_replid:(%w+)') or '')
+    -- A replica trusts nothing (its data may be behind its master's): no stored stamp has a '!'.
+    if string.match(info, '\\nrole:(%a+)') ~= 'master' then actual = '!'
+    else actual = (string.match(info, 'run_id:(%w+)') or '') .. (string.match(info, 'master_replid:(%w+)') or '') end
   end
   return actual
 end

@@ -1,9 +1,10 @@
 import { createClient } from '@keyv/redis';
 import type { Logger } from '@nestjs/common';
-import type { RedisConnection } from './redis-connection.js';
+import type { RedisConnection, StampedValues } from './redis-connection.js';
 import type { RedisScript } from './redis-scripts.js';
 import { closeWithin, runScript, SOCKET, throttledWarn } from './redis-support.js';
 import { ServerIdentity, type Identity } from './server-identity.js';
+import { masterStamp } from './stored-values.js';
 
 type Client = ReturnType<typeof createClient>;
 
@@ -22,7 +23,7 @@ export class SingleConnection implements RedisConnection {
     const warn = throttledWarn(logger);
     this.client = createClient({ url, disableOfflineQueue: true, socket: SOCKET });
     this.client.on('error', (error: unknown) => warn('redis connection error', error));
-    this.server = new ServerIdentity(() => this.askStamp());
+    this.server = new ServerIdentity(() => this.askServer());
     for (const event of CONNECTION_EVENTS) this.client.on(event, () => this.server.changed());
     this.connecting = this.client.connect().then(
       () => {
@@ -40,9 +41,15 @@ export class SingleConnection implements RedisConnection {
     return runScript(this.client, script, keys, args);
   }
 
-  async mget(keys: readonly string[]): Promise<(string | null)[]> {
+  async mget(identity: Identity, keys: readonly string[]): Promise<StampedValues> {
     if (this.connecting !== undefined) await this.connecting;
-    return this.client.mGet([...keys]);
+    // Sent together, answered in one round trip: the values and what the server is as they are
+    // read. A connection may stay open while its server becomes a replica and takes another's data
+    // (FAILOVER, a resync after Sentinel closed the clients): only the server's answer of now tells.
+    const [values, replication] = await Promise.all([this.client.mGet([...keys]), this.client.info('replication')]);
+    const stamp = masterStamp(identity.runId, replication);
+    if (stamp !== identity.stamp) this.server.recheck(identity);
+    return { values, stamp };
   }
 
   identity(): Identity | Promise<Identity> {
@@ -71,11 +78,12 @@ export class SingleConnection implements RedisConnection {
     // The client reconnects by itself; one server has no slots to re-read.
   }
 
-  /** The server's run id and replication id (ServerIdentity), in one answer. */
-  private async askStamp(): Promise<string> {
+  /** The server's run id, and its stamp as a master ('' when it is a replica), in one answer. */
+  private async askServer(): Promise<{ runId: string; stamp: string }> {
     const reply: unknown = await this.client.sendCommand(['INFO', 'server', 'replication']);
     const info = typeof reply === 'string' ? reply : '';
-    return `${/^run_id:(\w+)/m.exec(info)?.[1] ?? ''}${/^master_replid:(\w+)/m.exec(info)?.[1] ?? ''}`;
+    const runId = /^run_id:(\w+)/m.exec(info)?.[1] ?? '';
+    return { runId, stamp: masterStamp(runId, info) };
   }
 
   /** A polite QUIT when Redis answers; with Redis gone, drop the socket instead of waiting for it. */

@@ -1,5 +1,7 @@
 /** The server a connection reached, as learned on that connection. */
 export interface Identity {
+  /** The server's run id: it names the process, which cannot change without a reconnect. */
+  readonly runId: string;
   /**
    * The server's stamp: its run id followed by its replication id ('' where scripts ask the server
    * themselves: a cluster). The run id names the process; the replication id names the history
@@ -18,17 +20,17 @@ export interface Identity {
  * such an event is not trusted (`still`). The client rejects every command in flight when its
  * socket drops, so a reply always comes from the connection the call was sent on.
  *
- * A master's replication id also changes without a reconnect (when its first replica attaches).
- * Scripts then find generations under the new stamp and trust them (they ask the server when a
- * stamp is not the one they were told), and the store asks again here (`recheck`) so that its
- * plain reads trust them too.
+ * The replication id and the role change without a reconnect (a first replica attaching,
+ * `FAILOVER`): plain reads get both with every MGET, and a read that finds them changed has the
+ * stamp asked again here (`recheck`) for the scripts, which meanwhile ask the server themselves
+ * whenever a stored stamp is not the one they were told.
  */
 export class ServerIdentity {
   private connection = 0;
   private known: Identity | undefined;
   private asking: Promise<Identity> | undefined;
 
-  constructor(private readonly askStamp: () => Promise<string>) {}
+  constructor(private readonly askServer: () => Promise<{ readonly runId: string; readonly stamp: string }>) {}
 
   /** A connection event: whatever was learned may be about another server now. */
   changed(): void {
@@ -57,10 +59,10 @@ export class ServerIdentity {
   private async ask(): Promise<Identity> {
     const connection = this.connection;
     try {
-      const stamp = await this.askStamp();
-      if (connection !== this.connection || !/^\w+$/.test(stamp))
+      const { runId, stamp } = await this.askServer();
+      if (connection !== this.connection || !/^\w+$/.test(runId) || !(stamp === '' || stamp.startsWith(runId)))
         throw new Error('the redis connection changed while its server was identified');
-      this.known = { stamp, connection };
+      this.known = { runId, stamp, connection };
       return this.known;
     } finally {
       if (connection === this.connection) this.asking = undefined;

@@ -18,6 +18,17 @@ export function trustedGeneration(raw: string | null | undefined, stamp: string)
   return parsed?.owner === stamp ? parsed.generation : undefined;
 }
 
+/**
+ * The stamp generations are trusted under, from the server's `INFO replication`: its run id and
+ * replication id while it is a master; '' on a replica (its data is another server's, possibly
+ * behind what that server acknowledged).
+ */
+export function masterStamp(runId: string, replication: string): string {
+  if (runId === '' || !/^role:master\r?$/m.test(replication)) return '';
+  const replicationId = /^master_replid:(\w+)/m.exec(replication)?.[1];
+  return replicationId === undefined ? '' : `${runId}${replicationId}`;
+}
+
 /** Generations as stored are few (one per shard and table) and change only on bumps: parsed once each. */
 const parsed = new Recent<string, { readonly generation: string; readonly owner: string } | null>(4096);
 
