@@ -18,6 +18,7 @@ import { AccessHistory1765065600000 } from './1765065600000-access-history.js';
 import { WebhookPreviousSecrets1765152000000 } from './1765152000000-webhook-previous-secrets.js';
 import { EventsPurgeHorizon1765238400000 } from './1765238400000-events-purge-horizon.js';
 import { AccessGovernance1765324800000 } from './1765324800000-access-governance.js';
+import { ExpiringAuthorityPermissions1765411200000 } from './1765411200000-expiring-authority-permissions.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -41,6 +42,7 @@ export const MIGRATIONS = [
   WebhookPreviousSecrets1765152000000,
   EventsPurgeHorizon1765238400000,
   AccessGovernance1765324800000,
+  ExpiringAuthorityPermissions1765411200000,
 ];
 
 /**

@@ -34,6 +34,8 @@ export interface DeviceHistory {
     readonly authority_id: number;
     readonly code: string;
     readonly is_active: boolean;
+    /** µs, or null: never (versions from before permissions could expire have none). */
+    readonly expires_at: number | null;
     readonly from: number;
     readonly xid: string;
     readonly actor_id: number | null;
@@ -69,8 +71,12 @@ const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
  */
 const USER_VERSION_AT = `(SELECT h.role_id, h.status_id, h.is_deleted FROM user_access_history h
    WHERE h.user_id = %U AND h.valid_from <= %T ORDER BY h.valid_from DESC, h.id DESC LIMIT 1)`;
-/** Authority permission versions of authority %A at %T that are active (the newest version of each row). */
-const PERMISSIONS_HELD_AT = `(SELECT DISTINCT ON (ph.authority_permission_id) ph.permission_id, ph.is_active
+/**
+ * Authority permission versions of authority %A at %T (the newest version of each row); `held`
+ * says whether it allowed then: active and not yet expired.
+ */
+const PERMISSIONS_HELD_AT = `(SELECT DISTINCT ON (ph.authority_permission_id) ph.permission_id, ph.expires_at,
+     ph.is_active AND (ph.expires_at IS NULL OR ph.expires_at > %T) AS held
    FROM authority_permission_history ph WHERE ph.authority_id = %A AND ph.valid_from <= %T
    ORDER BY ph.authority_permission_id, ph.valid_from DESC, ph.id DESC)`;
 const EFFECTIVE = (alias: string): string =>
@@ -175,8 +181,9 @@ export class AccessHistoryRepository {
       at(
         `SELECT a.authority_id AS id, a.device_id, a.user_id, a.owner, a.is_active, a.revoked, a.is_deleted AS deleted,
                 to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
-                ARRAY(SELECT p.code FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x
-                      JOIN permissions p ON p.id = x.permission_id WHERE x.is_active ORDER BY p.code) AS permissions
+                ARRAY(SELECT json_build_object('code', p.code, 'expires_at', to_char(x.expires_at AT TIME ZONE 'UTC', ${ISO}))
+                      FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x
+                      JOIN permissions p ON p.id = x.permission_id WHERE x.held ORDER BY p.code) AS authority_permissions
          FROM (${versions}) a ORDER BY a.authority_id`,
         '$2',
       ),
@@ -219,7 +226,7 @@ export class AccessHistoryRepository {
           SELECT DISTINCT ON (h.authority_id) h.* FROM authority_history h WHERE h.device_id = $1 AND h.valid_from <= %T
           ORDER BY h.authority_id, h.valid_from DESC, h.id DESC) a
         WHERE ${EFFECTIVE('a')} AND (${byOwner ? 'a.owner' : 'false'} OR (${byPermission ? 'true' : 'false'} AND EXISTS (
-          SELECT 1 FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x WHERE x.is_active AND x.permission_id = $2)))`);
+          SELECT 1 FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x WHERE x.held AND x.permission_id = $2)))`);
     // By role: the users who ever had one of the roles (an index range), kept only where their
     // version at T has it. With no role to look for ($3 empty) it reads nothing.
     return this.candidatePage(
@@ -308,7 +315,9 @@ export class AccessHistoryRepository {
       [deviceId],
     );
     const permissions = await this.db.query<DeviceHistory['permissions'][number][]>(
-      `SELECT h.authority_permission_id::int, h.authority_id::int, p.code, h.is_active, ${MICROS.replace('valid_from', 'h.valid_from')}::float8 AS "from",
+      `SELECT h.authority_permission_id::int, h.authority_id::int, p.code, h.is_active,
+              (extract(epoch FROM h.expires_at) * 1000000)::bigint::float8 AS expires_at,
+              ${MICROS.replace('valid_from', 'h.valid_from')}::float8 AS "from",
               h.xid::text, h.actor_id::int
        FROM authority_permission_history h JOIN permissions p ON p.id = h.permission_id
        WHERE h.device_id = $1 ORDER BY h.valid_from, h.id`,
@@ -336,13 +345,14 @@ export class AccessHistoryRepository {
   }
 
   /**
-   * When a live answer changes by the clock alone: the next expiry of any grant or authority
-   * (judged before the page is read, so it can only be early).
+   * When a live answer changes by the clock alone: the next expiry of any grant, authority or
+   * authority permission (judged before the page is read, so it can only be early).
    */
   async nextExpiry(): Promise<number | undefined> {
     const [row] = await this.db.query<{ at: Date | null }[]>(
       `SELECT least((SELECT min(expires_at) FROM permission_grants WHERE expires_at > now() AND revoked_at IS NULL),
-                    (SELECT min(expires_at) FROM authorities WHERE expires_at > now())) AS at`,
+                    (SELECT min(expires_at) FROM authorities WHERE expires_at > now()),
+                    (SELECT min(expires_at) FROM authority_permissions WHERE expires_at > now() AND revoked_at IS NULL)) AS at`,
     );
     return row?.at == null ? undefined : row.at.getTime();
   }

@@ -97,7 +97,12 @@ type Change =
   | { readonly kind: 'authority'; readonly row: AuthorityVersion }
   | { readonly kind: 'permission'; readonly row: PermissionVersion }
   | { readonly kind: 'user'; readonly row: UserVersion }
+  /** An authority's or one of its permissions' expiry: the clock alone changes its rights. */
   | { readonly kind: 'expiry'; readonly authority_id: number };
+
+/** A µs instant as the API shows it (to the millisecond, as the rules read expiries), or null. */
+const isoOf = (micros: number | null): string | null =>
+  micros === null ? null : new Date(Math.floor(micros / 1000)).toISOString();
 
 /**
  * The timeline, oldest first. The device's versions are applied instant by instant (µs); after
@@ -118,7 +123,11 @@ function replay(history: DeviceHistory, nowMicros: number, startMicros: number):
     if (row.expires_at !== null && row.expires_at > row.from && row.expires_at <= nowMicros)
       add(row.expires_at, { kind: 'expiry', authority_id: row.authority_id });
   }
-  for (const row of history.permissions) add(row.from, { kind: 'permission', row });
+  for (const row of history.permissions) {
+    add(row.from, { kind: 'permission', row });
+    if (row.is_active && row.expires_at !== null && row.expires_at > row.from && row.expires_at <= nowMicros)
+      add(row.expires_at, { kind: 'expiry', authority_id: row.authority_id });
+  }
   for (const row of history.users) add(row.from, { kind: 'user', row });
 
   const authorities = new Map<number, AuthorityVersion>();
@@ -141,8 +150,10 @@ function replay(history: DeviceHistory, nowMicros: number, startMicros: number):
       is_active: version.is_active,
       revoked: version.revoked,
       deleted: version.is_deleted,
-      expires_at: version.expires_at === null ? null : new Date(Math.floor(version.expires_at / 1000)).toISOString(),
-      permissions: [...(held.get(authorityId)?.values() ?? [])].filter((row) => row.is_active).map((row) => row.code),
+      expires_at: isoOf(version.expires_at),
+      authority_permissions: [...(held.get(authorityId)?.values() ?? [])]
+        .filter((row) => row.is_active)
+        .map((row) => ({ code: row.code, expires_at: isoOf(row.expires_at) })),
     };
     return new Set(DEVICE_PERMISSIONS.filter((code) => authorityPaths(facts, code, instant / 1000).length > 0));
   };

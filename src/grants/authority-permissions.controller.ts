@@ -51,8 +51,8 @@ export class AuthorityPermissionsController {
 
   @Get(':id')
   @Authorize({
+    // Not sent as stored: `is_active` is judged at read time (a cached row may have expired since).
     prefetch: detailOf('authority_permission'),
-    detailAsStored: true,
     permission: 'authority_permissions.read',
     device: deviceOf(AUTHORITY_PERMISSION),
     summary: 'Get an authority permission (cached)',

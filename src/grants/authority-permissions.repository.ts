@@ -12,8 +12,15 @@ export interface AuthorityPermissionRow extends AuthorityPermissionDto {
   readonly version: number;
 }
 
+/**
+ * A row allows while it is unrevoked and unexpired (`is_active`, judged at `now()` on every read; the
+ * service judges cached rows again). Writers judge at `clock_timestamp()`: they may have waited for
+ * an authority's lock since their transaction began, and a row expired meanwhile no longer counts.
+ */
+const ACTIVE = '(ap.revoked_at IS NULL AND (ap.expires_at IS NULL OR ap.expires_at > now()))';
+const LIVE_NOW = '(ap.revoked_at IS NULL AND (ap.expires_at IS NULL OR ap.expires_at > clock_timestamp()))';
 const RESOURCE_COLUMNS = `ap.id, ap.authority_id, a.device_id, ap.permission_id, p.code AS permission_code, ap.granted_by, ap.granted_at,
-  ap.revoked_by, ap.revoked_at, ap.revoked_at IS NULL AS is_active`;
+  ap.expires_at, ap.revoked_by, ap.revoked_at, ${ACTIVE} AS is_active`;
 export const AUTHORITY_PERMISSION_FROM =
   'authority_permissions ap JOIN authorities a ON a.id = ap.authority_id JOIN permissions p ON p.id = ap.permission_id';
 // A row changes once, when revoked: that is its version 2.
@@ -22,12 +29,14 @@ export const AUTHORITY_PERMISSION_LIST = listSpec({
   from: AUTHORITY_PERMISSION_FROM,
   select: RESOURCE_COLUMNS,
   alias: 'ap',
+  // `is_active` is judged at now(): a page is good until the next permission expires.
+  changesAt: 'ap.expires_at',
   sort: ['id', 'granted_at'],
   filters: {
     authority_id: 'int',
     permission_id: 'int',
     device_id: { column: 'a.device_id', type: 'int' },
-    is_active: { column: '(ap.revoked_at IS NULL)', type: 'bool' },
+    is_active: { column: ACTIVE, type: 'bool' },
   },
 });
 
@@ -43,7 +52,7 @@ const AUTHORITY_PERMISSIONS = table('authority_permissions', {
  * Row access for authority permissions. A change alters its device's authority set: bump the
  * set's version in the transaction, rebuild it (and the detail entries) after commit.
  */
-/** What one statement learns about every item: the authority, the permission, any active row. */
+/** What one statement learns about every item: the authority, the permission, any active (unexpired) row. */
 export interface Resolved {
   readonly ord: number;
   readonly device_id: number | null;
@@ -57,7 +66,8 @@ export interface Resolved {
 /** Exported for the benchmark's raw-pg baseline, which must run the very same statement. */
 export const RESOLVE = `
   SELECT i.ord::int AS ord, a.device_id, a.user_id AS authority_user_id, a.is_deleted AS authority_deleted, p.code, p.device_scoped,
-         (SELECT ap.id FROM authority_permissions ap WHERE ap.authority_id = i.authority_id AND ap.permission_id = i.permission_id AND ap.revoked_at IS NULL) AS active_id
+         (SELECT ap.id FROM authority_permissions ap WHERE ap.authority_id = i.authority_id AND ap.permission_id = i.permission_id AND ${LIVE_NOW}
+          ORDER BY ap.id DESC LIMIT 1) AS active_id
   FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS i(authority_id, permission_id, ord)
   LEFT JOIN authorities a ON a.id = i.authority_id
   LEFT JOIN permissions p ON p.id = i.permission_id
@@ -95,18 +105,25 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     return this.record(tx, rows, 'invalidate');
   }
 
-  /** Attaches the permission (201); undefined when the authority already holds it. */
+  /**
+   * Attaches the permission (201), until `expiresAt` when given; undefined when the authority
+   * already holds it unexpired. The caller holds the authority's lock (`lockAuthorities`), so the
+   * check and the insert cannot interleave with another writer of the pair.
+   */
   async grant(
     tx: Tx,
     authorityId: number,
     permissionId: number,
     actor: number | null,
+    expiresAt: Date | null = null,
   ): Promise<AuthorityPermissionRow | undefined> {
     const [inserted] = await tx.write<{ id: number }[]>(
       AUTHORITY_PERMISSIONS,
-      `INSERT INTO authority_permissions (authority_id, permission_id, granted_by) VALUES ($1, $2, $3)
-       ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL DO NOTHING RETURNING id`,
-      [authorityId, permissionId, actor],
+      `INSERT INTO authority_permissions (authority_id, permission_id, granted_by, expires_at)
+       SELECT $1, $2, $3, $4::timestamptz
+       WHERE NOT EXISTS (SELECT 1 FROM authority_permissions ap WHERE ap.authority_id = $1 AND ap.permission_id = $2 AND ${LIVE_NOW})
+       ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL AND expires_at IS NULL DO NOTHING RETURNING id`,
+      [authorityId, permissionId, actor, expiresAt],
     );
     if (inserted === undefined) return undefined;
     const [created] = await this.findMany(tx, [inserted.id]);
@@ -115,30 +132,35 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     return created;
   }
 
-  /** The id of the live row of the pair, if any. */
+  /** The id of the pair's active (unrevoked, unexpired) row, if any. */
   async activeId(tx: Tx, authorityId: number, permissionId: number): Promise<number | null> {
     const [row] = await tx.db.query<{ id: number }[]>(
-      'SELECT id FROM authority_permissions WHERE authority_id = $1 AND permission_id = $2 AND revoked_at IS NULL',
+      `SELECT ap.id FROM authority_permissions ap WHERE ap.authority_id = $1 AND ap.permission_id = $2 AND ${LIVE_NOW}
+       ORDER BY ap.id DESC LIMIT 1`,
       [authorityId, permissionId],
     );
     return row?.id ?? null;
   }
 
-  /** Stamps the revocation of a live row (locked, then `checkVersion`); `already` when it was revoked, 404 when missing. */
+  /**
+   * Stamps the revocation of a live row (locked, then `checkVersion`); `already` when it was
+   * revoked or has expired (it allows nothing, and its expiry stays what ended it), 404 when missing.
+   */
   async revoke(
     tx: Tx,
     id: number,
     actor: number | null,
     checkVersion: (version: number) => void,
   ): Promise<AuthorityPermissionRow | 'already'> {
-    const [locked] = await tx.db.query<{ revoked_at: Date | null }[]>(
-      'SELECT revoked_at FROM authority_permissions WHERE id = $1 FOR UPDATE',
+    const [locked] = await tx.db.query<{ revoked_at: Date | null; expired: boolean }[]>(
+      `SELECT revoked_at, coalesce(expires_at <= clock_timestamp(), false) AS expired
+       FROM authority_permissions WHERE id = $1 FOR UPDATE`,
       [id],
     );
     if (locked === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
-    // The version as the table's shape computes it: 1 live, 2 revoked. Checked before the no-op too.
+    // The version as the table's shape computes it: 1 unrevoked, 2 revoked. Checked before the no-op too.
     checkVersion(locked.revoked_at === null ? 1 : 2);
-    if (locked.revoked_at !== null) return 'already';
+    if (locked.revoked_at !== null || locked.expired) return 'already';
     await tx.write(
       AUTHORITY_PERMISSIONS,
       'UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = $1',
@@ -168,8 +190,9 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
   }
 
   /**
-   * Bulk grant (one statement): inserts each distinct pair that has no live row; answers the rows
-   * it inserted. Registers nothing: the caller records the batch with `changedInBulk`.
+   * Bulk grant (one statement): inserts each distinct pair that has no active (unexpired) row;
+   * answers the rows it inserted. The caller holds the authorities' locks. Registers nothing: the
+   * caller records the batch with `changedInBulk`.
    */
   insertMany(
     tx: Tx,
@@ -180,19 +203,21 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
       AUTHORITY_PERMISSIONS,
       `INSERT INTO authority_permissions (authority_id, permission_id, granted_by)
        SELECT DISTINCT i.authority_id, i.permission_id, $3::bigint FROM unnest($1::bigint[], $2::int[]) AS i(authority_id, permission_id)
+       WHERE NOT EXISTS (SELECT 1 FROM authority_permissions ap
+                         WHERE ap.authority_id = i.authority_id AND ap.permission_id = i.permission_id AND ${LIVE_NOW})
        ORDER BY i.authority_id, i.permission_id
-       ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL DO NOTHING
+       ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL AND expires_at IS NULL DO NOTHING
        RETURNING id, authority_id, permission_id`,
       [pairs.map((pair) => pair.authority_id), pairs.map((pair) => pair.permission_id), actor],
     );
   }
 
-  /** Bulk revoke (one statement): stamps the live rows among `ids`; answers the ids it revoked. */
+  /** Bulk revoke (one statement): stamps the active (unexpired) rows among `ids`; answers the ids it revoked. */
   async revokeMany(tx: Tx, ids: readonly number[], actor: number | null): Promise<number[]> {
     const [revoked] = await tx.write<[{ id: number }[], number]>(
       AUTHORITY_PERMISSIONS,
       `UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2
-       WHERE id IN (SELECT id FROM authority_permissions WHERE id = ANY($1::bigint[]) AND revoked_at IS NULL ORDER BY id FOR UPDATE)
+       WHERE id IN (SELECT ap.id FROM authority_permissions ap WHERE ap.id = ANY($1::bigint[]) AND ${LIVE_NOW} ORDER BY ap.id FOR UPDATE)
        RETURNING id`,
       [[...ids], actor],
     );

@@ -9,11 +9,28 @@ import { ApiError } from '../platform/http/api-error.js';
 import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
 import { currentActorId } from '../platform/http/request-context.js';
 import { NoContent, ResourceResponse, type ListResponse } from '../platform/http/responses.js';
-import { respondWith } from '../platform/projections/resource-table.js';
-import { UnitOfWork } from '../platform/database/unit-of-work.js';
-import { AuthorityPermissionsRepository } from './authority-permissions.repository.js';
+import { respondWith, withoutVersion } from '../platform/projections/resource-table.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
+import { AuthorityPermissionsRepository, type AuthorityPermissionRow } from './authority-permissions.repository.js';
 import type { AuthorityPermissionDto, CreateAuthorityPermissionDto } from './dto/authority-permission.dto.js';
 import type { Prefetched } from '../platform/projections/prefetched.js';
+
+/** Judges `is_active` now: a cached row past its `expires_at` stops being active at once. */
+function withLiveState(row: AuthorityPermissionDto): AuthorityPermissionDto {
+  const expired = row.expires_at !== null && Date.parse(row.expires_at) <= Date.now();
+  return { ...row, is_active: row.revoked_at === null && !expired };
+}
+
+/** What an access-request approval grants: the permission on the authority, until `expiresAt`. */
+export interface ExpiringGrant {
+  readonly authorityId: number;
+  readonly permissionId: number;
+  /** Must be in the future; the row allows nothing from this instant on. */
+  readonly expiresAt: Date;
+  /** Recorded as `granted_by` (the approver); the audit event's actor is the request's. */
+  readonly actorId: number | null;
+  readonly reason: string | null;
+}
 
 export function notDeviceScoped(permissionId: number, code: string): ApiError {
   return new ApiError(
@@ -42,8 +59,10 @@ export class AuthorityPermissionsService {
     );
   }
 
-  get(id: number, prefetched?: Prefetched): Promise<ResourceResponse<AuthorityPermissionDto>> {
-    return this.rows.detail(id, false, prefetched);
+  async get(id: number, prefetched?: Prefetched): Promise<ResourceResponse<AuthorityPermissionDto>> {
+    const read = await this.rows.read(id, prefetched);
+    if (read === undefined) throw ApiError.notFound('AUTHORITY_PERMISSION_NOT_FOUND', id);
+    return new ResourceResponse(withLiveState(read.value), { cache: read.cache, version: read.entry.version });
   }
 
   async create(
@@ -63,26 +82,58 @@ export class AuthorityPermissionsService {
       );
     }
     await this.authorization.assertMayDelegate(actor, target.code, target.device_id);
-    const row = await this.uow.run(async (tx) => {
-      await this.rows.lockAuthorities(tx, [dto.authority_id]);
-      const created = await this.rows.grant(tx, dto.authority_id, dto.permission_id, currentActorId());
-      if (created === undefined) {
-        throw new ApiError(
-          'AUTHORITY_PERMISSION_EXISTS',
-          `Authority ${dto.authority_id} already holds ${target.code}`,
-          {
-            authority_permission_id: await this.rows.activeId(tx, dto.authority_id, dto.permission_id),
-            authority_id: dto.authority_id,
-            permission_id: dto.permission_id,
-          },
-        );
-      }
-      await this.audit.record(tx, 'authority_permission.grant', created.id, {
-        changes: { authority_id: [null, created.authority_id], permission_code: [null, created.permission_code] },
-      });
-      return created;
-    });
+    const row = await this.uow.run((tx) =>
+      this.grantIn(tx, {
+        authorityId: dto.authority_id,
+        permissionId: dto.permission_id,
+        code: target.code,
+        expiresAt: null,
+        actorId: currentActorId(),
+        reason: null,
+      }),
+    );
     return respondWith(row, { status: 201, location: `/v1/admin/authority-permissions/${row.id}` });
+  }
+
+  /**
+   * For an access-request approval, inside its transaction: grants the permission on the
+   * authority until `expiresAt`, the same write as `POST /authority-permissions` (the
+   * authority's lock, one audit event `authority_permission.grant`, the device's authority set
+   * rebuilt after commit). The caller has judged who may approve (route, self, delegation); this
+   * checks only the target: 404 for a deleted authority or an unknown permission, 422
+   * `PERMISSION_NOT_DEVICE_SCOPED`, 409 `AUTHORITY_PERMISSION_EXISTS` when the authority already
+   * holds it unexpired.
+   */
+  async grantExpiring(tx: Tx, grant: ExpiringGrant): Promise<AuthorityPermissionDto> {
+    if (!(grant.expiresAt.getTime() > Date.now())) throw new Error('grantExpiring: expiresAt must be in the future');
+    await this.authorityReferences.liveAuthority(tx.db, grant.authorityId);
+    const permission = await this.permissionReferences.permission(tx.db, grant.permissionId);
+    if (!permission.device_scoped) throw notDeviceScoped(grant.permissionId, permission.code);
+    const row = await this.grantIn(tx, { ...grant, code: permission.code });
+    return withoutVersion(row);
+  }
+
+  /** The one grant write: lock the authority, insert unless held unexpired (409), audit. */
+  private async grantIn(
+    tx: Tx,
+    grant: Omit<ExpiringGrant, 'expiresAt'> & { readonly code: string; readonly expiresAt: Date | null },
+  ): Promise<AuthorityPermissionRow> {
+    await this.rows.lockAuthorities(tx, [grant.authorityId]);
+    const created = await this.rows.grant(tx, grant.authorityId, grant.permissionId, grant.actorId, grant.expiresAt);
+    if (created === undefined) {
+      throw new ApiError('AUTHORITY_PERMISSION_EXISTS', `Authority ${grant.authorityId} already holds ${grant.code}`, {
+        authority_permission_id: await this.rows.activeId(tx, grant.authorityId, grant.permissionId),
+        authority_id: grant.authorityId,
+        permission_id: grant.permissionId,
+      });
+    }
+    const changes: Record<string, readonly [unknown, unknown]> = {
+      authority_id: [null, created.authority_id],
+      permission_code: [null, created.permission_code],
+    };
+    if (grant.expiresAt !== null) changes.expires_at = [null, grant.expiresAt.toISOString()];
+    await this.audit.record(tx, 'authority_permission.grant', created.id, { reason: grant.reason, changes });
+    return created;
   }
 
   /** Revokes (200 with the row); 204 when it already was. Live is version 1, revoked 2, for `If-Match`. */

@@ -28,6 +28,7 @@ import { RolesController } from './roles.controller.js';
     BulkAuthorityPermissionsService,
     AuthorityPermissionDeviceLocator,
   ],
-  exports: [PermissionReferences],
+  // AuthorityPermissionsService: `grantExpiring`, for an access-request approval.
+  exports: [PermissionReferences, AuthorityPermissionsService],
 })
 export class GrantsModule {}

@@ -1776,9 +1776,15 @@ export interface components {
             granted_by: number | null;
             /** Format: date-time */
             granted_at: string;
+            /**
+             * Format: date-time
+             * @description When it stops allowing anything (set by an access-request approval); null: never
+             */
+            expires_at: string | null;
             revoked_by: number | null;
             /** Format: date-time */
             revoked_at: string | null;
+            /** @description Not revoked and not expired (judged at read time) */
             is_active: boolean;
         };
         CreateAuthorityPermissionDto: {

@@ -12,9 +12,16 @@ export class AuthorityPermissionDto {
   @ApiProperty({ example: 'authorities.revoke' }) permission_code!: string;
   @ApiProperty({ type: Number, nullable: true }) granted_by!: number | null;
   @ApiProperty({ type: String, format: 'date-time' }) granted_at!: string;
+  @ApiProperty({
+    type: String,
+    format: 'date-time',
+    nullable: true,
+    description: 'When it stops allowing anything (set by an access-request approval); null: never',
+  })
+  expires_at!: string | null;
   @ApiProperty({ type: Number, nullable: true }) revoked_by!: number | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) revoked_at!: string | null;
-  @ApiProperty() is_active!: boolean;
+  @ApiProperty({ description: 'Not revoked and not expired (judged at read time)' }) is_active!: boolean;
 }
 
 export class CreateAuthorityPermissionDto {

@@ -1,5 +1,5 @@
 import type { Subject } from './auth-context.js';
-import type { AuthorityFacts } from './authority-facts.js';
+import type { AuthorityFacts, HeldPermission } from './authority-facts.js';
 import { DENIED, type DecidedBy, type Decision } from './decision.js';
 import { isDeviceScoped } from './permissions.js';
 
@@ -8,11 +8,26 @@ export interface AccessPath {
   readonly decided_by: DecidedBy;
   readonly authority_id: number | null;
   readonly grant_id: number | null;
-  /** When this way ends by itself (the grant's or the authority's expiry), ISO, or null. */
+  /**
+   * When this way ends by itself, ISO, or null: the grant's or the authority's expiry, and for an
+   * authority permission the earlier of the authority's and the permission's.
+   */
   readonly expires_at: string | null;
 }
 
 const expired = (expiresAt: string | null, at: number): boolean => expiresAt !== null && Date.parse(expiresAt) <= at;
+
+/** The earlier of two expiries (null: never). */
+export function earlierExpiry(a: string | null, b: string | null): string | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return Date.parse(b) < Date.parse(a) ? b : a;
+}
+
+/** The authority's permission `code` that still allows at `at` (not expired then), if any. */
+export function heldPermission(authority: AuthorityFacts, code: string, at: number): HeldPermission | undefined {
+  return authority.authority_permissions.find((held) => held.code === code && !expired(held.expires_at, at));
+}
 
 /**
  * The rules of part 5, layers 2 to 3c, as pure functions of the facts and a moment `at` (epoch
@@ -78,8 +93,8 @@ const ROLE_DECISION: Decision = Object.freeze({
 
 /**
  * Layer 3c for one authority: effective (active, not revoked, not deleted, not expired) and the
- * owner, or holding the permission (both ways listed when both hold). Only for device-scoped
- * permissions; the subject's admissibility is judged by `accessPaths`.
+ * owner, or holding the permission unexpired (both ways listed when both hold). Only for
+ * device-scoped permissions; the subject's admissibility is judged by `accessPaths`.
  */
 export function authorityPaths(authority: AuthorityFacts, permission: string, at: number): AccessPath[] {
   if (!isDeviceScoped(permission)) return [];
@@ -87,7 +102,13 @@ export function authorityPaths(authority: AuthorityFacts, permission: string, at
   const paths: AccessPath[] = [];
   const way = { authority_id: authority.id, grant_id: null, expires_at: authority.expires_at };
   if (authority.owner) paths.push({ decided_by: 'device_owner', ...way });
-  if (authority.permissions.includes(permission)) paths.push({ decided_by: 'authority_permission', ...way });
+  const held = heldPermission(authority, permission, at);
+  if (held !== undefined)
+    paths.push({
+      decided_by: 'authority_permission',
+      ...way,
+      expires_at: earlierExpiry(authority.expires_at, held.expires_at),
+    });
   return paths;
 }
 

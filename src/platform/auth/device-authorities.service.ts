@@ -13,7 +13,8 @@ function entryOf(set: DeviceAuthoritySet): CacheEntry {
 
 /**
  * Each device's authority set, the cached projection layer 3c reads on every device-scoped
- * request: the live (active, unrevoked, undeleted) authorities with their permission codes.
+ * request: the live (active, unrevoked, undeleted) authorities with their authority permissions,
+ * each with its expiry (judged by the rules at decision time, never when the set was built).
  * Versioned by `projection_versions`; every write that changes the set rebuilds it after commit,
  * so a revoke or deactivation takes effect on the very next request.
  */
@@ -41,7 +42,8 @@ export class DeviceAuthoritiesService {
         revoked: 'boolean',
         deleted: 'boolean',
         expires_at: 'string|null',
-        permissions: 'array',
+        // Renamed from `permissions` (codes) when each gained its expiry: an entry of the old shape is a miss.
+        authority_permissions: 'array',
       }),
     );
   }
