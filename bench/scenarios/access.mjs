@@ -44,6 +44,7 @@ export async function accessQuestions(ctx) {
       'authority_history',
       'authority_permission_history',
       'authority_right_history',
+      'authority_rights',
     ])
       await client.query(`VACUUM ANALYZE ${table}`);
     const {

@@ -249,6 +249,13 @@ export class AccessHistoryRepository {
    * then (active, not revoked, not deleted, not expired), and the owner or holding the permission
    * then. Read from the rights history (ownership is right 0), one index range per right, so a
    * user with many authorities costs what the answer costs.
+   *
+   * Now (no moment asked), the same answer comes from `authority_rights`, the newest version of
+   * each (authority, right), written by the commit step that stamps it, so seen exactly when the
+   * version is: unless one of the user's rows there began after the moment (a change committed
+   * within its millisecond, or after it began), those newest versions are the versions at the
+   * moment, and only the usable ones are read (an index in device order) instead of every version.
+   * Otherwise, and for any moment asked, the history answers.
    */
   userAccessCandidates(query: {
     readonly userId: number;
@@ -264,6 +271,8 @@ export class AccessHistoryRepository {
          FROM authority_right_history r WHERE r.user_id = $1 AND r.permission_id = ${id} AND r.valid_from <= %T
          ORDER BY r.authority_id, r.valid_from DESC, r.id DESC) r
        WHERE r.held AND r.usable AND (r.expires_at IS NULL OR r.expires_at > %T)`;
+    const current = (alias: string, id: string): string => `${alias}.user_id = $1 AND ${alias}.permission_id = ${id}
+       AND ${alias}.held AND ${alias}.usable AND (${alias}.expires_at IS NULL OR ${alias}.expires_at > %T)`;
     // An owner may also hold the permission: counted once, as owned (no hashing of the whole answer).
     return this.candidatePage(
       `WITH owned AS (${usable('0')}), held AS (${usable('$2')}),
@@ -272,7 +281,21 @@ export class AccessHistoryRepository {
          UNION ALL
          SELECT authority_id, device_id FROM held WHERE authority_id NOT IN (SELECT authority_id FROM owned))`,
       [query.userId, query.permissionId],
-      { ...query, order: 'device_id' },
+      {
+        ...query,
+        order: 'device_id',
+        current:
+          query.moment !== null
+            ? undefined
+            : {
+                later: `SELECT 1 FROM authority_rights c WHERE c.user_id = $1 AND c.valid_from > %T AND c.permission_id IN (0, $2)`,
+                parts: [
+                  `SELECT c.authority_id AS id, c.device_id FROM authority_rights c WHERE ${current('c', '0')}`,
+                  `SELECT c.authority_id AS id, c.device_id FROM authority_rights c WHERE ${current('c', '$2')}
+                     AND c.authority_id NOT IN (SELECT o.authority_id FROM authority_rights o WHERE ${current('o', '0')})`,
+                ],
+              },
+      },
     );
   }
 
@@ -285,17 +308,42 @@ export class AccessHistoryRepository {
       readonly limit: number;
       readonly direction: 'asc' | 'desc';
       readonly order?: string;
+      /**
+       * The same candidates as `admissible` (`id` and the order column), read another way unless
+       * `later` finds a row (a row that would make that way's answer differ): the union of
+       * `parts`, each of which the order column's index reads in order, so that a page takes the
+       * first rows of each and a total counts each once.
+       */
+      readonly current?: { readonly later: string; readonly parts: readonly string[] } | undefined;
     },
   ): Promise<CandidatePage> {
     const n = params.length;
     const direction = page.direction === 'desc' ? 'DESC' : 'ASC';
     const order = `${page.order ?? 'id'} ${direction}`;
+    const limit = `$${n + 2}`;
+    const offset = `$${n + 3}`;
+    const ids = (source: string): string => `(SELECT array_agg(p.id ORDER BY p.${order}, p.id ${direction}) FROM (
+                   SELECT * FROM ${source} ORDER BY ${order}, id ${direction} LIMIT ${limit} OFFSET ${offset}) p)`;
+    let total = '(SELECT count(*) FROM admissible)';
+    let pageIds = ids('admissible');
+    if (page.current !== undefined) {
+      // One way or the other, never both: a CASE evaluates only the subquery of its branch.
+      const { later, parts } = page.current;
+      const union = parts.join(' UNION ALL ');
+      // The page is among the first offset + limit rows of one part or another.
+      const firsts = parts
+        .map(
+          (part) =>
+            `(SELECT * FROM (${part}) f ORDER BY ${order}, id ${direction} LIMIT ${limit}::bigint + ${offset}::bigint)`,
+        )
+        .join(' UNION ALL ');
+      total = `CASE WHEN EXISTS (${later}) THEN ${total} ELSE (SELECT count(*) FROM (${union}) a) END`;
+      pageIds = `CASE WHEN EXISTS (${later}) THEN ${pageIds} ELSE ${ids(`(${firsts}) a`)} END`;
+    }
     const [row] = await this.db.query<{ total: number; ids: string[] | null; moment: Date }[]>(
       at(
         `${withClause}
-         SELECT ${momentOf(`$${n + 1}`)} AS moment, (SELECT count(*) FROM admissible)::int AS total,
-                (SELECT array_agg(p.id ORDER BY p.${order}, p.id ${direction}) FROM (
-                   SELECT * FROM admissible ORDER BY ${order}, id ${direction} LIMIT $${n + 2} OFFSET $${n + 3}) p) AS ids`,
+         SELECT ${momentOf(`$${n + 1}`)} AS moment, ${total}::int AS total, ${pageIds} AS ids`,
         `$${n + 1}`,
       ),
       [...params, page.moment, page.limit, page.offset],
