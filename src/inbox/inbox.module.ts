@@ -33,5 +33,7 @@ function createPushProvider(settings: Settings): PushProvider {
     SendPushWorker,
     { provide: PUSH_PROVIDER, inject: [SETTINGS], useFactory: createPushProvider },
   ],
+  // Other features send their notices through `MessagesService.notify`.
+  exports: [MessagesService],
 })
 export class InboxModule {}

@@ -22,6 +22,15 @@ const AUDITED_FIELDS = [
   'body',
   'data',
 ] as const satisfies readonly (keyof MessageRow)[];
+/** A message the service sends on its own behalf (`notify`). */
+export interface Notice {
+  readonly user_id: number;
+  readonly type: string;
+  readonly title: string;
+  readonly body: string;
+  readonly data: Readonly<Record<string, unknown>>;
+}
+
 /** How long a client should wait before polling a new push job. */
 const POLL_AFTER_SECONDS = 1;
 
@@ -68,6 +77,31 @@ export class MessagesService {
       return created;
     });
     return respondWith(row, { status: 201, location: `/v1/admin/inbox/${row.id}` });
+  }
+
+  /**
+   * A message the service itself sends (an access request to its approvers, a decision to its
+   * requester), inside the caller's transaction: the message with its read state, counts and audit
+   * event as `create` makes them, and its push through the usual `send-push` job.
+   */
+  async notify(tx: Tx, notice: Notice): Promise<MessageRow> {
+    const created = await this.messages.insert(tx, {
+      user_id: notice.user_id,
+      conversation_id: null,
+      type: notice.type,
+      title: notice.title,
+      body: notice.body,
+      data: JSON.stringify(notice.data),
+      ...creationStamp(),
+    });
+    if (created === undefined) throw new Error('message insert returned no row');
+    await this.readState.createFor(tx, created);
+    await this.audit.record(tx, 'inbox_message.create', created.id, {
+      changes: diffChanges(null, created, AUDITED_FIELDS),
+    });
+    await this.countsChanged(tx, created);
+    await this.jobs.enqueue(tx, 'send-push', { message_id: created.id, title: null, body: null });
+    return created;
   }
 
   async update(id: number, dto: UpdateMessageDto, ifMatch: IfMatch): Promise<ResourceResponse<InboxMessageDto>> {
