@@ -19,6 +19,7 @@ import { WebhookPreviousSecrets1765152000000 } from './1765152000000-webhook-pre
 import { EventsPurgeHorizon1765238400000 } from './1765238400000-events-purge-horizon.js';
 import { AccessGovernance1765324800000 } from './1765324800000-access-governance.js';
 import { ExpiringAuthorityPermissions1765411200000 } from './1765411200000-expiring-authority-permissions.js';
+import { AccessRequests1765497600000 } from './1765497600000-access-requests.js';
 import { AuthorityRightsNow1765584000000 } from './1765584000000-authority-rights-now.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
@@ -44,6 +45,7 @@ export const MIGRATIONS = [
   EventsPurgeHorizon1765238400000,
   AccessGovernance1765324800000,
   ExpiringAuthorityPermissions1765411200000,
+  AccessRequests1765497600000,
   AuthorityRightsNow1765584000000,
 ];
 

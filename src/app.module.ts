@@ -1,5 +1,6 @@
 import { Module, type DynamicModule, type ModuleMetadata } from '@nestjs/common';
 import { AccessModule } from './access/access.module.js';
+import { AccessRequestsModule } from './access-requests/access-requests.module.js';
 import { AuditEventsModule } from './audit-events/audit-events.module.js';
 import { AuthoritiesModule } from './authorities/authorities.module.js';
 import { CacheAdminModule } from './cache-admin/cache-admin.module.js';
@@ -49,6 +50,7 @@ export class AppModule {
         AuthoritiesModule,
         GrantsModule,
         AccessModule,
+        AccessRequestsModule,
         InboxModule,
         ReadStateModule,
         MobileDevicesModule,

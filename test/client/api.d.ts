@@ -760,6 +760,124 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/access-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List access requests, newest first
+         * @description An actor not allowed `access_requests.approve` by role or grant sees only its own requests and those it may decide.
+         *
+         *     Filters `state`, `requester_id`, `device_id`, `permission_id`; sort `id`, `created_at` (default `id:desc`).
+         *
+         *     Requires the permission `access_requests.read`.
+         */
+        get: operations["AccessRequests_list"];
+        put?: never;
+        /**
+         * Ask for a device-scoped permission on a device, for a while
+         * @description The requester must hold a live authority on the device and not already be allowed the permission there (422 `ACCESS_REQUEST_INVALID`). One pending request per requester, device and permission (409). The approvers are told through their inbox.
+         *
+         *     Requires the permission `access_requests.create`.
+         */
+        post: operations["AccessRequests_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/access-requests/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an access request (cached)
+         * @description An actor not allowed `access_requests.approve` by role or grant sees only its own requests and those it may decide. Any other is a 404.
+         *
+         *     Requires the permission `access_requests.read`.
+         */
+        get: operations["AccessRequests_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/access-requests/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve: grant the permission on the requester’s authority until now + duration
+         * @description The approver must itself be allowed the requested permission on the device (403 `DELEGATION_FORBIDDEN`) and not be the requester (422). `duration_seconds` may only shorten the duration asked for (longer is a 400). When the requester has meanwhile become allowed, lost its authority or stopped being active: 422 `ACCESS_REQUEST_INVALID`, and the request stays pending.
+         *
+         *     Requires the permission `access_requests.approve` (or an authority on the device that holds it).
+         */
+        post: operations["AccessRequests_approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/access-requests/{id}/deny": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deny a pending access request
+         * @description Who may approve may deny (the same rules, 403 and 422 included).
+         *
+         *     Requires the permission `access_requests.approve` (or an authority on the device that holds it).
+         */
+        post: operations["AccessRequests_deny"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/access-requests/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel one’s own pending access request
+         * @description The requester only: anyone else who may see the request gets 403 `PERMISSION_DENIED`, anyone who may not 404.
+         *
+         *     Requires the permission `access_requests.create`.
+         */
+        post: operations["AccessRequests_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/inbox": {
         parameters: {
             query?: never;
@@ -1427,7 +1545,7 @@ export interface components {
         };
         ErrorDto: {
             /** @enum {string} */
-            code: "VALIDATION_FAILED" | "MALFORMED_JSON" | "AUTH_TOKEN_MISSING" | "AUTH_TOKEN_INVALID" | "AUTH_TOKEN_EXPIRED" | "AUTH_SESSION_INVALID" | "ROLE_FORBIDDEN" | "PERMISSION_DENIED" | "ROLE_ESCALATION_FORBIDDEN" | "DELEGATION_FORBIDDEN" | "ROUTE_NOT_FOUND" | "USER_NOT_FOUND" | "DEVICE_NOT_FOUND" | "AUTHORITY_NOT_FOUND" | "PERMISSION_NOT_FOUND" | "PERMISSION_GRANT_NOT_FOUND" | "AUTHORITY_PERMISSION_NOT_FOUND" | "MESSAGE_NOT_FOUND" | "READ_STATE_NOT_FOUND" | "MOBILE_DEVICE_NOT_FOUND" | "JOB_NOT_FOUND" | "ROLE_NOT_FOUND" | "STATUS_NOT_FOUND" | "AUDIT_EVENT_NOT_FOUND" | "SESSION_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "AUTHORITY_ALREADY_EXISTS" | "USER_EMAIL_TAKEN" | "DEVICE_SERIAL_TAKEN" | "MOBILE_DEVICE_TOKEN_TAKEN" | "PERMISSION_ALREADY_GRANTED" | "AUTHORITY_PERMISSION_EXISTS" | "INVALID_STATE_TRANSITION" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "EVENT_CURSOR_EXPIRED" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "URI_TOO_LONG" | "UNSUPPORTED_MEDIA_TYPE" | "OWNER_AUTHORITY_PROTECTED" | "TRANSFER_TARGET_INVALID" | "SELF_ACTION_FORBIDDEN" | "PERMISSION_NOT_DEVICE_SCOPED" | "SNOOZE_UNTIL_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "WEBHOOK_URL_FORBIDDEN" | "HISTORY_NOT_AVAILABLE" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_FAILED" | "MALFORMED_JSON" | "AUTH_TOKEN_MISSING" | "AUTH_TOKEN_INVALID" | "AUTH_TOKEN_EXPIRED" | "AUTH_SESSION_INVALID" | "ROLE_FORBIDDEN" | "PERMISSION_DENIED" | "ROLE_ESCALATION_FORBIDDEN" | "DELEGATION_FORBIDDEN" | "ROUTE_NOT_FOUND" | "USER_NOT_FOUND" | "DEVICE_NOT_FOUND" | "AUTHORITY_NOT_FOUND" | "PERMISSION_NOT_FOUND" | "PERMISSION_GRANT_NOT_FOUND" | "AUTHORITY_PERMISSION_NOT_FOUND" | "MESSAGE_NOT_FOUND" | "READ_STATE_NOT_FOUND" | "MOBILE_DEVICE_NOT_FOUND" | "JOB_NOT_FOUND" | "ROLE_NOT_FOUND" | "STATUS_NOT_FOUND" | "AUDIT_EVENT_NOT_FOUND" | "SESSION_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "ACCESS_REQUEST_NOT_FOUND" | "AUTHORITY_ALREADY_EXISTS" | "USER_EMAIL_TAKEN" | "DEVICE_SERIAL_TAKEN" | "MOBILE_DEVICE_TOKEN_TAKEN" | "PERMISSION_ALREADY_GRANTED" | "AUTHORITY_PERMISSION_EXISTS" | "INVALID_STATE_TRANSITION" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "EVENT_CURSOR_EXPIRED" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "URI_TOO_LONG" | "UNSUPPORTED_MEDIA_TYPE" | "OWNER_AUTHORITY_PROTECTED" | "TRANSFER_TARGET_INVALID" | "SELF_ACTION_FORBIDDEN" | "PERMISSION_NOT_DEVICE_SCOPED" | "SNOOZE_UNTIL_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "WEBHOOK_URL_FORBIDDEN" | "HISTORY_NOT_AVAILABLE" | "ACCESS_REQUEST_INVALID" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             message: string;
             /** @description Always an object; validation errors list `fields` */
             details: {
@@ -1933,6 +2051,85 @@ export interface components {
              */
             scope: "all" | "devices";
         };
+        AccessRequestDto: {
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            created_by: number | null;
+            updated_by: number | null;
+            /** @example 12 */
+            id: number;
+            /** @example 3 */
+            requester_id: number;
+            /** @example 7 */
+            device_id: number;
+            /**
+             * @description The requester’s authority on the device
+             * @example 42
+             */
+            authority_id: number;
+            /** @example 20 */
+            permission_id: number;
+            /** @example authorities.revoke */
+            permission_code: string;
+            reason: string;
+            /**
+             * @description How long the access is asked for
+             * @example 3600
+             */
+            duration_seconds: number;
+            /**
+             * @description A pending request whose `expires_at` has passed reads `expired` at once
+             * @enum {string}
+             */
+            state: "pending" | "approved" | "denied" | "cancelled" | "expired";
+            /**
+             * Format: date-time
+             * @description When a pending request expires (ACCESS_REQUEST_PENDING_HOURS after creation)
+             */
+            expires_at: string;
+            decided_by: number | null;
+            /** Format: date-time */
+            decided_at: string | null;
+            decision_reason: string | null;
+            /** @description The authority permission an approval granted */
+            authority_permission_id: number | null;
+            /**
+             * Format: date-time
+             * @description When the approved access ends
+             */
+            access_expires_at: string | null;
+            /** @description The users notified of the request */
+            approvers: number[];
+        };
+        CreateAccessRequestDto: {
+            /** @example 7 */
+            device_id: number;
+            /**
+             * @description A device-scoped permission
+             * @example 20
+             */
+            permission_id: number;
+            /** @example Revoke the lost badge of the night shift */
+            reason: string;
+            /**
+             * @description At most ACCESS_REQUEST_MAX_SECONDS (30 days by default)
+             * @example 3600
+             */
+            duration_seconds: number;
+        };
+        ApproveAccessRequestDto: {
+            reason?: string;
+            /** @description Shortens the access (at most the duration asked for; longer is a 400) */
+            duration_seconds?: number;
+        };
+        DenyAccessRequestDto: {
+            reason: string;
+        };
+        CancelAccessRequestDto: {
+            reason?: string;
+        };
         InboxMessageDto: {
             /** Format: date-time */
             created_at: string;
@@ -2351,7 +2548,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelopeDto"];
             };
         };
-        /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+        /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
         Error422: {
             headers: {
                 [name: string]: unknown;
@@ -2558,7 +2755,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2646,7 +2843,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2729,7 +2926,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2747,7 +2944,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2827,7 +3024,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2936,7 +3133,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3031,7 +3228,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3134,7 +3331,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3163,7 +3360,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3245,7 +3442,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3346,7 +3543,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3428,7 +3625,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3449,7 +3646,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3675,7 +3872,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3755,7 +3952,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3848,7 +4045,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3869,7 +4066,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3949,7 +4146,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4103,7 +4300,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4123,7 +4320,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4199,7 +4396,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4282,7 +4479,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4300,7 +4497,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4380,7 +4577,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4400,7 +4597,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4489,7 +4686,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4584,7 +4781,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4687,7 +4884,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4716,7 +4913,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4798,7 +4995,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4827,7 +5024,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5112,7 +5309,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5190,7 +5387,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5210,7 +5407,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5288,7 +5485,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5443,7 +5640,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5463,7 +5660,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5536,7 +5733,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5619,7 +5816,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5886,7 +6083,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5895,7 +6092,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5980,7 +6177,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5989,7 +6186,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6072,7 +6269,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6081,7 +6278,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6164,7 +6361,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6173,7 +6370,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6182,6 +6379,575 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    AccessRequests_list: {
+        parameters: {
+            query?: {
+                page?: number;
+                page_size?: number;
+                /** @description Comma-separated `field:asc` or `field:desc`; fields: id, created_at. */
+                sort?: string;
+                /** @description `exact` always counts; `auto` estimates past 10 000 matches (`meta.total_exact: false`). */
+                count?: "exact" | "auto";
+                state?: "pending" | "approved" | "denied" | "cancelled" | "expired";
+                requester_id?: number;
+                device_id?: number;
+                permission_id?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AccessRequestDto"][];
+                        meta: components["schemas"]["ListMetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    AccessRequests_create: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAccessRequestDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AccessRequestDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    AccessRequests_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AccessRequestDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    AccessRequests_approve: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ApproveAccessRequestDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AccessRequestDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    AccessRequests_deny: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DenyAccessRequestDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AccessRequestDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    AccessRequests_cancel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CancelAccessRequestDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AccessRequestDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -6326,7 +7092,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6406,7 +7172,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6489,7 +7255,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6578,7 +7344,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6767,7 +7533,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6862,7 +7628,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7088,7 +7854,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7170,7 +7936,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7265,7 +8031,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7360,7 +8126,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7455,7 +8221,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7476,7 +8242,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7626,7 +8392,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7711,7 +8477,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7793,7 +8559,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7896,7 +8662,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7990,7 +8756,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8070,7 +8836,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8230,7 +8996,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8462,7 +9228,7 @@ export interface operations {
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8535,7 +9301,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8611,7 +9377,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8700,7 +9466,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8720,7 +9486,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8802,7 +9568,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8897,7 +9663,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9000,7 +9766,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9082,7 +9848,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;

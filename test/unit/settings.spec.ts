@@ -16,6 +16,8 @@ describe('settings', () => {
       pushProvider: 'log',
       logLevel: 'info',
       cacheTimeoutMs: 50,
+      accessRequestPendingHours: 72,
+      accessRequestMaxSeconds: 2_592_000,
     });
     expect(settings.dataDir.endsWith('.data')).toBe(true);
   });
@@ -23,6 +25,9 @@ describe('settings', () => {
   it.each([
     [{ PORT: 'abc' }, 'Invalid setting PORT: "abc" is not an integer'],
     [{ PORT: '70000' }, 'Invalid setting PORT: 70000 is outside 0..65535'],
+    [{ ACCESS_REQUEST_PENDING_HOURS: '0' }, 'Invalid setting ACCESS_REQUEST_PENDING_HOURS: 0 is outside 1..8760'],
+    [{ ACCESS_REQUEST_MAX_SECONDS: '299' }, 'Invalid setting ACCESS_REQUEST_MAX_SECONDS: 299 is outside 300..31536000'],
+    [{ ACCESS_REQUEST_MAX_SECONDS: '1h' }, 'Invalid setting ACCESS_REQUEST_MAX_SECONDS: "1h" is not an integer'],
     [{ DATABASE_URL: 'mysql://x' }, 'Invalid setting DATABASE_URL: must use one of postgres:, postgresql:'],
     [{ REDIS_URL: 'not a url' }, 'Invalid setting REDIS_URL: is not a valid URL'],
     [

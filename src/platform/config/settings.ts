@@ -77,6 +77,10 @@ export interface Settings {
   readonly webhookWorkers: boolean;
   /** Endpoints one instance delivers to at once (WEBHOOK_CONCURRENCY). */
   readonly webhookConcurrency: number;
+  /** Hours a pending access request waits for a decision before it expires (ACCESS_REQUEST_PENDING_HOURS, part 6.15). */
+  readonly accessRequestPendingHours: number;
+  /** The longest access a request may ask for, in seconds (ACCESS_REQUEST_MAX_SECONDS, part 6.15). */
+  readonly accessRequestMaxSeconds: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -251,6 +255,9 @@ export function loadSettings(env: Env = process.env): Settings {
     webhookAllowHttp: flag(env, 'WEBHOOK_ALLOW_HTTP', false),
     webhookWorkers: flag(env, 'WEBHOOK_WORKERS', true),
     webhookConcurrency: integer(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256),
+    accessRequestPendingHours: integer(env, 'ACCESS_REQUEST_PENDING_HOURS', 72, 1, 8760),
+    // A request asks for at least 300 seconds (part 6.15), so the longest may not be shorter.
+    accessRequestMaxSeconds: integer(env, 'ACCESS_REQUEST_MAX_SECONDS', 2_592_000, 300, 31_536_000),
   });
 }
 

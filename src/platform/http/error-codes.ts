@@ -74,6 +74,7 @@ export const ERRORS = {
   SESSION_NOT_FOUND: notFound('Session', 'session_id'),
   WEBHOOK_ENDPOINT_NOT_FOUND: notFound('Webhook endpoint', 'webhook_endpoint_id'),
   WEBHOOK_DELIVERY_NOT_FOUND: notFound('Webhook delivery', 'webhook_delivery_id'),
+  ACCESS_REQUEST_NOT_FOUND: notFound('Access request', 'access_request_id'),
   AUTHORITY_ALREADY_EXISTS: {
     status: 409,
     meaning: 'The user already has an authority on the device (deleted or not)',
@@ -160,6 +161,12 @@ export const ERRORS = {
     status: 422,
     meaning: 'A point-in-time question about a moment before the access history begins',
     example: { at: '2026-01-01T00:00:00.000Z', history_starts_at: '2026-11-24T00:00:00.000Z' },
+  },
+  ACCESS_REQUEST_INVALID: {
+    status: 422,
+    meaning:
+      'The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active',
+    example: { reason: 'already_allowed', device_id: 7, permission_code: 'authorities.revoke' },
   },
   RATE_LIMITED: { status: 429, meaning: 'Too many requests; see Retry-After' },
   HEADERS_TOO_LARGE: {

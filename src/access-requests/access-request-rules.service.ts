@@ -1,0 +1,153 @@
+import { Injectable } from '@nestjs/common';
+import { accessPaths } from '../platform/auth/access-rules.js';
+import type { Subject } from '../platform/auth/auth-context.js';
+import { AuthContextService } from '../platform/auth/auth-context.service.js';
+import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
+import { AuthorizationService } from '../platform/auth/authorization.service.js';
+import { isDeviceScoped, isPermissionCode, PERMISSIONS } from '../platform/auth/permissions.js';
+import { roleById, ROLES, USER_STATUS } from '../platform/auth/roles.js';
+import type { Scope } from '../platform/http/list/list-sql.js';
+import type { UserReference } from '../users/user-references.repository.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { AccessRequestsRepository } from './access-requests.repository.js';
+
+export const APPROVE = 'access_requests.approve';
+const APPROVE_ID = PERMISSIONS.find((permission) => permission.code === APPROVE)?.id ?? 49;
+const DEVICE_SCOPED = PERMISSIONS.filter((permission) => isDeviceScoped(permission.code));
+
+/** Why a request cannot be asked for, or granted (details.reason of 422 ACCESS_REQUEST_INVALID). */
+export type InvalidReason = 'not_device_scoped' | 'no_authority' | 'already_allowed' | 'requester_not_active';
+
+export function accessRequestInvalid(reason: InvalidReason, details: Readonly<Record<string, unknown>>): ApiError {
+  const why: Record<InvalidReason, string> = {
+    not_device_scoped: 'the permission is not device-scoped',
+    no_authority: 'the requester holds no live authority on the device',
+    already_allowed: 'the requester is already allowed the permission on the device',
+    requester_not_active: 'the requester is not an active user',
+  };
+  return new ApiError('ACCESS_REQUEST_INVALID', `The access cannot be requested or granted: ${why[reason]}`, {
+    reason,
+    ...details,
+  });
+}
+
+/** What a request is about. */
+export interface Asked {
+  readonly requester_id: number;
+  readonly device_id: number;
+  readonly permission_code: string;
+}
+
+/**
+ * Who may see, decide and be asked about access requests (part 6.15), judged by the guards' own
+ * evaluator (`AuthorizationService`, over `access-rules.ts`): a decider is allowed
+ * `access_requests.approve` on the request's device and the requested permission there (the
+ * delegation rule of part 5).
+ */
+@Injectable()
+export class AccessRequestRules {
+  constructor(
+    private readonly authorization: AuthorizationService,
+    private readonly contexts: AuthContextService,
+    private readonly rows: AccessRequestsRepository,
+  ) {}
+
+  /** Allowed to decide by role or grant: sees every request. */
+  decidesEverywhere(actor: Subject): boolean {
+    return this.authorization.decideGlobally(actor, APPROVE).allowed;
+  }
+
+  async mayDecide(subject: Subject, asked: Pick<Asked, 'device_id' | 'permission_code'>): Promise<boolean> {
+    if (!isPermissionCode(asked.permission_code)) return false;
+    const [approve, permission] = await Promise.all([
+      this.authorization.decide(subject, APPROVE, asked.device_id),
+      this.authorization.decide(subject, asked.permission_code, asked.device_id),
+    ]);
+    return approve.allowed && permission.allowed;
+  }
+
+  async maySee(actor: Subject, asked: Asked): Promise<boolean> {
+    return (
+      this.decidesEverywhere(actor) || asked.requester_id === actor.user_id || (await this.mayDecide(actor, asked))
+    );
+  }
+
+  /** List row filtering: none for whoever decides everywhere; else its own and the (device, permission) pairs it may decide. */
+  async listScope(actor: Subject): Promise<Scope | undefined> {
+    if (this.decidesEverywhere(actor)) return undefined;
+    const devices = await this.authorization.devicesAllowed(actor, APPROVE);
+    const pairs =
+      devices === 'all'
+        ? []
+        : [...devices]
+            .sort((a, b) => a - b)
+            .flatMap((device_id) => DEVICE_SCOPED.map((permission) => ({ device_id, permission })));
+    const allowed = await this.authorization.decideMany(
+      actor,
+      pairs.map((pair) => ({ permission: pair.permission.code, device_id: pair.device_id })),
+    );
+    const decidable = pairs.filter((_, index) => allowed[index] === true);
+    return this.rows.visibleTo(actor.user_id, {
+      device_ids: decidable.map((pair) => pair.device_id),
+      permission_ids: decidable.map((pair) => pair.permission.id),
+    });
+  }
+
+  /**
+   * Whether the requester may still be given the access: an active user, holding an effective
+   * authority on the device (`authority`, read under its lock), not already allowed the permission
+   * there by any layer. The requester's role and grants come from its auth context, its standing
+   * from `user` (read in the caller's transaction).
+   */
+  async assertGrantable(
+    asked: Asked,
+    user: UserReference | undefined,
+    authority: AuthorityFacts | undefined,
+  ): Promise<void> {
+    const details = { device_id: asked.device_id, permission_code: asked.permission_code };
+    const role = user === undefined ? undefined : roleById(user.role_id);
+    if (user === undefined || role === undefined || user.is_deleted || user.status_id !== USER_STATUS.active)
+      throw accessRequestInvalid('requester_not_active', { ...details, requester_id: asked.requester_id });
+    const now = Date.now();
+    const effective =
+      authority !== undefined &&
+      authority.is_active &&
+      !authority.revoked &&
+      !authority.deleted &&
+      (authority.expires_at === null || Date.parse(authority.expires_at) > now);
+    if (!effective) throw accessRequestInvalid('no_authority', details);
+    const grants = (await this.contexts.subjectOf(asked.requester_id))?.grants ?? [];
+    const subject: Subject = { user_id: asked.requester_id, role, active: true, grants };
+    if (accessPaths(subject, authority, asked.permission_code, now).length > 0)
+      throw accessRequestInvalid('already_allowed', { ...details, authority_id: authority.id });
+  }
+
+  /**
+   * The approvers of a request (part 6.15) and which of them to notify: those allowed to decide
+   * through the device or a grant (layers 3c and 3b), or, when there are none, those allowed by
+   * role. In user id order.
+   */
+  async approvers(asked: Asked): Promise<{ readonly all: number[]; readonly notified: number[] }> {
+    const candidates = await this.rows.approverCandidates({
+      requesterId: asked.requester_id,
+      deviceId: asked.device_id,
+      roleIds: ROLES.filter((role) => role.admin_access && role.permissions.has(APPROVE)).map((role) => role.id),
+      approveId: APPROVE_ID,
+      activeStatusId: USER_STATUS.active,
+    });
+    const judged = await Promise.all(
+      candidates.map(async (userId) => {
+        const subject = await this.contexts.subjectOf(userId);
+        if (subject === undefined || !(await this.mayDecide(subject, asked))) return undefined;
+        const ways = await this.authorization.explain(subject, APPROVE, asked.device_id);
+        return { userId, byRoleOnly: ways.every((way) => way.decided_by === 'role') };
+      }),
+    );
+    const approvers = judged.filter((entry) => entry !== undefined);
+    const closer = approvers.filter((entry) => !entry.byRoleOnly);
+    return {
+      all: approvers.map((entry) => entry.userId),
+      notified: (closer.length > 0 ? closer : approvers).map((entry) => entry.userId),
+    };
+  }
+}
