@@ -363,6 +363,23 @@ describe('access requests: just-in-time access (part 6.15)', () => {
     await caller(t, world.operator).post(BASE, askFor(world, CODE)).expect(201);
   });
 
+  it('Idempotency-Key replays an ask and an approval without doing the work twice', async () => {
+    const world = await accessWorld();
+    const ask = () => caller(t, world.operator).post(BASE, askFor(world, CODE)).set('Idempotency-Key', 'jit-ask-1');
+    const first = await ask().expect(201);
+    const replay = await ask().expect(201);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body.data.id).toBe(first.body.data.id);
+    const approve = () =>
+      caller(t, world.owner).post(`${BASE}/${first.body.data.id}/approve`, {}).set('Idempotency-Key', 'jit-ok-1');
+    await approve().expect(200);
+    expect((await approve().expect(200)).headers['idempotent-replayed']).toBe('true');
+    expect(await sql('SELECT id FROM access_requests WHERE requester_id = $1', [world.operator.user.id])).toHaveLength(
+      1,
+    );
+    expect(await noticesOf(world.operator.user.id, first.body.data.id)).toHaveLength(1);
+  });
+
   it('without any closer approver, those allowed by role are told', async () => {
     const operator = await actor('operator');
     const device = (await createDevice()).id;
