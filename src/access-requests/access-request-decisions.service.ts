@@ -62,14 +62,20 @@ export class AccessRequestDecisions {
       await this.rules.assertGrantable(before, user, authority);
       if (authority === undefined) throw accessRequestInvalid('no_authority', { device_id: before.device_id });
       const accessExpiresAt = new Date(Date.now() + duration * 1000);
-      const granted = await this.grants.grantExpiring(tx, {
-        authority_id: authority.id,
-        permission_id: before.permission_id,
-        expires_at: accessExpiresAt,
-        reason: `access request ${id}`,
-      });
-      if (granted === undefined)
-        throw accessRequestInvalid('already_allowed', { device_id: before.device_id, authority_id: authority.id });
+      const granted = await this.grants
+        .grantExpiring(tx, {
+          authorityId: authority.id,
+          permissionId: before.permission_id,
+          expiresAt: accessExpiresAt,
+          actorId: actor.user_id,
+          reason: `access request ${id}`,
+        })
+        .catch((error: unknown) => {
+          // Held already (unexpired) although the rules above found it not allowed: still allowed.
+          if (error instanceof ApiError && error.code === 'AUTHORITY_PERMISSION_EXISTS')
+            throw accessRequestInvalid('already_allowed', { device_id: before.device_id, authority_id: authority.id });
+          throw error;
+        });
       const after = await this.rows.patch(tx, id, {
         state: 'approved',
         decided_by: actor.user_id,

@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
+import { AUTHORITY_FACTS } from '../platform/auth/access-facts.repository.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import { ApiError } from '../platform/http/api-error.js';
-
-const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 
 /** What a write needs to know about an authority it names in its body. */
 export interface AuthorityReference {
@@ -33,12 +32,7 @@ export class AuthorityReferences {
    */
   async lockedFacts(db: EntityManager, deviceId: number, userId: number): Promise<AuthorityFacts | undefined> {
     const [row] = await db.query<AuthorityFacts[]>(
-      `SELECT a.id, a.device_id, a.user_id, a.owner, a.is_active, a.revoked_at IS NOT NULL AS revoked, a.is_deleted AS deleted,
-              to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
-              ARRAY(SELECT p.code FROM authority_permissions ap JOIN permissions p ON p.id = ap.permission_id
-                    WHERE ap.authority_id = a.id AND ap.revoked_at IS NULL AND (ap.expires_at IS NULL OR ap.expires_at > now())
-                    ORDER BY p.code) AS permissions
-       FROM authorities a WHERE a.device_id = $1 AND a.user_id = $2 FOR NO KEY UPDATE OF a`,
+      `SELECT ${AUTHORITY_FACTS} FROM authorities a WHERE a.device_id = $1 AND a.user_id = $2 FOR NO KEY UPDATE OF a`,
       [deviceId, userId],
     );
     return row;

@@ -25,7 +25,7 @@ const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 // Trusted text producing `AuthorityFacts` for `authorities a`. Permissions already expired are left
 // out; the others carry their expiry, which the rules judge at decision time (a cached set is read
 // long after it was built, and no write marks the instant a permission expires).
-const AUTHORITY_FACTS = `a.id, a.device_id, a.user_id, a.owner, a.is_active, a.revoked_at IS NOT NULL AS revoked, a.is_deleted AS deleted,
+export const AUTHORITY_FACTS = `a.id, a.device_id, a.user_id, a.owner, a.is_active, a.revoked_at IS NOT NULL AS revoked, a.is_deleted AS deleted,
   to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
   ARRAY(SELECT json_build_object('code', p.code, 'expires_at', to_char(ap.expires_at AT TIME ZONE 'UTC', ${ISO}))
         FROM authority_permissions ap JOIN permissions p ON p.id = ap.permission_id
