@@ -13,6 +13,8 @@ import { AccessRequestsRepository } from './access-requests.repository.js';
 
 export const APPROVE = 'access_requests.approve';
 const APPROVE_ID = PERMISSIONS.find((permission) => permission.code === APPROVE)?.id ?? 49;
+/** Subjects judged side by side: enough to overlap their reads, few enough to leave the pool to others. */
+const JUDGED_AT_ONCE = 8;
 const DEVICE_SCOPED = PERMISSIONS.filter((permission) => isDeviceScoped(permission.code));
 
 /** Why a request cannot be asked for, or granted (details.reason of 422 ACCESS_REQUEST_INVALID). */
@@ -123,31 +125,49 @@ export class AccessRequestRules {
   }
 
   /**
-   * The approvers of a request (part 6.15) and which of them to notify: those allowed to decide
-   * through the device or a grant (layers 3c and 3b), or, when there are none, those allowed by
-   * role. In user id order.
+   * The approvers to notify of a request (part 6.15): those allowed to decide through the device
+   * or a grant (layers 3c and 3b), or, when there are none, those allowed by role. In user id
+   * order. Role holders are judged only when nobody closer may decide: a registry has many admins,
+   * and each judgement reads a subject.
    */
-  async approvers(asked: Asked): Promise<{ readonly all: number[]; readonly notified: number[] }> {
-    const candidates = await this.rows.approverCandidates({
-      requesterId: asked.requester_id,
-      deviceId: asked.device_id,
-      roleIds: ROLES.filter((role) => role.admin_access && role.permissions.has(APPROVE)).map((role) => role.id),
-      approveId: APPROVE_ID,
-      activeStatusId: USER_STATUS.active,
-    });
-    const judged = await Promise.all(
-      candidates.map(async (userId) => {
-        const subject = await this.contexts.subjectOf(userId);
-        if (subject === undefined || !(await this.mayDecide(subject, asked))) return undefined;
-        const ways = await this.authorization.explain(subject, APPROVE, asked.device_id);
-        return { userId, byRoleOnly: ways.every((way) => way.decided_by === 'role') };
-      }),
-    );
-    const approvers = judged.filter((entry) => entry !== undefined);
-    const closer = approvers.filter((entry) => !entry.byRoleOnly);
-    return {
-      all: approvers.map((entry) => entry.userId),
-      notified: (closer.length > 0 ? closer : approvers).map((entry) => entry.userId),
-    };
+  async approvers(asked: Asked): Promise<{ readonly notified: number[] }> {
+    const candidates = (byRole: boolean): Promise<number[]> =>
+      this.rows.approverCandidates({
+        requesterId: asked.requester_id,
+        deviceId: asked.device_id,
+        roleIds: byRole
+          ? ROLES.filter((role) => role.admin_access && role.permissions.has(APPROVE)).map((role) => role.id)
+          : [],
+        approveId: APPROVE_ID,
+        activeStatusId: USER_STATUS.active,
+      });
+    const close = await candidates(false);
+    const judged = await this.judge(close, asked);
+    const closer = judged.filter((entry) => !entry.byRoleOnly);
+    if (closer.length > 0) return { notified: closer.map((entry) => entry.userId) };
+    const judgedAlready = new Set(close);
+    const others = (await candidates(true)).filter((userId) => !judgedAlready.has(userId));
+    const all = [...judged, ...(await this.judge(others, asked))].map((entry) => entry.userId);
+    return { notified: all.sort((a, b) => a - b) };
+  }
+
+  /** Who of `userIds` may decide the request, and whether only by role; a few at a time (one subject read each). */
+  private async judge(
+    userIds: readonly number[],
+    asked: Asked,
+  ): Promise<{ readonly userId: number; readonly byRoleOnly: boolean }[]> {
+    const approvers: { readonly userId: number; readonly byRoleOnly: boolean }[] = [];
+    for (let start = 0; start < userIds.length; start += JUDGED_AT_ONCE) {
+      const batch = await Promise.all(
+        userIds.slice(start, start + JUDGED_AT_ONCE).map(async (userId) => {
+          const subject = await this.contexts.subjectOf(userId);
+          if (subject === undefined || !(await this.mayDecide(subject, asked))) return undefined;
+          const ways = await this.authorization.explain(subject, APPROVE, asked.device_id);
+          return { userId, byRoleOnly: ways.every((way) => way.decided_by === 'role') };
+        }),
+      );
+      for (const entry of batch) if (entry !== undefined) approvers.push(entry);
+    }
+    return approvers;
   }
 }

@@ -22,8 +22,11 @@ export function valid(schema: Schema, components: Components, depth = 0): fc.Arb
         fc.string({ minLength: resolved.minLength ?? 0, maxLength: Math.min(resolved.maxLength ?? 40, 40) }),
       );
     case 'number':
-    case 'integer':
-      return orNull(fc.integer({ min: resolved.minimum ?? 1, max: Math.min(resolved.maximum ?? 60, 60) }));
+    case 'integer': {
+      // Small numbers (ids that exist), but never below the schema's minimum (a duration of 300 s and more).
+      const min = resolved.minimum ?? 1;
+      return orNull(fc.integer({ min, max: Math.min(resolved.maximum ?? Infinity, Math.max(min, 1) + 59) }));
+    }
     case 'boolean':
       return orNull(fc.boolean());
     case 'array':
