@@ -3,7 +3,7 @@
 // versions; one transaction). What is left is the service's own: HTTP, validation, the checks,
 // the response and the cache work after the commit.
 import pg from 'pg';
-import { RESOLVE } from '../../dist/src/grants/authority-permissions.repository.js';
+import { INSERT_MANY, RESOLVE } from '../../dist/src/grants/authority-permissions.repository.js';
 import { percentile, ratio } from '../support.mjs';
 
 export async function rawBulkGrant(client, authorityIds, permissionId) {
@@ -13,12 +13,7 @@ export async function rawBulkGrant(client, authorityIds, permissionId) {
   ]);
   const permissions = authorityIds.map(() => permissionId);
   const resolved = await client.query(RESOLVE, [authorityIds, permissions]);
-  const inserted = await client.query(
-    `INSERT INTO authority_permissions (authority_id, permission_id, granted_by)
-     SELECT DISTINCT i.authority_id, i.permission_id, NULL::bigint FROM unnest($1::bigint[], $2::int[]) AS i(authority_id, permission_id)
-     ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL DO NOTHING RETURNING id`,
-    [authorityIds, permissions],
-  );
+  const inserted = await client.query(INSERT_MANY, [authorityIds, permissions, null]);
   const ids = inserted.rows.map((row) => row.id);
   const rows = await client.query(
     `SELECT CASE WHEN ap.revoked_at IS NULL THEN 1 ELSE 2 END AS version, ap.id, ap.authority_id, a.device_id, ap.permission_id, p.code AS permission_code

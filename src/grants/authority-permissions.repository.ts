@@ -73,6 +73,19 @@ export const RESOLVE = `
   LEFT JOIN permissions p ON p.id = i.permission_id
   ORDER BY i.ord`;
 
+/**
+ * The bulk grant's insert ($1 authority ids, $2 permission ids, $3 the actor): each pair not held
+ * unexpired, in one fixed order. Exported for the benchmark's raw-SQL baseline, which sends the
+ * same statements.
+ */
+export const INSERT_MANY = `INSERT INTO authority_permissions (authority_id, permission_id, granted_by)
+  SELECT DISTINCT i.authority_id, i.permission_id, $3::bigint FROM unnest($1::bigint[], $2::int[]) AS i(authority_id, permission_id)
+  WHERE NOT EXISTS (SELECT 1 FROM authority_permissions ap
+                    WHERE ap.authority_id = i.authority_id AND ap.permission_id = i.permission_id AND ${LIVE_NOW})
+  ORDER BY i.authority_id, i.permission_id
+  ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL AND expires_at IS NULL DO NOTHING
+  RETURNING id, authority_id, permission_id`;
+
 @Injectable()
 export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermissionRow> {
   constructor(
@@ -199,17 +212,11 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     pairs: readonly { readonly authority_id: number; readonly permission_id: number }[],
     actor: number | null,
   ): Promise<{ id: number; authority_id: number; permission_id: number }[]> {
-    return tx.write(
-      AUTHORITY_PERMISSIONS,
-      `INSERT INTO authority_permissions (authority_id, permission_id, granted_by)
-       SELECT DISTINCT i.authority_id, i.permission_id, $3::bigint FROM unnest($1::bigint[], $2::int[]) AS i(authority_id, permission_id)
-       WHERE NOT EXISTS (SELECT 1 FROM authority_permissions ap
-                         WHERE ap.authority_id = i.authority_id AND ap.permission_id = i.permission_id AND ${LIVE_NOW})
-       ORDER BY i.authority_id, i.permission_id
-       ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL AND expires_at IS NULL DO NOTHING
-       RETURNING id, authority_id, permission_id`,
-      [pairs.map((pair) => pair.authority_id), pairs.map((pair) => pair.permission_id), actor],
-    );
+    return tx.write(AUTHORITY_PERMISSIONS, INSERT_MANY, [
+      pairs.map((pair) => pair.authority_id),
+      pairs.map((pair) => pair.permission_id),
+      actor,
+    ]);
   }
 
   /** Bulk revoke (one statement): stamps the active (unexpired) rows among `ids`; answers the ids it revoked. */
