@@ -21,6 +21,7 @@ import { AccessGovernance1765324800000 } from './1765324800000-access-governance
 import { ExpiringAuthorityPermissions1765411200000 } from './1765411200000-expiring-authority-permissions.js';
 import { AccessRequests1765497600000 } from './1765497600000-access-requests.js';
 import { AuthorityRightsNow1765584000000 } from './1765584000000-authority-rights-now.js';
+import { LiveAuthorityPermissionsIndex1765670400000 } from './1765670400000-live-authority-permissions-index.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -47,6 +48,7 @@ export const MIGRATIONS = [
   ExpiringAuthorityPermissions1765411200000,
   AccessRequests1765497600000,
   AuthorityRightsNow1765584000000,
+  LiveAuthorityPermissionsIndex1765670400000,
 ];
 
 /**
