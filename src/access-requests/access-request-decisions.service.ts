@@ -56,7 +56,7 @@ export class AccessRequestDecisions {
     const duration = dto.duration_seconds ?? asked.duration_seconds;
     const reason = dto.reason ?? null;
     return this.uow.run(async (tx) => {
-      const before = await this.lockPending(tx, id, ifMatch, 'approve');
+      const before = await this.lockDecidable(tx, actor, id, ifMatch, 'approve');
       const authority = await this.authorityReferences.lockedFacts(tx.db, before.device_id, before.requester_id);
       const user = await this.userReferences.user(tx.db, before.requester_id);
       await this.rules.assertGrantable(before, user, authority);
@@ -98,7 +98,7 @@ export class AccessRequestDecisions {
   ): Promise<ResourceResponse<AccessRequestDto>> {
     await this.decidable(actor, id, 'deny');
     return this.uow.run(async (tx) => {
-      const before = await this.lockPending(tx, id, ifMatch, 'deny');
+      const before = await this.lockDecidable(tx, actor, id, ifMatch, 'deny');
       const after = await this.close(tx, id, 'denied', dto.reason);
       await this.decided(tx, 'access_request.denied', before, after);
       return respondWith(after);
@@ -158,14 +158,31 @@ export class AccessRequestDecisions {
 
   /** The request under its row lock, still pending (its expiry not passed), at the version `If-Match` names. */
   private async lockPending(tx: Tx, id: number, ifMatch: IfMatch, action: Decision): Promise<AccessRequestRow> {
-    const before = await this.rows.lock(tx, id);
-    assertIfMatch(ifMatch, before.version);
+    const locked = await this.rows.lock(tx, id);
+    assertIfMatch(ifMatch, locked.version);
+    // Every reader sees a pending request past its expiry as expired, whoever has yet to record it.
+    const state = locked.state === 'pending' && (await this.rows.lapsed(tx, id)) ? 'expired' : locked.state;
+    const before = { ...locked, state };
     if (before.state !== 'pending')
       throw new ApiError('INVALID_STATE_TRANSITION', `Access request ${id} is ${before.state}, not pending`, {
         from: before.state,
         action,
         access_request_id: id,
       });
+    return before;
+  }
+
+  /** Approve and deny under the request's lock: the decider's rights as they are now, not as authenticated. */
+  private async lockDecidable(
+    tx: Tx,
+    actor: AuthContext,
+    id: number,
+    ifMatch: IfMatch,
+    action: 'approve' | 'deny',
+  ): Promise<AccessRequestRow> {
+    const before = await this.lockPending(tx, id, ifMatch, action);
+    if (!(await this.rules.stillMayDecide(actor.user_id, before)))
+      throw delegationForbidden(before.permission_code, before.device_id);
     return before;
   }
 

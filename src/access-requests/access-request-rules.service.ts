@@ -68,6 +68,16 @@ export class AccessRequestRules {
     return approve.allowed && permission.allowed;
   }
 
+  /**
+   * Whether `userId` may decide the request now, from its subject as it is now (not the one its
+   * request was authenticated with): asked again once the request's row is locked, so a right
+   * lost while the decision waited for that lock hands nothing on.
+   */
+  async stillMayDecide(userId: number, asked: Pick<Asked, 'device_id' | 'permission_code'>): Promise<boolean> {
+    const subject = await this.contexts.subjectOf(userId);
+    return subject !== undefined && subject.active && (await this.mayDecide(subject, asked));
+  }
+
   async maySee(actor: Subject, asked: Asked): Promise<boolean> {
     return (
       this.decidesEverywhere(actor) || asked.requester_id === actor.user_id || (await this.mayDecide(actor, asked))
@@ -108,7 +118,14 @@ export class AccessRequestRules {
   ): Promise<void> {
     const details = { device_id: asked.device_id, permission_code: asked.permission_code };
     const role = user === undefined ? undefined : roleById(user.role_id);
-    if (user === undefined || role === undefined || user.is_deleted || user.status_id !== USER_STATUS.active)
+    // A role without admin access (a member) is allowed nothing at all (layer 2): not a requester to grant.
+    if (
+      user === undefined ||
+      role === undefined ||
+      !role.admin_access ||
+      user.is_deleted ||
+      user.status_id !== USER_STATUS.active
+    )
       throw accessRequestInvalid('requester_not_active', { ...details, requester_id: asked.requester_id });
     const now = Date.now();
     const effective =

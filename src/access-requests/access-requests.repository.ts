@@ -16,7 +16,9 @@ export interface AccessRequestRow extends AccessRequestDto {
  * from that instant, before the expiry job has recorded it (the stored row keeps its version
  * until then; the job's write is the next version).
  */
-const STATE = `CASE WHEN state = 'pending' AND expires_at <= now() THEN 'expired' ELSE state END`;
+// The clock, not the transaction's start: a decision that waited for the row's lock past the
+// expiry reads the request as expired, as every reader does by then.
+const STATE = `CASE WHEN state = 'pending' AND expires_at <= clock_timestamp() THEN 'expired' ELSE state END`;
 
 const RESOURCE_COLUMNS = `id, requester_id, device_id, authority_id, permission_id, permission_code, reason, duration_seconds,
   ${STATE} AS state, expires_at, decided_by, decided_at, decision_reason, authority_permission_id, access_expires_at,
@@ -85,6 +87,18 @@ export class AccessRequestsRepository extends ResourceTable<AccessRequestRow, Ac
    * whose role holds the right (`roleIds`), who hold a live grant of it (`approveId`), or who hold
    * a live authority on the device. Only narrows: the evaluator judges each.
    */
+  /**
+   * Whether the request's pending expiry has passed by the clock of now. Asked once its row lock is
+   * held: a locking read's columns are worked out before it waits for the lock.
+   */
+  async lapsed(tx: Tx, id: number): Promise<boolean> {
+    const [row] = await tx.db.query<{ lapsed: boolean }[]>(
+      'SELECT expires_at <= clock_timestamp() AS lapsed FROM access_requests WHERE id = $1',
+      [id],
+    );
+    return row?.lapsed === true;
+  }
+
   async approverCandidates(query: {
     readonly requesterId: number;
     readonly deviceId: number;

@@ -23,12 +23,12 @@ async function dbNow(): Promise<Date> {
   return row.now;
 }
 
-/** Independent review of just-in-time access (part 6.15). */
-describe('review (held): access requests and expiring authority permissions', () => {
+/** Attacks an independent review tried on just-in-time access (part 6.15) and expiring authority permissions: all held. */
+describe('access requests and expiring authority permissions under attack', () => {
   let t: TestApp;
   let root: Caller;
   beforeAll(async () => {
-    t = await startApp({ widgets: false, cachePrefix: testCachePrefix('review-jit-h') });
+    t = await startApp({ widgets: false, cachePrefix: testCachePrefix('access-request-attacks') });
     root = await actor('super_admin');
   });
   afterAll(() => t?.close());
