@@ -163,7 +163,8 @@ describe('Sentinel demotes the master the service is connected to: its kill come
 
     // Now A resyncs from B: its data is B's (weight 1 under the generation A stamped before the cut).
     await toB.open();
-    await until('A to resync from B', () => linkUp(a));
+    // B's WAIT answers once A, its replica now, has acknowledged all of B's data: A has resynced.
+    await replicated(b);
 
     // No connection event since the service learned A's stamp.
     const served = await read(app, id);
@@ -208,6 +209,7 @@ describe('FAILOVER (the built-in coordinated failover) to the replica and back, 
 
     // A forced FAILOVER to B (B never catches up); A resyncs from B (B's data: weight 1).
     await command(a, 'FAILOVER', 'TO', '127.0.0.1', String(portOf(b)), 'TIMEOUT', '500', 'FORCE');
+    // FAILOVER answers before it is done: B is not a master yet to WAIT on.
     await until('A to be B’s synced replica', async () => (await role(a)) === 'slave' && (await linkUp(a)));
     expect(await role(b)).toBe('master');
 

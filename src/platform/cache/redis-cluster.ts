@@ -75,10 +75,6 @@ export class ClusterConnection implements RedisConnection {
     return true;
   }
 
-  recheck(): void {
-    // Nothing learned to ask again: every script asks its node.
-  }
-
   async *scan(pattern: string): AsyncIterable<string[]> {
     await this.ready();
     for (const master of this.cluster.masters) {

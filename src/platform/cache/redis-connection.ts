@@ -26,8 +26,6 @@ export interface RedisConnection {
   identity(): Identity | Promise<Identity>;
   /** Whether the connection `identity` was learned on is still the one in use (no reconnect since). */
   still(identity: Identity): boolean;
-  /** A generation was not under `identity`'s stamp: it may be out of date, asked again before the next call. */
-  recheck(identity: Identity): void;
   /** The keys matching `pattern` on every master, in batches. */
   scan(pattern: string): AsyncIterable<string[]>;
   /** Answers when every master answers. */

@@ -64,10 +64,6 @@ export class SingleConnection implements RedisConnection {
     return this.server.still(identity);
   }
 
-  recheck(identity: Identity): void {
-    this.server.recheck(identity);
-  }
-
   async *scan(pattern: string): AsyncIterable<string[]> {
     yield* this.client.scanIterator({ MATCH: pattern, COUNT: 1000 });
   }
