@@ -22,6 +22,7 @@ import { ExpiringAuthorityPermissions1765411200000 } from './1765411200000-expir
 import { AccessRequests1765497600000 } from './1765497600000-access-requests.js';
 import { AuthorityRightsNow1765584000000 } from './1765584000000-authority-rights-now.js';
 import { LiveAuthorityPermissionsIndex1765670400000 } from './1765670400000-live-authority-permissions-index.js';
+import { AccessEvents1765756800000 } from './1765756800000-access-events.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -49,6 +50,7 @@ export const MIGRATIONS = [
   AccessRequests1765497600000,
   AuthorityRightsNow1765584000000,
   LiveAuthorityPermissionsIndex1765670400000,
+  AccessEvents1765756800000,
 ];
 
 /**

@@ -1,4 +1,5 @@
 import { Body, Controller, Get, Post, Query } from '@nestjs/common';
+import { DryRun, writeOrPreview, type PreviewAnswer } from '../platform/http/preview.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../platform/auth/actor.decorator.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
@@ -7,7 +8,7 @@ import { deviceOf } from '../platform/auth/device-locators.js';
 import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { detailOf } from '../platform/cache/cache-keys.js';
 import { IdParam } from '../platform/http/id.pipe.js';
-import type { ListResponse, ResourceResponse } from '../platform/http/responses.js';
+import type { ListResponse, NoContent, ResourceResponse } from '../platform/http/responses.js';
 import { PrefetchedEntries, type Prefetched } from '../platform/projections/prefetched.js';
 import { AccessRequestDecisions } from './access-request-decisions.service.js';
 import { ACCESS_REQUEST_LIST } from './access-requests.repository.js';
@@ -87,12 +88,14 @@ export class AccessRequestsController {
       'The approver must itself be allowed the requested permission on the device (403 `DELEGATION_FORBIDDEN`) and not be the requester (422). `duration_seconds` may only shorten the duration asked for (longer is a 400). When the requester has meanwhile become allowed, lost its authority or stopped being active: 422 `ACCESS_REQUEST_INVALID`, and the request stays pending.',
     returns: AccessRequestDto,
     errors: [400, 404, 409, 412, 422],
+    preview: true,
   })
   approve(
     @Write() { actor, id, ifMatch }: RecordWrite,
     @Body() dto: ApproveAccessRequestDto,
-  ): Promise<ResourceResponse<AccessRequestDto>> {
-    return this.decisions.approve(actor, id, dto, ifMatch);
+    @DryRun() dryRun: boolean,
+  ): Promise<ResourceResponse<AccessRequestDto> | ResourceResponse<PreviewAnswer> | NoContent> {
+    return writeOrPreview(dryRun, () => this.decisions.approve(actor, id, dto, ifMatch));
   }
 
   @Post(':id/deny')

@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { AuthoritiesModule } from '../authorities/authorities.module.js';
 import { UsersModule } from '../users/users.module.js';
+import { AccessExpiriesRepository } from './access-expiries.repository.js';
+import { AccessExpiryAnnouncer } from './access-expiry-announcer.js';
 import { AccessHistoryRepository } from './access-history.repository.js';
 import { AccessTimelineService } from './access-timeline.service.js';
 import { AccessService } from './access.service.js';
@@ -17,6 +19,14 @@ import { UserAccessController } from './users/access.controller.js';
 @Module({
   imports: [UsersModule, AuthoritiesModule],
   controllers: [AuthzController, DeviceAccessController, AccessTimelineController, UserAccessController],
-  providers: [AccessHistoryRepository, AccessService, AccessTimelineService, AuthzCheckService],
+  providers: [
+    AccessHistoryRepository,
+    AccessService,
+    AccessTimelineService,
+    AuthzCheckService,
+    AccessExpiriesRepository,
+    AccessExpiryAnnouncer,
+  ],
+  exports: [AccessExpiryAnnouncer],
 })
 export class AccessModule {}

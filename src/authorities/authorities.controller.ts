@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
+import { DryRun, writeOrPreview, type PreviewAnswer } from '../platform/http/preview.js';
 import { AUTHORITY_LIST } from './authorities.repository.js';
 import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
@@ -97,9 +98,13 @@ export class AuthoritiesController {
     returns: AuthorityDto,
     noContent: 'Already deleted (or revoked): nothing changed',
     errors: [400, 404, 412, 422],
+    preview: true,
   })
-  remove(@Write() { id, ifMatch }: RecordWrite): Promise<ResourceResponse<AuthorityDto> | NoContent> {
-    return this.actions.remove(id, ifMatch);
+  remove(
+    @Write() { id, ifMatch }: RecordWrite,
+    @DryRun() dryRun: boolean,
+  ): Promise<ResourceResponse<AuthorityDto> | ResourceResponse<PreviewAnswer> | NoContent> {
+    return writeOrPreview(dryRun, () => this.actions.remove(id, ifMatch));
   }
 
   @Post(':id/restore')
@@ -140,12 +145,14 @@ export class AuthoritiesController {
     summary: 'Deactivate an active authority (not the owner’s)',
     returns: AuthorityDto,
     errors: [400, 404, 409, 412, 422],
+    preview: true,
   })
   deactivate(
     @Write() { id, ifMatch }: RecordWrite,
     @Body() _options: NoOptionsDto,
-  ): Promise<ResourceResponse<AuthorityDto>> {
-    return this.actions.deactivate(id, ifMatch);
+    @DryRun() dryRun: boolean,
+  ): Promise<ResourceResponse<AuthorityDto> | ResourceResponse<PreviewAnswer> | NoContent> {
+    return writeOrPreview(dryRun, () => this.actions.deactivate(id, ifMatch));
   }
 
   @Post(':id/revoke')
@@ -155,11 +162,13 @@ export class AuthoritiesController {
     summary: 'Revoke an authority for good (not the owner’s)',
     returns: AuthorityDto,
     errors: [400, 404, 409, 412, 422],
+    preview: true,
   })
   revoke(
     @Write() { id, ifMatch }: RecordWrite,
     @Body() dto: RevokeAuthorityDto,
-  ): Promise<ResourceResponse<AuthorityDto>> {
-    return this.actions.revoke(id, dto.reason, ifMatch);
+    @DryRun() dryRun: boolean,
+  ): Promise<ResourceResponse<AuthorityDto> | ResourceResponse<PreviewAnswer> | NoContent> {
+    return writeOrPreview(dryRun, () => this.actions.revoke(id, dto.reason, ifMatch));
   }
 }

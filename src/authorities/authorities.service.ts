@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { AccessWatch } from '../platform/auth/access-watch.js';
 import { AuthorityReferences } from './authority-references.repository.js';
 import { UserReferences } from '../users/user-references.repository.js';
 import { creationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
@@ -40,6 +41,7 @@ export class AuthoritiesService {
     private readonly authorities: AuthoritiesRepository,
     private readonly audit: AuditService,
     private readonly authorization: AuthorizationService,
+    private readonly access: AccessWatch,
   ) {}
 
   async list(actor: AuthContext, query: Record<string, unknown>): Promise<ListResponse<AuthorityDto>> {
@@ -113,6 +115,8 @@ export class AuthoritiesService {
       };
       const changes = diffChanges(before, wanted, ['expires_at', 'label']);
       if (Object.keys(changes).length === 0) return before;
+      if ('expires_at' in changes)
+        await this.access.watch(tx, { users: [before.user_id], devices: [before.device_id] });
       // Only the fields that change: a label alone leaves the device's authority set alone.
       const after = await this.authorities.patch(tx, id, {
         ...('expires_at' in changes ? { expires_at: wanted.expires_at } : {}),

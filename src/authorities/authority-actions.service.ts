@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { AccessWatch } from '../platform/auth/access-watch.js';
 import { deletionStamp, restorationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
 import { AuditService, type AuditAction } from '../platform/audit/audit.service.js';
 import { ApiError } from '../platform/http/api-error.js';
@@ -26,6 +27,7 @@ export class AuthorityActionsService {
     private readonly uow: UnitOfWork,
     private readonly authorities: AuthoritiesRepository,
     private readonly audit: AuditService,
+    private readonly access: AccessWatch,
   ) {}
 
   remove(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto> | NoContent> {
@@ -34,6 +36,7 @@ export class AuthorityActionsService {
       if (before.is_deleted) return unchanged(ifMatch, before.version);
       if (before.owner) throw ownerProtected(before, 'delete');
       assertIfMatch(ifMatch, before.version);
+      await this.watch(tx, before);
       const stamp = deletionStamp();
       const after = await this.authorities.patch(tx, id, stamp);
       return this.finish(tx, after, 'authority.delete', { is_deleted: [false, true] });
@@ -45,6 +48,7 @@ export class AuthorityActionsService {
       const before = await this.authorities.lock(tx, id);
       if (!before.is_deleted) return unchanged(ifMatch, before.version);
       assertIfMatch(ifMatch, before.version);
+      await this.watch(tx, before);
       const after = await this.authorities.patch(tx, id, restorationStamp());
       return this.finish(tx, after, 'authority.restore', { is_deleted: [true, false] });
     });
@@ -52,7 +56,7 @@ export class AuthorityActionsService {
 
   activate(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
     return this.uow.run(async (tx) => {
-      await this.prepare(tx, id, ifMatch, 'activate');
+      await this.watch(tx, await this.prepare(tx, id, ifMatch, 'activate'));
       const after = await this.authorities.patch(tx, id, { is_active: true, ...updateStamp() });
       return this.finish(tx, after, 'authority.activate', { is_active: [false, true] });
     });
@@ -61,6 +65,7 @@ export class AuthorityActionsService {
   deactivate(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
     return this.uow.run(async (tx) => {
       const before = await this.prepare(tx, id, ifMatch, 'deactivate');
+      await this.watch(tx, before);
       const after = await this.authorities.patch(tx, id, { is_active: false, ...updateStamp() });
       return this.finish(tx, after, 'authority.deactivate', { is_active: [before.is_active, false] });
     });
@@ -69,6 +74,7 @@ export class AuthorityActionsService {
   revoke(id: number, reason: string | undefined, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
     return this.uow.run(async (tx) => {
       const before = await this.prepare(tx, id, ifMatch, 'revoke');
+      await this.watch(tx, before);
       const actor = updateStamp().updated_by;
       const after = await this.authorities.patch(tx, id, {
         is_active: false,
@@ -83,6 +89,11 @@ export class AuthorityActionsService {
       };
       return this.finish(tx, after, 'authority.revoke', changes, reason ?? null);
     });
+  }
+
+  /** What the authority's holder may do on its device, before and after the change (part 6.17). */
+  private watch(tx: Tx, authority: AuthorityRow): Promise<void> {
+    return this.access.watch(tx, { users: [authority.user_id], devices: [authority.device_id] });
   }
 
   /** 404 (deleted too), owner protection (422), If-Match (412), then the state rule (409). */

@@ -1,4 +1,5 @@
 import { Body, Controller, Get, Patch, Post, Query } from '@nestjs/common';
+import { DryRun, writeOrPreview, type PreviewAnswer } from '../platform/http/preview.js';
 import { DEVICE_LIST, TRANSFER_LIST } from './devices.repository.js';
 import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
@@ -7,7 +8,7 @@ import type { AuthContext } from '../platform/auth/auth-context.js';
 import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
 import { IfMatchHeader, type IfMatch } from '../platform/http/etag.js';
 import { IdParam } from '../platform/http/id.pipe.js';
-import type { ListResponse, ResourceResponse } from '../platform/http/responses.js';
+import type { ListResponse, NoContent, ResourceResponse } from '../platform/http/responses.js';
 import { deviceOf } from '../platform/auth/device-locators.js';
 import { DEVICE } from './device-locators.js';
 import { DevicesService } from './devices.service.js';
@@ -94,14 +95,16 @@ export class DevicesController {
     description: 'The only way `owner` becomes true; one transaction, one owner at all times, one history row.',
     returns: TransferResultDto,
     errors: [400, 404, 412, 422],
+    preview: true,
   })
   transferOwner(
     @Actor() actor: AuthContext,
     @IdParam('device_id') deviceId: number,
     @Body() dto: TransferOwnerDto,
     @IfMatchHeader() ifMatch: IfMatch,
-  ): Promise<ResourceResponse<TransferResultDto>> {
-    return this.ownership.transfer(actor, deviceId, dto, ifMatch);
+    @DryRun() dryRun: boolean,
+  ): Promise<ResourceResponse<TransferResultDto> | ResourceResponse<PreviewAnswer> | NoContent> {
+    return writeOrPreview(dryRun, () => this.ownership.transfer(actor, deviceId, dto, ifMatch));
   }
 
   @ListRoute({

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { AccessWatch } from '../platform/auth/access-watch.js';
 import { UserReferences } from '../users/user-references.repository.js';
 import { AuditService } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
@@ -33,6 +34,7 @@ export class OwnershipService {
     private readonly authorities: AuthoritiesRepository,
     private readonly audit: AuditService,
     private readonly authorization: AuthorizationService,
+    private readonly access: AccessWatch,
   ) {}
 
   async history(
@@ -70,6 +72,8 @@ export class OwnershipService {
       await this.assertTarget(tx, device, dto.new_owner_user_id);
       const actor = currentActorId();
       const previous = await this.authorities.lockOwnerOf(tx, deviceId);
+      const holders = [dto.new_owner_user_id, ...(previous === undefined ? [] : [previous.user_id])];
+      await this.access.watch(tx, { users: holders, devices: [deviceId] });
       // Demote first: the unique index allows one owner per device at every statement.
       const demoted = previous === undefined ? undefined : await this.demote(tx, previous, dto, actor);
       const promoted = await this.authorities.makeOwner(tx, deviceId, dto.new_owner_user_id, actor);

@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, Post, Query } from '@nestjs/common';
+import { DryRun, writeOrPreview, type PreviewAnswer } from '../platform/http/preview.js';
 import { AUTHORITY_PERMISSION_LIST } from './authority-permissions.repository.js';
 import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
@@ -90,9 +91,13 @@ export class AuthorityPermissionsController {
     returns: AuthorityPermissionDto,
     noContent: 'Already deleted (or revoked): nothing changed',
     errors: [400, 404, 412],
+    preview: true,
   })
-  revoke(@Write() { id, ifMatch }: RecordWrite): Promise<ResourceResponse<AuthorityPermissionDto> | NoContent> {
-    return this.permissions.revoke(id, ifMatch);
+  revoke(
+    @Write() { id, ifMatch }: RecordWrite,
+    @DryRun() dryRun: boolean,
+  ): Promise<ResourceResponse<AuthorityPermissionDto> | ResourceResponse<PreviewAnswer> | NoContent> {
+    return writeOrPreview(dryRun, () => this.permissions.revoke(id, ifMatch));
   }
 
   @Post('bulk-grant')

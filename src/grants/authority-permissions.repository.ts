@@ -159,6 +159,15 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
    * Stamps the revocation of a live row (locked, then `checkVersion`); `already` when it was
    * revoked or has expired (it allows nothing, and its expiry stays what ended it), 404 when missing.
    */
+  /** Whose authority, on which device, holds the row (undefined: no such row). */
+  async holderOf(tx: Tx, id: number): Promise<{ user_id: number; device_id: number } | undefined> {
+    const [row] = await tx.db.query<{ user_id: string; device_id: string }[]>(
+      'SELECT a.user_id, a.device_id FROM authority_permissions ap JOIN authorities a ON a.id = ap.authority_id WHERE ap.id = $1',
+      [id],
+    );
+    return row === undefined ? undefined : { user_id: Number(row.user_id), device_id: Number(row.device_id) };
+  }
+
   async revoke(
     tx: Tx,
     id: number,

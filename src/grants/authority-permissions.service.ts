@@ -1,4 +1,6 @@
 import { Injectable } from '@nestjs/common';
+import { AccessWatch } from '../platform/auth/access-watch.js';
+import type { AccessScope } from '../platform/auth/access-snapshot.repository.js';
 import { AuthorityReferences } from '../authorities/authority-references.repository.js';
 import { PermissionReferences } from './permission-references.repository.js';
 import { AuditService } from '../platform/audit/audit.service.js';
@@ -50,6 +52,7 @@ export class AuthorityPermissionsService {
     private readonly authorization: AuthorizationService,
     private readonly authorityReferences: AuthorityReferences,
     private readonly permissionReferences: PermissionReferences,
+    private readonly access: AccessWatch,
   ) {}
 
   async list(actor: AuthContext, query: Record<string, unknown>): Promise<ListResponse<AuthorityPermissionDto>> {
@@ -84,6 +87,7 @@ export class AuthorityPermissionsService {
     await this.authorization.assertMayDelegate(actor, target.code, target.device_id);
     const row = await this.uow.run((tx) =>
       this.grantIn(tx, {
+        holder: { users: [authority.user_id], devices: [authority.device_id] },
         authorityId: dto.authority_id,
         permissionId: dto.permission_id,
         code: target.code,
@@ -106,19 +110,25 @@ export class AuthorityPermissionsService {
    */
   async grantExpiring(tx: Tx, grant: ExpiringGrant): Promise<AuthorityPermissionDto> {
     if (!(grant.expiresAt.getTime() > Date.now())) throw new Error('grantExpiring: expiresAt must be in the future');
-    await this.authorityReferences.liveAuthority(tx.db, grant.authorityId);
+    const authority = await this.authorityReferences.liveAuthority(tx.db, grant.authorityId);
     const permission = await this.permissionReferences.permission(tx.db, grant.permissionId);
     if (!permission.device_scoped) throw notDeviceScoped(grant.permissionId, permission.code);
-    const row = await this.grantIn(tx, { ...grant, code: permission.code });
+    const holder = { users: [authority.user_id], devices: [authority.device_id] };
+    const row = await this.grantIn(tx, { ...grant, code: permission.code, holder });
     return withoutVersion(row);
   }
 
   /** The one grant write: lock the authority, insert unless held unexpired (409), audit. */
   private async grantIn(
     tx: Tx,
-    grant: Omit<ExpiringGrant, 'expiresAt'> & { readonly code: string; readonly expiresAt: Date | null },
+    grant: Omit<ExpiringGrant, 'expiresAt'> & {
+      readonly code: string;
+      readonly expiresAt: Date | null;
+      readonly holder: AccessScope;
+    },
   ): Promise<AuthorityPermissionRow> {
     await this.rows.lockAuthorities(tx, [grant.authorityId]);
+    await this.access.watch(tx, grant.holder);
     const created = await this.rows.grant(tx, grant.authorityId, grant.permissionId, grant.actorId, grant.expiresAt);
     if (created === undefined) {
       throw new ApiError('AUTHORITY_PERMISSION_EXISTS', `Authority ${grant.authorityId} already holds ${grant.code}`, {
@@ -139,6 +149,8 @@ export class AuthorityPermissionsService {
   /** Revokes (200 with the row); 204 when it already was. Live is version 1, revoked 2, for `If-Match`. */
   revoke(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityPermissionDto> | NoContent> {
     return this.uow.run(async (tx) => {
+      const holder = await this.rows.holderOf(tx, id);
+      if (holder !== undefined) await this.access.watch(tx, { users: [holder.user_id], devices: [holder.device_id] });
       const revoked = await this.rows.revoke(tx, id, currentActorId(), (version) => assertIfMatch(ifMatch, version));
       if (revoked === 'already') return NoContent.instance;
       await this.audit.record(tx, 'authority_permission.revoke', id, {

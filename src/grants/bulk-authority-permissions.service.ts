@@ -1,4 +1,5 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { AccessWatch } from '../platform/auth/access-watch.js';
 import { AuditService, type AuditAction, type AuditRecord } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
 import { AuthorizationService, type DeviceQuestion } from '../platform/auth/authorization.service.js';
@@ -28,6 +29,7 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
     private readonly audit: AuditService,
     private readonly authorization: AuthorizationService,
     private readonly jobs: BulkJobs,
+    private readonly access: AccessWatch,
   ) {}
 
   onModuleInit(): void {
@@ -120,8 +122,17 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
         authority_permission_id: row.active_id,
       };
     });
-    if (dto.dry_run !== true)
+    if (dto.dry_run !== true) {
+      const writing = resolved.filter((row, index) => {
+        const status = results[index]?.status;
+        return status === 'granted' || status === 'revoked';
+      });
+      await this.access.watch(tx, {
+        users: writing.map((row) => Number(row.authority_user_id)),
+        devices: writing.map((row) => Number(row.device_id)),
+      });
       await (mode === 'grant' ? this.grant(tx, results, dto.reason) : this.revoke(tx, results, dto.reason));
+    }
     const failed = results.filter((result) => result.status === 'failed').length;
     return { accepted: results.length, processed: results.length - failed, failed, results };
   }

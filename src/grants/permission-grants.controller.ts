@@ -1,11 +1,12 @@
 import { Body, Controller, Get, Post, Query } from '@nestjs/common';
+import { DryRun, writeOrPreview, type PreviewAnswer } from '../platform/http/preview.js';
 import { GRANT_LIST } from './permission-grants.repository.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../platform/auth/actor.decorator.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
 import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
 import { IdParam } from '../platform/http/id.pipe.js';
-import type { ListResponse, ResourceResponse } from '../platform/http/responses.js';
+import type { ListResponse, NoContent, ResourceResponse } from '../platform/http/responses.js';
 import { GrantPermissionDto, PermissionGrantDto, RevokePermissionDto } from './dto/permission-grant.dto.js';
 import { PermissionGrantsService } from './permission-grants.service.js';
 import { detailOf } from '../platform/cache/cache-keys.js';
@@ -60,8 +61,13 @@ export class PermissionGrantsController {
     summary: 'Revoke the active grant of a user and permission',
     returns: PermissionGrantDto,
     errors: [400, 404],
+    preview: true,
   })
-  revoke(@Actor() actor: AuthContext, @Body() dto: RevokePermissionDto): Promise<ResourceResponse<PermissionGrantDto>> {
-    return this.grants.revoke(actor, dto);
+  revoke(
+    @Actor() actor: AuthContext,
+    @Body() dto: RevokePermissionDto,
+    @DryRun() dryRun: boolean,
+  ): Promise<ResourceResponse<PermissionGrantDto> | ResourceResponse<PreviewAnswer> | NoContent> {
+    return writeOrPreview(dryRun, () => this.grants.revoke(actor, dto));
   }
 }

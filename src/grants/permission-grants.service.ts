@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { AccessWatch } from '../platform/auth/access-watch.js';
 import { PermissionReferences } from './permission-references.repository.js';
 import { UserReferences } from '../users/user-references.repository.js';
 import { AuditService } from '../platform/audit/audit.service.js';
@@ -31,6 +32,7 @@ export class PermissionGrantsService {
     private readonly audit: AuditService,
     private readonly authorization: AuthorizationService,
     private readonly grants: PermissionGrantsRepository,
+    private readonly access: AccessWatch,
   ) {}
 
   list(query: Record<string, unknown>): Promise<ListResponse<PermissionGrantDto>> {
@@ -58,6 +60,7 @@ export class PermissionGrantsService {
           { grant_id: active, user_id: dto.user_id, permission_id: dto.permission_id },
         );
       }
+      await this.access.watch(tx, { users: [dto.user_id], devices: [] });
       const created = await this.grants.grant(tx, {
         user_id: dto.user_id,
         permission_id: dto.permission_id,
@@ -94,6 +97,7 @@ export class PermissionGrantsService {
           },
         );
       }
+      await this.access.watch(tx, { users: [dto.user_id], devices: [] });
       const revoked = await this.grants.revoke(tx, active, currentActorId(), dto.reason ?? null);
       await this.audit.record(tx, 'permission_grant.revoke', active, {
         reason: dto.reason ?? null,

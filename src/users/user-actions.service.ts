@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { AccessWatch } from '../platform/auth/access-watch.js';
 import { deletionStamp, restorationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
 import { AuditService, type AuditAction } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
@@ -21,6 +22,7 @@ export class UserActionsService {
     private readonly users: UsersRepository,
     private readonly sessions: SessionsService,
     private readonly audit: AuditService,
+    private readonly access: AccessWatch,
   ) {}
 
   /** 200 with the deleted user; 204 when it already was. Revokes the user's sessions. */
@@ -32,6 +34,7 @@ export class UserActionsService {
       if (before.is_deleted) return unchanged(ifMatch, before.version);
       assertNotSelf(actor, id, 'delete');
       assertIfMatch(ifMatch, before.version);
+      await this.access.watch(tx, { users: [id] });
       const stamp = deletionStamp();
       const after = await this.users.patch(tx, id, stamp);
       await this.audit.record(tx, 'user.delete', id, { changes: { is_deleted: [false, true] } });
@@ -47,6 +50,7 @@ export class UserActionsService {
       assertMayWriteUser(actor, before);
       if (!before.is_deleted) return unchanged(ifMatch, before.version);
       assertIfMatch(ifMatch, before.version);
+      await this.access.watch(tx, { users: [id] });
       const after = await this.users.patch(tx, id, restorationStamp());
       await this.audit.record(tx, 'user.restore', id, { changes: { is_deleted: [true, false] } });
       return respondWith(after);
@@ -128,6 +132,7 @@ export class UserActionsService {
     action: AuditAction,
     reason: string | null,
   ): Promise<UserRow> {
+    await this.access.watch(tx, { users: [before.id] });
     const after = await this.users.patch(tx, before.id, { status_id: statusId, ...updateStamp() });
     await this.audit.record(tx, action, before.id, { reason, changes: { status_id: [before.status_id, statusId] } });
     return after;

@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
+import { DryRun, writeOrPreview, type PreviewAnswer } from '../platform/http/preview.js';
 import { SESSION_LIST } from '../platform/auth/sessions.repository.js';
 import { USER_LIST } from './users.repository.js';
 import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
@@ -70,9 +71,14 @@ export class UsersController {
     summary: 'Change a user’s email, display name, phone or role',
     returns: UserDto,
     errors: [400, 404, 409, 412],
+    preview: true,
   })
-  update(@Write() { actor, id, ifMatch }: RecordWrite, @Body() dto: UpdateUserDto): Promise<ResourceResponse<UserDto>> {
-    return this.users.update(actor, id, dto, ifMatch);
+  update(
+    @Write() { actor, id, ifMatch }: RecordWrite,
+    @Body() dto: UpdateUserDto,
+    @DryRun() dryRun: boolean,
+  ): Promise<ResourceResponse<UserDto> | ResourceResponse<PreviewAnswer> | NoContent> {
+    return writeOrPreview(dryRun, () => this.users.update(actor, id, dto, ifMatch));
   }
 
   @Delete(':id')
@@ -82,9 +88,13 @@ export class UsersController {
     returns: UserDto,
     noContent: 'Already deleted (or revoked): nothing changed',
     errors: [400, 404, 412, 422],
+    preview: true,
   })
-  remove(@Write() { actor, id, ifMatch }: RecordWrite): Promise<ResourceResponse<UserDto> | NoContent> {
-    return this.actions.remove(actor, id, ifMatch);
+  remove(
+    @Write() { actor, id, ifMatch }: RecordWrite,
+    @DryRun() dryRun: boolean,
+  ): Promise<ResourceResponse<UserDto> | ResourceResponse<PreviewAnswer> | NoContent> {
+    return writeOrPreview(dryRun, () => this.actions.remove(actor, id, ifMatch));
   }
 
   @Post(':id/restore')
@@ -122,12 +132,14 @@ export class UsersController {
     summary: 'Suspend a pending or active user and revoke its sessions',
     returns: UserDto,
     errors: [400, 404, 409, 412, 422],
+    preview: true,
   })
   suspend(
     @Write() { actor, id, ifMatch }: RecordWrite,
     @Body() dto: SuspendUserDto,
-  ): Promise<ResourceResponse<UserDto>> {
-    return this.actions.suspend(actor, id, dto.reason, ifMatch);
+    @DryRun() dryRun: boolean,
+  ): Promise<ResourceResponse<UserDto> | ResourceResponse<PreviewAnswer> | NoContent> {
+    return writeOrPreview(dryRun, () => this.actions.suspend(actor, id, dto.reason, ifMatch));
   }
 
   @Post(':id/reset-pin')

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { AccessWatch } from '../platform/auth/access-watch.js';
 import { creationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
 import { AuditService, diffChanges } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
@@ -38,6 +39,7 @@ export class UsersService {
     private readonly uow: UnitOfWork,
     private readonly users: UsersRepository,
     private readonly audit: AuditService,
+    private readonly access: AccessWatch,
   ) {}
 
   list(query: Record<string, unknown>): Promise<ListResponse<UserDto>> {
@@ -91,6 +93,7 @@ export class UsersService {
         const changes = diffChanges(before, wanted, AUDITED_FIELDS);
         // Nothing would change: no write, no new version, no audit event.
         if (Object.keys(changes).length === 0) return before;
+        await this.access.watch(tx, { users: [id] });
         const after = await this.users.patch(tx, id, {
           email: wanted.email,
           display_name: wanted.display_name,

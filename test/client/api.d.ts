@@ -1665,6 +1665,29 @@ export interface components {
              */
             phone?: string;
         };
+        AccessChangeDto: {
+            user_id: number;
+            /** @description null: everywhere (a role or a permission grant); else the device of the authority */
+            device_id: number | null;
+            permission_code: string;
+            /** @enum {string} */
+            change: "gained" | "lost";
+            /**
+             * @description The way that allows it after the write (gained) or allowed it before (lost)
+             * @enum {string}
+             */
+            decided_by: "role" | "permission_grant" | "device_owner" | "authority_permission";
+        };
+        AccessPreviewDto: {
+            /** @enum {boolean} */
+            dry_run: true;
+            /** @description The `data` the write would answer (null where it would answer 204) */
+            outcome: {
+                [key: string]: unknown;
+            } | null;
+            /** @description Every access the write would give or take (part 6.17) */
+            access_changes: components["schemas"]["AccessChangeDto"][];
+        };
         UpdateUserDto: {
             email?: string;
             display_name?: string;
@@ -2866,7 +2889,10 @@ export interface operations {
     };
     Users_remove: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write */
+                dry_run?: "true" | "false";
+            };
             header?: {
                 /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
                 "If-Match"?: string;
@@ -2887,7 +2913,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["UserDto"];
+                        data: components["schemas"]["UserDto"] | components["schemas"]["AccessPreviewDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -2967,7 +2993,10 @@ export interface operations {
     };
     Users_update: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write */
+                dry_run?: "true" | "false";
+            };
             header?: {
                 /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
                 "If-Match"?: string;
@@ -2992,7 +3021,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["UserDto"];
+                        data: components["schemas"]["UserDto"] | components["schemas"]["AccessPreviewDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -3272,7 +3301,10 @@ export interface operations {
     };
     Users_suspend: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write */
+                dry_run?: "true" | "false";
+            };
             header?: {
                 /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
                 "If-Match"?: string;
@@ -3299,7 +3331,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["UserDto"];
+                        data: components["schemas"]["UserDto"] | components["schemas"]["AccessPreviewDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -3986,7 +4018,10 @@ export interface operations {
     };
     Devices_transferOwner: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write */
+                dry_run?: "true" | "false";
+            };
             header?: {
                 /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
                 "If-Match"?: string;
@@ -4013,7 +4048,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["TransferResultDto"];
+                        data: components["schemas"]["TransferResultDto"] | components["schemas"]["AccessPreviewDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -4419,7 +4454,10 @@ export interface operations {
     };
     Authorities_remove: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write */
+                dry_run?: "true" | "false";
+            };
             header?: {
                 /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
                 "If-Match"?: string;
@@ -4440,7 +4478,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["AuthorityDto"];
+                        data: components["schemas"]["AuthorityDto"] | components["schemas"]["AccessPreviewDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -4825,7 +4863,10 @@ export interface operations {
     };
     Authorities_deactivate: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write */
+                dry_run?: "true" | "false";
+            };
             header?: {
                 /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
                 "If-Match"?: string;
@@ -4852,7 +4893,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["AuthorityDto"];
+                        data: components["schemas"]["AuthorityDto"] | components["schemas"]["AccessPreviewDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -4936,7 +4977,10 @@ export interface operations {
     };
     Authorities_revoke: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write */
+                dry_run?: "true" | "false";
+            };
             header?: {
                 /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
                 "If-Match"?: string;
@@ -4963,7 +5007,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["AuthorityDto"];
+                        data: components["schemas"]["AuthorityDto"] | components["schemas"]["AccessPreviewDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -5430,7 +5474,10 @@ export interface operations {
     };
     PermissionGrants_revoke: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write */
+                dry_run?: "true" | "false";
+            };
             header?: {
                 /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
                 "Idempotency-Key"?: string;
@@ -5453,7 +5500,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["PermissionGrantDto"];
+                        data: components["schemas"]["PermissionGrantDto"] | components["schemas"]["AccessPreviewDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -5756,7 +5803,10 @@ export interface operations {
     };
     AuthorityPermissions_revoke: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write */
+                dry_run?: "true" | "false";
+            };
             header?: {
                 /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
                 "If-Match"?: string;
@@ -5777,7 +5827,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["AuthorityPermissionDto"];
+                        data: components["schemas"]["AuthorityPermissionDto"] | components["schemas"]["AccessPreviewDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -6637,7 +6687,10 @@ export interface operations {
     };
     AccessRequests_approve: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write */
+                dry_run?: "true" | "false";
+            };
             header?: {
                 /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
                 "If-Match"?: string;
@@ -6664,7 +6717,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["AccessRequestDto"];
+                        data: components["schemas"]["AccessRequestDto"] | components["schemas"]["AccessPreviewDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };

@@ -61,13 +61,16 @@ export async function adminFlow(client: AdminClient, tag: string): Promise<FlowR
   );
 
   // 4. Transfer the owner to the new user (a first assignment: no previous owner).
-  const transfer = expectData(
+  const transferred = expectData(
     'transfer owner',
     await client.POST('/v1/admin/devices/{device_id}/transfer-owner', {
       params: { path: { device_id: device.id } },
       body: { new_owner_user_id: user.id, reason: 'client flow' },
     }),
   );
+  // A route that can be previewed answers either the write's data or a preview (`?dry_run=true`).
+  if ('dry_run' in transferred) throw new Error('transfer owner: a preview answered a write');
+  const transfer = transferred;
 
   // 5. Bulk-grant two device permissions to a second user's authority on the device.
   const holder = expectData(

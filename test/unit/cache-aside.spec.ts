@@ -103,7 +103,8 @@ function database(...initial: User[]) {
   };
 }
 
-type StoreCall = 'get' | 'setIfNotOlder' | 'deleteIfSame';
+/** `answer`: a get that has read the store and is on its way back (a reply still on the wire). */
+type StoreCall = 'get' | 'answer' | 'setIfNotOlder' | 'deleteIfSame';
 
 /** The in-process store, with calls the test can park: a slow round trip at a chosen moment. */
 class GatedStore extends MemoryCacheStore {
@@ -122,7 +123,9 @@ class GatedStore extends MemoryCacheStore {
 
   override async get(key: string): Promise<CacheEntry | undefined> {
     await this.pass('get', key, undefined);
-    return super.get(key);
+    const entry = await super.get(key);
+    await this.pass('answer', key, entry);
+    return entry;
   }
 
   override async setIfNotOlder(key: string, entry: CacheEntry, ttlMs: number): Promise<boolean> {
@@ -188,6 +191,33 @@ describe('CacheAside single-flight: concurrent misses of one key share one load 
     // The load filled the cache: the next read is a hit and loads nothing.
     expect(await users.get(1)).toMatchObject({ value: alice, cache: 'hit' });
     expect(db.load).toHaveBeenCalledTimes(1);
+  });
+
+  it('a miss whose lookup was on the wire while the load finished takes that load, not one of its own', async () => {
+    const { store, cache, db, users } = setup(alice);
+    // The second read's lookup is sent, then held (a slow round trip) past the first read's load.
+    const slowLookup = store.park('answer');
+    const late = users.get(1);
+    await slowLookup.arrived;
+    expect(await users.get(1)).toMatchObject({ value: alice, cache: 'miss' });
+    expect(db.load).toHaveBeenCalledTimes(1);
+    expect((await store.peek(keyOf(1)))?.version).toBe(1);
+    // Its reply says what the store held when it was asked: nothing. The load it missed serves it.
+    slowLookup.release();
+    expect(await late).toMatchObject({ value: alice, cache: 'miss' });
+    expect(db.load).toHaveBeenCalledTimes(1);
+    expect(cache.stats.loads).toBe(1);
+  });
+
+  it('a read asked after the last load finished loads again on a miss (no result from before it)', async () => {
+    const { store, db, users } = setup(alice);
+    await users.get(1);
+    const filled = await store.peek(keyOf(1));
+    if (filled === undefined) throw new Error('the first read filled nothing');
+    await store.deleteIfSame(keyOf(1), filled);
+    db.write(1, 'alice v2');
+    expect(await users.get(1)).toMatchObject({ value: { name: 'alice v2', version: 2 }, cache: 'miss' });
+    expect(db.load).toHaveBeenCalledTimes(2);
   });
 
   it('two CacheAside instances over one cache each load once (single-flight is per instance)', async () => {

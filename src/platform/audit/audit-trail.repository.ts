@@ -61,3 +61,49 @@ export async function appendAuditEvents(
     ],
   );
 }
+
+/** An access change as the feed announces it (`access.gained` / `access.lost`, part 6.17). */
+export interface NewAccessEvent {
+  readonly user_id: number;
+  readonly device_id: number | null;
+  readonly permission_code: string;
+  readonly decided_by: string;
+  readonly change: 'gained' | 'lost';
+}
+
+/**
+ * Appends `access.gained` / `access.lost` feed events (not audit events: the write that caused
+ * them has its own) in one statement. `cause` is `"expired"`, or `"write"`, which the feed's
+ * commit step replaces with the id of the transaction's first other event, the write's own
+ * (an id exists only once the transaction commits). `occurredAt` defaults to the transaction's
+ * time; an expiry passes its instant.
+ */
+export async function appendAccessEvents(
+  run: StatementRunner,
+  by: { readonly actor_id: number | null; readonly request_id: string | null },
+  changes: readonly NewAccessEvent[],
+  cause: 'write' | 'expired',
+  occurredAt?: readonly string[],
+): Promise<void> {
+  if (changes.length === 0) return;
+  await run(
+    `INSERT INTO events (type, occurred_at, actor_id, request_id, resource_type, resource_id, data)
+     SELECT 'access.' || c.change, coalesce(c.occurred_at, now()), $1, $2, 'user', c.user_id::text,
+            jsonb_build_object('user_id', c.user_id, 'device_id', c.device_id, 'permission_code', c.permission_code,
+                               'decided_by', c.decided_by, 'cause', $3::text)
+     FROM unnest($4::text[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::timestamptz[])
+       WITH ORDINALITY AS c(change, user_id, device_id, permission_code, decided_by, occurred_at, ord)
+     ORDER BY c.ord`,
+    [
+      by.actor_id,
+      by.request_id,
+      cause,
+      changes.map((change) => change.change),
+      changes.map((change) => change.user_id),
+      changes.map((change) => change.device_id),
+      changes.map((change) => change.permission_code),
+      changes.map((change) => change.decided_by),
+      occurredAt ?? changes.map(() => null),
+    ],
+  );
+}

@@ -3,6 +3,8 @@ import { APP_GUARD } from '@nestjs/core';
 import { SETTINGS, type Settings } from '../config/settings.js';
 import { ActorRateLimiter } from './actor-rate-limiter.js';
 import { AccessFactsRepository } from './access-facts.repository.js';
+import { AccessSnapshotRepository } from './access-snapshot.repository.js';
+import { AccessWatch } from './access-watch.js';
 import { AuthContextService } from './auth-context.service.js';
 import { AuthFailureLimiter } from './auth-failure-limiter.js';
 import { WindowCounters } from './window-counters.js';
@@ -20,6 +22,8 @@ import { createVerificationKeys, VERIFICATION_KEYS } from './verification-keys.j
 @Module({
   providers: [
     AccessFactsRepository,
+    AccessSnapshotRepository,
+    AccessWatch,
     {
       provide: VERIFICATION_KEYS,
       inject: [SETTINGS],
@@ -38,6 +42,8 @@ import { createVerificationKeys, VERIFICATION_KEYS } from './verification-keys.j
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
   exports: [
+    AccessWatch,
+    AccessSnapshotRepository,
     Authentication,
     DeviceLocators,
     AuthContextService,

@@ -11,12 +11,18 @@ import { bumpProjectionVersions, type ProjectionScope } from '../projections/pro
 import type { Table } from './table.js';
 import { TRIGGER_WRITTEN_TABLES } from '../../../migrations/index.js';
 import { SETTINGS, type Settings } from '../config/settings.js';
+import { currentPreview } from './previews.js';
 
 /** What a write sees inside its transaction. */
 export interface Tx {
   readonly db: EntityManager;
   /** Runs after COMMIT (cache rebuilds); never inside the transaction, never after a rollback. */
   afterCommit(task: () => Promise<void>): void;
+  /**
+   * Runs inside the transaction once the write's own work is done, before the projection bumps
+   * (what the write changed is then all visible to it: the access it gave or took, for one).
+   */
+  beforeCommit(task: () => Promise<void>): void;
   /**
    * Bumps projection versions as the transaction's last statements, all scopes and ids of the
    * write at once, deduplicated and sorted: every writer takes these hot rows last and in one
@@ -82,6 +88,13 @@ function undeclared(
  * entry from before the write can be served.
  */
 const CONFLICT_ATTEMPTS = 5;
+
+/** Carries a preview's answer out of its transaction, which TypeORM rolls back on the throw. */
+class PreviewRollback<T> extends Error {
+  constructor(readonly value: T) {
+    super('a preview rolls its transaction back');
+  }
+}
 const CONFLICT_BACKOFF_MS = 15;
 
 @Injectable()
@@ -123,8 +136,10 @@ export class UnitOfWork {
 
   private async attempt<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     const tasks: (() => Promise<void>)[] = [];
+    const finishing: (() => Promise<void>)[] = [];
     const written = new Set<string>();
-    const result = await this.dataSource.transaction(async (db) => {
+    const previewing = currentPreview() !== undefined;
+    const committed = this.dataSource.transaction(async (db) => {
       const counted = VERIFY_WRITES ? await writeCounts(db) : undefined;
       const bumps = new Map<ProjectionScope, { ids: Set<number>; versions: Map<number, number> }>();
       const bumpProjections = (scope: ProjectionScope, ids: readonly number[]): ReadonlyMap<number, number> => {
@@ -147,11 +162,14 @@ export class UnitOfWork {
       const value = await work({
         db,
         afterCommit: (task) => tasks.push(task),
+        beforeCommit: (task) => finishing.push(task),
         bumpProjections,
         write,
         noteResource: (type, resource) => resources.set(`${type}:${resource.id}`, resource),
         resourceAfter: (type, id) => resources.get(`${type}:${id}`),
       });
+      for (const task of finishing) await task();
+      if (previewing) throw new PreviewRollback(value);
       for (const scope of [...bumps.keys()].sort()) {
         const pending = bumps.get(scope);
         if (pending === undefined || pending.ids.size === 0) continue;
@@ -165,6 +183,18 @@ export class UnitOfWork {
       }
       return value;
     });
+    const result = previewing
+      ? await committed.then(
+          () => {
+            throw new Error('a preview committed');
+          },
+          (error: unknown) => {
+            if (error instanceof PreviewRollback) return error.value as T;
+            throw error;
+          },
+        )
+      : await committed;
+    if (previewing) return result;
     // List pages first: a response may be sent once the after-commit work is done.
     if (written.size > 0) tasks.unshift(() => this.bumpTables(written));
     await this.afterCommit(tasks);

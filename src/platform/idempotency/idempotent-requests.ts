@@ -1,3 +1,4 @@
+import { asksPreview } from '../http/preview.js';
 import { Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, type Observable } from 'rxjs';
@@ -32,7 +33,8 @@ export class IdempotentRequests {
     handle: () => Observable<unknown>,
   ): Observable<unknown> | undefined {
     const header = request.headers['idempotency-key'];
-    if (request.method !== 'POST' || header === undefined) return undefined;
+    // A preview writes nothing, so there is nothing to make idempotent: it is neither kept nor replayed.
+    if (request.method !== 'POST' || header === undefined || asksPreview(request)) return undefined;
     const actor = authContextOf(request);
     if (actor === undefined) return undefined;
     const key = Array.isArray(header) ? header.join(',') : header;

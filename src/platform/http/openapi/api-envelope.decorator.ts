@@ -1,7 +1,8 @@
 import { applyDecorators, type Type } from '@nestjs/common';
-import { ApiExtraModels, ApiResponse, getSchemaPath } from '@nestjs/swagger';
+import { ApiExtraModels, ApiQuery, ApiResponse, getSchemaPath } from '@nestjs/swagger';
 import { codesOf, ERRORS } from '../error-codes.js';
 import { ErrorEnvelopeDto, FeedMetaDto, ListMetaDto, MetaDto } from './envelope.dto.js';
+import { AccessChangeDto, AccessPreviewDto } from './preview.dto.js';
 
 /** "`PERMISSION_DENIED`: the caller lacks …; `ROLE_FORBIDDEN`: …" for one status, from the error table. */
 function errorDescription(status: number): string {
@@ -30,6 +31,8 @@ export interface EnvelopeOptions {
   readonly noContent?: string;
   /** A list whose `meta` says more than a page's (documented by this model). */
   readonly listMeta?: Type;
+  /** Answers `?dry_run=true` with a preview (part 6.17) instead of writing. */
+  readonly preview?: boolean;
 }
 
 /** Documents a route's success envelope around `model` and its error envelopes. */
@@ -38,7 +41,9 @@ export function ApiEnvelope(model: Type, options: EnvelopeOptions = {}): MethodD
   const data =
     list || options.feed === true
       ? { type: 'array', items: { $ref: getSchemaPath(model) } }
-      : { $ref: getSchemaPath(model) };
+      : options.preview === true
+        ? { oneOf: [{ $ref: getSchemaPath(model) }, { $ref: getSchemaPath(AccessPreviewDto) }] }
+        : { $ref: getSchemaPath(model) };
   const metaModel = options.feed === true ? FeedMetaDto : list ? (options.listMeta ?? ListMetaDto) : MetaDto;
   const meta = { $ref: getSchemaPath(metaModel) };
   return applyDecorators(
@@ -53,6 +58,18 @@ export function ApiEnvelope(model: Type, options: EnvelopeOptions = {}): MethodD
       },
     }),
     ...(options.noContent === undefined ? [] : [ApiResponse({ status: 204, description: options.noContent })]),
+    ...(options.preview === true
+      ? [
+          ApiExtraModels(AccessPreviewDto, AccessChangeDto),
+          ApiQuery({
+            name: 'dry_run',
+            required: false,
+            enum: ['true', 'false'],
+            description:
+              'true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write',
+          }),
+        ]
+      : []),
     ApiErrorResponses(options.errors ?? []),
   );
 }

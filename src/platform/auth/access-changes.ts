@@ -1,0 +1,85 @@
+import { authorityPaths, globalDecision } from './access-rules.js';
+import type { Subject } from './auth-context.js';
+import type { AuthorityFacts } from './authority-facts.js';
+import type { DecidedBy } from './decision.js';
+import { isDeviceScoped, PERMISSIONS } from './permissions.js';
+
+/**
+ * Who may do what, as the access questions of part 6.13 answer it, for the users a write touches:
+ * each permission a user is allowed everywhere (layers 3a and 3b, `device_id` null) and, apart
+ * from that, each device-scoped permission it is allowed on a device through its authority there
+ * (layer 3c), as `/users/{id}/access` lists them (`meta.scope: "all"` and the devices allowed by an
+ * authority). Judged by the rules of part 5 at one moment, so it cannot disagree with the guards.
+ */
+export interface AccessEntry {
+  readonly user_id: number;
+  readonly device_id: number | null;
+  readonly permission_code: string;
+  readonly decided_by: DecidedBy;
+}
+
+/** One difference between two answers (part 6.17's `access_changes`, and the `access.*` events). */
+export interface AccessChange extends AccessEntry {
+  readonly change: 'gained' | 'lost';
+}
+
+const DEVICE_SCOPED = PERMISSIONS.map((permission) => permission.code).filter(isDeviceScoped);
+
+/** Every entry of the subjects' access at `at` (epoch ms), from their facts then. */
+export function accessEntries(
+  subjects: readonly Subject[],
+  authorities: readonly AuthorityFacts[],
+  at: number,
+): AccessEntry[] {
+  const entries: AccessEntry[] = [];
+  const bySubject = new Map(subjects.map((subject) => [subject.user_id, subject]));
+  for (const subject of subjects)
+    for (const { code } of PERMISSIONS) {
+      const decision = globalDecision(subject, code, at);
+      if (decision.decided_by !== null)
+        entries.push({
+          user_id: subject.user_id,
+          device_id: null,
+          permission_code: code,
+          decided_by: decision.decided_by,
+        });
+    }
+  for (const authority of authorities) {
+    const subject = bySubject.get(authority.user_id);
+    // Layer 3c holds only for a subject allowed anything at all (globalDecision judges that too).
+    if (subject === undefined || !subject.role.admin_access || !subject.active) continue;
+    for (const code of DEVICE_SCOPED) {
+      const [first] = authorityPaths(authority, code, at);
+      if (first !== undefined)
+        entries.push({
+          user_id: authority.user_id,
+          device_id: authority.device_id,
+          permission_code: code,
+          decided_by: first.decided_by,
+        });
+    }
+  }
+  return entries;
+}
+
+const keyOf = (entry: AccessEntry): string => `${entry.user_id}/${entry.device_id ?? '*'}/${entry.permission_code}`;
+
+/**
+ * What changed from `before` to `after`: an entry only in `after` is gained (decided by its way
+ * now), one only in `before` is lost (decided by its way then); an entry in both is unchanged,
+ * even when another way now decides it. Ordered by user, device (everywhere first), permission.
+ */
+export function accessDifference(before: readonly AccessEntry[], after: readonly AccessEntry[]): AccessChange[] {
+  const was = new Map(before.map((entry) => [keyOf(entry), entry]));
+  const now = new Map(after.map((entry) => [keyOf(entry), entry]));
+  const changes: AccessChange[] = [];
+  for (const [key, entry] of now) if (!was.has(key)) changes.push({ ...entry, change: 'gained' });
+  for (const [key, entry] of was) if (!now.has(key)) changes.push({ ...entry, change: 'lost' });
+  return changes.sort(
+    (a, b) =>
+      a.user_id - b.user_id ||
+      (a.device_id ?? 0) - (b.device_id ?? 0) ||
+      a.permission_code.localeCompare(b.permission_code) ||
+      a.change.localeCompare(b.change),
+  );
+}

@@ -1,0 +1,45 @@
+import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { previewOf } from '../database/previews.js';
+import { ApiError } from './api-error.js';
+import { NoContent, RawJson, ResourceResponse } from './responses.js';
+
+/** Whether the request asks for a preview (`?dry_run=true`, part 6.17). */
+export function asksPreview(request: FastifyRequest): boolean {
+  return (request.query as Record<string, unknown> | undefined)?.dry_run === 'true';
+}
+
+/** `@DryRun() dryRun: boolean` on a write that can be previewed; anything but true or false is a 400. */
+export const DryRun = createParamDecorator((_: unknown, context: ExecutionContext): boolean => {
+  const value = (context.switchToHttp().getRequest<FastifyRequest>().query as Record<string, unknown>).dry_run;
+  if (value === undefined) return false;
+  if (value !== 'true' && value !== 'false') throw ApiError.field('dry_run', 'in', 'dry_run must be true or false');
+  return value === 'true';
+});
+
+/** A preview's answer: `outcome` is the `data` the write would answer (null for a 204). */
+export interface PreviewAnswer {
+  readonly dry_run: true;
+  readonly outcome: object | null;
+  readonly access_changes: object[];
+}
+
+/**
+ * The write, or (`dryRun`) its preview: the same code runs, its transaction rolls back, and the
+ * answer is 200 `{dry_run, outcome, access_changes}`. A write that would fail throws its error as
+ * it would (nothing was written either way).
+ */
+export async function writeOrPreview<T extends object>(
+  dryRun: boolean,
+  write: () => Promise<ResourceResponse<T> | NoContent>,
+): Promise<ResourceResponse<T> | ResourceResponse<PreviewAnswer> | NoContent> {
+  if (!dryRun) return write();
+  const { outcome, preview } = await previewOf(write);
+  const data = outcome instanceof ResourceResponse ? outcome.data : null;
+  const answer: PreviewAnswer = {
+    dry_run: true,
+    outcome: data instanceof RawJson ? (JSON.parse(data.json) as object) : data,
+    access_changes: preview.access_changes,
+  };
+  return new ResourceResponse(answer, { status: 200 });
+}
