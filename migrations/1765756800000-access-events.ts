@@ -9,8 +9,12 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   `"cause": "write"` and this step fills it in, in the same UPDATE that places the events.
  * - `access_expiry_announcements`: how far expiries (authorities, grants, authority permissions)
  *   have been announced as `access.lost`. No write marks the instant something expires, so a job
- *   announces each minute what expired since this mark, with the instant as `occurred_at`.
+ *   announces each minute what expired since this mark, with the instant as `occurred_at`, judged
+ *   from the access history as of the instant.
  */
+/** The advisory lock between writers of expiring rows (shared) and the expiry announcer. */
+export const EXPIRY_WRITERS_LOCK = '7306020240617260002';
+
 export class AccessEvents1765756800000 implements MigrationInterface {
   name = 'AccessEvents1765756800000';
 
@@ -20,12 +24,35 @@ export class AccessEvents1765756800000 implements MigrationInterface {
         only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
         announced_until timestamptz NOT NULL DEFAULT now()
       )`);
-    // Expiries are found by the indexes on each table's expires_at (migrations next-change-indexes,
-    // access-history and expiring-authority-permissions).
     await db.query('INSERT INTO access_expiry_announcements DEFAULT VALUES');
+    // A write that gives a row an expiry holds a shared lock until it commits (taken before the
+    // row is stamped); the announcer takes it exclusively for a moment before reading the clock,
+    // so every such write is either committed and visible to it, or stamps after that moment.
+    await db.query(`CREATE FUNCTION access_expiry_writer() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_advisory_xact_lock_shared(${EXPIRY_WRITERS_LOCK});
+        RETURN NEW;
+      END $$`);
+    for (const table of ['permission_grants', 'authorities', 'authority_permissions'])
+      // Named to fire before a table's other BEFORE triggers (permission_grants_period stamps).
+      await db.query(`CREATE TRIGGER ${table}_expiry_writer BEFORE INSERT OR UPDATE OF expires_at ON ${table}
+        FOR EACH ROW WHEN (NEW.expires_at IS NOT NULL) EXECUTE FUNCTION access_expiry_writer()`);
+    // Expiries are read from the history (every expiry a record ever had, even one changed or
+    // revoked since): grants have their own index on expires_at (migration next-change-indexes).
+    await db.query(
+      'CREATE INDEX authority_history_expires_at_idx ON authority_history (expires_at) INCLUDE (user_id, device_id) WHERE expires_at IS NOT NULL',
+    );
+    await db.query(
+      'CREATE INDEX authority_permission_history_expires_at_idx ON authority_permission_history (expires_at) INCLUDE (user_id, device_id) WHERE expires_at IS NOT NULL',
+    );
   }
 
   async down(db: QueryRunner): Promise<void> {
+    for (const table of ['permission_grants', 'authorities', 'authority_permissions'])
+      await db.query(`DROP TRIGGER ${table}_expiry_writer ON ${table}`);
+    await db.query('DROP FUNCTION access_expiry_writer()');
+    await db.query('DROP INDEX authority_permission_history_expires_at_idx');
+    await db.query('DROP INDEX authority_history_expires_at_idx');
     await db.query('DROP TABLE access_expiry_announcements');
     await db.query(commitStep(false));
   }

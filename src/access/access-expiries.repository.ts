@@ -1,10 +1,18 @@
 import { Injectable } from '@nestjs/common';
 import { table } from '../platform/database/table.js';
 import type { Tx } from '../platform/database/unit-of-work.js';
+import { EXPIRY_WRITERS_LOCK } from '../../migrations/1765756800000-access-events.js';
 
 const ANNOUNCEMENTS = table('access_expiry_announcements');
 
-/** One instant at which some of a user's access expired, and where (`devices`: their authorities' devices). */
+/**
+ * How far behind the clock the announcements stay: a history version is stamped just before its
+ * transaction commits and becomes visible just after, so the history of a moment this far back is
+ * final when it is read (no version stamped at or before it can still appear).
+ */
+const SETTLED = "interval '1 second'";
+
+/** One instant at which something of a user's expired, and on which devices (none: a grant). */
 export interface DueExpiry {
   readonly instant: Date;
   readonly user_id: number;
@@ -12,42 +20,61 @@ export interface DueExpiry {
 }
 
 /**
- * What expired since the last announcement (migration `access-events`): authorities, authority
- * permissions and permission grants whose `expires_at` has passed and that were not revoked or
- * deleted first (those were announced by their write).
+ * The expiries not yet announced (migration `access-events`): every expiry an authority or an
+ * authority permission ever had in the access history, and every grant's, after the mark. Whether
+ * one took anything away is judged from the history as of its instant (`AccessExpiryAnnouncer`),
+ * so one revoked or changed since is read as it was then.
  */
 @Injectable()
 export class AccessExpiriesRepository {
   /**
-   * Locks the announcement mark and reads what expired after it, up to now: at most `limit`
-   * instants, whole (an instant is never split between two batches). `until` is where the next
-   * batch starts: the last instant read, or now when everything up to now was.
+   * Locks the mark and reads what expired after it, up to a settled moment: at most `limit`
+   * instants, whole (an instant is never split between batches). `until` is where the next batch
+   * starts: the last instant read when there may be more, else the settled moment.
    */
-  async due(tx: Tx, limit: number): Promise<{ expiries: DueExpiry[]; until: Date }> {
-    const [mark] = await tx.db.query<{ since: Date; now: Date }[]>(
-      "SELECT announced_until AS since, date_trunc('milliseconds', clock_timestamp()) AS now FROM access_expiry_announcements FOR UPDATE",
+  /**
+   * The moment up to which expiries can be announced: taken once every write that gives a row an
+   * expiry and is under way has committed (the lock of migration `access-events`, held by them
+   * shared, taken here exclusively and let go at once with this short transaction), less the
+   * settling margin. A later write stamps its rows after it, so nothing at or before it can appear.
+   */
+  async settledMoment(tx: Tx): Promise<string> {
+    await tx.db.query(`SELECT pg_advisory_xact_lock(${EXPIRY_WRITERS_LOCK})`);
+    const [row] = await tx.db.query<{ settled: string }[]>(`SELECT (clock_timestamp() - ${SETTLED})::text AS settled`);
+    if (row === undefined) throw new Error('no clock');
+    return row.settled;
+  }
+
+  // Moments travel as text: a Date would drop the microseconds of an expiry written in SQL.
+  async due(tx: Tx, settled: string, limit: number): Promise<{ expiries: DueExpiry[]; until: string | undefined }> {
+    const [mark] = await tx.db.query<{ since: string; settled: string; ahead: boolean }[]>(
+      `SELECT announced_until::text AS since, $1::text AS settled, $1::timestamptz > announced_until AS ahead
+       FROM access_expiry_announcements FOR UPDATE`,
+      [settled],
     );
     if (mark === undefined) throw new Error('access_expiry_announcements has no row');
-    const rows = await tx.db.query<{ instant: Date; user_id: string; devices: string[] }[]>(
+    if (!mark.ahead) return { expiries: [], until: undefined };
+    const rows = await tx.db.query<{ instant: Date; last: string; user_id: string; devices: string[] }[]>(
       `WITH expiring AS (
-         SELECT a.expires_at AS instant, a.user_id, a.device_id FROM authorities a
-         WHERE a.expires_at > $1 AND a.expires_at <= $2 AND a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted
+         SELECT h.expires_at AS instant, h.user_id, h.device_id FROM authority_history h
+         WHERE h.expires_at > $1 AND h.expires_at <= $2
          UNION ALL
-         SELECT ap.expires_at, a.user_id, a.device_id FROM authority_permissions ap JOIN authorities a ON a.id = ap.authority_id
-         WHERE ap.expires_at > $1 AND ap.expires_at <= $2 AND ap.revoked_at IS NULL
+         SELECT h.expires_at, h.user_id, h.device_id FROM authority_permission_history h
+         WHERE h.expires_at > $1 AND h.expires_at <= $2
          UNION ALL
          SELECT g.expires_at, g.user_id, NULL FROM permission_grants g
-         WHERE g.expires_at > $1 AND g.expires_at <= $2 AND g.revoked_at IS NULL
+         WHERE g.expires_at > $1 AND g.expires_at <= $2
        ), instants AS (
          SELECT DISTINCT instant FROM expiring ORDER BY instant LIMIT $3
        )
-       SELECT e.instant, e.user_id, array_remove(array_agg(DISTINCT e.device_id), NULL) AS devices
+       SELECT e.instant, (SELECT max(instant) FROM instants)::text AS last, e.user_id,
+              array_remove(array_agg(DISTINCT e.device_id), NULL) AS devices
        FROM expiring e JOIN instants i ON i.instant = e.instant
        GROUP BY e.instant, e.user_id ORDER BY e.instant, e.user_id`,
-      [mark.since, mark.now, limit],
+      [mark.since, mark.settled, limit],
     );
     const instants = new Set(rows.map((row) => row.instant.getTime()));
-    const until = instants.size < limit ? mark.now : new Date(Math.max(...instants));
+    const until = instants.size < limit ? mark.settled : (rows[0]?.last ?? mark.settled);
     return {
       expiries: rows.map((row) => ({
         instant: row.instant,
@@ -58,7 +85,7 @@ export class AccessExpiriesRepository {
     };
   }
 
-  async announcedUntil(tx: Tx, until: Date): Promise<void> {
-    await tx.write(ANNOUNCEMENTS, 'UPDATE access_expiry_announcements SET announced_until = $1', [until]);
+  async announcedUntil(tx: Tx, until: string): Promise<void> {
+    await tx.write(ANNOUNCEMENTS, 'UPDATE access_expiry_announcements SET announced_until = $1::timestamptz', [until]);
   }
 }

@@ -1,8 +1,12 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { AccessWatch } from '../platform/auth/access-watch.js';
-import { UnitOfWork } from '../platform/database/unit-of-work.js';
+import { appendAccessEvents, EVENTS } from '../platform/audit/audit-trail.repository.js';
+import { accessDifference, accessEntries, type AccessEntry } from '../platform/auth/access-changes.js';
+import type { Subject } from '../platform/auth/auth-context.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { JobQueue, PURGE_POLICY } from '../platform/jobs/job-queue.js';
-import { AccessExpiriesRepository } from './access-expiries.repository.js';
+import { AccessExpiriesRepository, type DueExpiry } from './access-expiries.repository.js';
+import { AccessHistoryRepository } from './access-history.repository.js';
+import { subjectAt } from './access.service.js';
 
 /** Instants announced per transaction. */
 const BATCH = 200;
@@ -11,7 +15,10 @@ const BATCH = 200;
  * Expiries announced as `access.lost` (part 6.17): nothing is written at the instant an
  * authority, an authority permission or a grant expires (the rules judge expiry at each decision),
  * so a job every minute announces what expired since its mark, each change with its instant as
- * `occurred_at` and `cause: "expired"`, and moves the mark, in one transaction per batch.
+ * `occurred_at` and `cause: "expired"`, and moves the mark, one transaction per batch. What was
+ * lost is judged from the access history just before the instant and at it, as the guards saw it
+ * then: a user suspended, demoted or granted the right again after the instant does not change
+ * what its expiry took.
  */
 @Injectable()
 export class AccessExpiryAnnouncer implements OnModuleInit {
@@ -21,7 +28,7 @@ export class AccessExpiryAnnouncer implements OnModuleInit {
     private readonly queue: JobQueue,
     private readonly uow: UnitOfWork,
     private readonly expiries: AccessExpiriesRepository,
-    private readonly watch: AccessWatch,
+    private readonly history: AccessHistoryRepository,
   ) {}
 
   onModuleInit(): void {
@@ -30,26 +37,50 @@ export class AccessExpiryAnnouncer implements OnModuleInit {
     this.queue.scheduleEvery('announce-access-expiries', '* * * * *');
   }
 
-  /** Announces everything expired up to now; answers how many changes. */
+  /** Announces everything expired up to a settled moment; answers how many changes. */
   async run(): Promise<number> {
     let announced = 0;
-    for (;;) {
+    const settled = await this.uow.run((tx) => this.expiries.settledMoment(tx));
+    for (let more = true; more;) {
       const batch = await this.uow.run(async (tx) => {
-        const { expiries, until } = await this.expiries.due(tx, BATCH);
+        const { expiries, until } = await this.expiries.due(tx, settled, BATCH);
         let changes = 0;
-        for (const expiry of expiries)
-          changes += await this.watch.announceExpired(
-            tx,
-            { users: [expiry.user_id], devices: expiry.devices },
-            expiry.instant,
-          );
-        await this.expiries.announcedUntil(tx, until);
+        for (const expiry of expiries) changes += await this.announce(tx, expiry);
+        if (until !== undefined) await this.expiries.announcedUntil(tx, until);
         return { changes, more: new Set(expiries.map((expiry) => expiry.instant.getTime())).size >= BATCH };
       });
       announced += batch.changes;
-      if (!batch.more) break;
+      more = batch.more;
     }
     if (announced > 0) this.logger.log({ msg: 'announced expired access', changes: announced });
     return announced;
+  }
+
+  private async announce(tx: Tx, expiry: DueExpiry): Promise<number> {
+    const at = expiry.instant.getTime();
+    const changes = accessDifference(
+      await this.entriesAt(expiry, new Date(at - 1)),
+      await this.entriesAt(expiry, expiry.instant),
+    ).filter((change) => change.change === 'lost');
+    await appendAccessEvents(
+      (text, params) => tx.write(EVENTS, text, params),
+      { actor_id: null, request_id: null },
+      changes,
+      'expired',
+      changes.map(() => expiry.instant.toISOString()),
+    );
+    return changes.length;
+  }
+
+  /** The user's access at the moment, from the history (its standing, grants and authorities then). */
+  private async entriesAt(expiry: DueExpiry, moment: Date): Promise<AccessEntry[]> {
+    const subject: Subject | undefined = subjectAt(
+      (await this.history.usersAt([expiry.user_id], moment)).get(expiry.user_id),
+    );
+    if (subject === undefined) return [];
+    const authorities = [];
+    for (const device of expiry.devices)
+      authorities.push(...(await this.history.deviceAuthoritiesAt(device, moment, [expiry.user_id])));
+    return accessEntries([subject], authorities, moment.getTime());
   }
 }

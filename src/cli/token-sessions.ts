@@ -1,6 +1,8 @@
 import type { EntityManager } from 'typeorm';
 import { toAuditEvents, type AuditRecord } from '../platform/audit/audit.service.js';
-import { appendAuditEvents } from '../platform/audit/audit-trail.repository.js';
+import { appendAccessEvents, appendAuditEvents } from '../platform/audit/audit-trail.repository.js';
+import { accessDifference, accessEntries, type AccessEntry } from '../platform/auth/access-changes.js';
+import { AccessSnapshotRepository } from '../platform/auth/access-snapshot.repository.js';
 import { withJwtSecret } from '../platform/auth/jwt-secret.js';
 import { ROLE, USER_STATUS } from '../platform/auth/roles.js';
 import {
@@ -28,6 +30,33 @@ function recordAudit(db: EntityManager, event: AuditRecord, resource: object): P
     { actor_id: null, request_id: null },
     toAuditEvents([event]).map((audited) => ({ ...audited, resource })),
   );
+}
+
+/**
+ * Runs `write` (which changes the user's role or standing) and announces what it changed in the
+ * user's access (`access.gained` / `access.lost`, part 6.17), as the API's writes do; the cause is
+ * the write's own event, written in the same transaction.
+ */
+async function announcingAccess<T>(
+  db: EntityManager,
+  userId: () => number | undefined,
+  write: () => Promise<T>,
+): Promise<T> {
+  const snapshots = new AccessSnapshotRepository();
+  const at = Date.now();
+  const access = async (id: number | undefined): Promise<AccessEntry[]> =>
+    id === undefined
+      ? []
+      : accessEntries(await snapshots.subjects(db, [id]), await snapshots.authorities(db, { users: [id] }), at);
+  const before = await access(userId());
+  const result = await write();
+  await appendAccessEvents(
+    (text, params) => db.query(text, [...params]),
+    { actor_id: null, request_id: null },
+    accessDifference(before, await access(userId())),
+    'write',
+  );
+  return result;
 }
 
 interface UserState {
@@ -64,44 +93,60 @@ async function ensureSuperAdmin(
     [email],
   );
   if (existing === undefined) {
-    const [user] = await db.query<UserState[]>(
-      'INSERT INTO users (email, display_name, role_id, status_id) VALUES ($1, $2, $3, $4) RETURNING id, email, role_id, status_id, is_deleted',
-      [email, displayName ?? email.split('@')[0] ?? email, ROLE.super_admin, USER_STATUS.active],
-    );
-    if (user === undefined) throw new Error('user insert returned no row');
-    await recordAudit(
+    let created: number | undefined;
+    return announcingAccess(
       db,
-      {
-        action: 'user.create',
-        resource_id: user.id,
-        reason: 'cli bootstrap-admin',
-        changes: { email: [null, email], role_id: [null, ROLE.super_admin], status_id: [null, USER_STATUS.active] },
+      () => created,
+      async () => {
+        const [user] = await db.query<UserState[]>(
+          'INSERT INTO users (email, display_name, role_id, status_id) VALUES ($1, $2, $3, $4) RETURNING id, email, role_id, status_id, is_deleted',
+          [email, displayName ?? email.split('@')[0] ?? email, ROLE.super_admin, USER_STATUS.active],
+        );
+        if (user === undefined) throw new Error('user insert returned no row');
+        created = user.id;
+        await recordAudit(
+          db,
+          {
+            action: 'user.create',
+            resource_id: user.id,
+            reason: 'cli bootstrap-admin',
+            changes: { email: [null, email], role_id: [null, ROLE.super_admin], status_id: [null, USER_STATUS.active] },
+          },
+          await userResource(db, user.id),
+        );
+        return { user, created: true };
       },
-      await userResource(db, user.id),
     );
-    return { user, created: true };
   }
   if (existing.is_deleted)
     throw new CliError(
       `user ${existing.id} (${existing.email}) is deleted; restore it through the API or choose another email`,
     );
-  if (existing.role_id !== ROLE.super_admin || existing.status_id !== USER_STATUS.active) {
-    await db.query('UPDATE users SET role_id = $2, status_id = $3, updated_by = NULL WHERE id = $1', [
-      existing.id,
-      ROLE.super_admin,
-      USER_STATUS.active,
-    ]);
-    await recordAudit(
+  if (existing.role_id !== ROLE.super_admin || existing.status_id !== USER_STATUS.active)
+    await announcingAccess(
       db,
-      {
-        action: 'user.update',
-        resource_id: existing.id,
-        reason: 'cli bootstrap-admin',
-        changes: { role_id: [existing.role_id, ROLE.super_admin], status_id: [existing.status_id, USER_STATUS.active] },
+      () => existing.id,
+      async () => {
+        await db.query('UPDATE users SET role_id = $2, status_id = $3, updated_by = NULL WHERE id = $1', [
+          existing.id,
+          ROLE.super_admin,
+          USER_STATUS.active,
+        ]);
+        await recordAudit(
+          db,
+          {
+            action: 'user.update',
+            resource_id: existing.id,
+            reason: 'cli bootstrap-admin',
+            changes: {
+              role_id: [existing.role_id, ROLE.super_admin],
+              status_id: [existing.status_id, USER_STATUS.active],
+            },
+          },
+          await userResource(db, existing.id),
+        );
       },
-      await userResource(db, existing.id),
     );
-  }
   return { user: existing, created: false };
 }
 

@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
-import { DryRun, writeOrPreview, type PreviewAnswer } from '../platform/http/preview.js';
+import { DryRun } from '../platform/auth/dry-run.decorator.js';
+import { writeOrPreview, type PreviewAnswer } from '../platform/http/preview.js';
 import { SESSION_LIST } from '../platform/auth/sessions.repository.js';
 import { USER_LIST } from './users.repository.js';
 import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
@@ -76,7 +77,7 @@ export class UsersController {
   update(
     @Write() { actor, id, ifMatch }: RecordWrite,
     @Body() dto: UpdateUserDto,
-    @DryRun() dryRun: boolean,
+    @DryRun('access.read') dryRun: boolean,
   ): Promise<ResourceResponse<UserDto> | ResourceResponse<PreviewAnswer> | NoContent> {
     return writeOrPreview(dryRun, () => this.users.update(actor, id, dto, ifMatch));
   }
@@ -92,7 +93,7 @@ export class UsersController {
   })
   remove(
     @Write() { actor, id, ifMatch }: RecordWrite,
-    @DryRun() dryRun: boolean,
+    @DryRun('access.read') dryRun: boolean,
   ): Promise<ResourceResponse<UserDto> | ResourceResponse<PreviewAnswer> | NoContent> {
     return writeOrPreview(dryRun, () => this.actions.remove(actor, id, ifMatch));
   }
@@ -137,7 +138,7 @@ export class UsersController {
   suspend(
     @Write() { actor, id, ifMatch }: RecordWrite,
     @Body() dto: SuspendUserDto,
-    @DryRun() dryRun: boolean,
+    @DryRun('access.read') dryRun: boolean,
   ): Promise<ResourceResponse<UserDto> | ResourceResponse<PreviewAnswer> | NoContent> {
     return writeOrPreview(dryRun, () => this.actions.suspend(actor, id, dto.reason, ifMatch));
   }

@@ -398,7 +398,9 @@ describe('previews and access-change events', () => {
         reason: 'test',
       }),
     );
-    await sql('SELECT pg_sleep(greatest(0, extract(epoch FROM ($1::timestamptz - clock_timestamp()))) + 0.02)', [
+    // The announcer stays a second behind the clock (a history version becomes visible just after
+    // its stamp): wait on the database's clock until the instant is that far behind.
+    await sql('SELECT pg_sleep(greatest(0, extract(epoch FROM ($1::timestamptz - clock_timestamp()))) + 1.05)', [
       instant,
     ]);
     const announcer = t.app.get(AccessExpiryAnnouncer);

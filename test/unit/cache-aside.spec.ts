@@ -209,6 +209,24 @@ describe('CacheAside single-flight: concurrent misses of one key share one load 
     expect(cache.stats.loads).toBe(1);
   });
 
+  it('a load that began before the lookup was sent is never taken: it may have read before a write', async () => {
+    const { store, db, users } = setup(alice);
+    const slowLoad = db.holdNextLoad();
+    const first = users.get(1);
+    await slowLoad.arrived;
+    // A write commits while the first load (its snapshot taken) is still under way.
+    db.write(1, 'alice v2');
+    // The second read's lookup is sent now, reads nothing, and comes back only after that load ended.
+    const slowLookup = store.park('answer');
+    const second = users.get(1);
+    await slowLookup.arrived;
+    slowLoad.release();
+    expect(await first).toMatchObject({ value: { name: 'alice', version: 1 } });
+    slowLookup.release();
+    expect(await second).toMatchObject({ value: { name: 'alice v2', version: 2 }, cache: 'miss' });
+    expect(db.load).toHaveBeenCalledTimes(2);
+  });
+
   it('a read asked after the last load finished loads again on a miss (no result from before it)', async () => {
     const { store, db, users } = setup(alice);
     await users.get(1);

@@ -2,9 +2,23 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { GrantFacts, Subject } from './auth-context.js';
 import type { AuthorityFacts } from './authority-facts.js';
+import { PERMISSIONS } from './permissions.js';
 import { roleById, USER_STATUS } from './roles.js';
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+
+/** A grant or an authority permission as read: its permission by id (the catalogue's ids are fixed). */
+interface HeldById {
+  readonly id?: number | string;
+  readonly permission_id: number;
+  readonly expires_at: string | null;
+}
+
+const CODES = new Map<number, string>(PERMISSIONS.map((permission) => [permission.id, permission.code]));
+
+// The catalogue is read from code, not from the `permissions` table: a write's watch must not wait
+// on that table (nothing changes it; a lock on it must not stall writes that do not touch it).
+const codeOf = (id: number): string => CODES.get(id) ?? `unknown:${id}`;
 
 /** Which facts a snapshot reads: some users, on some devices (undefined: all of theirs). */
 export interface AccessScope {
@@ -23,12 +37,11 @@ export class AccessSnapshotRepository {
   /** The users' subjects; a user that does not exist has none. */
   async subjects(db: EntityManager, userIds: readonly number[]): Promise<Subject[]> {
     const rows = await db.query<
-      { id: string; role_id: number; status_id: number; is_deleted: boolean; grants: GrantFacts[] }[]
+      { id: string; role_id: number; status_id: number; is_deleted: boolean; grants: HeldById[] }[]
     >(
       `SELECT u.id, u.role_id, u.status_id, u.is_deleted,
-              ARRAY(SELECT json_build_object('id', g.id, 'code', p.code, 'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', ${ISO}))
-                    FROM permission_grants g JOIN permissions p ON p.id = g.permission_id
-                    WHERE g.user_id = u.id AND g.revoked_at IS NULL ORDER BY g.id) AS grants
+              ARRAY(SELECT json_build_object('id', g.id, 'permission_id', g.permission_id, 'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', ${ISO}))
+                    FROM permission_grants g WHERE g.user_id = u.id AND g.revoked_at IS NULL ORDER BY g.id) AS grants
        FROM users u WHERE u.id = ANY($1::bigint[]) ORDER BY u.id`,
       [[...new Set(userIds)]],
     );
@@ -36,7 +49,12 @@ export class AccessSnapshotRepository {
       const role = roleById(row.role_id);
       if (role === undefined) return [];
       const active = row.status_id === USER_STATUS.active && !row.is_deleted;
-      return [{ user_id: Number(row.id), role, active, grants: row.grants.map((g) => ({ ...g, id: Number(g.id) })) }];
+      const grants: GrantFacts[] = row.grants.map((g) => ({
+        id: Number(g.id),
+        code: codeOf(g.permission_id),
+        expires_at: g.expires_at,
+      }));
+      return [{ user_id: Number(row.id), role, active, grants }];
     });
   }
 
@@ -44,12 +62,11 @@ export class AccessSnapshotRepository {
   authorities(db: EntityManager, scope: AccessScope): Promise<AuthorityFacts[]> {
     const devices = scope.devices === undefined ? '' : 'AND a.device_id = ANY($2::bigint[])';
     return db
-      .query<AuthorityFacts[]>(
+      .query<(Omit<AuthorityFacts, 'authority_permissions'> & { authority_permissions: HeldById[] })[]>(
         `SELECT a.id, a.device_id, a.user_id, a.owner, a.is_active, false AS revoked, false AS deleted,
                 to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
-                ARRAY(SELECT json_build_object('code', p.code, 'expires_at', to_char(ap.expires_at AT TIME ZONE 'UTC', ${ISO}))
-                      FROM authority_permissions ap JOIN permissions p ON p.id = ap.permission_id
-                      WHERE ap.authority_id = a.id AND ap.revoked_at IS NULL ORDER BY p.code) AS authority_permissions
+                ARRAY(SELECT json_build_object('permission_id', ap.permission_id, 'expires_at', to_char(ap.expires_at AT TIME ZONE 'UTC', ${ISO}))
+                      FROM authority_permissions ap WHERE ap.authority_id = a.id AND ap.revoked_at IS NULL) AS authority_permissions
          FROM authorities a
          WHERE a.user_id = ANY($1::bigint[]) AND a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted ${devices}
          ORDER BY a.user_id, a.device_id`,
@@ -63,6 +80,10 @@ export class AccessSnapshotRepository {
           id: Number(row.id),
           device_id: Number(row.device_id),
           user_id: Number(row.user_id),
+          authority_permissions: row.authority_permissions.map((held) => ({
+            code: codeOf(held.permission_id),
+            expires_at: held.expires_at,
+          })),
         })),
       );
   }

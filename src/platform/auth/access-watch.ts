@@ -1,18 +1,27 @@
 import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import { appendAccessEvents, EVENTS } from '../audit/audit-trail.repository.js';
 import type { Tx } from '../database/unit-of-work.js';
 import { currentPreview } from '../database/previews.js';
 import { currentRequest } from '../http/request-context.js';
-import { accessDifference, accessEntries, type AccessChange, type AccessEntry } from './access-changes.js';
+import { accessDifference, accessEntries, type AccessChange } from './access-changes.js';
+import type { Subject } from './auth-context.js';
+import type { AuthorityFacts } from './authority-facts.js';
 import { AccessSnapshotRepository, type AccessScope } from './access-snapshot.repository.js';
+
+/** The facts a watch read before the write, judged only once the write is done. */
+interface Facts {
+  readonly subjects: Subject[];
+  readonly authorities: AuthorityFacts[];
+}
 
 /**
  * Who may do what, before and after a write, for the users it touches (part 6.17): a write calls
- * `watch` before its first change; as the transaction ends the access is read again and the
- * difference becomes `access.gained` / `access.lost` events in the same transaction, or, in a
- * preview, the preview's `access_changes`. Both sides are read through the transaction and judged
- * at one moment, so only the write's own changes differ (an expiry falling in between is the
- * expiry announcer's).
+ * `watch` before its first change; as the transaction ends the facts are read again and both sides
+ * are judged by the rules at one moment, the watch's start, so only the write's own changes
+ * differ (something expiring while the write ran is the expiry announcer's: it judges the history
+ * at the instant). The difference becomes `access.gained` / `access.lost` events in the same
+ * transaction or, in a preview, the preview's `access_changes`.
  */
 @Injectable()
 export class AccessWatch {
@@ -24,9 +33,16 @@ export class AccessWatch {
   async watch(tx: Tx, scope: AccessScope): Promise<void> {
     if (scope.users.length === 0) return;
     const at = Date.now();
-    const before = await this.entries(tx, scope, at);
+    const before = await this.facts(tx.db, scope);
     tx.beforeCommit(async () => {
-      const changes = this.unannounced(tx, accessDifference(before, await this.entries(tx, scope, at)));
+      const after = await this.facts(tx.db, scope);
+      const changes = this.unannounced(
+        tx,
+        accessDifference(
+          accessEntries(before.subjects, before.authorities, at),
+          accessEntries(after.subjects, after.authorities, at),
+        ),
+      );
       const preview = currentPreview();
       if (preview !== undefined) {
         preview.access_changes.push(...changes);
@@ -42,33 +58,10 @@ export class AccessWatch {
     });
   }
 
-  /**
-   * Announces what the users lost at `instant` by expiry (`access.lost`, cause `"expired"`, at
-   * that instant): their access just before it and at it, from their facts now (an expired row
-   * stays until revoked), judged by the same rules. Answers how many changes were announced.
-   */
-  async announceExpired(tx: Tx, scope: AccessScope, instant: Date): Promise<number> {
-    const at = instant.getTime();
-    const subjects = await this.snapshots.subjects(tx.db, scope.users);
-    const authorities = await this.snapshots.authorities(tx.db, scope);
-    const changes = accessDifference(
-      accessEntries(subjects, authorities, at - 1),
-      accessEntries(subjects, authorities, at),
-    );
-    await appendAccessEvents(
-      (text, params) => tx.write(EVENTS, text, params),
-      { actor_id: null, request_id: null },
-      changes,
-      'expired',
-      changes.map(() => instant.toISOString()),
-    );
-    return changes.length;
-  }
-
-  private async entries(tx: Tx, scope: AccessScope, at: number): Promise<AccessEntry[]> {
-    // One connection: the two statements run one after the other either way.
-    const subjects = await this.snapshots.subjects(tx.db, scope.users);
-    return accessEntries(subjects, await this.snapshots.authorities(tx.db, scope), at);
+  // One connection: the two statements run one after the other either way.
+  private async facts(db: EntityManager, scope: AccessScope): Promise<Facts> {
+    const subjects = await this.snapshots.subjects(db, scope.users);
+    return { subjects, authorities: await this.snapshots.authorities(db, scope) };
   }
 
   private unannounced(tx: Tx, changes: AccessChange[]): AccessChange[] {

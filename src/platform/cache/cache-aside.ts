@@ -31,13 +31,17 @@ export class CacheAside<T, Id extends string | number = number> {
    */
   private readonly decoded = new Recent<string, { readonly json: string; readonly value: T }>(DECODED_PER_KIND);
   /**
-   * The last load of each key and when it finished (`performance.now()`): a read whose cache
-   * lookup was sent before that and came back a miss takes its result, as it would have joined the
-   * load had the lookup come back sooner. Without it, every read of a stampede whose lookup is
-   * still on the wire when the load ends makes a load of its own (measured: 25 loads for 200
-   * concurrent reads on a busy machine instead of 1).
+   * The last load of each key and when it began (`performance.now()`): a read whose cache lookup
+   * was sent before that and came back a miss takes its result. The load read the database after
+   * the lookup was sent, so after every write whose response came before it: nothing older than
+   * what the read may answer. (A load that began earlier may have read before such a write; it is
+   * never taken.) Without it, every read of a stampede whose lookup is still on the wire when the
+   * load ends makes a load of its own (measured: 25 loads for 200 concurrent reads on a busy
+   * machine instead of 1).
    */
-  private readonly finished = new Recent<string, { readonly at: number; readonly entry: CacheEntry }>(DECODED_PER_KIND);
+  private readonly loaded = new Recent<string, { readonly began: number; readonly entry: CacheEntry }>(
+    DECODED_PER_KIND,
+  );
 
   constructor(
     private readonly cache: CacheEntries,
@@ -116,8 +120,8 @@ export class CacheAside<T, Id extends string | number = number> {
   private loadOnce(key: string, id: Id, fill: boolean, asked?: number): Promise<CacheEntry | undefined> {
     const running = this.inflight.get(key);
     if (running !== undefined) return running;
-    const last = asked === undefined ? undefined : this.finished.get(key);
-    if (last !== undefined && asked !== undefined && last.at > asked) return Promise.resolve(last.entry);
+    const last = asked === undefined ? undefined : this.loaded.get(key);
+    if (last !== undefined && asked !== undefined && last.began > asked) return Promise.resolve(last.entry);
     const loading = this.loadAlone(key, id, fill).finally(() => this.inflight.delete(key));
     this.inflight.set(key, loading);
     return loading;
@@ -125,9 +129,10 @@ export class CacheAside<T, Id extends string | number = number> {
 
   private async loadAlone(key: string, id: Id, fill: boolean): Promise<CacheEntry | undefined> {
     this.cache.stats.loads += 1;
+    const began = performance.now();
     const entry = await this.load(id);
     if (entry !== undefined && fill) await this.cache.put(key, entry, false);
-    if (entry !== undefined) this.finished.set(key, { at: performance.now(), entry });
+    if (entry !== undefined) this.loaded.set(key, { began, entry });
     return entry;
   }
 }

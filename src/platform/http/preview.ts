@@ -1,21 +1,5 @@
-import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
 import { previewOf } from '../database/previews.js';
-import { ApiError } from './api-error.js';
 import { NoContent, RawJson, ResourceResponse } from './responses.js';
-
-/** Whether the request asks for a preview (`?dry_run=true`, part 6.17). */
-export function asksPreview(request: FastifyRequest): boolean {
-  return (request.query as Record<string, unknown> | undefined)?.dry_run === 'true';
-}
-
-/** `@DryRun() dryRun: boolean` on a write that can be previewed; anything but true or false is a 400. */
-export const DryRun = createParamDecorator((_: unknown, context: ExecutionContext): boolean => {
-  const value = (context.switchToHttp().getRequest<FastifyRequest>().query as Record<string, unknown>).dry_run;
-  if (value === undefined) return false;
-  if (value !== 'true' && value !== 'false') throw ApiError.field('dry_run', 'in', 'dry_run must be true or false');
-  return value === 'true';
-});
 
 /** A preview's answer: `outcome` is the `data` the write would answer (null for a 204). */
 export interface PreviewAnswer {

@@ -1,4 +1,4 @@
-import { asksPreview } from '../http/preview.js';
+import { AUTHORIZE_ROUTE_CONFIG, type AuthorizeOptions } from '../auth/authorize.decorator.js';
 import { Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, type Observable } from 'rxjs';
@@ -135,4 +135,16 @@ async function storeResponse(
     });
   }
   return payload;
+}
+
+/**
+ * Whether the request is a preview (`?dry_run=true` on a route that previews, part 6.17). On any
+ * other route the parameter means nothing, and the write is kept under its key as usual.
+ */
+function asksPreview(request: FastifyRequest): boolean {
+  const config = request.routeOptions.config as { readonly [AUTHORIZE_ROUTE_CONFIG]?: AuthorizeOptions };
+  return (
+    config[AUTHORIZE_ROUTE_CONFIG]?.preview === true &&
+    (request.query as Record<string, unknown> | undefined)?.dry_run === 'true'
+  );
 }
