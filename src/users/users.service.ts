@@ -93,7 +93,8 @@ export class UsersService {
         const changes = diffChanges(before, wanted, AUDITED_FIELDS);
         // Nothing would change: no write, no new version, no audit event.
         if (Object.keys(changes).length === 0) return before;
-        await this.access.watch(tx, { users: [id] });
+        // Only the role decides access among these fields.
+        if ('role_id' in changes) await this.access.watch(tx, { users: [id] });
         const after = await this.users.patch(tx, id, {
           email: wanted.email,
           display_name: wanted.display_name,

@@ -1,32 +1,12 @@
 import { accessDifference, accessEntries } from '../../src/platform/auth/access-changes.js';
-import type { Subject } from '../../src/platform/auth/auth-context.js';
-import type { AuthorityFacts } from '../../src/platform/auth/authority-facts.js';
 import { isDeviceScoped, PERMISSIONS } from '../../src/platform/auth/permissions.js';
-import { roleById, ROLE, type RoleCode } from '../../src/platform/auth/roles.js';
+import { authorityFacts, subjectOf } from '../support/access-facts.js';
 
 const NOW = Date.parse('2030-01-01T12:00:00.000Z');
 const DEVICE_SCOPED = PERMISSIONS.map((p) => p.code).filter(isDeviceScoped);
 
-function subject(code: RoleCode, overrides: Partial<Subject> = {}): Subject {
-  const role = roleById(ROLE[code]);
-  if (role === undefined) throw new Error(`no role ${code}`);
-  return { user_id: 11, role, active: true, grants: [], ...overrides };
-}
-
-function authority(overrides: Partial<AuthorityFacts> = {}): AuthorityFacts {
-  return {
-    id: 7,
-    device_id: 3,
-    user_id: 11,
-    owner: false,
-    is_active: true,
-    revoked: false,
-    deleted: false,
-    expires_at: null,
-    authority_permissions: [],
-    ...overrides,
-  };
-}
+const subject = subjectOf;
+const authority = authorityFacts;
 
 describe('access entries: what the access questions answer, per user', () => {
   it('an operator owning a device: its role permissions everywhere, every device-scoped permission on the device', () => {

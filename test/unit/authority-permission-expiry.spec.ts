@@ -8,23 +8,13 @@ import {
 import type { Subject } from '../../src/platform/auth/auth-context.js';
 import type { AuthorityFacts } from '../../src/platform/auth/authority-facts.js';
 import { roleById, ROLE } from '../../src/platform/auth/roles.js';
+import { authorityFacts } from '../support/access-facts.js';
 
 const EXPIRY = '2030-01-01T12:00:00.000Z';
 const INSTANT = Date.parse(EXPIRY);
 
 function authority(overrides: Partial<AuthorityFacts> = {}): AuthorityFacts {
-  return {
-    id: 7,
-    device_id: 3,
-    user_id: 11,
-    owner: false,
-    is_active: true,
-    revoked: false,
-    deleted: false,
-    expires_at: null,
-    authority_permissions: [{ code: 'authorities.revoke', expires_at: EXPIRY }],
-    ...overrides,
-  };
+  return authorityFacts({ authority_permissions: [{ code: 'authorities.revoke', expires_at: EXPIRY }], ...overrides });
 }
 
 const operator = (): Subject => {
