@@ -23,6 +23,7 @@ import { AccessRequests1765497600000 } from './1765497600000-access-requests.js'
 import { AuthorityRightsNow1765584000000 } from './1765584000000-authority-rights-now.js';
 import { LiveAuthorityPermissionsIndex1765670400000 } from './1765670400000-live-authority-permissions-index.js';
 import { AccessEvents1765756800000 } from './1765756800000-access-events.js';
+import { AccessPathUses1765843200000 } from './1765843200000-access-path-uses.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -51,6 +52,7 @@ export const MIGRATIONS = [
   AuthorityRightsNow1765584000000,
   LiveAuthorityPermissionsIndex1765670400000,
   AccessEvents1765756800000,
+  AccessPathUses1765843200000,
 ];
 
 /**

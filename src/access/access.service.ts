@@ -18,10 +18,12 @@ import type { ListResponse } from '../platform/http/responses.js';
 import { ListPages } from '../platform/projections/list-pages.js';
 import { UserReferences } from '../users/user-references.repository.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
+import { AccessUsesRepository } from '../platform/auth/access-uses.repository.js';
 import { AccessHistoryRepository, type UserFactsAt } from './access-history.repository.js';
 import {
   directionOf,
   pageOf as pageOfQuery,
+  type AllowedByDto,
   type AtQueryDto,
   type DeviceAccessDto,
   type DeviceAccessQueryDto,
@@ -30,7 +32,14 @@ import {
 } from './dto/access.dto.js';
 
 /** A write to any of these can change an access answer (their history tables are written with them). */
-const ACCESS_TABLES = ['users', 'permission_grants', 'authorities', 'authority_permissions'] as const;
+const ACCESS_TABLES = [
+  'users',
+  'permission_grants',
+  'authorities',
+  'authority_permissions',
+  // Not an access fact, but the answers show each way's last use (part 6.16).
+  'access_path_uses',
+] as const;
 const WAYS = ['role', 'permission_grant', 'device_owner', 'authority_permission'] as const;
 
 /** The subject of the rules at a moment, from the facts then (undefined: no such user then). */
@@ -72,6 +81,7 @@ export class AccessService {
     private readonly pages: ListPages,
     private readonly userReferences: UserReferences,
     private readonly uow: UnitOfWork,
+    private readonly uses: AccessUsesRepository,
   ) {}
 
   /** The moment of a question: undefined for now (the database's, read with the answer). */
@@ -180,7 +190,13 @@ export class AccessService {
         if (!paths.some((path) => via.has(path.decided_by))) return this.disagreement('device', deviceId, userId);
         return [{ user_id: userId, allowed_by: paths }];
       });
-      return { items, total: candidates.total, total_exact: true, changesAt, meta: { at: at.toISOString() } };
+      return {
+        items: await this.withLastUse(items, permission.id),
+        total: candidates.total,
+        total_exact: true,
+        changesAt,
+        meta: { at: at.toISOString() },
+      };
     });
   }
 
@@ -225,8 +241,47 @@ export class AccessService {
           return this.disagreement('user', userId, authorityId);
         return [{ device_id: authority.device_id, allowed_by: paths }];
       });
-      return { items, total: candidates.total, total_exact: true, changesAt, meta };
+      return {
+        items: await this.withLastUse(items, permission.id),
+        total: candidates.total,
+        total_exact: true,
+        changesAt,
+        meta,
+      };
     });
+  }
+
+  /**
+   * Each way with the last use of its path (part 6.16): a grant's, or the authority permission's
+   * of the authority that holds `permissionId`; null for a role, ownership or a path never used.
+   */
+  private async withLastUse<T extends { readonly allowed_by: readonly AccessPath[] }>(
+    items: readonly T[],
+    permissionId: number,
+  ): Promise<(T & { allowed_by: AllowedByDto[] })[]> {
+    const ways = items.flatMap((item) => item.allowed_by);
+    const grants = ways.flatMap((way) =>
+      way.decided_by === 'permission_grant' && way.grant_id !== null ? [way.grant_id] : [],
+    );
+    const pairs = ways.flatMap((way) =>
+      way.decided_by === 'authority_permission' && way.authority_id !== null
+        ? [{ authority_id: way.authority_id, permission_id: permissionId }]
+        : [],
+    );
+    const uses = await this.uses.lastUses(grants, pairs);
+    const lastUse = (way: AccessPath): string | null => {
+      const key =
+        way.decided_by === 'permission_grant'
+          ? `g:${way.grant_id}`
+          : way.decided_by === 'authority_permission'
+            ? `a:${way.authority_id}:${permissionId}`
+            : undefined;
+      return key === undefined ? null : (uses.get(key)?.toISOString() ?? null);
+    };
+    return items.map((item) => ({
+      ...item,
+      allowed_by: item.allowed_by.map((way) => ({ ...way, last_used_at: lastUse(way) })),
+    }));
   }
 
   /** The candidate query and the rules disagree: a defect, logged; the rules win. */

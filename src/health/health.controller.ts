@@ -1,3 +1,4 @@
+import { AccessUses } from '../platform/auth/access-uses.js';
 import { Controller, Get } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { EventsRepository } from '../events/events.repository.js';
@@ -18,6 +19,7 @@ export class HealthController {
     private readonly events: EventsRepository,
     private readonly cache: CacheService,
     private readonly replicas: ReadReplicas,
+    private readonly uses: AccessUses,
   ) {}
 
   @Get('live')
@@ -50,6 +52,7 @@ export class HealthController {
       cache_stats: { ...this.cache.stats },
       read_replicas: this.replicas.status,
       events: { lag_seconds: lag },
+      access_uses: { ...this.uses.stats },
     };
   }
 

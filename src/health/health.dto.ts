@@ -45,6 +45,17 @@ export class FeedHealthDto {
   lag_seconds!: number;
 }
 
+export class AccessUsesHealthDto {
+  @ApiProperty({ description: 'Uses of grants and authority permissions noted since start (once a minute per path)' })
+  noted!: number;
+  @ApiProperty({ description: 'Noted uses written to the database' })
+  recorded!: number;
+  @ApiProperty({ description: 'Noted uses dropped because their batch could not be written (never a failed request)' })
+  dropped!: number;
+  @ApiProperty({ description: 'Batches that could not be written' })
+  failed_flushes!: number;
+}
+
 export class ReadinessDto {
   @ApiProperty({ enum: ['ok'] })
   status!: 'ok';
@@ -63,4 +74,10 @@ export class ReadinessDto {
 
   @ApiProperty({ type: FeedHealthDto, description: 'The event feed (part 6.12)' })
   events!: FeedHealthDto;
+
+  @ApiProperty({
+    type: AccessUsesHealthDto,
+    description: 'Last-use recording of access paths (part 6.16), this instance',
+  })
+  access_uses!: AccessUsesHealthDto;
 }

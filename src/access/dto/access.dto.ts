@@ -26,16 +26,28 @@ export class AccessPathDto {
   expires_at!: string | null;
 }
 
+/** One way a permission is allowed, with when a request last went through it (part 6.16). */
+export class AllowedByDto extends AccessPathDto {
+  @ApiProperty({
+    type: String,
+    format: 'date-time',
+    nullable: true,
+    description:
+      'When a request was last allowed this way (grants and authority permissions, recorded at most once a minute per instance); null: never since recording began, and always for a role or ownership',
+  })
+  last_used_at!: string | null;
+}
+
 /** A user allowed a permission on a device, with every reason. */
 export class DeviceAccessDto {
   @ApiProperty() user_id!: number;
-  @ApiProperty({ type: [AccessPathDto] }) allowed_by!: AccessPathDto[];
+  @ApiProperty({ type: [AllowedByDto] }) allowed_by!: AllowedByDto[];
 }
 
 /** A device on which a user is allowed a permission, with every reason. */
 export class UserAccessDto {
   @ApiProperty() device_id!: number;
-  @ApiProperty({ type: [AccessPathDto] }) allowed_by!: AccessPathDto[];
+  @ApiProperty({ type: [AllowedByDto] }) allowed_by!: AllowedByDto[];
 }
 
 export class AccessListMetaDto extends ListMetaDto {

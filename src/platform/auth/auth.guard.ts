@@ -47,10 +47,10 @@ export class AuthGuard implements CanActivate {
     }
     if (rule === undefined)
       throw new ApiError('PERMISSION_DENIED', 'This route declares no permission and is closed', { permission: null });
-    if (rule.check === 'service' || this.authorization.decideGlobally(auth, rule.permission).allowed) return true;
+    if (rule.check === 'service' || this.authorization.admitGlobally(auth, rule.permission).allowed) return true;
     // Only now find the device (a cached read): callers allowed everywhere never pay for it.
     if (rule.device === undefined) throw permissionDenied(rule.permission);
-    await this.authorization.assertAllowed(auth, rule.permission, await this.devices.locate(request, rule.device));
+    await this.authorization.admitOnDevice(auth, rule.permission, await this.devices.locate(request, rule.device));
     return true;
   }
 

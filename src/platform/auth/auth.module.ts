@@ -5,6 +5,8 @@ import { ActorRateLimiter } from './actor-rate-limiter.js';
 import { AccessFactsRepository } from './access-facts.repository.js';
 import { AccessSnapshotRepository } from './access-snapshot.repository.js';
 import { AccessWatch } from './access-watch.js';
+import { AccessUses } from './access-uses.js';
+import { AccessUsesRepository } from './access-uses.repository.js';
 import { AuthContextService } from './auth-context.service.js';
 import { AuthFailureLimiter } from './auth-failure-limiter.js';
 import { WindowCounters } from './window-counters.js';
@@ -24,6 +26,8 @@ import { createVerificationKeys, VERIFICATION_KEYS } from './verification-keys.j
     AccessFactsRepository,
     AccessSnapshotRepository,
     AccessWatch,
+    AccessUses,
+    AccessUsesRepository,
     {
       provide: VERIFICATION_KEYS,
       inject: [SETTINGS],
@@ -43,6 +47,8 @@ import { createVerificationKeys, VERIFICATION_KEYS } from './verification-keys.j
   ],
   exports: [
     AccessWatch,
+    AccessUses,
+    AccessUsesRepository,
     AccessSnapshotRepository,
     Authentication,
     DeviceLocators,

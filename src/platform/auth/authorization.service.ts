@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ApiError } from '../http/api-error.js';
 import type { Subject } from './auth-context.js';
+import { AccessUses } from './access-uses.js';
 import { AccessFactsRepository } from './access-facts.repository.js';
 import {
   accessPaths,
@@ -50,7 +51,25 @@ export class AuthorizationService {
   constructor(
     private readonly devices: DeviceAuthoritiesService,
     private readonly facts: AccessFactsRepository,
+    private readonly uses: AccessUses,
   ) {}
+
+  /**
+   * A request's own permission, everywhere (layers 2, 3a, 3b), as the guard and the answers sent
+   * before the handler decide it: an allowing grant's use is noted (part 6.16).
+   */
+  admitGlobally(subject: Subject, permission: PermissionCode): Decision {
+    const decision = this.decideGlobally(subject, permission);
+    this.uses.note(decision, permission);
+    return decision;
+  }
+
+  /** A request's own permission on its device, after `admitGlobally` refused: 403, or the use of its path noted. */
+  async admitOnDevice(subject: Subject, permission: PermissionCode, deviceId: number): Promise<void> {
+    const decision = await this.decide(subject, permission, deviceId);
+    if (!decision.allowed) throw permissionDenied(permission, deviceId);
+    this.uses.note(decision, permission);
+  }
 
   hasAdminAccess(subject: Pick<Subject, 'role'>): boolean {
     return subject.role.admin_access;

@@ -81,6 +81,8 @@ export interface Settings {
   readonly accessRequestPendingHours: number;
   /** The longest access a request may ask for, in seconds (ACCESS_REQUEST_MAX_SECONDS, part 6.15). */
   readonly accessRequestMaxSeconds: number;
+  /** Whether the guard records the last use of grants and authority permissions (ACCESS_USE_RECORDING, part 6.16). */
+  readonly accessUseRecording: boolean;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -258,6 +260,7 @@ export function loadSettings(env: Env = process.env): Settings {
     accessRequestPendingHours: integer(env, 'ACCESS_REQUEST_PENDING_HOURS', 72, 1, 8760),
     // A request asks for at least 300 seconds (part 6.15), so the longest may not be shorter.
     accessRequestMaxSeconds: integer(env, 'ACCESS_REQUEST_MAX_SECONDS', 2_592_000, 300, 31_536_000),
+    accessUseRecording: flag(env, 'ACCESS_USE_RECORDING', true),
   });
 }
 

@@ -37,7 +37,7 @@ export function storedDetail(
   // The entry the authentication's round trip fetched for this route, under the key it named.
   const found = prefetched?.found();
   if (found === undefined || found.entry.deleted || !readsBack(found.key, found.entry)) return undefined;
-  if (!authorization.hasAdminAccess(context) || !authorization.decideGlobally(context, rule.permission).allowed)
+  if (!authorization.hasAdminAccess(context) || !authorization.admitGlobally(context, rule.permission).allowed)
     return undefined;
   return {
     body: resourceEnvelope(found.entry.json, { request_id: request.id, cache: 'hit' }),
@@ -73,7 +73,7 @@ export async function storedPage(
   authorization: AuthorizationService,
 ): Promise<StoredAnswer | undefined> {
   if (rule.pageAsStored !== true || rule.list === undefined) return undefined;
-  if (!authorization.hasAdminAccess(context) || !authorization.decideGlobally(context, rule.permission).allowed)
+  if (!authorization.hasAdminAccess(context) || !authorization.admitGlobally(context, rule.permission).allowed)
     return undefined;
   const page = await pages.hit(rule.list, request.query as Record<string, unknown>);
   if (page === undefined || !(page.items instanceof RawJson)) return undefined;

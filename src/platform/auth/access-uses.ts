@@ -1,0 +1,111 @@
+import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { TableGenerations } from '../cache/table-generations.js';
+import { SETTINGS, type Settings } from '../config/settings.js';
+import type { Decision } from './decision.js';
+import { PERMISSIONS } from './permissions.js';
+import { AccessUsesRepository } from './access-uses.repository.js';
+
+/** A path is noted at most once a minute per instance (part 6.16). */
+const NOTE_EVERY_MS = 60_000;
+/** How long noted uses wait to be written together. */
+const FLUSH_AFTER_MS = 5_000;
+
+const PERMISSION_IDS = new Map<string, number>(PERMISSIONS.map((permission) => [permission.code, permission.id]));
+
+interface Noted {
+  readonly at: Date;
+  readonly grant_id?: number;
+  readonly authority_id?: number;
+  readonly permission_id?: number;
+}
+
+/**
+ * The last use of revocable paths (part 6.16): the guard notes each request allowed through a
+ * permission grant or an authority permission; a path is noted at most once a minute on this
+ * instance, and the notes are written together a few seconds later, by a timer, never by a
+ * request. Noting is a map lookup; a failed write drops its batch and is counted (`stats`), and
+ * no request ever waits for it. Role and ownership are not revocable paths: nothing is noted.
+ */
+@Injectable()
+export class AccessUses implements OnModuleDestroy {
+  private readonly logger = new Logger('AccessUses');
+  readonly stats = { noted: 0, recorded: 0, dropped: 0, failed_flushes: 0 };
+  private readonly lastNoted = new Map<string, number>();
+  private pending = new Map<string, Noted>();
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly uses: AccessUsesRepository,
+    private readonly generations: TableGenerations,
+    @Inject(SETTINGS) private readonly settings: Pick<Settings, 'accessUseRecording'>,
+  ) {}
+
+  /** Notes the path of an allowing decision of `permission` (a no-op for any other decision). */
+  note(decision: Decision, permission: string): void {
+    if (!decision.allowed || !this.settings.accessUseRecording) return;
+    let key: string;
+    let path: Omit<Noted, 'at'>;
+    if (decision.decided_by === 'permission_grant' && decision.grant_id !== null) {
+      key = `g:${decision.grant_id}`;
+      path = { grant_id: decision.grant_id };
+    } else if (decision.decided_by === 'authority_permission' && decision.authority_id !== null) {
+      const permissionId = PERMISSION_IDS.get(permission);
+      if (permissionId === undefined) return;
+      key = `a:${decision.authority_id}:${permissionId}`;
+      path = { authority_id: decision.authority_id, permission_id: permissionId };
+    } else return;
+    const now = Date.now();
+    const last = this.lastNoted.get(key);
+    if (last !== undefined && now - last < NOTE_EVERY_MS) return;
+    this.lastNoted.set(key, now);
+    this.pending.set(key, { ...path, at: new Date(now) });
+    this.stats.noted += 1;
+    this.timer ??= setTimeout(() => void this.flush(), FLUSH_AFTER_MS).unref();
+  }
+
+  /** Writes what was noted so far (the timer's work; tests and shutdown call it too). */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(() => this.writePending());
+    return this.flushing;
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.flush();
+  }
+
+  private async writePending(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = [...this.pending.values()];
+    this.pending = new Map();
+    this.forgetOld(Date.now());
+    if (batch.length === 0) return;
+    try {
+      await this.uses.record({
+        grants: batch.flatMap((use) => (use.grant_id === undefined ? [] : [{ grant_id: use.grant_id, at: use.at }])),
+        authorityPermissions: batch.flatMap((use) =>
+          use.authority_id === undefined || use.permission_id === undefined
+            ? []
+            : [{ authority_id: use.authority_id, permission_id: use.permission_id, at: use.at }],
+        ),
+      });
+      this.stats.recorded += batch.length;
+      // Cached answers of the access questions show last uses: they are read again.
+      await this.generations.bump(['access_path_uses']);
+    } catch (error) {
+      this.stats.dropped += batch.length;
+      this.stats.failed_flushes += 1;
+      this.logger.warn({
+        msg: 'last uses of access paths not recorded; dropped',
+        dropped: batch.length,
+        err: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+
+  /** Paths noted more than a minute ago may be noted again: their marks go. */
+  private forgetOld(now: number): void {
+    for (const [key, at] of this.lastNoted) if (now - at >= NOTE_EVERY_MS) this.lastNoted.delete(key);
+  }
+}
