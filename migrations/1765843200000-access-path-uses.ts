@@ -23,9 +23,15 @@ export class AccessPathUses1765843200000 implements MigrationInterface {
         started_at timestamptz NOT NULL DEFAULT now()
       )`);
     await db.query('INSERT INTO access_path_uses_start DEFAULT VALUES');
+    // The findings (GET /access-findings) page live authority permissions oldest first; grants
+    // have their (granted_at, id) index already (migration devices-authorities-grants).
+    await db.query(
+      'CREATE INDEX authority_permissions_live_granted_idx ON authority_permissions (granted_at, id) WHERE revoked_at IS NULL',
+    );
   }
 
   async down(db: QueryRunner): Promise<void> {
+    await db.query('DROP INDEX authority_permissions_live_granted_idx');
     await db.query('DROP TABLE access_path_uses_start');
     await db.query('DROP TABLE access_path_uses');
   }

@@ -1,6 +1,7 @@
 import { Module, type DynamicModule, type ModuleMetadata } from '@nestjs/common';
 import { AccessModule } from './access/access.module.js';
 import { AccessRequestsModule } from './access-requests/access-requests.module.js';
+import { AccessReviewsModule } from './access-reviews/access-reviews.module.js';
 import { AuditEventsModule } from './audit-events/audit-events.module.js';
 import { AuthoritiesModule } from './authorities/authorities.module.js';
 import { CacheAdminModule } from './cache-admin/cache-admin.module.js';
@@ -51,6 +52,7 @@ export class AppModule {
         GrantsModule,
         AccessModule,
         AccessRequestsModule,
+        AccessReviewsModule,
         InboxModule,
         ReadStateModule,
         MobileDevicesModule,

@@ -1,6 +1,6 @@
 // 3. bulk-grant of 1000 items: the service's latency against the same set-based statements
-// sent through raw pg (lock, resolve, insert, read back, audit with the same changes, bump
-// versions; one transaction). What is left is the service's own: HTTP, validation, the checks,
+// sent through raw pg (lock, resolve, insert, read back, audit with the same changes, the
+// access.gained events the contract asks for, bump versions; one transaction). What is left is the service's own: HTTP, validation, the checks,
 // the response and the cache work after the commit.
 import pg from 'pg';
 import { INSERT_MANY, RESOLVE } from '../../dist/src/grants/authority-permissions.repository.js';
@@ -34,6 +34,16 @@ export async function rawBulkGrant(client, authorityIds, permissionId) {
         JSON.stringify({ authority_id: [null, row.authority_id], permission_code: [null, row.permission_code] }),
       ),
     ],
+  );
+  // The access each grant gives (part 6.17): one access.gained per new right, one raw INSERT (the
+  // holder has no other way to the permission on these devices, so every grant is a gain).
+  await client.query(
+    `INSERT INTO events (type, resource_type, resource_id, data)
+     SELECT 'access.gained', 'user', a.user_id::text,
+            jsonb_build_object('user_id', a.user_id, 'device_id', a.device_id, 'permission_code', $2::text,
+                               'decided_by', 'authority_permission', 'cause', 'write')
+     FROM authorities a WHERE a.id = ANY($1::bigint[])`,
+    [rows.rows.map((row) => row.authority_id), rows.rows[0]?.permission_code ?? ''],
   );
   await client.query(
     `INSERT INTO projection_versions (scope, id, version) SELECT 'device', unnest($1::bigint[]), 2

@@ -1,3 +1,4 @@
+import { PERMISSIONS } from '../platform/auth/permissions.js';
 import { Injectable } from '@nestjs/common';
 import { ApiError } from '../platform/http/api-error.js';
 import { DeviceAuthoritiesService } from '../platform/auth/device-authorities.service.js';
@@ -160,12 +161,15 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
    * revoked or has expired (it allows nothing, and its expiry stays what ended it), 404 when missing.
    */
   /** Whose authority, on which device, holds the row (undefined: no such row). */
-  async holderOf(tx: Tx, id: number): Promise<{ user_id: number; device_id: number } | undefined> {
-    const [row] = await tx.db.query<{ user_id: string; device_id: string }[]>(
-      'SELECT a.user_id, a.device_id FROM authority_permissions ap JOIN authorities a ON a.id = ap.authority_id WHERE ap.id = $1',
+  async holderOf(tx: Tx, id: number): Promise<{ user_id: number; device_id: number; code: string } | undefined> {
+    const [row] = await tx.db.query<{ user_id: string; device_id: string; permission_id: number }[]>(
+      'SELECT a.user_id, a.device_id, ap.permission_id FROM authority_permissions ap JOIN authorities a ON a.id = ap.authority_id WHERE ap.id = $1',
       [id],
     );
-    return row === undefined ? undefined : { user_id: Number(row.user_id), device_id: Number(row.device_id) };
+    const code = row === undefined ? undefined : PERMISSIONS.find((p) => p.id === row.permission_id)?.code;
+    return row === undefined || code === undefined
+      ? undefined
+      : { user_id: Number(row.user_id), device_id: Number(row.device_id), code };
   }
 
   async revoke(

@@ -87,7 +87,7 @@ export class AuthorityPermissionsService {
     await this.authorization.assertMayDelegate(actor, target.code, target.device_id);
     const row = await this.uow.run((tx) =>
       this.grantIn(tx, {
-        holder: { users: [authority.user_id], devices: [authority.device_id] },
+        holder: { users: [authority.user_id], devices: [authority.device_id], permissions: [target.code] },
         authorityId: dto.authority_id,
         permissionId: dto.permission_id,
         code: target.code,
@@ -113,7 +113,7 @@ export class AuthorityPermissionsService {
     const authority = await this.authorityReferences.liveAuthority(tx.db, grant.authorityId);
     const permission = await this.permissionReferences.permission(tx.db, grant.permissionId);
     if (!permission.device_scoped) throw notDeviceScoped(grant.permissionId, permission.code);
-    const holder = { users: [authority.user_id], devices: [authority.device_id] };
+    const holder = { users: [authority.user_id], devices: [authority.device_id], permissions: [permission.code] };
     const row = await this.grantIn(tx, { ...grant, code: permission.code, holder });
     return withoutVersion(row);
   }
@@ -150,7 +150,12 @@ export class AuthorityPermissionsService {
   revoke(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityPermissionDto> | NoContent> {
     return this.uow.run(async (tx) => {
       const holder = await this.rows.holderOf(tx, id);
-      if (holder !== undefined) await this.access.watch(tx, { users: [holder.user_id], devices: [holder.device_id] });
+      if (holder !== undefined)
+        await this.access.watch(tx, {
+          users: [holder.user_id],
+          devices: [holder.device_id],
+          permissions: [holder.code],
+        });
       const revoked = await this.rows.revoke(tx, id, currentActorId(), (version) => assertIfMatch(ifMatch, version));
       if (revoked === 'already') return NoContent.instance;
       await this.audit.record(tx, 'authority_permission.revoke', id, {

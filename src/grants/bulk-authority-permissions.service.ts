@@ -127,9 +127,11 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
         const status = results[index]?.status;
         return status === 'granted' || status === 'revoked';
       });
+      // Only the items' permissions can change, and only on their devices.
       await this.access.watch(tx, {
         users: writing.map((row) => Number(row.authority_user_id)),
         devices: writing.map((row) => Number(row.device_id)),
+        permissions: [...new Set(writing.flatMap((row) => (row.code === null ? [] : [row.code])))],
       });
       await (mode === 'grant' ? this.grant(tx, results, dto.reason) : this.revoke(tx, results, dto.reason));
     }

@@ -60,7 +60,7 @@ export class PermissionGrantsService {
           { grant_id: active, user_id: dto.user_id, permission_id: dto.permission_id },
         );
       }
-      await this.access.watch(tx, { users: [dto.user_id], devices: [] });
+      await this.access.watch(tx, { users: [dto.user_id], devices: [], permissions: [code] });
       const created = await this.grants.grant(tx, {
         user_id: dto.user_id,
         permission_id: dto.permission_id,
@@ -84,7 +84,7 @@ export class PermissionGrantsService {
   /** Stamps the revocation of the active grant of the pair; none active is 404. */
   async revoke(actor: AuthContext, dto: RevokePermissionDto): Promise<ResourceResponse<PermissionGrantDto>> {
     const row = await this.uow.run(async (tx) => {
-      await this.assertTarget(tx, actor, dto.user_id, dto.permission_id);
+      const code = await this.assertTarget(tx, actor, dto.user_id, dto.permission_id);
       await this.grants.lockPair(tx, dto.user_id, dto.permission_id);
       const active = await this.grants.activeId(tx, dto.user_id, dto.permission_id);
       if (active === undefined) {
@@ -97,7 +97,7 @@ export class PermissionGrantsService {
           },
         );
       }
-      await this.access.watch(tx, { users: [dto.user_id], devices: [] });
+      await this.access.watch(tx, { users: [dto.user_id], devices: [], permissions: [code] });
       const revoked = await this.grants.revoke(tx, active, currentActorId(), dto.reason ?? null);
       await this.audit.record(tx, 'permission_grant.revoke', active, {
         reason: dto.reason ?? null,

@@ -878,6 +878,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/access-findings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Revocable paths (permission grants, authority permissions) not used for a number of days
+         * @description Live grants and authority permissions (on authorities that are not revoked, deleted or expired) whose last use is older than `unused_for_days` (default `UNUSED_ACCESS_DAYS`), or that were never used since granted. Oldest grant first. `device_id` leaves grants out (they hold on every device).
+         *
+         *     Requires the permission `access.read`.
+         */
+        get: operations["AccessFindings_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/inbox": {
         parameters: {
             query?: never;
@@ -1593,6 +1615,16 @@ export interface components {
              */
             lag_seconds: number;
         };
+        AccessUsesHealthDto: {
+            /** @description Uses of grants and authority permissions noted since start (once a minute per path) */
+            noted: number;
+            /** @description Noted uses written to the database */
+            recorded: number;
+            /** @description Noted uses dropped because their batch could not be written (never a failed request) */
+            dropped: number;
+            /** @description Batches that could not be written */
+            failed_flushes: number;
+        };
         ReadinessDto: {
             /** @enum {string} */
             status: "ok";
@@ -1608,6 +1640,8 @@ export interface components {
             read_replicas: components["schemas"]["ReadReplicaDto"][];
             /** @description The event feed (part 6.12) */
             events: components["schemas"]["FeedHealthDto"];
+            /** @description Last-use recording of access paths (part 6.16), this instance */
+            access_uses: components["schemas"]["AccessUsesHealthDto"];
         };
         UserDto: {
             /** Format: date-time */
@@ -2005,9 +2039,27 @@ export interface components {
              */
             denied_because?: "user_not_active" | "role_without_admin_access" | "no_path";
         };
+        AllowedByDto: {
+            /** @enum {string} */
+            decided_by: "role" | "permission_grant" | "device_owner" | "authority_permission";
+            /** @description The authority, for `device_owner` and `authority_permission` */
+            authority_id: number | null;
+            /** @description The grant, for `permission_grant` */
+            grant_id: number | null;
+            /**
+             * Format: date-time
+             * @description When this way ends by itself (the grant’s or the authority’s expiry)
+             */
+            expires_at: string | null;
+            /**
+             * Format: date-time
+             * @description When a request was last allowed this way (grants and authority permissions, recorded at most once a minute per instance); null: never since recording began, and always for a role or ownership
+             */
+            last_used_at: string | null;
+        };
         DeviceAccessDto: {
             user_id: number;
-            allowed_by: components["schemas"]["AccessPathDto"][];
+            allowed_by: components["schemas"]["AllowedByDto"][];
         };
         AccessListMetaDto: {
             /** @description Echo of X-Request-Id, or the id generated for this request */
@@ -2048,7 +2100,7 @@ export interface components {
         };
         UserAccessDto: {
             device_id: number;
-            allowed_by: components["schemas"]["AccessPathDto"][];
+            allowed_by: components["schemas"]["AllowedByDto"][];
         };
         UserAccessMetaDto: {
             /** @description Echo of X-Request-Id, or the id generated for this request */
@@ -2152,6 +2204,24 @@ export interface components {
         };
         CancelAccessRequestDto: {
             reason?: string;
+        };
+        AccessFindingDto: {
+            user_id: number;
+            /** @description null for a permission grant (it allows on every device) */
+            device_id: number | null;
+            permission_code: string;
+            /** @enum {string} */
+            decided_by: "permission_grant" | "authority_permission";
+            authority_id: number | null;
+            grant_id: number | null;
+            authority_permission_id: number | null;
+            /** Format: date-time */
+            granted_at: string;
+            /**
+             * Format: date-time
+             * @description null: never used since it was granted (or since recording began)
+             */
+            last_used_at: string | null;
         };
         InboxMessageDto: {
             /** Format: date-time */
@@ -7001,6 +7071,80 @@ export interface operations {
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    AccessFindings_list: {
+        parameters: {
+            query?: {
+                page?: number;
+                page_size?: number;
+                /** @description Totals here are always exact */
+                count?: "exact" | "auto";
+                sort?: "granted_at:asc" | "granted_at:desc";
+                /** @description Unused for at least this many days (default UNUSED_ACCESS_DAYS); never used counts as unused */
+                unused_for_days?: number;
+                /** @description Paths on this device (grants, which hold everywhere, are left out) */
+                device_id?: number;
+                user_id?: number;
+                permission_id?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AccessFindingDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {

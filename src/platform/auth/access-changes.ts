@@ -25,16 +25,24 @@ export interface AccessChange extends AccessEntry {
 
 const DEVICE_SCOPED = PERMISSIONS.map((permission) => permission.code).filter(isDeviceScoped);
 
-/** Every entry of the subjects' access at `at` (epoch ms), from their facts then. */
+const ALL_CODES = PERMISSIONS.map((permission) => permission.code);
+
+/**
+ * Every entry of the subjects' access at `at` (epoch ms), from their facts then; `only`: of those
+ * permissions alone (a write that can change no other, such as a grant of one permission).
+ */
 export function accessEntries(
   subjects: readonly Subject[],
   authorities: readonly AuthorityFacts[],
   at: number,
+  only?: ReadonlySet<string>,
 ): AccessEntry[] {
   const entries: AccessEntry[] = [];
+  const codes = only === undefined ? ALL_CODES : ALL_CODES.filter((code) => only.has(code));
+  const deviceScoped = only === undefined ? DEVICE_SCOPED : DEVICE_SCOPED.filter((code) => only.has(code));
   const bySubject = new Map(subjects.map((subject) => [subject.user_id, subject]));
   for (const subject of subjects)
-    for (const { code } of PERMISSIONS) {
+    for (const code of codes) {
       const decision = globalDecision(subject, code, at);
       if (decision.decided_by !== null)
         entries.push({
@@ -48,7 +56,7 @@ export function accessEntries(
     const subject = bySubject.get(authority.user_id);
     // Layer 3c holds only for a subject allowed anything at all (globalDecision judges that too).
     if (subject === undefined || !subject.role.admin_access || !subject.active) continue;
-    for (const code of DEVICE_SCOPED) {
+    for (const code of deviceScoped) {
       const [first] = authorityPaths(authority, code, at);
       if (first !== undefined)
         entries.push({

@@ -15,15 +15,20 @@ interface HeldById {
 }
 
 const CODES = new Map<number, string>(PERMISSIONS.map((permission) => [permission.id, permission.code]));
+const IDS = new Map<string, number>(PERMISSIONS.map((permission) => [permission.code, permission.id]));
 
 // The catalogue is read from code, not from the `permissions` table: a write's watch must not wait
 // on that table (nothing changes it; a lock on it must not stall writes that do not touch it).
 const codeOf = (id: number): string => CODES.get(id) ?? `unknown:${id}`;
 
-/** Which facts a snapshot reads: some users, on some devices (undefined: all of theirs). */
+/**
+ * Which facts a snapshot reads: some users, on some devices (undefined: all of theirs), and which
+ * permissions it judges (undefined: all; a write of one permission can change no other).
+ */
 export interface AccessScope {
   readonly users: readonly number[];
   readonly devices?: readonly number[];
+  readonly permissions?: readonly string[];
 }
 
 /**
@@ -58,33 +63,41 @@ export class AccessSnapshotRepository {
     });
   }
 
-  /** The users' effective-looking authorities (active, not revoked, not deleted) in the scope. */
-  authorities(db: EntityManager, scope: AccessScope): Promise<AuthorityFacts[]> {
-    const devices = scope.devices === undefined ? '' : 'AND a.device_id = ANY($2::bigint[])';
-    return db
-      .query<(Omit<AuthorityFacts, 'authority_permissions'> & { authority_permissions: HeldById[] })[]>(
-        `SELECT a.id, a.device_id, a.user_id, a.owner, a.is_active, false AS revoked, false AS deleted,
-                to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
-                ARRAY(SELECT json_build_object('permission_id', ap.permission_id, 'expires_at', to_char(ap.expires_at AT TIME ZONE 'UTC', ${ISO}))
-                      FROM authority_permissions ap WHERE ap.authority_id = a.id AND ap.revoked_at IS NULL) AS authority_permissions
-         FROM authorities a
-         WHERE a.user_id = ANY($1::bigint[]) AND a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted ${devices}
-         ORDER BY a.user_id, a.device_id`,
-        scope.devices === undefined
-          ? [[...new Set(scope.users)]]
-          : [[...new Set(scope.users)], [...new Set(scope.devices)]],
-      )
-      .then((rows) =>
-        rows.map((row) => ({
-          ...row,
-          id: Number(row.id),
-          device_id: Number(row.device_id),
-          user_id: Number(row.user_id),
-          authority_permissions: row.authority_permissions.map((held) => ({
-            code: codeOf(held.permission_id),
-            expires_at: held.expires_at,
-          })),
-        })),
-      );
+  /**
+   * The users' effective-looking authorities (active, not revoked, not deleted) in the scope, each
+   * with its live authority permissions (of the scope's permissions only, when it names them).
+   */
+  async authorities(db: EntityManager, scope: AccessScope): Promise<AuthorityFacts[]> {
+    const held = (column: string): string =>
+      `ARRAY(SELECT ${column} FROM authority_permissions ap
+              WHERE ap.authority_id = a.id AND ap.revoked_at IS NULL AND ($3::int[] IS NULL OR ap.permission_id = ANY($3::int[]))
+              ORDER BY ap.id)`;
+    const rows = await db.query<
+      (Omit<AuthorityFacts, 'authority_permissions'> & { held_ids: number[]; held_expiries: (string | null)[] })[]
+    >(
+      `SELECT a.id, a.device_id, a.user_id, a.owner, a.is_active, false AS revoked, false AS deleted,
+              to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
+              ${held('ap.permission_id')} AS held_ids,
+              ${held(`to_char(ap.expires_at AT TIME ZONE 'UTC', ${ISO})`)} AS held_expiries
+       FROM authorities a
+       WHERE a.user_id = ANY($1::bigint[]) AND ($2::bigint[] IS NULL OR a.device_id = ANY($2::bigint[]))
+         AND a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted
+       ORDER BY a.user_id, a.device_id`,
+      [
+        [...new Set(scope.users)],
+        scope.devices === undefined ? null : [...new Set(scope.devices)],
+        scope.permissions === undefined ? null : scope.permissions.map((code) => IDS.get(code) ?? 0),
+      ],
+    );
+    return rows.map(({ held_ids, held_expiries, ...row }) => ({
+      ...row,
+      id: Number(row.id),
+      device_id: Number(row.device_id),
+      user_id: Number(row.user_id),
+      authority_permissions: held_ids.map((permissionId, index) => ({
+        code: codeOf(permissionId),
+        expires_at: held_expiries[index] ?? null,
+      })),
+    }));
   }
 }

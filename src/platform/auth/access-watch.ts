@@ -36,11 +36,12 @@ export class AccessWatch {
     const before = await this.facts(tx.db, scope);
     tx.beforeCommit(async () => {
       const after = await this.facts(tx.db, scope);
+      const only = scope.permissions === undefined ? undefined : new Set(scope.permissions);
       const changes = this.unannounced(
         tx,
         accessDifference(
-          accessEntries(before.subjects, before.authorities, at),
-          accessEntries(after.subjects, after.authorities, at),
+          accessEntries(before.subjects, before.authorities, at, only),
+          accessEntries(after.subjects, after.authorities, at, only),
         ),
       );
       const preview = currentPreview();

@@ -83,6 +83,8 @@ export interface Settings {
   readonly accessRequestMaxSeconds: number;
   /** Whether the guard records the last use of grants and authority permissions (ACCESS_USE_RECORDING, part 6.16). */
   readonly accessUseRecording: boolean;
+  /** Days without use after which a revocable path is a finding (UNUSED_ACCESS_DAYS, part 6.16). */
+  readonly unusedAccessDays: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -261,6 +263,7 @@ export function loadSettings(env: Env = process.env): Settings {
     // A request asks for at least 300 seconds (part 6.15), so the longest may not be shorter.
     accessRequestMaxSeconds: integer(env, 'ACCESS_REQUEST_MAX_SECONDS', 2_592_000, 300, 31_536_000),
     accessUseRecording: flag(env, 'ACCESS_USE_RECORDING', true),
+    unusedAccessDays: integer(env, 'UNUSED_ACCESS_DAYS', 90, 1, 3650),
   });
 }
 
