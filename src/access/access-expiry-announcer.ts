@@ -1,40 +1,62 @@
-import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { appendAccessEvents, EVENTS } from '../platform/audit/audit-trail.repository.js';
 import { accessDifference, accessEntries, type AccessEntry } from '../platform/auth/access-changes.js';
 import type { Subject } from '../platform/auth/auth-context.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
-import { JobQueue, PURGE_POLICY } from '../platform/jobs/job-queue.js';
+import { SETTINGS, type Settings } from '../platform/config/settings.js';
 import { AccessExpiriesRepository, type DueExpiry } from './access-expiries.repository.js';
 import { AccessHistoryRepository } from './access-history.repository.js';
 import { subjectAt } from './access.service.js';
 
 /** Instants announced per transaction. */
 const BATCH = 200;
+/**
+ * How often each instance with job workers looks for expiries: an expiry is announced within this
+ * plus the settling second (the queue's schedules are per minute, too coarse for "within a minute").
+ */
+const EVERY_MS = 20_000;
 
 /**
  * Expiries announced as `access.lost` (part 6.17): nothing is written at the instant an
  * authority, an authority permission or a grant expires (the rules judge expiry at each decision),
- * so a job every minute announces what expired since its mark, each change with its instant as
+ * so every 20 seconds each instance running job workers announces what expired since the shared
+ * mark (instances take turns on its row lock), each change with its instant as
  * `occurred_at` and `cause: "expired"`, and moves the mark, one transaction per batch. What was
  * lost is judged from the access history just before the instant and at it, as the guards saw it
  * then: a user suspended, demoted or granted the right again after the instant does not change
  * what its expiry took.
  */
 @Injectable()
-export class AccessExpiryAnnouncer implements OnModuleInit {
+export class AccessExpiryAnnouncer implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('AccessExpiry');
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> = Promise.resolve();
 
   constructor(
-    private readonly queue: JobQueue,
+    @Inject(SETTINGS) private readonly settings: Pick<Settings, 'jobWorkers'>,
     private readonly uow: UnitOfWork,
     private readonly expiries: AccessExpiriesRepository,
     private readonly history: AccessHistoryRepository,
   ) {}
 
-  onModuleInit(): void {
-    this.queue.declare('announce-access-expiries', PURGE_POLICY);
-    this.queue.register('announce-access-expiries', async () => ({ announced: await this.run() }));
-    this.queue.scheduleEvery('announce-access-expiries', '* * * * *');
+  onApplicationBootstrap(): void {
+    if (!this.settings.jobWorkers) return;
+    // One run at a time on this instance: a slow one delays the next rather than overlapping it.
+    this.timer = setInterval(() => {
+      this.running = this.running
+        .then(() => this.run())
+        .catch((error: unknown) =>
+          this.logger.error({
+            msg: 'announcing expired access failed; the next run resumes from the mark',
+            err: String(error),
+          }),
+        );
+    }, EVERY_MS).unref();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
   }
 
   /** Announces everything expired up to a settled moment; answers how many changes. */

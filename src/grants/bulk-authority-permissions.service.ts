@@ -157,7 +157,7 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
             ...(mode === 'grant' && row.code !== null ? [{ permission: row.code, device_id: row.device_id }] : []),
           ],
     );
-    const answers = await this.authorization.decideMany(actor, questions);
+    const answers = await this.authorization.decideMany(actor, questions, true);
     let next = 0;
     return resolved.map((row) => {
       if (row.device_id === null) return { route: false, delegation: false };

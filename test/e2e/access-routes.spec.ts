@@ -323,8 +323,20 @@ describe('access questions: errors, timeline, cache and history (part 6.13)', ()
       {
         device_id: door,
         allowed_by: [
-          { decided_by: 'device_owner', authority_id: authority?.id, grant_id: null, expires_at: null },
-          { decided_by: 'authority_permission', authority_id: authority?.id, grant_id: null, expires_at: null },
+          {
+            decided_by: 'device_owner',
+            authority_id: authority?.id,
+            grant_id: null,
+            expires_at: null,
+            last_used_at: null,
+          },
+          {
+            decided_by: 'authority_permission',
+            authority_id: authority?.id,
+            grant_id: null,
+            expires_at: null,
+            last_used_at: null,
+          },
         ],
       },
     ]);
@@ -537,7 +549,15 @@ describe('access questions: errors, timeline, cache and history (part 6.13)', ()
         expect(atStart.body.data).toEqual([
           {
             user_id: old?.id,
-            allowed_by: [{ decided_by: 'device_owner', authority_id: authority?.id, grant_id: null, expires_at: null }],
+            allowed_by: [
+              {
+                decided_by: 'device_owner',
+                authority_id: authority?.id,
+                grant_id: null,
+                expires_at: null,
+                last_used_at: null,
+              },
+            ],
           },
         ]);
         const justBefore = new Date((start?.started_at.getTime() ?? 0) - 1).toISOString();

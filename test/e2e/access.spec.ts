@@ -10,6 +10,7 @@ interface Path {
   authority_id: number | null;
   grant_id: number | null;
   expires_at: string | null;
+  last_used_at?: string | null;
 }
 interface DeviceRow {
   user_id: number;
@@ -71,21 +72,45 @@ describe('access questions (part 6.13)', () => {
       [
         {
           user_id: owner.id,
-          allowed_by: [{ decided_by: 'device_owner', authority_id: ownerAuthority, grant_id: null, expires_at: null }],
+          allowed_by: [
+            {
+              decided_by: 'device_owner',
+              authority_id: ownerAuthority,
+              grant_id: null,
+              expires_at: null,
+              last_used_at: null,
+            },
+          ],
         },
         {
           user_id: holder.id,
           allowed_by: [
-            { decided_by: 'authority_permission', authority_id: holderAuthority, grant_id: null, expires_at: null },
+            {
+              decided_by: 'authority_permission',
+              authority_id: holderAuthority,
+              grant_id: null,
+              expires_at: null,
+              last_used_at: null,
+            },
           ],
         },
         {
           user_id: granted.id,
-          allowed_by: [{ decided_by: 'permission_grant', authority_id: null, grant_id: grantId, expires_at: null }],
+          allowed_by: [
+            {
+              decided_by: 'permission_grant',
+              authority_id: null,
+              grant_id: grantId,
+              expires_at: null,
+              last_used_at: null,
+            },
+          ],
         },
         {
           user_id: admin.id,
-          allowed_by: [{ decided_by: 'role', authority_id: null, grant_id: null, expires_at: null }],
+          allowed_by: [
+            { decided_by: 'role', authority_id: null, grant_id: null, expires_at: null, last_used_at: null },
+          ],
         },
       ].sort((a, b) => a.user_id - b.user_id),
     );
@@ -93,7 +118,11 @@ describe('access questions (part 6.13)', () => {
       const check = await caller(t, root)
         .get(`/v1/admin/authz/check?user_id=${user}&permission=${REVOKE}&device_id=${device}&explain=true`)
         .expect(200);
-      expect(check.body.data.paths).toEqual(rows.find((row) => row.user_id === user)?.allowed_by ?? []);
+      // The same ways; the lists add each one's last use (part 6.16).
+      const ways = (rows.find((row) => row.user_id === user)?.allowed_by ?? []).map(
+        ({ last_used_at: _lastUse, ...way }) => way,
+      );
+      expect(check.body.data.paths).toEqual(ways);
       expect(check.body.data.allowed).toBe(rows.some((row) => row.user_id === user));
     }
   });
@@ -127,7 +156,15 @@ describe('access questions (part 6.13)', () => {
     expect(mine.body.data).toEqual([
       {
         device_id: device,
-        allowed_by: [{ decided_by: 'device_owner', authority_id: ownerAuthority, grant_id: null, expires_at: null }],
+        allowed_by: [
+          {
+            decided_by: 'device_owner',
+            authority_id: ownerAuthority,
+            grant_id: null,
+            expires_at: null,
+            last_used_at: null,
+          },
+        ],
       },
     ]);
     expect(mine.body.meta).toMatchObject({ scope: 'devices', total: 1, total_exact: true, page: 1 });

@@ -63,8 +63,9 @@ describe('expiring authority permissions', () => {
   beforeAll(async () => {
     const prefix = testCachePrefix('expiring-ap');
     [a, b] = await Promise.all([
-      startApp({ widgets: false, cachePrefix: prefix }),
-      startApp({ widgets: false, cachePrefix: prefix }),
+      // No last-use recording: the holder's own requests would put a time of their own on its way.
+      startApp({ widgets: false, cachePrefix: prefix, env: { ACCESS_USE_RECORDING: 'false' } }),
+      startApp({ widgets: false, cachePrefix: prefix, env: { ACCESS_USE_RECORDING: 'false' } }),
     ]);
     root = await actor('super_admin');
     holder = await actor('operator');
@@ -105,11 +106,11 @@ describe('expiring authority permissions', () => {
       paths: [path],
     });
     const where = await caller(a, root).get(`/v1/admin/users/${holder.user.id}/access?permission=${READ}`);
-    expect(where.body.data).toEqual([{ device_id: device, allowed_by: [path] }]);
+    expect(where.body.data).toEqual([{ device_id: device, allowed_by: [{ ...path, last_used_at: null }] }]);
     const who = await caller(a, root).get(
       `/v1/admin/devices/${device}/access?permission=${READ}&via=authority_permission`,
     );
-    expect(who.body.data).toEqual([{ user_id: holder.user.id, allowed_by: [path] }]);
+    expect(who.body.data).toEqual([{ user_id: holder.user.id, allowed_by: [{ ...path, last_used_at: null }] }]);
     // Held unexpired: a manual grant of the same pair is refused, in bulk too.
     const again = await caller(a, root)
       .post('/v1/admin/authority-permissions', { authority_id: authority, permission_id: permissionId(READ) })
@@ -173,7 +174,7 @@ describe('expiring authority permissions', () => {
           .get(userAccess + at(before))
           .expect(200)
       ).body.data,
-    ).toEqual([{ device_id: device, allowed_by: [path] }]);
+    ).toEqual([{ device_id: device, allowed_by: [{ ...path, last_used_at: null }] }]);
     expect(
       (
         await caller(b, root)
@@ -189,7 +190,7 @@ describe('expiring authority permissions', () => {
           .get(deviceAccess + at(before))
           .expect(200)
       ).body.data,
-    ).toEqual([{ user_id: holder.user.id, allowed_by: [path] }]);
+    ).toEqual([{ user_id: holder.user.id, allowed_by: [{ ...path, last_used_at: null }] }]);
 
     // The timeline: each right lost at the instant, by expiry, with no actor or event.
     const timeline = await caller(a, root)
@@ -252,6 +253,7 @@ describe('expiring authority permissions', () => {
             authority_id: authority,
             grant_id: null,
             expires_at: expect.any(String) as unknown,
+            last_used_at: null,
           },
         ],
       },

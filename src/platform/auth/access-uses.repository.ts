@@ -19,7 +19,11 @@ export interface PathUses {
 export class AccessUsesRepository {
   constructor(private readonly uow: UnitOfWork) {}
 
-  /** Records a batch; an authority permission is found by its live pair (the row a guard allowed through). */
+  /**
+   * Records a batch; an authority permission is found by its pair as it was at the use (granted
+   * before it, neither revoked nor expired then): the row a guard allowed through, not an expired
+   * one beside it or a later one that replaced it.
+   */
   async record(uses: PathUses): Promise<void> {
     await this.uow.reader.query(
       `INSERT INTO access_path_uses AS u (kind, path_id, last_used_at)
@@ -28,7 +32,7 @@ export class AccessUsesRepository {
        UNION ALL
        SELECT 'a', ap.id, max(n.at) FROM unnest($3::bigint[], $4::int[], $5::timestamptz[]) AS n(authority_id, permission_id, at)
          JOIN authority_permissions ap ON ap.authority_id = n.authority_id AND ap.permission_id = n.permission_id
-          AND ap.revoked_at IS NULL AND ap.granted_at <= n.at
+          AND ap.revoked_at IS NULL AND ap.granted_at <= n.at AND (ap.expires_at IS NULL OR ap.expires_at > n.at)
          GROUP BY ap.id
        ORDER BY 1, 2
        ON CONFLICT (kind, path_id) DO UPDATE SET last_used_at = greatest(u.last_used_at, EXCLUDED.last_used_at)`,
@@ -54,7 +58,8 @@ export class AccessUsesRepository {
        UNION ALL
        SELECT 'a:' || ap.authority_id || ':' || ap.permission_id, u.last_used_at
        FROM unnest($2::bigint[], $3::int[]) AS p(authority_id, permission_id)
-       JOIN authority_permissions ap ON ap.authority_id = p.authority_id AND ap.permission_id = p.permission_id AND ap.revoked_at IS NULL
+       JOIN authority_permissions ap ON ap.authority_id = p.authority_id AND ap.permission_id = p.permission_id
+        AND ap.revoked_at IS NULL AND (ap.expires_at IS NULL OR ap.expires_at > now())
        JOIN access_path_uses u ON u.kind = 'a' AND u.path_id = ap.id`,
       [[...grantIds], pairs.map((pair) => pair.authority_id), pairs.map((pair) => pair.permission_id)],
     );

@@ -91,8 +91,6 @@ export class AccessUses implements OnModuleDestroy {
         ),
       });
       this.stats.recorded += batch.length;
-      // Cached answers of the access questions show last uses: they are read again.
-      await this.generations.bump(['access_path_uses']);
     } catch (error) {
       this.stats.dropped += batch.length;
       this.stats.failed_flushes += 1;
@@ -101,7 +99,11 @@ export class AccessUses implements OnModuleDestroy {
         dropped: batch.length,
         err: error instanceof Error ? error.message : String(error),
       });
+      return;
     }
+    // Cached answers of the access questions show last uses: they are read again. The cache never
+    // throws; a bump that does not land leaves them as they were until they expire.
+    await this.generations.bump(['access_path_uses']);
   }
 
   /** Paths noted more than a minute ago may be noted again: their marks go. */

@@ -98,8 +98,11 @@ export class AuthorizationService {
     return (await this.devices.forDevice(deviceId)).find((candidate) => candidate.user_id === subject.user_id);
   }
 
+  /** The check a service makes for its route's permission on a device it knows (`check: 'service'`); the use is noted. */
   async assertAllowed(subject: Subject, permission: PermissionCode, deviceId?: number): Promise<void> {
-    if (!(await this.decide(subject, permission, deviceId)).allowed) throw permissionDenied(permission, deviceId);
+    const decision = await this.decide(subject, permission, deviceId);
+    if (!decision.allowed) throw permissionDenied(permission, deviceId);
+    this.uses.note(decision, permission);
   }
 
   /**
@@ -117,7 +120,7 @@ export class AuthorizationService {
    * Many (permission, device) questions at once, for bulk per-item checks: layers 3a/3b in
    * memory, layer 3c from one query over the subject's authorities on the devices asked about.
    */
-  async decideMany(subject: Subject, questions: readonly DeviceQuestion[]): Promise<boolean[]> {
+  async decideMany(subject: Subject, questions: readonly DeviceQuestion[], noteUses = false): Promise<boolean[]> {
     const now = Date.now();
     const global = (permission: string): boolean =>
       isPermissionCode(permission) && this.decideGlobally(subject, permission, now).allowed;
@@ -130,9 +133,15 @@ export class AuthorizationService {
             open.map((question) => question.device_id),
           );
     return questions.map((question) => {
-      if (global(question.permission)) return true;
+      if (global(question.permission)) {
+        if (noteUses)
+          this.uses.note(this.decideGlobally(subject, question.permission as PermissionCode, now), question.permission);
+        return true;
+      }
       const authority = isDeviceScoped(question.permission) ? facts.get(question.device_id) : undefined;
-      return authority !== undefined && authorityPaths(authority, question.permission, now).length > 0;
+      const [way] = authority === undefined ? [] : authorityPaths(authority, question.permission, now);
+      if (way !== undefined && noteUses) this.uses.note(decisionOf([way]), question.permission);
+      return way !== undefined;
     });
   }
 
@@ -145,14 +154,25 @@ export class AuthorizationService {
     subject: Subject,
     permission: PermissionCode,
     among?: readonly number[],
+    noteUses = false,
   ): Promise<'all' | Set<number>> {
     const now = Date.now();
-    if (this.decideGlobally(subject, permission, now).allowed) return 'all';
+    const global = this.decideGlobally(subject, permission, now);
+    if (global.allowed) {
+      if (noteUses) this.uses.note(global, permission);
+      return 'all';
+    }
     if (!admissible(subject) || !isDeviceScoped(permission)) return new Set();
     const facts = await this.authoritiesOf(subject, among);
-    return new Set(
-      [...facts.values()].filter((row) => authorityPaths(row, permission, now).length > 0).map((row) => row.device_id),
-    );
+    const devices = new Set<number>();
+    for (const row of facts.values()) {
+      const [way] = authorityPaths(row, permission, now);
+      if (way === undefined) continue;
+      devices.add(row.device_id);
+      // A list filtered to the devices an authority allows uses each of those ways.
+      if (noteUses) this.uses.note(decisionOf([way]), permission);
+    }
+    return devices;
   }
 
   /** The subject's live authorities (one per device), optionally only on the devices `among`: one query. */

@@ -14,7 +14,7 @@ export async function deviceRowScope(
   permission: PermissionCode,
   deviceColumn: string,
 ): Promise<Scope | undefined> {
-  const devices = await authorization.devicesAllowed(subject, permission);
+  const devices = await authorization.devicesAllowed(subject, permission, undefined, true);
   if (devices === 'all') return undefined;
   return { where: `${deviceColumn} = ANY($1::bigint[])`, params: [[...devices]] };
 }
