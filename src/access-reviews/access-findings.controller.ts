@@ -1,6 +1,7 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../platform/auth/authorize.decorator.js';
+import { ListMetaDto } from '../platform/http/openapi/envelope.dto.js';
 import type { ListResponse } from '../platform/http/responses.js';
 import { AccessFindingsService } from './access-findings.service.js';
 import { AccessFindingDto, AccessFindingsQueryDto } from './dto/access-finding.dto.js';
@@ -18,6 +19,7 @@ export class AccessFindingsController {
     description:
       'Live grants and authority permissions (on authorities that are not revoked, deleted or expired) whose last use is older than `unused_for_days` (default `UNUSED_ACCESS_DAYS`), or that were never used since granted. Oldest grant first. `device_id` leaves grants out (they hold on every device).',
     returns: AccessFindingDto,
+    listMeta: ListMetaDto,
     errors: [400],
   })
   list(@Query() query: AccessFindingsQueryDto): Promise<ListResponse<AccessFindingDto>> {

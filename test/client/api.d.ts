@@ -7113,8 +7113,8 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["AccessFindingDto"];
-                        meta: components["schemas"]["MetaDto"];
+                        data: components["schemas"]["AccessFindingDto"][];
+                        meta: components["schemas"]["ListMetaDto"];
                     };
                 };
             };

@@ -65,6 +65,7 @@ const EXPECTED = [
   'DELETE /v1/admin/webhook-endpoints/:id → webhooks.manage',
   'GET /health/live → public',
   'GET /health/ready → public',
+  'GET /v1/admin/access-findings → access.read',
   'GET /v1/admin/access-requests → access_requests.read',
   'GET /v1/admin/access-requests/:id → access_requests.read',
   'GET /v1/admin/audit-events → audit.read',
