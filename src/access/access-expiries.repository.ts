@@ -37,8 +37,11 @@ export class AccessExpiriesRepository {
    * expiry and is under way has committed (the lock of migration `access-events`, held by them
    * shared, taken here exclusively and let go at once with this short transaction), less the
    * settling margin. A later write stamps its rows after it, so nothing at or before it can appear.
+   * A lock timeout (55P03) when such a write holds on for more than two seconds.
    */
   async settledMoment(tx: Tx): Promise<string> {
+    // Writers queue behind a waiting exclusive request: wait briefly (55P03 past it).
+    await tx.db.query("SET LOCAL lock_timeout = '2s'");
     await tx.db.query(`SELECT pg_advisory_xact_lock(${EXPIRY_WRITERS_LOCK})`);
     const [row] = await tx.db.query<{ settled: string }[]>(`SELECT (clock_timestamp() - ${SETTLED})::text AS settled`);
     if (row === undefined) throw new Error('no clock');

@@ -4,6 +4,7 @@ import { accessDifference, accessEntries, type AccessEntry } from '../platform/a
 import type { Subject } from '../platform/auth/auth-context.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { SETTINGS, type Settings } from '../platform/config/settings.js';
+import { sqlStateOf } from '../platform/http/error-mapping.js';
 import { AccessExpiriesRepository, type DueExpiry } from './access-expiries.repository.js';
 import { AccessHistoryRepository } from './access-history.repository.js';
 import { subjectAt } from './access.service.js';
@@ -62,7 +63,14 @@ export class AccessExpiryAnnouncer implements OnApplicationBootstrap, OnModuleDe
   /** Announces everything expired up to a settled moment; answers how many changes. */
   async run(): Promise<number> {
     let announced = 0;
-    const settled = await this.uow.run((tx) => this.expiries.settledMoment(tx));
+    const settled = await this.uow
+      .run((tx) => this.expiries.settledMoment(tx))
+      .catch((error: unknown) => {
+        // A write of an expiring row held on past the lock timeout: the next round tries again.
+        if (sqlStateOf(error) === '55P03') return undefined;
+        throw error;
+      });
+    if (settled === undefined) return 0;
     for (let more = true; more;) {
       const batch = await this.uow.run(async (tx) => {
         const { expiries, until } = await this.expiries.due(tx, settled, BATCH);

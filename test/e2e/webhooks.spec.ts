@@ -6,7 +6,7 @@ import { endpointAgent, postWebhook } from '../../src/webhooks/webhook-http.js';
 import { WebhookSender } from '../../src/webhooks/webhook-sender.js';
 import { WebhookEndpointsRepository } from '../../src/webhooks/webhook-endpoints.repository.js';
 import { UnitOfWork } from '../../src/platform/database/unit-of-work.js';
-import { actor, type Caller } from '../support/auth.js';
+import { actor, createUser, permissionId, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql, sqlOn } from '../support/db.js';
 import { createOwnDatabase } from '../support/own-database.js';
@@ -31,11 +31,15 @@ interface Delivery {
 const LOCAL = { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_ALLOW_HTTP: 'true' };
 
 /** The event as verified with the reference implementation (throws on a bad signature). */
-function verified(secret: string, request: Received): { id: string; type: string; resource_id: unknown } {
+function verified(
+  secret: string,
+  request: Received,
+): { id: string; type: string; resource_id: unknown; data?: unknown } {
   return new Webhook(secret).verify(request.body, request.headers as Record<string, string>) as {
     id: string;
     type: string;
     resource_id: unknown;
+    data?: unknown;
   };
 }
 
@@ -269,6 +273,36 @@ describe('webhooks', () => {
       agent.destroy();
     }
     expect(receiver.at('/pinned')).toHaveLength(4);
+  });
+
+  it('delivers access-change events (part 6.17) to an endpoint subscribed to them, signed, with their cause', async () => {
+    const { secret } = await endpoint('/access', ['access.gained', 'access.lost']);
+    const viewer = await createUser({ role: 'viewer' });
+    const granted = await caller(t, root)
+      .post('/v1/admin/permission-grants/grant', { user_id: viewer.id, permission_id: permissionId('audit.read') })
+      .expect(201);
+    const requestId = granted.headers['x-request-id'] as string;
+    const [request] = await received('/access', [requestId]);
+    if (request === undefined) throw new Error('no delivery');
+    const event = verified(secret, request);
+    expect(event).toMatchObject({
+      type: 'access.gained',
+      resource_type: 'user',
+      resource_id: viewer.id,
+      data: {
+        user_id: viewer.id,
+        device_id: null,
+        permission_code: 'audit.read',
+        decided_by: 'permission_grant',
+        cause: expect.stringMatching(/^\d{20}-\d{20}$/) as unknown,
+      },
+    });
+    // The cause is the grant's own event, delivered to nobody here but on the feed with that id.
+    const [cause] = await sql<{ type: string }>(
+      "SELECT type FROM events WHERE lpad(seq::text, 20, '0') || '-' || lpad(id::text, 20, '0') = $1",
+      [(event.data as { cause: string }).cause],
+    );
+    expect(cause?.type).toBe('permission_grant.grant');
   });
 
   it('delivers each subscribed event signed per Standard Webhooks, verified by the reference implementation', async () => {

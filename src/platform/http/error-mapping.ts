@@ -40,7 +40,7 @@ function isUnavailableCode(code: string): boolean {
 }
 
 /** The SQLSTATE of a driver error, also when wrapped by TypeORM. */
-function sqlStateOf(error: unknown): string | undefined {
+export function sqlStateOf(error: unknown): string | undefined {
   const code = field(field(error, 'driverError') ?? error, 'code');
   return typeof code === 'string' ? code : undefined;
 }
