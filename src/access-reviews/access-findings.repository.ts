@@ -40,19 +40,23 @@ export class AccessFindingsRepository {
     offset: number,
     limit: number,
   ): Promise<{ rows: FindingRow[]; total: number }> {
+    const dir = direction === 'asc' ? 'ASC' : 'DESC';
     const order =
       direction === 'asc' ? 'granted_at, decided_by DESC, path_id' : 'granted_at DESC, decided_by, path_id DESC';
     const params = [filter.cutoff, filter.deviceId, filter.userId, filter.permissionId];
+    // Each kind's first offset + limit paths in the page's order, from its own granted-at index
+    // (the top of the merged order is among them), then merged: a page never sorts the whole set.
+    const top = (alias: string): string => `ORDER BY ${alias}.granted_at ${dir}, ${alias}.id ${dir} LIMIT $5`;
     const [rows, counted] = await Promise.all([
-      this.uow.reader.query<FindingRow[]>(`${PATHS} SELECT * FROM paths ORDER BY ${order} LIMIT $5 OFFSET $6`, [
-        ...params,
-        limit,
-        offset,
-      ]),
-      this.uow.reader.query<{ n: string }[]>(`${PATHS} SELECT count(*) AS n FROM (SELECT 1 FROM paths LIMIT $5) c`, [
-        ...params,
-        EXACT_UP_TO + 1,
-      ]),
+      this.uow.reader.query<FindingRow[]>(
+        `SELECT * FROM ((${GRANTS} ${top('g')}) UNION ALL (${AUTHORITY_PERMISSIONS} ${top('ap')})) paths
+         ORDER BY ${order} LIMIT $6 OFFSET $7`,
+        [...params, offset + limit, limit, offset],
+      ),
+      this.uow.reader.query<{ n: string }[]>(
+        `SELECT count(*) AS n FROM ((${GRANTS} LIMIT $5) UNION ALL (${AUTHORITY_PERMISSIONS} LIMIT $5) LIMIT $5) c`,
+        [...params, EXACT_UP_TO + 1],
+      ),
     ]);
     return { rows, total: Number(counted[0]?.n ?? 0) };
   }
@@ -60,26 +64,27 @@ export class AccessFindingsRepository {
 
 export { EXACT_UP_TO };
 
-// $1 cutoff, $2 device, $3 user, $4 permission. A path counts as unused when its last use is
-// before the cutoff or it has none.
-const PATHS = `WITH paths AS (
+// $1 cutoff, $2 device, $3 user, $4 permission. A path counts as unused when it has no use at or
+// after the cutoff: an anti-join on the uses' key, so each branch streams in its index's order
+// and stops at the page (a join on the uses made the planner sort every live path instead).
+const GRANTS = `
   SELECT g.user_id, NULL::bigint AS device_id, g.permission_id, 'permission_grant' AS decided_by,
-         NULL::bigint AS authority_id, g.id AS grant_id, NULL::bigint AS authority_permission_id,
-         g.granted_at, u.last_used_at, g.id AS path_id
+         NULL::bigint AS authority_id, g.id AS grant_id, NULL::bigint AS authority_permission_id, g.granted_at,
+         (SELECT u.last_used_at FROM access_path_uses u WHERE u.kind = 'g' AND u.path_id = g.id) AS last_used_at,
+         g.id AS path_id
   FROM permission_grants g
-  LEFT JOIN access_path_uses u ON u.kind = 'g' AND u.path_id = g.id
   WHERE $2::bigint IS NULL AND g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now())
     AND ($3::bigint IS NULL OR g.user_id = $3) AND ($4::int IS NULL OR g.permission_id = $4)
-    AND (u.last_used_at IS NULL OR u.last_used_at < $1)
-  UNION ALL
-  SELECT a.user_id, a.device_id, ap.permission_id, 'authority_permission',
-         a.id, NULL::bigint, ap.id, ap.granted_at, u.last_used_at, ap.id
+    AND NOT EXISTS (SELECT 1 FROM access_path_uses u WHERE u.kind = 'g' AND u.path_id = g.id AND u.last_used_at >= $1)`;
+
+const AUTHORITY_PERMISSIONS = `
+  SELECT a.user_id, a.device_id, ap.permission_id, 'authority_permission', a.id, NULL::bigint, ap.id, ap.granted_at,
+         (SELECT u.last_used_at FROM access_path_uses u WHERE u.kind = 'a' AND u.path_id = ap.id), ap.id
   FROM authority_permissions ap
   JOIN authorities a ON a.id = ap.authority_id
-  LEFT JOIN access_path_uses u ON u.kind = 'a' AND u.path_id = ap.id
   WHERE ap.revoked_at IS NULL AND (ap.expires_at IS NULL OR ap.expires_at > now())
     AND a.revoked_at IS NULL AND NOT a.is_deleted AND (a.expires_at IS NULL OR a.expires_at > now())
     AND ($2::bigint IS NULL OR a.device_id = $2) AND ($3::bigint IS NULL OR a.user_id = $3)
     AND ($4::int IS NULL OR ap.permission_id = $4)
-    AND (u.last_used_at IS NULL OR u.last_used_at < $1)
-)`;
+    AND NOT EXISTS (SELECT 1 FROM access_path_uses u WHERE u.kind = 'a' AND u.path_id = ap.id AND u.last_used_at >= $1)
+`;
