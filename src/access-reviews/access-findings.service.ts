@@ -1,13 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { directionOf, pageOf } from '../access/dto/access.dto.js';
-import { PERMISSIONS } from '../platform/auth/permissions.js';
+import { permissionCodeOf } from '../platform/auth/permissions.js';
 import { SETTINGS, type Settings } from '../platform/config/settings.js';
 import { ListResponse } from '../platform/http/responses.js';
 import { AccessFindingsRepository, EXACT_UP_TO, type FindingRow } from './access-findings.repository.js';
 import type { AccessFindingDto, AccessFindingsQueryDto } from './dto/access-finding.dto.js';
 
 const DAY_MS = 86_400_000;
-const CODES = new Map<number, string>(PERMISSIONS.map((permission) => [permission.id, permission.code]));
 
 /** `GET /access-findings` (part 6.16): revocable paths unused for a number of days, never cached (time moves them). */
 @Injectable()
@@ -41,7 +40,7 @@ function finding(row: FindingRow): AccessFindingDto {
   return {
     user_id: Number(row.user_id),
     device_id: id(row.device_id),
-    permission_code: CODES.get(row.permission_id) ?? String(row.permission_id),
+    permission_code: permissionCodeOf(row.permission_id) ?? String(row.permission_id),
     decided_by: row.decided_by,
     authority_id: id(row.authority_id),
     grant_id: id(row.grant_id),

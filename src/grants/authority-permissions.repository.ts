@@ -1,4 +1,4 @@
-import { PERMISSIONS } from '../platform/auth/permissions.js';
+import { permissionCodeOf } from '../platform/auth/permissions.js';
 import { Injectable } from '@nestjs/common';
 import { ApiError } from '../platform/http/api-error.js';
 import { DeviceAuthoritiesService } from '../platform/auth/device-authorities.service.js';
@@ -166,7 +166,7 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
       'SELECT a.user_id, a.device_id, ap.permission_id FROM authority_permissions ap JOIN authorities a ON a.id = ap.authority_id WHERE ap.id = $1',
       [id],
     );
-    const code = row === undefined ? undefined : PERMISSIONS.find((p) => p.id === row.permission_id)?.code;
+    const code = row === undefined ? undefined : permissionCodeOf(row.permission_id);
     return row === undefined || code === undefined
       ? undefined
       : { user_id: Number(row.user_id), device_id: Number(row.device_id), code };

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { GrantFacts, Subject } from './auth-context.js';
 import type { AuthorityFacts } from './authority-facts.js';
-import { PERMISSIONS } from './permissions.js';
+import { permissionCodeOf, permissionIdOf } from './permissions.js';
 import { roleById, USER_STATUS } from './roles.js';
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
@@ -14,12 +14,9 @@ interface HeldById {
   readonly expires_at: string | null;
 }
 
-const CODES = new Map<number, string>(PERMISSIONS.map((permission) => [permission.id, permission.code]));
-const IDS = new Map<string, number>(PERMISSIONS.map((permission) => [permission.code, permission.id]));
-
 // The catalogue is read from code, not from the `permissions` table: a write's watch must not wait
 // on that table (nothing changes it; a lock on it must not stall writes that do not touch it).
-const codeOf = (id: number): string => CODES.get(id) ?? `unknown:${id}`;
+const codeOf = (id: number): string => permissionCodeOf(id) ?? `unknown:${id}`;
 
 /**
  * Which facts a snapshot reads: some users, on some devices (undefined: all of theirs), and which
@@ -86,7 +83,7 @@ export class AccessSnapshotRepository {
       [
         [...new Set(scope.users)],
         scope.devices === undefined ? null : [...new Set(scope.devices)],
-        scope.permissions === undefined ? null : scope.permissions.map((code) => IDS.get(code) ?? 0),
+        scope.permissions === undefined ? null : scope.permissions.map((code) => permissionIdOf(code) ?? 0),
       ],
     );
     return rows.map(({ held_ids, held_expiries, ...row }) => ({

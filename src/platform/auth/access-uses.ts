@@ -2,15 +2,13 @@ import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common
 import { TableGenerations } from '../cache/table-generations.js';
 import { SETTINGS, type Settings } from '../config/settings.js';
 import type { Decision } from './decision.js';
-import { PERMISSIONS } from './permissions.js';
+import { permissionIdOf } from './permissions.js';
 import { AccessUsesRepository } from './access-uses.repository.js';
 
 /** A path is noted at most once a minute per instance (part 6.16). */
 const NOTE_EVERY_MS = 60_000;
 /** How long noted uses wait to be written together. */
 const FLUSH_AFTER_MS = 5_000;
-
-const PERMISSION_IDS = new Map<string, number>(PERMISSIONS.map((permission) => [permission.code, permission.id]));
 
 interface Noted {
   readonly at: Date;
@@ -50,7 +48,7 @@ export class AccessUses implements OnModuleDestroy {
       key = `g:${decision.grant_id}`;
       path = { grant_id: decision.grant_id };
     } else if (decision.decided_by === 'authority_permission' && decision.authority_id !== null) {
-      const permissionId = PERMISSION_IDS.get(permission);
+      const permissionId = permissionIdOf(permission);
       if (permissionId === undefined) return;
       key = `a:${decision.authority_id}:${permissionId}`;
       path = { authority_id: decision.authority_id, permission_id: permissionId };

@@ -73,3 +73,16 @@ export function isDeviceScoped(code: string): boolean {
 export function isPermissionCode(code: string): code is PermissionCode {
   return (PERMISSION_CODES as readonly string[]).includes(code);
 }
+
+const CODE_BY_ID = new Map<number, string>(PERMISSIONS.map((permission) => [permission.id, permission.code]));
+const ID_BY_CODE = new Map<string, number>(PERMISSIONS.map((permission) => [permission.code, permission.id]));
+
+/** The catalogue's code of a permission id (ids are fixed), if any. */
+export function permissionCodeOf(id: number): string | undefined {
+  return CODE_BY_ID.get(id);
+}
+
+/** The catalogue's id of a permission code, if any. */
+export function permissionIdOf(code: string): number | undefined {
+  return ID_BY_CODE.get(code);
+}
