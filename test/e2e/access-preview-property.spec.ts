@@ -5,6 +5,7 @@ import { actor, createUser, permissionId, tokenFor, type Caller, type TestUser }
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
+import { createOwnDatabase } from '../support/own-database.js';
 import { testCachePrefix } from '../support/test-env.js';
 
 /*
@@ -196,8 +197,14 @@ const pick = <T>(items: readonly T[], index: number): T | undefined => items[ind
 describe('previews and access-change events, as a property (part 6.17)', () => {
   let t: TestApp;
   let root: Caller;
+  let database: Awaited<ReturnType<typeof createOwnDatabase>>;
 
   beforeAll(async () => {
+    // Its own database: its random worlds grant rights everywhere (access_requests.approve among
+    // them), which would make their users approvers of other specs' requests. Every helper
+    // (actor, sql, startApp) reads the database from this file's environment.
+    database = await createOwnDatabase('access_property');
+    process.env.ADMIN_API_TEST_DATABASE_URL = database.url;
     // Thousands of access questions a minute from one caller: past the per-actor limit otherwise.
     t = await startApp({
       widgets: false,
@@ -206,7 +213,10 @@ describe('previews and access-change events, as a property (part 6.17)', () => {
     });
     root = await actor('super_admin');
   });
-  afterAll(() => t.close());
+  afterAll(async () => {
+    await t?.close();
+    await database?.drop();
+  });
 
   const get = (path: string) => t.http().get(path).set('Authorization', root.auth);
 
