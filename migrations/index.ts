@@ -24,6 +24,7 @@ import { AuthorityRightsNow1765584000000 } from './1765584000000-authority-right
 import { LiveAuthorityPermissionsIndex1765670400000 } from './1765670400000-live-authority-permissions-index.js';
 import { AccessEvents1765756800000 } from './1765756800000-access-events.js';
 import { AccessPathUses1765843200000 } from './1765843200000-access-path-uses.js';
+import { AccessReviews1765929600000 } from './1765929600000-access-reviews.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -53,6 +54,7 @@ export const MIGRATIONS = [
   LiveAuthorityPermissionsIndex1765670400000,
   AccessEvents1765756800000,
   AccessPathUses1765843200000,
+  AccessReviews1765929600000,
 ];
 
 /**

@@ -12,6 +12,15 @@ import type { BulkAuthorityPermissionsDto, BulkResponseDto, BulkResultDto } from
 
 type Mode = 'grant' | 'revoke';
 
+/** An authority permission an access review revokes, with its holder. */
+export interface ReviewedPath {
+  readonly id: number;
+  readonly authority_id: number;
+  readonly user_id: number;
+  readonly device_id: number;
+  readonly permission_code: string;
+}
+
 function failure(code: string, message: string): BulkResultDto['error'] {
   return { code, message };
 }
@@ -137,6 +146,32 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
     }
     const failed = results.filter((result) => result.status === 'failed').length;
     return { accepted: results.length, processed: results.length - failed, failed, results };
+  }
+
+  /**
+   * An access review's close (part 6.16): revokes the rows among `paths` that are still live, as
+   * a bulk revoke writes them (the holders' access watched, one UPDATE, an audit event per row
+   * with `reason`). The review's decisions authorized them, so no route permission is checked
+   * here. Answers the ids it revoked; the others had already stopped allowing.
+   */
+  async revokeReviewed(tx: Tx, paths: readonly ReviewedPath[], reason: string): Promise<Set<number>> {
+    if (paths.length === 0) return new Set();
+    await this.rows.lockAuthorities(
+      tx,
+      paths.map((path) => path.authority_id),
+    );
+    await this.access.watch(tx, {
+      users: paths.map((path) => path.user_id),
+      devices: paths.map((path) => path.device_id),
+      permissions: [...new Set(paths.map((path) => path.permission_code))],
+    });
+    const done = await this.rows.revokeMany(
+      tx,
+      paths.map((path) => path.id),
+      currentActorId(),
+    );
+    await this.recordChanged(tx, done, 'authority_permission.revoke', reason);
+    return new Set(done);
   }
 
   /**

@@ -28,7 +28,13 @@ import { RolesController } from './roles.controller.js';
     BulkAuthorityPermissionsService,
     AuthorityPermissionDeviceLocator,
   ],
-  // AuthorityPermissionsService: `grantExpiring`, for an access-request approval.
-  exports: [PermissionReferences, AuthorityPermissionsService],
+  // AuthorityPermissionsService: `grantExpiring`, for an access-request approval; the other two:
+  // `revokeReviewed`, for an access review's close.
+  exports: [
+    PermissionReferences,
+    AuthorityPermissionsService,
+    BulkAuthorityPermissionsService,
+    PermissionGrantsService,
+  ],
 })
 export class GrantsModule {}

@@ -22,6 +22,14 @@ function withLiveState(grant: PermissionGrantDto): PermissionGrantDto {
   return { ...grant, is_active: grant.revoked_at === null && !expired };
 }
 
+/** A permission grant an access review revokes. */
+export interface ReviewedGrant {
+  readonly id: number;
+  readonly user_id: number;
+  readonly permission_id: number;
+  readonly permission_code: string;
+}
+
 /** Permission grants (part 6.5): append-only rows; granting again makes a new row. */
 @Injectable()
 export class PermissionGrantsService {
@@ -106,6 +114,34 @@ export class PermissionGrantsService {
       return revoked;
     });
     return respondWith(row);
+  }
+
+  /**
+   * An access review's close (part 6.16): revokes each grant of `grants` that is still the live
+   * grant of its pair, as `revoke` writes it (pair lock, access watched, audit event with
+   * `reason`). The review's decisions authorized them. Answers the ids it revoked; the others had
+   * already stopped allowing.
+   */
+  async revokeReviewed(tx: Tx, grants: readonly ReviewedGrant[], reason: string): Promise<Set<number>> {
+    const revoked = new Set<number>();
+    if (grants.length === 0) return revoked;
+    await this.access.watch(tx, {
+      users: grants.map((grant) => grant.user_id),
+      devices: [],
+      permissions: [...new Set(grants.map((grant) => grant.permission_code))],
+    });
+    const ordered = [...grants].sort((a, b) => a.user_id - b.user_id || a.permission_id - b.permission_id);
+    for (const grant of ordered) {
+      await this.grants.lockPair(tx, grant.user_id, grant.permission_id);
+      if ((await this.grants.activeId(tx, grant.user_id, grant.permission_id)) !== grant.id) continue;
+      const row = await this.grants.revoke(tx, grant.id, currentActorId(), reason);
+      await this.audit.record(tx, 'permission_grant.revoke', grant.id, {
+        reason,
+        changes: { revoked_at: [null, row.revoked_at] },
+      });
+      revoked.add(grant.id);
+    }
+    return revoked;
   }
 
   /**

@@ -900,6 +900,142 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/access-reviews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List access reviews, newest first
+         * @description Filters `state`; sort `id`, `created_at`, `due_at` (default `id:desc`).
+         *
+         *     Requires the permission `access_reviews.read`.
+         */
+        get: operations["AccessReviews_list"];
+        put?: never;
+        /**
+         * Open a campaign: 202, and a job snapshots its items
+         * @description Items: every live authority permission and owner authority on the devices in scope, and every live permission grant unless the scope names `device_ids`. The campaign is `preparing` until the snapshot job opens it; `Location` is the campaign. A device, user or permission the scope names that does not exist is a 404.
+         *
+         *     Requires the permission `access_reviews.manage`.
+         */
+        post: operations["AccessReviews_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/access-reviews/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an access review with its counts (cached)
+         * @description Requires the permission `access_reviews.read`.
+         */
+        get: operations["AccessReviews_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/access-reviews/{id}/items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a campaign’s items in id order (by device, then user)
+         * @description An actor not allowed `access_reviews.decide` by role or grant sees only the items on devices where it may decide. `recommendation` is `revoke` when the path was not used within the campaign’s `UNUSED_ACCESS_DAYS` (never used included).
+         *
+         *     Filters `decision`, `device_id`, `user_id`, `recommendation`; sort `id` (default `id:asc`).
+         *
+         *     Requires the permission `access_reviews.read`.
+         */
+        get: operations["AccessReviews_items"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/access-reviews/{id}/decisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decide up to 1000 items; per-item results in order
+         * @description Each item needs `access_reviews.decide` on its device (a permission grant’s item: by role or grant) and may not be the actor’s own (`SELF_ACTION_FORBIDDEN`); `revoke` on an owner’s authority fails with `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`. Items fail one by one. Deciding again replaces the decision. A campaign that is not open is a 409.
+         *
+         *     Requires the permission `access_reviews.decide` (checked per device by the service).
+         */
+        post: operations["AccessReviews_decide"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/access-reviews/{id}/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Close an open campaign: 202, and a job applies its revocations
+         * @description The campaign is `closing` at once (decisions are refused from then on). The job revokes every `revoke` item, and every undecided one when `default_decision` is `revoke`, as a manual revoke does, with reason `access review {id}`; a path already revoked counts as revoked. Then the campaign is `closed` with its `result`.
+         *
+         *     Requires the permission `access_reviews.manage`.
+         */
+        post: operations["AccessReviews_close"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/access-reviews/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a campaign that is preparing or open, with no effect
+         * @description Requires the permission `access_reviews.manage`.
+         */
+        post: operations["AccessReviews_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/inbox": {
         parameters: {
             query?: never;
@@ -1567,7 +1703,7 @@ export interface components {
         };
         ErrorDto: {
             /** @enum {string} */
-            code: "VALIDATION_FAILED" | "MALFORMED_JSON" | "AUTH_TOKEN_MISSING" | "AUTH_TOKEN_INVALID" | "AUTH_TOKEN_EXPIRED" | "AUTH_SESSION_INVALID" | "ROLE_FORBIDDEN" | "PERMISSION_DENIED" | "ROLE_ESCALATION_FORBIDDEN" | "DELEGATION_FORBIDDEN" | "ROUTE_NOT_FOUND" | "USER_NOT_FOUND" | "DEVICE_NOT_FOUND" | "AUTHORITY_NOT_FOUND" | "PERMISSION_NOT_FOUND" | "PERMISSION_GRANT_NOT_FOUND" | "AUTHORITY_PERMISSION_NOT_FOUND" | "MESSAGE_NOT_FOUND" | "READ_STATE_NOT_FOUND" | "MOBILE_DEVICE_NOT_FOUND" | "JOB_NOT_FOUND" | "ROLE_NOT_FOUND" | "STATUS_NOT_FOUND" | "AUDIT_EVENT_NOT_FOUND" | "SESSION_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "ACCESS_REQUEST_NOT_FOUND" | "AUTHORITY_ALREADY_EXISTS" | "USER_EMAIL_TAKEN" | "DEVICE_SERIAL_TAKEN" | "MOBILE_DEVICE_TOKEN_TAKEN" | "PERMISSION_ALREADY_GRANTED" | "AUTHORITY_PERMISSION_EXISTS" | "INVALID_STATE_TRANSITION" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "EVENT_CURSOR_EXPIRED" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "URI_TOO_LONG" | "UNSUPPORTED_MEDIA_TYPE" | "OWNER_AUTHORITY_PROTECTED" | "TRANSFER_TARGET_INVALID" | "SELF_ACTION_FORBIDDEN" | "PERMISSION_NOT_DEVICE_SCOPED" | "SNOOZE_UNTIL_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "WEBHOOK_URL_FORBIDDEN" | "HISTORY_NOT_AVAILABLE" | "ACCESS_REQUEST_INVALID" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_FAILED" | "MALFORMED_JSON" | "AUTH_TOKEN_MISSING" | "AUTH_TOKEN_INVALID" | "AUTH_TOKEN_EXPIRED" | "AUTH_SESSION_INVALID" | "ROLE_FORBIDDEN" | "PERMISSION_DENIED" | "ROLE_ESCALATION_FORBIDDEN" | "DELEGATION_FORBIDDEN" | "ROUTE_NOT_FOUND" | "USER_NOT_FOUND" | "DEVICE_NOT_FOUND" | "AUTHORITY_NOT_FOUND" | "PERMISSION_NOT_FOUND" | "PERMISSION_GRANT_NOT_FOUND" | "AUTHORITY_PERMISSION_NOT_FOUND" | "MESSAGE_NOT_FOUND" | "READ_STATE_NOT_FOUND" | "MOBILE_DEVICE_NOT_FOUND" | "JOB_NOT_FOUND" | "ROLE_NOT_FOUND" | "STATUS_NOT_FOUND" | "AUDIT_EVENT_NOT_FOUND" | "SESSION_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "ACCESS_REQUEST_NOT_FOUND" | "ACCESS_REVIEW_NOT_FOUND" | "ACCESS_REVIEW_ITEM_NOT_FOUND" | "AUTHORITY_ALREADY_EXISTS" | "USER_EMAIL_TAKEN" | "DEVICE_SERIAL_TAKEN" | "MOBILE_DEVICE_TOKEN_TAKEN" | "PERMISSION_ALREADY_GRANTED" | "AUTHORITY_PERMISSION_EXISTS" | "INVALID_STATE_TRANSITION" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "EVENT_CURSOR_EXPIRED" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "URI_TOO_LONG" | "UNSUPPORTED_MEDIA_TYPE" | "OWNER_AUTHORITY_PROTECTED" | "TRANSFER_TARGET_INVALID" | "SELF_ACTION_FORBIDDEN" | "PERMISSION_NOT_DEVICE_SCOPED" | "SNOOZE_UNTIL_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "WEBHOOK_URL_FORBIDDEN" | "HISTORY_NOT_AVAILABLE" | "ACCESS_REQUEST_INVALID" | "ACCESS_REVIEW_ITEM_NOT_REVOCABLE" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             message: string;
             /** @description Always an object; validation errors list `fields` */
             details: {
@@ -2223,6 +2359,133 @@ export interface components {
              */
             last_used_at: string | null;
         };
+        AccessReviewScopeDto: {
+            /** @description Only these devices (no grants) */
+            device_ids?: number[];
+            /**
+             * @example [
+             *       "authorities.revoke"
+             *     ]
+             */
+            permission_codes?: string[];
+            user_ids?: number[];
+        };
+        AccessReviewCountsDto: {
+            items: number;
+            decided: number;
+            keep: number;
+            revoke: number;
+            undecided: number;
+        };
+        AccessReviewResultDto: {
+            /** @description Paths revoked by the close (or found already revoked) */
+            revoked: number;
+            kept: number;
+            failed: number;
+        };
+        AccessReviewDto: {
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            created_by: number | null;
+            updated_by: number | null;
+            /** @example 4 */
+            id: number;
+            /** @example Q4 2026 delegated rights */
+            name: string;
+            scope: components["schemas"]["AccessReviewScopeDto"];
+            /**
+             * @description Applied at close to undecided items
+             * @enum {string}
+             */
+            default_decision: "keep" | "revoke";
+            /** Format: date-time */
+            due_at: string;
+            /** @enum {string} */
+            state: "preparing" | "open" | "closing" | "closed" | "cancelled";
+            counts: components["schemas"]["AccessReviewCountsDto"];
+            /** @description After close */
+            result: components["schemas"]["AccessReviewResultDto"] | (never | null);
+            /** @description The snapshot job, then the close job */
+            job_id: string | null;
+        };
+        AccessReviewAcceptedDto: {
+            id: number;
+            job_id: string;
+            /** @enum {string} */
+            state: "preparing";
+        };
+        CreateAccessReviewDto: {
+            name: string;
+            scope?: components["schemas"]["AccessReviewScopeDto"];
+            /** @enum {string} */
+            default_decision: "keep" | "revoke";
+            /**
+             * Format: date-time
+             * @description Must be in the future
+             */
+            due_at: string;
+        };
+        AccessReviewItemDto: {
+            id: number;
+            user_id: number;
+            /** @description null for a permission grant */
+            device_id: number | null;
+            /** @description null for an owner’s authority (every device-scoped right) */
+            permission_code: string | null;
+            /** @enum {string} */
+            decided_by: "permission_grant" | "authority_permission" | "device_owner";
+            authority_id: number | null;
+            grant_id: number | null;
+            authority_permission_id: number | null;
+            /** Format: date-time */
+            last_used_at: string | null;
+            /**
+             * @description `revoke` when unused for the campaign’s UNUSED_ACCESS_DAYS
+             * @enum {string}
+             */
+            recommendation: "keep" | "revoke";
+            /** @description false for an owner’s authority */
+            revocable: boolean;
+            /** @enum {string|null} */
+            decision: "keep" | "revoke" | null;
+            note: string | null;
+            reviewer_id: number | null;
+            /** Format: date-time */
+            decided_at: string | null;
+        };
+        ReviewDecisionErrorDto: {
+            code: string;
+            message: string;
+        };
+        ReviewDecisionResultDto: {
+            index: number;
+            item_id: number;
+            /** @enum {string} */
+            status: "decided" | "failed";
+            /** @enum {string} */
+            decision: "keep" | "revoke";
+            error: components["schemas"]["ReviewDecisionErrorDto"] | (never | null);
+        };
+        ReviewDecisionsResponseDto: {
+            /** @description Items received */
+            accepted: number;
+            /** @description Items decided */
+            processed: number;
+            /** @description Items that failed */
+            failed: number;
+            results: components["schemas"]["ReviewDecisionResultDto"][];
+        };
+        ReviewDecisionItemDto: {
+            item_id: number;
+            /** @enum {string} */
+            decision: "keep" | "revoke";
+            note?: string;
+        };
+        ReviewDecisionsDto: {
+            items: components["schemas"]["ReviewDecisionItemDto"][];
+        };
         InboxMessageDto: {
             /** Format: date-time */
             created_at: string;
@@ -2641,7 +2904,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelopeDto"];
             };
         };
-        /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+        /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
         Error422: {
             headers: {
                 [name: string]: unknown;
@@ -2848,7 +3111,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2936,7 +3199,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3022,7 +3285,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3040,7 +3303,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3123,7 +3386,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3232,7 +3495,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3327,7 +3590,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3433,7 +3696,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3462,7 +3725,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3544,7 +3807,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3645,7 +3908,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3727,7 +3990,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3748,7 +4011,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3974,7 +4237,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4054,7 +4317,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4150,7 +4413,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4171,7 +4434,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4251,7 +4514,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4405,7 +4668,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4425,7 +4688,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4501,7 +4764,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4587,7 +4850,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4605,7 +4868,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4685,7 +4948,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4705,7 +4968,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4794,7 +5057,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4889,7 +5152,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4995,7 +5258,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5024,7 +5287,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5109,7 +5372,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5138,7 +5401,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5423,7 +5686,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5501,7 +5764,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5521,7 +5784,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5602,7 +5865,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5757,7 +6020,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5777,7 +6040,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5850,7 +6113,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5936,7 +6199,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6203,7 +6466,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6212,7 +6475,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6297,7 +6560,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6306,7 +6569,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6389,7 +6652,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6398,7 +6661,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6481,7 +6744,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6490,7 +6753,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6641,7 +6904,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6661,7 +6924,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6734,7 +6997,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6819,7 +7082,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6848,7 +7111,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6930,7 +7193,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6959,7 +7222,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7041,7 +7304,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7145,6 +7408,615 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    AccessReviews_list: {
+        parameters: {
+            query?: {
+                page?: number;
+                page_size?: number;
+                /** @description Comma-separated `field:asc` or `field:desc`; fields: id, created_at, due_at. */
+                sort?: string;
+                /** @description `exact` always counts; `auto` estimates past 10 000 matches (`meta.total_exact: false`). */
+                count?: "exact" | "auto";
+                state?: "preparing" | "open" | "closing" | "closed" | "cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AccessReviewDto"][];
+                        meta: components["schemas"]["ListMetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    AccessReviews_create: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAccessReviewDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AccessReviewAcceptedDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    AccessReviews_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AccessReviewDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    AccessReviews_items: {
+        parameters: {
+            query?: {
+                page?: number;
+                page_size?: number;
+                /** @description Comma-separated `field:asc` or `field:desc`; fields: id. */
+                sort?: string;
+                /** @description `exact` always counts; `auto` estimates past 10 000 matches (`meta.total_exact: false`). */
+                count?: "exact" | "auto";
+                decision?: "keep" | "revoke" | "none";
+                device_id?: number;
+                user_id?: number;
+                recommendation?: "keep" | "revoke";
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AccessReviewItemDto"][];
+                        meta: components["schemas"]["ListMetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    AccessReviews_decide: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReviewDecisionsDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ReviewDecisionsResponseDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    AccessReviews_close: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["NoOptionsDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AcceptedJobDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    AccessReviews_cancel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["NoOptionsDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AccessReviewDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -7289,7 +8161,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7369,7 +8241,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7452,7 +8324,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7541,7 +8413,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7730,7 +8602,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7825,7 +8697,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8051,7 +8923,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8133,7 +9005,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8228,7 +9100,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8323,7 +9195,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8418,7 +9290,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8439,7 +9311,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8589,7 +9461,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8674,7 +9546,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8756,7 +9628,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8859,7 +9731,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8953,7 +9825,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9033,7 +9905,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9193,7 +10065,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9425,7 +10297,7 @@ export interface operations {
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9498,7 +10370,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9574,7 +10446,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9663,7 +10535,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9683,7 +10555,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9765,7 +10637,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9860,7 +10732,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9963,7 +10835,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10045,7 +10917,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;

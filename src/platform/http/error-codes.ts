@@ -75,6 +75,8 @@ export const ERRORS = {
   WEBHOOK_ENDPOINT_NOT_FOUND: notFound('Webhook endpoint', 'webhook_endpoint_id'),
   WEBHOOK_DELIVERY_NOT_FOUND: notFound('Webhook delivery', 'webhook_delivery_id'),
   ACCESS_REQUEST_NOT_FOUND: notFound('Access request', 'access_request_id'),
+  ACCESS_REVIEW_NOT_FOUND: notFound('Access review', 'access_review_id'),
+  ACCESS_REVIEW_ITEM_NOT_FOUND: notFound('Access review item', 'item_id'),
   AUTHORITY_ALREADY_EXISTS: {
     status: 409,
     meaning: 'The user already has an authority on the device (deleted or not)',
@@ -167,6 +169,11 @@ export const ERRORS = {
     meaning:
       'The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active',
     example: { reason: 'already_allowed', device_id: 7, permission_code: 'authorities.revoke' },
+  },
+  ACCESS_REVIEW_ITEM_NOT_REVOCABLE: {
+    status: 422,
+    meaning: 'An owner’s or a role’s access cannot be decided `revoke` in an access review',
+    example: { item_id: 12, decided_by: 'device_owner' },
   },
   RATE_LIMITED: { status: 429, meaning: 'Too many requests; see Retry-After' },
   HEADERS_TOO_LARGE: {

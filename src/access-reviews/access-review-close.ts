@@ -1,0 +1,171 @@
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import type { Job } from 'pg-boss';
+import { BulkAuthorityPermissionsService } from '../grants/bulk-authority-permissions.service.js';
+import { PermissionGrantsService } from '../grants/permission-grants.service.js';
+import { AuditService } from '../platform/audit/audit.service.js';
+import { updateStamp } from '../platform/audit/actor-stamps.js';
+import { permissionCodeOf } from '../platform/auth/permissions.js';
+import { UnitOfWork } from '../platform/database/unit-of-work.js';
+import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { currentRequest, runInRequestContext } from '../platform/http/request-context.js';
+import { AcceptedResponse } from '../platform/http/responses.js';
+import type { AcceptedJobDto } from '../platform/jobs/jobs.dto.js';
+import { JobQueue } from '../platform/jobs/job-queue.js';
+import { AccessReviewItemsRepository, type ItemFacts, type Outcome } from './access-review-items.repository.js';
+import type { ReviewJobData } from './access-review-snapshot.js';
+import { AccessReviewsRepository } from './access-reviews.repository.js';
+import { reviewStateConflict } from './access-reviews.service.js';
+
+export const CLOSE_QUEUE = 'access-review-close';
+/** Items settled per transaction: each revocation writes its row, audit event and access events. */
+const CHUNK = 500;
+
+/** What one chunk of the close did. */
+export type CloseStep = 'more' | 'closed' | 'not_closing';
+
+/**
+ * `POST /access-reviews/{id}/close` (part 6.16): the campaign turns `closing` at once (decisions
+ * are refused from then on) and a job applies it. Chunk by chunk, each in one transaction, the
+ * job revokes the `revoke` items (and the undecided ones when the default is `revoke`) through
+ * the same writes as a manual revoke, with reason `access review {id}`, and records every item's
+ * outcome with them: a path already revoked by hand counts as revoked, and a close interrupted
+ * by a crash resumes at the first item without an outcome. The last step closes the campaign
+ * with its result (`access_review.closed`).
+ */
+@Injectable()
+export class AccessReviewClose implements OnModuleInit {
+  private readonly logger = new Logger('AccessReviews');
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly queue: JobQueue,
+    private readonly reviews: AccessReviewsRepository,
+    private readonly items: AccessReviewItemsRepository,
+    private readonly audit: AuditService,
+    private readonly authorityPermissions: BulkAuthorityPermissionsService,
+    private readonly grants: PermissionGrantsService,
+  ) {}
+
+  onModuleInit(): void {
+    // A crashed attempt is taken up again once pg-boss expires it; every step is idempotent.
+    this.queue.declare(CLOSE_QUEUE, {
+      retryLimit: 10,
+      retryDelay: 5,
+      retryBackoff: true,
+      retryDelayMax: 300,
+      expireInSeconds: 900,
+    });
+    this.queue.register<ReviewJobData>(CLOSE_QUEUE, (job) => this.run(job), { localConcurrency: 1 });
+  }
+
+  /** 202 with the close job; only an open campaign closes. */
+  async request(id: number, ifMatch: IfMatch): Promise<AcceptedResponse<AcceptedJobDto>> {
+    const jobId = await this.uow.run(async (tx) => {
+      const before = await this.reviews.lock(tx, id);
+      assertIfMatch(ifMatch, before.version);
+      if (before.state !== 'open') throw reviewStateConflict(id, before.state, 'be closed');
+      const job = await this.queue.enqueue(tx, CLOSE_QUEUE, {
+        review_id: id,
+        request_id: currentRequest()?.request_id ?? 'job',
+      });
+      await this.reviews.patch(tx, id, { state: 'closing', job_id: job, ...updateStamp() });
+      await this.audit.record(tx, 'access_review.close', id, {
+        changes: { state: ['open', 'closing'], job_id: [before.job_id, job] },
+      });
+      return job;
+    });
+    this.queue.wake(CLOSE_QUEUE);
+    return new AcceptedResponse<AcceptedJobDto>({ job_id: jobId, state: 'queued' }, `/v1/admin/jobs/${jobId}`, 1);
+  }
+
+  private async run(job: Job<ReviewJobData>): Promise<object> {
+    const { review_id: id, request_id, created_by } = job.data;
+    const started = Date.now();
+    let step: CloseStep = 'more';
+    while (step === 'more')
+      step = await runInRequestContext({ request_id, ip: 'job', actor_id: created_by }, () => this.step(id));
+    const result = (await this.reviews.read(id))?.value.result ?? null;
+    this.logger.log({
+      msg: 'access review closed',
+      access_review_id: id,
+      step,
+      result,
+      duration_ms: Date.now() - started,
+    });
+    return { access_review_id: id, ...(result ?? {}) };
+  }
+
+  /** One chunk of the close, in one transaction; the last closes the campaign. */
+  step(id: number): Promise<CloseStep> {
+    return this.uow.run(async (tx) => {
+      const review = await this.reviews.progress(tx, id);
+      if (review === undefined) throw ApiError.notFound('ACCESS_REVIEW_NOT_FOUND', id);
+      if (review.state !== 'closing') return 'not_closing';
+      const chunk = await this.items.unsettled(tx, id, CHUNK);
+      if (chunk.length === 0) {
+        const counted = await this.items.outcomes(tx, id);
+        await this.reviews.patch(tx, id, { state: 'closed', result: JSON.stringify(counted), closed_at: new Date() });
+        await this.audit.record(tx, 'access_review.closed', id, {
+          changes: { state: ['closing', 'closed'], result: [null, counted] },
+        });
+        return 'closed';
+      }
+      const revoking = chunk.filter(
+        (item) => item.kind !== 'o' && (item.decision ?? review.default_decision) === 'revoke',
+      );
+      const reason = `access review ${id}`;
+      await this.authorityPermissions.revokeReviewed(
+        tx,
+        revoking.filter((item) => item.kind === 'a').map((item) => reviewedPath(item)),
+        reason,
+      );
+      await this.grants.revokeReviewed(
+        tx,
+        revoking.filter((item) => item.kind === 'g').map((item) => reviewedGrant(item)),
+        reason,
+      );
+      // Revoked now, or no longer live (revoked by hand, expired): either way the path is gone.
+      const outcomes = new Map<number, Outcome>(chunk.map((item) => [item.id, 'kept']));
+      for (const item of revoking) outcomes.set(item.id, 'revoked');
+      await this.items.settle(tx, outcomes);
+      return 'more';
+    });
+  }
+}
+
+function codeOf(item: ItemFacts): string {
+  const code = item.permission_id === null ? undefined : permissionCodeOf(item.permission_id);
+  if (code === undefined) throw new Error(`access review item ${item.id} names no known permission`);
+  return code;
+}
+
+function reviewedPath(item: ItemFacts): {
+  id: number;
+  authority_id: number;
+  user_id: number;
+  device_id: number;
+  permission_code: string;
+} {
+  return {
+    id: item.path_id,
+    authority_id: item.authority_id ?? 0,
+    user_id: item.user_id,
+    device_id: item.device_id ?? 0,
+    permission_code: codeOf(item),
+  };
+}
+
+function reviewedGrant(item: ItemFacts): {
+  id: number;
+  user_id: number;
+  permission_id: number;
+  permission_code: string;
+} {
+  return {
+    id: item.path_id,
+    user_id: item.user_id,
+    permission_id: item.permission_id ?? 0,
+    permission_code: codeOf(item),
+  };
+}

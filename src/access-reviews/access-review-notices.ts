@@ -1,0 +1,110 @@
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { MessagesService, type Notice } from '../inbox/messages.service.js';
+import { permissionIdOf } from '../platform/auth/permissions.js';
+import { ROLES, USER_STATUS } from '../platform/auth/roles.js';
+import { UnitOfWork } from '../platform/database/unit-of-work.js';
+import { JobQueue, PURGE_POLICY } from '../platform/jobs/job-queue.js';
+import { AccessReviewItemsRepository } from './access-review-items.repository.js';
+import { AccessReviewsRepository, type ReviewProgress } from './access-reviews.repository.js';
+
+/** Inbox messages of access reviews: `type: "access_review"`, `data: {access_review_id}`. */
+export const NOTICE_TYPE = 'access_review';
+/** Reviewers are reminded this long before a campaign is due (part 6.16). */
+export const DUE_NOTICE_HOURS = 24;
+/** Reviewers told per transaction: each message also writes its read state, audit event and push job. */
+const BATCH = 100;
+
+const DECIDE = 'access_reviews.decide';
+const DECIDE_ID = permissionIdOf(DECIDE) ?? 0;
+const DECIDING_ROLES = ROLES.filter((role) => role.admin_access && role.permissions.has(DECIDE)).map((role) => role.id);
+
+type Round = 'open' | 'due';
+
+function notice(round: Round, userId: number, review: ReviewProgress): Notice {
+  const due = review.due_at.toISOString();
+  return {
+    user_id: userId,
+    type: NOTICE_TYPE,
+    title: round === 'open' ? `Access review opened: ${review.name}` : `Access review due soon: ${review.name}`,
+    body:
+      round === 'open'
+        ? `Access review ${review.id} is open for your decisions until ${due}.`
+        : `Access review ${review.id} is due at ${due}; undecided items take its default decision (${review.default_decision}).`,
+    data: { access_review_id: review.id },
+  };
+}
+
+/**
+ * Tells the reviewers of a campaign through the inbox when it opens and again 24 hours before it
+ * is due (part 6.16). Reviewers are the active users allowed `access_reviews.decide` by an admin
+ * role or a grant, and the owners and delegates holding it on a device of the campaign's items.
+ * Sent a batch per transaction, each recording how far it got, so a crash resends nothing and
+ * the every-minute job finishes what a crash interrupted.
+ */
+@Injectable()
+export class AccessReviewNotices implements OnModuleInit {
+  private readonly logger = new Logger('AccessReviews');
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly queue: JobQueue,
+    private readonly reviews: AccessReviewsRepository,
+    private readonly items: AccessReviewItemsRepository,
+    private readonly messages: MessagesService,
+  ) {}
+
+  onModuleInit(): void {
+    this.queue.declare('access-review-notices', PURGE_POLICY);
+    this.queue.register('access-review-notices', async () => ({ told: await this.sendDue() }));
+    this.queue.scheduleEvery('access-review-notices', '* * * * *');
+  }
+
+  /** Every campaign's notices that are due; answers how many reviewers were told. */
+  async sendDue(): Promise<number> {
+    let told = 0;
+    for (const id of await this.reviews.withNoticesDue(DUE_NOTICE_HOURS)) told += await this.send(id);
+    return told;
+  }
+
+  /** The notices due of one campaign, a batch per transaction; answers how many were told. */
+  async send(reviewId: number): Promise<number> {
+    let told = 0;
+    // Each round advances its cursor or ends: a finished round is followed by a look at the next.
+    for (let more = true; more;) {
+      const batch = await this.uow.run(async (tx) => {
+        const review = await this.reviews.progress(tx, reviewId);
+        if (review === undefined || review.state !== 'open') return { told: 0, more: false };
+        const round: Round | undefined = !review.open_notices_done
+          ? 'open'
+          : !review.due_notices_done && review.due_at.getTime() <= Date.now() + DUE_NOTICE_HOURS * 3_600_000
+            ? 'due'
+            : undefined;
+        if (round === undefined) return { told: 0, more: false };
+        const through = Number(round === 'open' ? review.open_notices_through : review.due_notices_through);
+        const reviewers = await this.items.reviewers(
+          reviewId,
+          DECIDING_ROLES,
+          DECIDE_ID,
+          USER_STATUS.active,
+          through,
+          BATCH,
+        );
+        for (const userId of reviewers) await this.messages.notify(tx, notice(round, userId, review));
+        const last = reviewers.at(-1) ?? through;
+        const done = reviewers.length < BATCH;
+        await this.reviews.patch(
+          tx,
+          reviewId,
+          round === 'open'
+            ? { open_notices_through: last, open_notices_done: done }
+            : { due_notices_through: last, due_notices_done: done },
+        );
+        return { told: reviewers.length, more: true };
+      });
+      told += batch.told;
+      more = batch.more;
+    }
+    if (told > 0) this.logger.log({ msg: 'told reviewers of an access review', access_review_id: reviewId, told });
+    return told;
+  }
+}

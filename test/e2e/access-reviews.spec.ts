@@ -1,0 +1,219 @@
+import { actor, permissionId, type Caller } from '../support/auth.js';
+import { startApp, type TestApp } from '../support/app.js';
+import { sql } from '../support/db.js';
+import { createAuthority, createDevice } from '../support/devices.js';
+import { jobsSchema, waitForJob } from '../support/jobs.js';
+import { caller } from '../support/requests.js';
+import { testCachePrefix } from '../support/test-env.js';
+
+const BASE = '/v1/admin/access-reviews';
+const DAY = 86_400_000;
+
+interface Item {
+  id: number;
+  user_id: number;
+  device_id: number | null;
+  permission_code: string | null;
+  decided_by: string;
+  authority_id: number | null;
+  grant_id: number | null;
+  authority_permission_id: number | null;
+  last_used_at: string | null;
+  recommendation: string;
+  revocable: boolean;
+  decision: string | null;
+  note: string | null;
+  reviewer_id: number | null;
+  decided_at: string | null;
+}
+
+/** A device with its owner, a delegate holding two rights, and a user holding a grant. */
+async function reviewWorld(): Promise<{
+  device: number;
+  owner: Caller;
+  delegate: Caller;
+  holder: Caller;
+  authority: number;
+  grant: number;
+}> {
+  const owner = await actor('operator');
+  const delegate = await actor('operator');
+  const holder = await actor('viewer');
+  const device = (await createDevice({ ownerId: owner.user.id })).id;
+  const authority = await createAuthority(device, delegate.user.id, {
+    permissions: ['authorities.read', 'devices.read'],
+  });
+  const [grant] = await sql<{ id: number }>(
+    'INSERT INTO permission_grants (user_id, permission_id, granted_by) VALUES ($1, $2, NULL) RETURNING id',
+    [holder.user.id, permissionId('audit.read')],
+  );
+  return { device, owner, delegate, holder, authority, grant: Number(grant?.id) };
+}
+
+/** `/access-reviews` (part 6.16): campaigns snapshot, decide, close and revoke. */
+describe('access reviews: certification campaigns', () => {
+  const schema = jobsSchema();
+  let t: TestApp;
+  let root: Caller;
+  beforeAll(async () => {
+    t = await startApp({
+      widgets: false,
+      cachePrefix: testCachePrefix('access-reviews'),
+      env: { JOBS_SCHEMA: schema, JOB_WORKERS: 'true' },
+    });
+    root = await actor('super_admin');
+  });
+  afterAll(() => t.close());
+
+  async function opened(scope: object, extra: object = {}): Promise<{ id: number; job_id: string }> {
+    const res = await caller(t, root)
+      .post(BASE, {
+        name: 'Q4 delegated rights',
+        scope,
+        default_decision: 'keep',
+        due_at: new Date(Date.now() + 7 * DAY).toISOString(),
+        ...extra,
+      })
+      .expect(202);
+    expect(res.body.data).toMatchObject({ state: 'preparing' });
+    expect(res.headers.location).toBe(`${BASE}/${res.body.data.id}`);
+    const job = await waitForJob(t, root.auth, res.body.data.job_id);
+    expect(job.state).toBe('succeeded');
+    return res.body.data;
+  }
+  const itemsOf = async (id: number, who: Caller = root, query = ''): Promise<Item[]> =>
+    (await caller(t, who).get(`${BASE}/${id}/items?page_size=100${query}`).expect(200)).body.data;
+
+  it('snapshots the device’s rights, takes decisions, and the close revokes exactly the revoke items', async () => {
+    const world = await reviewWorld();
+    const review = await opened({ device_ids: [world.device] });
+    const detail = (await caller(t, root).get(`${BASE}/${review.id}`).expect(200)).body.data;
+    expect(detail).toMatchObject({
+      id: review.id,
+      state: 'open',
+      scope: { device_ids: [world.device] },
+      default_decision: 'keep',
+      counts: { items: 3, decided: 0, keep: 0, revoke: 0, undecided: 3 },
+      result: null,
+      job_id: review.job_id,
+      created_by: root.user.id,
+    });
+    const items = await itemsOf(review.id);
+    expect(items.map((item) => [item.user_id, item.decided_by, item.permission_code, item.revocable])).toEqual(
+      [
+        [world.owner.user.id, 'device_owner', null, false],
+        [world.delegate.user.id, 'authority_permission', 'authorities.read', true],
+        [world.delegate.user.id, 'authority_permission', 'devices.read', true],
+      ].sort((a, b) => Number(a[0]) - Number(b[0])),
+    );
+    const [read, devices] = items.filter((item) => item.decided_by === 'authority_permission');
+    expect(read?.recommendation).toBe('revoke'); // never used
+
+    // The owner decides on its device: revoke one, keep the other; its own item is refused.
+    const owned = items.find((item) => item.decided_by === 'device_owner');
+    const decided = await caller(t, world.owner)
+      .post(`${BASE}/${review.id}/decisions`, {
+        items: [
+          { item_id: read?.id, decision: 'revoke', note: 'not needed' },
+          { item_id: devices?.id, decision: 'keep' },
+          { item_id: owned?.id, decision: 'keep' },
+        ],
+      })
+      .expect(200);
+    expect(decided.body.data).toMatchObject({ accepted: 3, processed: 2, failed: 1 });
+    expect(decided.body.data.results[2]).toMatchObject({ status: 'failed', error: { code: 'SELF_ACTION_FORBIDDEN' } });
+    const counted = (await caller(t, root).get(`${BASE}/${review.id}`).expect(200)).body.data;
+    expect(counted.counts).toEqual({ items: 3, decided: 2, keep: 1, revoke: 1, undecided: 1 });
+    expect(await itemsOf(review.id, root, '&decision=revoke')).toEqual([
+      expect.objectContaining({
+        id: read?.id,
+        decision: 'revoke',
+        note: 'not needed',
+        reviewer_id: world.owner.user.id,
+      }),
+    ]);
+
+    const close = await caller(t, root).post(`${BASE}/${review.id}/close`, {}).expect(202);
+    expect((await waitForJob(t, root.auth, close.body.data.job_id)).state).toBe('succeeded');
+    const closed = (await caller(t, root).get(`${BASE}/${review.id}`).expect(200)).body.data;
+    expect(closed).toMatchObject({ state: 'closed', result: { revoked: 1, kept: 2, failed: 0 } });
+
+    // The access questions agree: the revoked right is gone, the kept one stays.
+    const check = async (code: string): Promise<boolean> =>
+      (
+        await caller(t, root)
+          .get(`/v1/admin/authz/check?user_id=${world.delegate.user.id}&permission=${code}&device_id=${world.device}`)
+          .expect(200)
+      ).body.data.allowed;
+    expect(await check('authorities.read')).toBe(false);
+    expect(await check('devices.read')).toBe(true);
+    const [revoked] = await sql<{ revoked_at: Date | null }>(
+      'SELECT revoked_at FROM authority_permissions WHERE id = $1',
+      [read?.authority_permission_id],
+    );
+    expect(revoked?.revoked_at).not.toBeNull();
+    const audit = await sql<{ action: string; reason: string | null }>(
+      "SELECT action, reason FROM audit_events WHERE resource_type = 'authority_permission' AND resource_id = $1",
+      [String(read?.authority_permission_id)],
+    );
+    expect(audit).toEqual([{ action: 'authority_permission.revoke', reason: `access review ${review.id}` }]);
+    const events = await sql<{ type: string }>(
+      "SELECT type FROM events WHERE resource_type = 'access_review' AND resource_id = $1 ORDER BY id",
+      [String(review.id)],
+    );
+    expect(events.map((event) => event.type)).toEqual([
+      'access_review.create',
+      'access_review.opened',
+      'access_review.decide',
+      'access_review.close',
+      'access_review.closed',
+    ]);
+    // Decisions are refused once closed.
+    const late = await caller(t, world.owner)
+      .post(`${BASE}/${review.id}/decisions`, { items: [{ item_id: devices?.id, decision: 'revoke' }] })
+      .expect(409);
+    expect(late.body.error).toMatchObject({ code: 'INVALID_STATE_TRANSITION', details: { from: 'closed' } });
+  });
+
+  it('a grant revoked by hand during the campaign closes as revoked; default revoke takes the undecided', async () => {
+    const world = await reviewWorld();
+    const review = await opened({ user_ids: [world.holder.user.id] }, { default_decision: 'revoke' });
+    const items = await itemsOf(review.id);
+    expect(items).toEqual([
+      expect.objectContaining({
+        user_id: world.holder.user.id,
+        decided_by: 'permission_grant',
+        grant_id: world.grant,
+        device_id: null,
+      }),
+    ]);
+    await caller(t, root)
+      .post('/v1/admin/permission-grants/revoke', {
+        user_id: world.holder.user.id,
+        permission_id: permissionId('audit.read'),
+      })
+      .expect(200);
+    const close = await caller(t, root).post(`${BASE}/${review.id}/close`, {}).expect(202);
+    await waitForJob(t, root.auth, close.body.data.job_id);
+    const closed = (await caller(t, root).get(`${BASE}/${review.id}`).expect(200)).body.data;
+    expect(closed.result).toEqual({ revoked: 1, kept: 0, failed: 0 });
+    const revokes = await sql<{ n: number }>(
+      "SELECT count(*)::int AS n FROM audit_events WHERE action = 'permission_grant.revoke' AND resource_id = $1",
+      [String(world.grant)],
+    );
+    expect(revokes[0]?.n).toBe(1);
+  });
+
+  it('tells reviewers through the inbox when a campaign opens', async () => {
+    const world = await reviewWorld();
+    const review = await opened({ device_ids: [world.device] });
+    const told = await sql<{ user_id: number; title: string }>(
+      "SELECT user_id, title FROM inbox_messages WHERE type = 'access_review' AND data->>'access_review_id' = $1",
+      [String(review.id)],
+    );
+    const recipients = told.map((row) => Number(row.user_id));
+    expect(recipients).toContain(world.owner.user.id);
+    expect(recipients).toContain(root.user.id);
+    expect(recipients).not.toContain(world.delegate.user.id);
+  });
+});
