@@ -37,10 +37,23 @@ try {
       `INSERT INTO access_path_uses (kind, path_id, last_used_at)
        SELECT 'a', id, now() FROM authority_permissions WHERE id % 10 = 0`,
     );
+    // A user as an admin portal has them: 200 authorities on devices of the fleet, each with a right.
+    const typical = (
+      await client.query(
+        "INSERT INTO users (email, display_name, role_id, status_id) VALUES ('typical@example.com', 'Typical', 3, 2) RETURNING id",
+      )
+    ).rows[0].id;
+    await client.query(
+      `WITH made AS (INSERT INTO authorities (device_id, user_id)
+                     SELECT $2::bigint + n * 249, $1 FROM generate_series(0, 199) n RETURNING id)
+       INSERT INTO authority_permissions (authority_id, permission_id, granted_at) SELECT id, 14, now() - interval '1 day' FROM made`,
+      [typical, seed.firstDevice],
+    );
+    await client.query('VACUUM ANALYZE authorities');
     await client.query('VACUUM ANALYZE authority_permissions');
     await client.query('ANALYZE access_path_uses');
     const session = await benchAdminSession(client, 'findings-admin@example.com');
-    return { ...seed, session };
+    return { ...seed, session, typical };
   });
   const token = signAccessToken(loadSettings({ DATABASE_URL: database.url, JWT_SECRET }), {
     id: seeded.session.id,
@@ -61,7 +74,8 @@ try {
     ['unfiltered, page 1', ''],
     ['unfiltered, page 50', '&page=50'],
     ['newest first, page 1', '&sort=granted_at:desc'],
-    ['one user (50 000 paths), page 1', `&user_id=${seeded.users[3]}`],
+    ['one user (200 paths), page 1', `&user_id=${seeded.typical}`],
+    ['one seeded user (50 000 paths), page 1', `&user_id=${seeded.users[3]}`],
     ['one device, page 1', `&device_id=${seeded.firstDevice + 17}`],
     ['one permission, page 1', '&permission_id=13'],
   ]) {

@@ -34,16 +34,36 @@ const EXACT_UP_TO = 10_000;
 export class AccessFindingsRepository {
   constructor(private readonly uow: UnitOfWork) {}
 
+  /**
+   * A page and the capped total. Narrowed to a device or a user, the matching paths are few enough
+   * to gather from that device's or user's authorities and sort (walking the granted-at index for
+   * them could pass most of a million paths first); otherwise each kind streams in index order.
+   * `countOver` false skips the count (the caller knows it is past the cap: `total` is then -1).
+   */
   async page(
     filter: FindingsFilter,
     direction: 'asc' | 'desc',
     offset: number,
     limit: number,
+    countOver = true,
   ): Promise<{ rows: FindingRow[]; total: number }> {
     const dir = direction === 'asc' ? 'ASC' : 'DESC';
     const order =
       direction === 'asc' ? 'granted_at, decided_by DESC, path_id' : 'granted_at DESC, decided_by, path_id DESC';
     const params = [filter.cutoff, filter.deviceId, filter.userId, filter.permissionId];
+    if (filter.deviceId !== null || filter.userId !== null) {
+      const rows = await this.uow.reader.query<(FindingRow & { total: string })[]>(
+        `WITH paths AS MATERIALIZED ((${GRANTS}) UNION ALL (${AUTHORITY_PERMISSIONS}))
+         SELECT *, (SELECT count(*) FROM paths) AS total FROM paths ORDER BY ${order} LIMIT $5 OFFSET $6`,
+        [...params, limit, offset],
+      );
+      if (rows.length > 0) return { rows, total: Number(rows[0]?.total) };
+      const [counted] = await this.uow.reader.query<{ n: string }[]>(
+        `SELECT count(*) AS n FROM ((${GRANTS}) UNION ALL (${AUTHORITY_PERMISSIONS})) paths`,
+        params,
+      );
+      return { rows, total: Number(counted?.n ?? 0) };
+    }
     // Each kind's first offset + limit paths in the page's order, from its own granted-at index
     // (the top of the merged order is among them), then merged: a page never sorts the whole set.
     const top = (alias: string): string => `ORDER BY ${alias}.granted_at ${dir}, ${alias}.id ${dir} LIMIT $5`;
@@ -53,10 +73,12 @@ export class AccessFindingsRepository {
          ORDER BY ${order} LIMIT $6 OFFSET $7`,
         [...params, offset + limit, limit, offset],
       ),
-      this.uow.reader.query<{ n: string }[]>(
-        `SELECT count(*) AS n FROM ((${GRANTS} LIMIT $5) UNION ALL (${AUTHORITY_PERMISSIONS} LIMIT $5) LIMIT $5) c`,
-        [...params, EXACT_UP_TO + 1],
-      ),
+      countOver
+        ? this.uow.reader.query<{ n: string }[]>(
+            `SELECT count(*) AS n FROM ((${GRANTS} LIMIT $5) UNION ALL (${AUTHORITY_PERMISSIONS} LIMIT $5) LIMIT $5) c`,
+            [...params, EXACT_UP_TO + 1],
+          )
+        : Promise.resolve([{ n: '-1' }]),
     ]);
     return { rows, total: Number(counted[0]?.n ?? 0) };
   }

@@ -7,10 +7,21 @@ import { AccessFindingsRepository, EXACT_UP_TO, type FindingRow } from './access
 import type { AccessFindingDto, AccessFindingsQueryDto } from './dto/access-finding.dto.js';
 
 const DAY_MS = 86_400_000;
+/** How long a count past the cap is taken as still past it (the total is then an estimate anyway). */
+const OVER_CAP_MS = 30_000;
+/** Filters remembered as past the cap, at most (a map, not a cache: a burst of odd filters only forgets). */
+const OVER_CAP_KEPT = 1000;
 
 /** `GET /access-findings` (part 6.16): revocable paths unused for a number of days, never cached (time moves them). */
 @Injectable()
 export class AccessFindingsService {
+  /**
+   * Filters whose capped count reached the cap lately, until when. Counting 10 001 paths costs
+   * more than the page itself; a filter past the cap a moment ago answers `total_exact: false`
+   * without counting again for a while (part 2 allows an estimate beyond 10 000).
+   */
+  private readonly overCap = new Map<string, number>();
+
   constructor(
     private readonly findings: AccessFindingsRepository,
     @Inject(SETTINGS) private readonly settings: Pick<Settings, 'unusedAccessDays'>,
@@ -20,18 +31,29 @@ export class AccessFindingsService {
     const days = query.unused_for_days === undefined ? this.settings.unusedAccessDays : Number(query.unused_for_days);
     const id = (value: string | undefined): number | null => (value === undefined ? null : Number(value));
     const { page, page_size } = pageOf(query);
+    const filter = {
+      cutoff: new Date(Date.now() - days * DAY_MS),
+      deviceId: id(query.device_id),
+      userId: id(query.user_id),
+      permissionId: id(query.permission_id),
+    };
+    const key = `${days}:${filter.deviceId}:${filter.userId}:${filter.permissionId}`;
+    const knownOver = (this.overCap.get(key) ?? 0) > Date.now();
     const { rows, total } = await this.findings.page(
-      {
-        cutoff: new Date(Date.now() - days * DAY_MS),
-        deviceId: id(query.device_id),
-        userId: id(query.user_id),
-        permissionId: id(query.permission_id),
-      },
+      filter,
       directionOf(query.sort, 'asc'),
       (page - 1) * page_size,
       page_size,
+      !knownOver,
     );
-    return new ListResponse(rows.map(finding), page, page_size, total, total <= EXACT_UP_TO);
+    const counted = knownOver ? EXACT_UP_TO + 1 : total;
+    if (!knownOver && counted > EXACT_UP_TO) this.rememberOver(key);
+    return new ListResponse(rows.map(finding), page, page_size, counted, counted <= EXACT_UP_TO);
+  }
+
+  private rememberOver(key: string): void {
+    if (this.overCap.size >= OVER_CAP_KEPT) this.overCap.clear();
+    this.overCap.set(key, Date.now() + OVER_CAP_MS);
   }
 }
 
