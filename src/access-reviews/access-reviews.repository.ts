@@ -25,10 +25,16 @@ export interface ReviewProgress {
   readonly due_notices_done: boolean;
 }
 
-const RESOURCE_COLUMNS = `id, name, scope, default_decision, due_at, state,
-  jsonb_build_object('items', item_count, 'decided', keep_count + revoke_count, 'keep', keep_count,
+// json (not jsonb) objects keep their keys in the contract's order.
+const RESOURCE_COLUMNS = `id, name,
+  json_strip_nulls(json_build_object('device_ids', scope->'device_ids', 'permission_codes', scope->'permission_codes',
+    'user_ids', scope->'user_ids')) AS scope,
+  default_decision, due_at, state,
+  json_build_object('items', item_count, 'decided', keep_count + revoke_count, 'keep', keep_count,
     'revoke', revoke_count, 'undecided', item_count - keep_count - revoke_count) AS counts,
-  result, job_id, created_at, updated_at, created_by, updated_by`;
+  CASE WHEN result IS NOT NULL THEN json_build_object('revoked', (result->>'revoked')::int,
+    'kept', (result->>'kept')::int, 'failed', (result->>'failed')::int) END AS result,
+  job_id, created_at, updated_at, created_by, updated_by`;
 
 export const ACCESS_REVIEW_LIST = listSpec({
   from: 'access_reviews',

@@ -98,6 +98,8 @@ describe('access reviews: certification campaigns', () => {
       job_id: review.job_id,
       created_by: root.user.id,
     });
+    // In the contract's order.
+    expect(Object.keys(detail.counts)).toEqual(['items', 'decided', 'keep', 'revoke', 'undecided']);
     const items = await itemsOf(review.id);
     expect(items.map((item) => [item.user_id, item.decided_by, item.permission_code, item.revocable])).toEqual(
       [
@@ -137,6 +139,7 @@ describe('access reviews: certification campaigns', () => {
     expect((await waitForJob(t, root.auth, close.body.data.job_id)).state).toBe('succeeded');
     const closed = (await caller(t, root).get(`${BASE}/${review.id}`).expect(200)).body.data;
     expect(closed).toMatchObject({ state: 'closed', result: { revoked: 1, kept: 2, failed: 0 } });
+    expect(Object.keys(closed.result)).toEqual(['revoked', 'kept', 'failed']);
 
     // The access questions agree: the revoked right is gone, the kept one stays.
     const check = async (code: string): Promise<boolean> =>
