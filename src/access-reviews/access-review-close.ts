@@ -64,7 +64,7 @@ export class AccessReviewClose implements OnModuleInit {
     const jobId = await this.uow.run(async (tx) => {
       const before = await this.reviews.lock(tx, id);
       assertIfMatch(ifMatch, before.version);
-      if (before.state !== 'open') throw reviewStateConflict(id, before.state, 'be closed');
+      if (before.state !== 'open') throw reviewStateConflict(id, before.state, 'close');
       const job = await this.queue.enqueue(tx, CLOSE_QUEUE, {
         review_id: id,
         request_id: currentRequest()?.request_id ?? 'job',

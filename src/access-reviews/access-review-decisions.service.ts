@@ -46,7 +46,7 @@ export class AccessReviewDecisions {
     const results = await this.uow.run(async (tx) => {
       const review = await this.reviews.progress(tx, id);
       if (review === undefined) throw ApiError.notFound('ACCESS_REVIEW_NOT_FOUND', id);
-      if (review.state !== 'open') throw reviewStateConflict(id, review.state, 'take decisions');
+      if (review.state !== 'open') throw reviewStateConflict(id, review.state, 'decide');
       const facts = new Map(
         (await this.items.lockFacts(tx, [...seen])).filter((row) => row.review_id === id).map((row) => [row.id, row]),
       );

@@ -28,8 +28,9 @@ import { JobQueue } from '../platform/jobs/job-queue.js';
 const DECIDE = 'access_reviews.decide';
 
 /** A write the campaign's state does not allow: 409 naming the state and the action. */
-export function reviewStateConflict(id: number, from: string, action: string): ApiError {
-  return new ApiError('INVALID_STATE_TRANSITION', `Access review ${id} is ${from}: it cannot ${action}`, {
+export function reviewStateConflict(id: number, from: string, action: 'close' | 'cancel' | 'decide'): ApiError {
+  const what = { close: 'be closed', cancel: 'be cancelled', decide: 'take decisions' }[action];
+  return new ApiError('INVALID_STATE_TRANSITION', `Access review ${id} is ${from}: it cannot ${what}`, {
     from,
     action,
   });
@@ -129,7 +130,7 @@ export class AccessReviewsService {
       const before = await this.reviews.lock(tx, id);
       assertIfMatch(ifMatch, before.version);
       if (before.state !== 'open' && before.state !== 'preparing')
-        throw reviewStateConflict(id, before.state, 'be cancelled');
+        throw reviewStateConflict(id, before.state, 'cancel');
       const after = await this.reviews.patch(tx, id, { state: 'cancelled', closed_at: new Date(), ...updateStamp() });
       await this.audit.record(tx, 'access_review.cancelled', id, { changes: { state: [before.state, 'cancelled'] } });
       return after;

@@ -1,3 +1,4 @@
+import { AccessReviewNotices } from '../../src/access-reviews/access-review-notices.js';
 import { actor, permissionId, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
@@ -218,5 +219,64 @@ describe('access reviews: certification campaigns', () => {
     expect(recipients).toContain(world.owner.user.id);
     expect(recipients).toContain(root.user.id);
     expect(recipients).not.toContain(world.delegate.user.id);
+  });
+
+  it('reminds reviewers once, 24 hours before the campaign is due; one due within a day gets the opening notice only', async () => {
+    const world = await reviewWorld();
+    const later = await opened({ device_ids: [world.device] });
+    const soon = await opened({ device_ids: [world.device] }, { due_at: new Date(Date.now() + DAY / 2).toISOString() });
+    const titles = async (id: number): Promise<string[]> =>
+      (
+        await sql<{ title: string }>(
+          "SELECT title FROM inbox_messages WHERE user_id = $1 AND type = 'access_review' AND data->>'access_review_id' = $2 ORDER BY id",
+          [world.owner.user.id, String(id)],
+        )
+      ).map((row) => row.title);
+    const notices = t.app.get(AccessReviewNotices);
+    await notices.sendDue();
+    expect(await titles(later.id)).toEqual(['Access review opened: Q4 delegated rights']);
+    expect(await titles(soon.id)).toEqual(['Access review opened: Q4 delegated rights']);
+    // A day later (the due date moved, not the clock): the reminder, once.
+    await sql("UPDATE access_reviews SET due_at = now() + interval '23 hours' WHERE id = $1", [later.id]);
+    await notices.sendDue();
+    await notices.sendDue();
+    expect(await titles(later.id)).toEqual([
+      'Access review opened: Q4 delegated rights',
+      'Access review due soon: Q4 delegated rights',
+    ]);
+    expect(await titles(soon.id)).toHaveLength(1);
+  });
+
+  it('cancel ends an open campaign with no effect; it cannot be closed or decided after', async () => {
+    const world = await reviewWorld();
+    const review = await opened({ device_ids: [world.device] }, { default_decision: 'revoke' });
+    const [item] = (await itemsOf(review.id)).filter((entry) => entry.revocable);
+    await caller(t, world.owner)
+      .post(`${BASE}/${review.id}/decisions`, { items: [{ item_id: item?.id, decision: 'revoke' }] })
+      .expect(200);
+    const current = await caller(t, root).get(`${BASE}/${review.id}`).expect(200);
+    await caller(t, root).post(`${BASE}/${review.id}/cancel`, {}).set('If-Match', '"1"').expect(412);
+    const cancelled = await caller(t, root)
+      .post(`${BASE}/${review.id}/cancel`, {})
+      .set('If-Match', current.headers.etag as string)
+      .expect(200);
+    expect(cancelled.body.data).toMatchObject({ state: 'cancelled', result: null });
+    for (const action of ['close', 'cancel'])
+      expect((await caller(t, root).post(`${BASE}/${review.id}/${action}`, {}).expect(409)).body.error.details).toEqual(
+        {
+          from: 'cancelled',
+          action,
+        },
+      );
+    const [live] = await sql<{ n: number }>(
+      'SELECT count(*)::int AS n FROM authority_permissions WHERE authority_id = $1 AND revoked_at IS NULL',
+      [world.authority],
+    );
+    expect(live?.n).toBe(2);
+    const events = await sql<{ type: string }>(
+      "SELECT type FROM events WHERE resource_type = 'access_review' AND resource_id = $1 ORDER BY id",
+      [String(review.id)],
+    );
+    expect(events.at(-1)?.type).toBe('access_review.cancelled');
   });
 });
