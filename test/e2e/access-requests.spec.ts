@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { AccessRequestExpiry } from '../../src/access-requests/access-request-expiry.js';
 import { CacheService } from '../../src/platform/cache/cache.service.js';
 import { actor, permissionId, type Caller } from '../support/auth.js';
@@ -326,12 +325,19 @@ describe('access requests: just-in-time access (part 6.15)', () => {
   it('a pending request expires: it reads expired at once, and the job records it within its next run', async () => {
     const world = await accessWorld();
     const asked = (await caller(t, world.operator).post(BASE, askFor(world, CODE)).expect(201)).body.data;
-    await sql("UPDATE access_requests SET expires_at = now() + interval '1500 milliseconds' WHERE id = $1", [asked.id]);
+    // Four seconds: time for the two reads below on a busy machine, before the instant.
+    const [{ expires_at: instant } = { expires_at: new Date() }] = await sql<{ expires_at: Date }>(
+      "UPDATE access_requests SET expires_at = clock_timestamp() + interval '4 seconds' WHERE id = $1 RETURNING expires_at",
+      [asked.id],
+    );
     expect(await t.app.get(CacheService).invalidateAll()).toBe(true);
     // Cached (and listed) while still pending…
     expect((await caller(t, world.owner).get(`${BASE}/${asked.id}`).expect(200)).body.data.state).toBe('pending');
     expect((await caller(t, world.owner).get(`${BASE}?state=pending`).expect(200)).body.data).toHaveLength(1);
-    await sleep(1600);
+    // Until the database's clock is past the instant (as the service judges it), however long that takes.
+    await sql('SELECT pg_sleep(greatest(0, extract(epoch FROM ($1::timestamptz - clock_timestamp()))) + 0.05)', [
+      instant,
+    ]);
     // …and expired from the instant, before any job ran.
     const cached = await caller(t, world.owner).get(`${BASE}/${asked.id}`).expect(200);
     expect(cached.body.meta.cache).toBe('hit');
