@@ -62,7 +62,8 @@ export class AccessReviews1765929600000 implements MigrationInterface {
         CHECK ((kind = 'g') = (device_id IS NULL)),
         CHECK (kind <> 'o' OR decision IS DISTINCT FROM 'revoke')
       )`);
-    // The items' filters with the default order (id), and the close's walk over what is left.
+    // The items in their order (id), with each filter, and the close's walk over what is left.
+    await db.query('CREATE INDEX access_review_items_review_idx ON access_review_items (review_id, id)');
     await db.query('CREATE INDEX access_review_items_device_idx ON access_review_items (review_id, device_id, id)');
     await db.query('CREATE INDEX access_review_items_user_idx ON access_review_items (review_id, user_id, id)');
     await db.query(
