@@ -194,7 +194,8 @@ export class AccessReviewItemsRepository {
   /**
    * Who may be told of a campaign: active users, after `after` in id order, allowed
    * `access_reviews.decide` by an admin role (`roleIds`) or a live grant (`decideId`), or holding
-   * a live authority on a device of its items that is the owner's or carries the permission.
+   * a live, active authority (an inactive one allows nothing: part 5) on a device of its items
+   * that is the owner's or carries the permission.
    */
   async reviewers(
     reviewId: number,
@@ -211,7 +212,7 @@ export class AccessReviewItemsRepository {
               OR EXISTS (SELECT 1 FROM permission_grants g WHERE g.user_id = usr.id AND g.permission_id = $3
                            AND g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now()))
               OR EXISTS (SELECT 1 FROM authorities a
-                         WHERE a.user_id = usr.id AND ${LIVE_AUTHORITY}
+                         WHERE a.user_id = usr.id AND ${LIVE_AUTHORITY} AND a.is_active
                            AND a.device_id IN (SELECT device_id FROM access_review_items WHERE review_id = $1 AND device_id IS NOT NULL)
                            AND (a.owner OR EXISTS (SELECT 1 FROM authority_permissions ap WHERE ap.authority_id = a.id
                                   AND ap.permission_id = $3 AND ap.revoked_at IS NULL
