@@ -43,6 +43,14 @@ export class AccessReviewDecisions {
         throw ApiError.field(`items.${index}.item_id`, 'unique', `item ${item.item_id} is named twice`);
       seen.add(item.item_id);
     });
+    // Who may decide an item depends only on its device (fixed at the snapshot) and the actor, so
+    // it is judged before the transaction: the evaluator reads on a pool connection of its own,
+    // and doing so while holding the campaign's lock, with every other reviewer's request holding
+    // a connection while it waits for that lock, starved the pool (503).
+    const allowed = await this.mayDecide(
+      actor,
+      (await this.items.readFacts([...seen])).filter((row) => row.review_id === id),
+    );
     const results = await this.uow.run(async (tx) => {
       const review = await this.reviews.progress(tx, id);
       if (review === undefined) throw ApiError.notFound('ACCESS_REVIEW_NOT_FOUND', id);
@@ -50,7 +58,6 @@ export class AccessReviewDecisions {
       const facts = new Map(
         (await this.items.lockFacts(tx, [...seen])).filter((row) => row.review_id === id).map((row) => [row.id, row]),
       );
-      const allowed = await this.mayDecide(actor, [...facts.values()]);
       const answered = dto.items.map((item, index): ReviewDecisionResultDto => {
         const base = { index, item_id: item.item_id, decision: item.decision, error: null };
         const fact = facts.get(item.item_id);

@@ -135,6 +135,15 @@ export class AccessReviewItemsRepository {
     return row?.n ?? 0;
   }
 
+  /** The items a decision names, of any campaign, without locks (for what never changes: device, user, kind). */
+  async readFacts(ids: readonly number[]): Promise<ItemFacts[]> {
+    return this.facts(
+      this.uow.reader.query<ItemFacts[]>(`SELECT ${FACTS} FROM access_review_items WHERE id = ANY($1::bigint[])`, [
+        [...ids],
+      ]),
+    );
+  }
+
   /** The items a decision names, of any campaign, under their row locks. */
   async lockFacts(tx: Tx, ids: readonly number[]): Promise<ItemFacts[]> {
     return this.facts(
