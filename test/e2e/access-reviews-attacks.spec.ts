@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AccessReviewClose } from '../../src/access-reviews/access-review-close.js';
+import { AccessReviewNotices } from '../../src/access-reviews/access-review-notices.js';
 import { AccessReviewSnapshot } from '../../src/access-reviews/access-review-snapshot.js';
 import { AccessUses } from '../../src/platform/auth/access-uses.js';
 import { actor, createUser, permissionId, type Caller } from '../support/auth.js';
@@ -588,6 +589,63 @@ describe('access reviews: attacks', () => {
     expect(expired.map((item) => item.decided_by)).toEqual(['permission_grant', 'permission_grant']);
   });
 
+  // The due notice: sent once per reviewer even when the notice runs race; none when due within a day at open.
+  it('sends the due notice once, and none for a campaign due within a day', async () => {
+    const world = await deviceWorld(['access_reviews.decide']);
+    const notices = t.app.get(AccessReviewNotices);
+    const told = async (id: number, userId: number): Promise<string[]> =>
+      (
+        await sql<{ title: string }>(
+          `SELECT title FROM inbox_messages WHERE type = 'access_review' AND data->>'access_review_id' = $1
+           AND user_id = $2 ORDER BY id`,
+          [String(id), userId],
+        )
+      ).map((row) => row.title.split(':')[0] ?? '');
+    const later = await opened({ device_ids: [world.device] });
+    expect(await told(later.id, world.delegate.user.id)).toEqual(['Access review opened']);
+    await sql("UPDATE access_reviews SET due_at = now() + interval '1 hour' WHERE id = $1", [later.id]);
+    await Promise.all([notices.sendDue(), notices.sendDue(), notices.sendDue()]);
+    await notices.sendDue();
+    expect(await told(later.id, world.delegate.user.id)).toEqual(['Access review opened', 'Access review due soon']);
+    expect(await told(later.id, world.owner.user.id)).toEqual(['Access review opened', 'Access review due soon']);
+    const soon = await opened(
+      { device_ids: [world.device] },
+      { due_at: new Date(Date.now() + 3_600_000).toISOString() },
+    );
+    await notices.sendDue();
+    expect(await told(soon.id, world.delegate.user.id)).toEqual(['Access review opened']);
+    // a cancelled campaign tells no one any more
+    const cancelled = await opened({ device_ids: [world.device] });
+    await caller(t, root).post(`${BASE}/${cancelled.id}/cancel`, {}).expect(200);
+    await sql("UPDATE access_reviews SET due_at = now() + interval '1 hour' WHERE id = $1", [cancelled.id]);
+    await notices.sendDue();
+    expect(await told(cancelled.id, world.delegate.user.id)).toEqual(['Access review opened']);
+  });
+
+  // Optimistic concurrency and the cached list: a decision moves the version (a stale cancel is
+  // 412), and the state filter of the list follows a cancel at once.
+  it('refuses a stale If-Match and keeps the list in step with the state', async () => {
+    const world = await deviceWorld();
+    const review = await opened({ device_ids: [world.device] });
+    const listed = async (state: string): Promise<number[]> =>
+      (await caller(t, root).get(`${BASE}?state=${state}&page_size=100`).expect(200)).body.data.map(
+        (row: { id: number }) => row.id,
+      );
+    expect(await listed('open')).toContain(review.id);
+    await listed('open');
+    const etag = (await caller(t, root).get(`${BASE}/${review.id}`).expect(200)).headers.etag as string;
+    const [item] = await itemsOf(review.id);
+    await decide(review.id, admin, [{ item_id: item?.id, decision: 'keep' }]).expect(200);
+    const stale = await caller(t, root).post(`${BASE}/${review.id}/cancel`, {}).set('If-Match', etag).expect(412);
+    expect(stale.body.error.code).toBe('PRECONDITION_FAILED');
+    await caller(t, root).post(`${BASE}/${review.id}/close`, {}).set('If-Match', etag).expect(412);
+    const fresh = (await caller(t, root).get(`${BASE}/${review.id}`).expect(200)).headers.etag as string;
+    await caller(t, root).post(`${BASE}/${review.id}/cancel`, {}).set('If-Match', fresh).expect(200);
+    expect(await listed('open')).not.toContain(review.id);
+    expect(await listed('cancelled')).toContain(review.id);
+    expect((await detail(review.id)).state).toBe('cancelled');
+  });
+
   // Notices: reviewers are told; a delegate whose decide authority is deactivated may not decide, so is not told.
   it('tells only the users who may decide', async () => {
     const world = await deviceWorld(['access_reviews.decide']);
@@ -656,7 +714,8 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
     expect(row).toEqual({ state: 'cancelled', n: 0 });
   });
 
-  it('finishes after a crash, revoking nothing twice', async () => {
+  /** A device with 36 delegates holding 16 device-scoped permissions each: 576 revocable items and the owner's. */
+  async function bigDevice(): Promise<{ device: number; users: { id: number }[] }> {
     const owner = await actor('operator');
     const device = (await createDevice({ ownerId: owner.user.id })).id;
     // 36 delegates with every device-scoped permission but one: 36 × 16 = 576 revocable items
@@ -687,6 +746,11 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
        INSERT INTO authority_permissions (authority_id, permission_id) SELECT a.id, p.id FROM a, permissions p WHERE p.code = ANY($3)`,
       [device, users.map((row) => row.id), codes],
     );
+    return { device, users };
+  }
+
+  it('finishes after a crash, revoking nothing twice', async () => {
+    const { device, users } = await bigDevice();
     const res = await caller(u, root)
       .post(BASE, { name: 'resume', scope: { device_ids: [device] }, default_decision: 'revoke', due_at: inAWeek() })
       .expect(202);
@@ -702,6 +766,13 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
     const close = await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(202);
     const closing = u.app.get(AccessReviewClose);
     expect(await closing.step(id)).toBe('more'); // then "crash"
+    // closing: decisions, a second close and a cancel are refused
+    const late = await caller(u, root)
+      .post(`${BASE}/${id}/decisions`, { items: [{ item_id: kept?.id, decision: 'revoke' }] })
+      .expect(409);
+    expect(late.body.error.details).toMatchObject({ from: 'closing' });
+    await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(409);
+    await caller(u, root).post(`${BASE}/${id}/cancel`, {}).expect(409);
     const [half] = await sql<{ settled: number; revoked: number }>(
       `SELECT count(outcome)::int AS settled,
               (SELECT count(*)::int FROM authority_permissions ap JOIN authorities a ON a.id = ap.authority_id
@@ -741,5 +812,42 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
       [String(id)],
     );
     expect(closedEvents).toHaveLength(1);
+  });
+
+  // Several steps at once (two workers after an expiry, or a retry beside a slow attempt): they
+  // take turns on the campaign's lock, each chunk is settled once, the campaign closes once.
+  it('concurrent steps of one close settle each item once', async () => {
+    const { device } = await bigDevice();
+    const res = await caller(u, root)
+      .post(BASE, { name: 'steps', scope: { device_ids: [device] }, default_decision: 'revoke', due_at: inAWeek() })
+      .expect(202);
+    const id: number = res.body.data.id;
+    await u.app.get(AccessReviewSnapshot).take(id);
+    const close = await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(202);
+    const closing = u.app.get(AccessReviewClose);
+    const steps = await Promise.all([closing.step(id), closing.step(id), closing.step(id), closing.step(id)]);
+    expect([...steps].sort()).toEqual(['closed', 'more', 'more', 'not_closing']);
+    const w = await startApp({
+      widgets: false,
+      cachePrefix: testCachePrefix('ar-resume'),
+      env: { JOBS_SCHEMA: schema, JOB_WORKERS: 'true' },
+    });
+    try {
+      const job = await waitForJob(w, root.auth, close.body.data.job_id, 60_000);
+      expect(job).toMatchObject({ state: 'succeeded', result: { revoked: 576, kept: 1, failed: 0 } });
+    } finally {
+      await w.close();
+    }
+    const [audits] = await sql<{ n: number; distinct: number }>(
+      `SELECT count(*)::int AS n, count(DISTINCT resource_id)::int AS distinct FROM audit_events
+       WHERE action = 'authority_permission.revoke' AND reason = $1`,
+      [`access review ${id}`],
+    );
+    expect(audits).toEqual({ n: 576, distinct: 576 });
+    const closedAudits = await sql(
+      "SELECT 1 FROM audit_events WHERE action = 'access_review.closed' AND resource_id = $1",
+      [String(id)],
+    );
+    expect(closedAudits).toHaveLength(1);
   });
 });
