@@ -3,12 +3,14 @@ import type { Job } from 'pg-boss';
 import { BulkAuthorityPermissionsService } from '../grants/bulk-authority-permissions.service.js';
 import { PermissionGrantsService } from '../grants/permission-grants.service.js';
 import { AuditService } from '../platform/audit/audit.service.js';
+import { AuthContextService } from '../platform/auth/auth-context.service.js';
+import { rankRefusal } from './access-review-decisions.service.js';
 import { updateStamp } from '../platform/audit/actor-stamps.js';
 import { permissionCodeOf } from '../platform/auth/permissions.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
 import { ApiError } from '../platform/http/api-error.js';
-import { currentRequest, runInRequestContext } from '../platform/http/request-context.js';
+import { currentActorId, currentRequest, runInRequestContext } from '../platform/http/request-context.js';
 import { AcceptedResponse } from '../platform/http/responses.js';
 import type { AcceptedJobDto } from '../platform/jobs/jobs.dto.js';
 import { JobQueue } from '../platform/jobs/job-queue.js';
@@ -45,6 +47,7 @@ export class AccessReviewClose implements OnModuleInit {
     private readonly audit: AuditService,
     private readonly authorityPermissions: BulkAuthorityPermissionsService,
     private readonly grants: PermissionGrantsService,
+    private readonly contexts: AuthContextService,
   ) {}
 
   onModuleInit(): void {
@@ -59,24 +62,33 @@ export class AccessReviewClose implements OnModuleInit {
     this.queue.register<ReviewJobData>(CLOSE_QUEUE, (job) => this.run(job), { localConcurrency: 1 });
   }
 
-  /** 202 with the close job; only an open campaign closes. */
+  /**
+   * 202 with the close job. An open campaign closes; a `closing` one whose job failed for good
+   * (every retry spent) is closed again by a new job that resumes where the last stopped.
+   */
   async request(id: number, ifMatch: IfMatch): Promise<AcceptedResponse<AcceptedJobDto>> {
     const jobId = await this.uow.run(async (tx) => {
       const before = await this.reviews.lock(tx, id);
       assertIfMatch(ifMatch, before.version);
-      if (before.state !== 'open') throw reviewStateConflict(id, before.state, 'close');
+      const resumable = before.state === 'closing' && (await this.jobFailed(before.job_id));
+      if (before.state !== 'open' && !resumable) throw reviewStateConflict(id, before.state, 'close');
       const job = await this.queue.enqueue(tx, CLOSE_QUEUE, {
         review_id: id,
         request_id: currentRequest()?.request_id ?? 'job',
       });
       await this.reviews.patch(tx, id, { state: 'closing', job_id: job, ...updateStamp() });
       await this.audit.record(tx, 'access_review.close', id, {
-        changes: { state: ['open', 'closing'], job_id: [before.job_id, job] },
+        changes: { state: [before.state, 'closing'], job_id: [before.job_id, job] },
       });
       return job;
     });
     this.queue.wake(CLOSE_QUEUE);
     return new AcceptedResponse<AcceptedJobDto>({ job_id: jobId, state: 'queued' }, `/v1/admin/jobs/${jobId}`, 1);
+  }
+
+  private async jobFailed(jobId: string | null): Promise<boolean> {
+    const job = jobId === null ? null : await this.queue.find(CLOSE_QUEUE, jobId);
+    return job === null || job.state === 'failed' || job.state === 'cancelled';
   }
 
   private async run(job: Job<ReviewJobData>): Promise<object> {
@@ -114,6 +126,15 @@ export class AccessReviewClose implements OnModuleInit {
       const revoking = chunk.filter(
         (item) => item.kind !== 'o' && (item.decision ?? review.default_decision) === 'revoke',
       );
+      // An undecided grant revoked by the default is the closer's write on its user: the rank
+      // rule of a manual revoke (a reviewer's revoke was judged when it was decided).
+      const closer = await this.contexts.subjectOf(currentActorId() ?? 0);
+      const refused = new Set(
+        revoking
+          .filter((item) => item.kind === 'g' && item.decision === null)
+          .filter((item) => closer === undefined || rankRefusal(closer, item) !== undefined)
+          .map((item) => item.id),
+      );
       const reason = `access review ${id}`;
       await this.authorityPermissions.revokeReviewed(
         tx,
@@ -122,12 +143,12 @@ export class AccessReviewClose implements OnModuleInit {
       );
       await this.grants.revokeReviewed(
         tx,
-        revoking.filter((item) => item.kind === 'g').map((item) => reviewedGrant(item)),
+        revoking.filter((item) => item.kind === 'g' && !refused.has(item.id)).map((item) => reviewedGrant(item)),
         reason,
       );
       // Revoked now, or no longer live (revoked by hand, expired): either way the path is gone.
       const outcomes = new Map<number, Outcome>(chunk.map((item) => [item.id, 'kept']));
-      for (const item of revoking) outcomes.set(item.id, 'revoked');
+      for (const item of revoking) outcomes.set(item.id, refused.has(item.id) ? 'failed' : 'revoked');
       await this.items.settle(tx, outcomes);
       return 'more';
     });

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AuditService } from '../platform/audit/audit.service.js';
-import type { AuthContext } from '../platform/auth/auth-context.js';
+import type { AuthContext, Subject } from '../platform/auth/auth-context.js';
+import { assertMayWriteUser } from '../platform/auth/user-rules.js';
 import { AuthorizationService, type DeviceQuestion } from '../platform/auth/authorization.service.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { ApiError } from '../platform/http/api-error.js';
@@ -15,6 +16,20 @@ import type {
 } from './dto/access-review.dto.js';
 
 const DECIDE = 'access_reviews.decide';
+
+/**
+ * Revoking a grant is a write on its user (part 5): the decider's role must outrank the user's,
+ * as for a manual revoke. Answers the refusal, if any.
+ */
+export function rankRefusal(decider: Pick<Subject, 'user_id' | 'role'>, item: ItemFacts): ApiError | undefined {
+  try {
+    assertMayWriteUser(decider, { id: item.user_id, role_id: item.user_role_id });
+    return undefined;
+  } catch (error) {
+    if (error instanceof ApiError) return error;
+    throw error;
+  }
+}
 
 function failed(code: string, message: string): Pick<ReviewDecisionResultDto, 'status' | 'error'> {
   return { status: 'failed', error: { code, message } };
@@ -78,6 +93,8 @@ export class AccessReviewDecisions {
           };
         if (fact.user_id === actor.user_id)
           return { ...base, ...failed('SELF_ACTION_FORBIDDEN', 'You cannot decide on your own access') };
+        const outranked = item.decision === 'revoke' && fact.kind === 'g' ? rankRefusal(actor, fact) : undefined;
+        if (outranked !== undefined) return { ...base, ...failed(outranked.code, outranked.message) };
         if (item.decision === 'revoke' && fact.kind === 'o')
           return {
             ...base,

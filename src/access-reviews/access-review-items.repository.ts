@@ -55,6 +55,7 @@ export interface ItemFacts {
   readonly permission_id: number | null;
   readonly authority_id: number | null;
   readonly decision: ReviewDecision | null;
+  readonly user_role_id: number;
 }
 
 export type Outcome = 'revoked' | 'kept' | 'failed';
@@ -91,7 +92,9 @@ const SNAPSHOT = `
   ORDER BY device_id NULLS FIRST, user_id, kind DESC, path_id
   ON CONFLICT (review_id, kind, path_id) DO NOTHING`;
 
-const FACTS = 'id, review_id, kind, path_id, user_id, device_id, permission_id, authority_id, decision';
+// The user's role, for the rank rule on a grant's item (read with the facts, judged at the decision).
+const FACTS = `id, review_id, kind, path_id, user_id, device_id, permission_id, authority_id, decision,
+  (SELECT usr.role_id FROM users usr WHERE usr.id = access_review_items.user_id) AS user_role_id`;
 
 /** The items of access reviews: the snapshot, the decisions and the close's outcomes. */
 @Injectable()

@@ -165,6 +165,40 @@ describe('access reviews: attacks', () => {
     expect(res.body.data.results[0]).toMatchObject({ status: 'failed', error: { code: 'SELF_ACTION_FORBIDDEN' } });
   });
 
+  // Revoking a grant is a write on its user: an admin (allowed decide by role) may not decide
+  // `revoke` on a super_admin's grant, and a default `revoke` applied by an admin's close fails it.
+  it('applies the rank rule of a manual revoke to grant items, at the decision and at the close', async () => {
+    const boss = await actor('super_admin');
+    const peer = await actor('viewer');
+    const bossGrant = await grantTo(boss.user.id, 'audit.read');
+    const peerGrant = await grantTo(peer.user.id, 'audit.read');
+    const review = await opened({ user_ids: [boss.user.id, peer.user.id] }, { default_decision: 'revoke' }, admin);
+    const items = await itemsOf(review.id, admin);
+    const itemOf = (grant: number): number | undefined => items.find((item) => item.grant_id === grant)?.id;
+    const res = await decide(review.id, admin, [
+      { item_id: itemOf(bossGrant), decision: 'revoke' },
+      { item_id: itemOf(peerGrant), decision: 'keep' },
+    ]).expect(200);
+    expect(
+      res.body.data.results.map((result: { status: string; error: { code: string } | null }) => [
+        result.status,
+        result.error?.code ?? null,
+      ]),
+    ).toEqual([
+      ['failed', 'ROLE_ESCALATION_FORBIDDEN'],
+      ['decided', null],
+    ]);
+    // Undecided, the super_admin's grant falls to the default; the admin who closes may not revoke it.
+    expect((await closed(review.id, admin)).result).toEqual({ revoked: 0, kept: 1, failed: 1 });
+    const live = await sql<{ id: number }>(
+      'SELECT id FROM permission_grants WHERE id = ANY($1) AND revoked_at IS NULL',
+      [[bossGrant, peerGrant]],
+    );
+    expect(live.map((row) => Number(row.id)).sort((x, y) => x - y)).toEqual(
+      [bossGrant, peerGrant].sort((x, y) => x - y),
+    );
+  });
+
   // A reviewer allowed decide only on device A: items of device B and grant items fail one by one.
   it('refuses a device reviewer the items of another device and grant items', async () => {
     const a = await deviceWorld(['access_reviews.decide']);
@@ -812,6 +846,41 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
       [String(id)],
     );
     expect(closedEvents).toHaveLength(1);
+  });
+
+  // A close whose job failed for good (every retry spent) leaves the campaign closing: closing it
+  // again starts a new job that resumes where the failed one stopped.
+  it('closes again after the close job failed for good, resuming where it stopped', async () => {
+    const { device } = await bigDevice();
+    const res = await caller(u, root)
+      .post(BASE, { name: 'again', scope: { device_ids: [device] }, default_decision: 'revoke', due_at: inAWeek() })
+      .expect(202);
+    const id: number = res.body.data.id;
+    await u.app.get(AccessReviewSnapshot).take(id);
+    const first = await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(202);
+    expect(await u.app.get(AccessReviewClose).step(id)).toBe('more');
+    await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(409); // its job is still waiting
+    await sql(`UPDATE ${schema}.job SET state = 'failed' WHERE id = $1`, [first.body.data.job_id]);
+    const again = await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(202);
+    expect(again.body.data.job_id).not.toBe(first.body.data.job_id);
+    const w = await startApp({
+      widgets: false,
+      cachePrefix: testCachePrefix('ar-resume'),
+      env: { JOBS_SCHEMA: schema, JOB_WORKERS: 'true' },
+    });
+    try {
+      expect((await waitForJob(w, root.auth, again.body.data.job_id, 60_000)).state).toBe('succeeded');
+    } finally {
+      await w.close();
+    }
+    const closed = (await caller(u, root).get(`${BASE}/${id}`).expect(200)).body.data;
+    expect(closed).toMatchObject({ state: 'closed', result: { revoked: 576, kept: 1, failed: 0 } });
+    const [audits] = await sql<{ n: number; distinct: number }>(
+      `SELECT count(*)::int AS n, count(DISTINCT resource_id)::int AS distinct FROM audit_events
+       WHERE action = 'authority_permission.revoke' AND reason = $1`,
+      [`access review ${id}`],
+    );
+    expect(audits).toEqual({ n: 576, distinct: 576 });
   });
 
   // Several steps at once (two workers after an expiry, or a retry beside a slow attempt): they
