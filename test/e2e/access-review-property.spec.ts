@@ -1,4 +1,6 @@
 import fc from 'fast-check';
+import { ROLE } from '../../src/platform/auth/roles.js';
+import { outranks } from '../../src/platform/auth/user-rules.js';
 import { isDeviceScoped } from '../../src/platform/auth/permissions.js';
 import { actor, createUser, permissionId, tokenFor, type Caller, type TestUser } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
@@ -463,6 +465,16 @@ describe('access review campaigns, as a property (part 6.16)', () => {
     const expectedStatus = (reviewer: number, item: Item, decision: string): string => {
       if (mayDecide.get(`${reviewer}/${item.device_id ?? '*'}`) !== true) return 'PERMISSION_DENIED';
       if (item.user_id === reviewer) return 'SELF_ACTION_FORBIDDEN';
+      // Revoking a grant is a write on its user: the rank rule of part 5 (a super_admin acts on anyone).
+      const rank = (userId: number): number =>
+        userId === root.user.id ? ROLE.super_admin : (world.users.find((user) => user.id === userId)?.role_id ?? 0);
+      if (
+        decision === 'revoke' &&
+        item.decided_by === 'permission_grant' &&
+        rank(reviewer) !== ROLE.super_admin &&
+        !outranks(rank(reviewer), rank(item.user_id))
+      )
+        return 'ROLE_ESCALATION_FORBIDDEN';
       if (decision === 'revoke' && !item.revocable) return 'ACCESS_REVIEW_ITEM_NOT_REVOCABLE';
       return 'decided';
     };
