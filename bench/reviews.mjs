@@ -23,7 +23,7 @@ import {
 const log = (line) => process.stderr.write(`[reviews] ${line}\n`);
 const stops = [];
 const AUTHORITIES_READ = 13;
-const AUTHORITIES_UPDATE = 14;
+const AUTHORITIES_CREATE = 14;
 
 const database = await createBenchDatabase();
 stops.push(() => database.drop());
@@ -41,7 +41,7 @@ try {
     await client.query(
       `INSERT INTO authority_permissions (authority_id, permission_id, granted_at)
        SELECT id, $2, now() - interval '200 days' FROM authorities WHERE user_id = $1 ORDER BY id LIMIT 10000`,
-      [seed.users[2], AUTHORITIES_UPDATE],
+      [seed.users[2], AUTHORITIES_CREATE],
     );
     await client.query('VACUUM ANALYZE authority_permissions');
     const session = await benchAdminSession(client, 'reviews-admin@example.com');
@@ -89,7 +89,9 @@ try {
   rows.push({ figure: `snapshot of ${opened.counts.items} items (POST to open)`, ms: snapshotMs, goal: '< 60 000' });
   log(`snapshot: ${opened.counts.items} items in ${snapshotMs} ms`);
 
-  const page = await call('GET', `${api}/${big.id}/items?page_size=1000`);
+  const page = [];
+  for (let number = 1; number <= 10; number += 1)
+    page.push(...(await call('GET', `${api}/${big.id}/items?page=${number}&page_size=100`)));
   started = Date.now();
   const decided = await call('POST', `${api}/${big.id}/decisions`, {
     items: page.map((item, index) => ({ item_id: item.id, decision: index % 2 === 0 ? 'keep' : 'revoke' })),
@@ -105,7 +107,7 @@ try {
 
   const small = await call('POST', api, {
     name: 'Revoke 10 000',
-    scope: { user_ids: [seeded.users[2]], permission_codes: ['authorities.update'] },
+    scope: { user_ids: [seeded.users[2]], permission_codes: ['authorities.create'] },
     default_decision: 'revoke',
     due_at: dueAt,
   });
@@ -126,7 +128,7 @@ try {
       (
         await client.query(
           'SELECT count(*)::int AS n FROM authority_permissions WHERE permission_id = $1 AND revoked_at IS NULL',
-          [AUTHORITIES_UPDATE],
+          [AUTHORITIES_CREATE],
         )
       ).rows,
   );

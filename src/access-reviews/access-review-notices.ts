@@ -34,6 +34,15 @@ function notice(round: Round, userId: number, review: ReviewProgress): Notice {
   };
 }
 
+/** The round of notices a campaign is in and how far it got, or undefined when none is due. */
+function nextRound(review: ReviewProgress | undefined): { round: Round; through: number } | undefined {
+  if (review?.state !== 'open') return undefined;
+  if (!review.open_notices_done) return { round: 'open', through: Number(review.open_notices_through) };
+  if (!review.due_notices_done && review.due_at.getTime() <= Date.now() + DUE_NOTICE_HOURS * 3_600_000)
+    return { round: 'due', through: Number(review.due_notices_through) };
+  return undefined;
+}
+
 /**
  * Tells the reviewers of a campaign through the inbox when it opens and again 24 hours before it
  * is due (part 6.16). Reviewers are the active users allowed `access_reviews.decide` by an admin
@@ -66,43 +75,41 @@ export class AccessReviewNotices implements OnModuleInit {
     return told;
   }
 
-  /** The notices due of one campaign, a batch per transaction; answers how many were told. */
+  /**
+   * The notices due of one campaign, a batch per transaction; answers how many were told. Who is
+   * next is found before the campaign's lock is taken (a query over the campaign's devices, which
+   * decisions must not wait for); under the lock the batch is sent only if nobody moved the cursor
+   * meanwhile, else the next look finds where it now is.
+   */
   async send(reviewId: number): Promise<number> {
     let told = 0;
-    // Each round advances its cursor or ends: a finished round is followed by a look at the next.
-    for (let more = true; more;) {
-      const batch = await this.uow.run(async (tx) => {
+    for (;;) {
+      const planned = nextRound(await this.reviews.peek(reviewId));
+      if (planned === undefined) break;
+      const reviewers = await this.items.reviewers(
+        reviewId,
+        DECIDING_ROLES,
+        DECIDE_ID,
+        USER_STATUS.active,
+        planned.through,
+        BATCH,
+      );
+      told += await this.uow.run(async (tx) => {
         const review = await this.reviews.progress(tx, reviewId);
-        if (review === undefined || review.state !== 'open') return { told: 0, more: false };
-        const round: Round | undefined = !review.open_notices_done
-          ? 'open'
-          : !review.due_notices_done && review.due_at.getTime() <= Date.now() + DUE_NOTICE_HOURS * 3_600_000
-            ? 'due'
-            : undefined;
-        if (round === undefined) return { told: 0, more: false };
-        const through = Number(round === 'open' ? review.open_notices_through : review.due_notices_through);
-        const reviewers = await this.items.reviewers(
-          reviewId,
-          DECIDING_ROLES,
-          DECIDE_ID,
-          USER_STATUS.active,
-          through,
-          BATCH,
-        );
-        for (const userId of reviewers) await this.messages.notify(tx, notice(round, userId, review));
-        const last = reviewers.at(-1) ?? through;
+        const now = nextRound(review);
+        if (review === undefined || now?.round !== planned.round || now.through !== planned.through) return 0;
+        for (const userId of reviewers) await this.messages.notify(tx, notice(planned.round, userId, review));
+        const last = reviewers.at(-1) ?? planned.through;
         const done = reviewers.length < BATCH;
         await this.reviews.patch(
           tx,
           reviewId,
-          round === 'open'
+          planned.round === 'open'
             ? { open_notices_through: last, open_notices_done: done }
             : { due_notices_through: last, due_notices_done: done },
         );
-        return { told: reviewers.length, more: true };
+        return reviewers.length;
       });
-      told += batch.told;
-      more = batch.more;
     }
     if (told > 0) this.logger.log({ msg: 'told reviewers of an access review', access_review_id: reviewId, told });
     return told;

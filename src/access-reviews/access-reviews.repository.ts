@@ -46,6 +46,9 @@ export const ACCESS_REVIEW_LIST = listSpec({
 
 export const ACCESS_REVIEWS = table('access_reviews', { columns: RESOURCE_COLUMNS, list: ACCESS_REVIEW_LIST });
 
+const PROGRESS = `SELECT id, name, state, default_decision, scope, due_at, open_notices_through, open_notices_done,
+    due_notices_through, due_notices_done FROM access_reviews WHERE id = $1`;
+
 type AccessReviewColumn =
   | 'name'
   | 'scope'
@@ -74,12 +77,13 @@ export class AccessReviewsRepository extends ResourceTable<AccessReviewRow, Acce
 
   /** The campaign's progress under its row lock (undefined: it does not exist). */
   async progress(tx: Tx, id: number): Promise<ReviewProgress | undefined> {
-    const [row] = await tx.db.query<ReviewProgress[]>(
-      `SELECT id, name, state, default_decision, scope, due_at, open_notices_through, open_notices_done,
-              due_notices_through, due_notices_done
-       FROM access_reviews WHERE id = $1 FOR UPDATE`,
-      [id],
-    );
+    const [row] = await tx.db.query<ReviewProgress[]>(`${PROGRESS} FOR UPDATE`, [id]);
+    return row;
+  }
+
+  /** The campaign's progress as it reads now, without a lock. */
+  async peek(id: number): Promise<ReviewProgress | undefined> {
+    const [row] = await this.uow.reader.query<ReviewProgress[]>(PROGRESS, [id]);
     return row;
   }
 
