@@ -25,6 +25,7 @@ import { LiveAuthorityPermissionsIndex1765670400000 } from './1765670400000-live
 import { AccessEvents1765756800000 } from './1765756800000-access-events.js';
 import { AccessPathUses1765843200000 } from './1765843200000-access-path-uses.js';
 import { AccessReviews1765929600000 } from './1765929600000-access-reviews.js';
+import { AuthorityPermissionHolders1766016000000 } from './1766016000000-authority-permission-holders.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -55,6 +56,7 @@ export const MIGRATIONS = [
   AccessEvents1765756800000,
   AccessPathUses1765843200000,
   AccessReviews1765929600000,
+  AuthorityPermissionHolders1766016000000,
 ];
 
 /**

@@ -35,9 +35,10 @@ export class AccessFindingsRepository {
   constructor(private readonly uow: UnitOfWork) {}
 
   /**
-   * A page and the capped total. Narrowed to a device or a user, the matching paths are few enough
-   * to gather from that device's or user's authorities and sort (walking the granted-at index for
-   * them could pass most of a million paths first); otherwise each kind streams in index order.
+   * A page and the capped total. Narrowed to a device, the matching paths are few enough to gather
+   * from the device's authorities and sort (walking the granted-at index for them could pass most
+   * of a million paths first); otherwise each kind streams in index order, a user's from the index
+   * of its holder's live rows by granted-at (migration `authority-permission-holders`).
    * `countOver` false skips the count (the caller knows it is past the cap: `total` is then -1).
    */
   async page(
@@ -51,7 +52,7 @@ export class AccessFindingsRepository {
     const order =
       direction === 'asc' ? 'granted_at, decided_by DESC, path_id' : 'granted_at DESC, decided_by, path_id DESC';
     const params = [filter.cutoff, filter.deviceId, filter.userId, filter.permissionId];
-    if (filter.deviceId !== null || filter.userId !== null) {
+    if (filter.deviceId !== null) {
       const rows = await this.uow.reader.query<(FindingRow & { total: string })[]>(
         `WITH paths AS MATERIALIZED ((${GRANTS}) UNION ALL (${AUTHORITY_PERMISSIONS}))
          SELECT *, (SELECT count(*) FROM paths) AS total FROM paths ORDER BY ${order} LIMIT $5 OFFSET $6`,
@@ -106,7 +107,7 @@ const AUTHORITY_PERMISSIONS = `
   JOIN authorities a ON a.id = ap.authority_id
   WHERE ap.revoked_at IS NULL AND (ap.expires_at IS NULL OR ap.expires_at > now())
     AND a.revoked_at IS NULL AND NOT a.is_deleted AND (a.expires_at IS NULL OR a.expires_at > now())
-    AND ($2::bigint IS NULL OR a.device_id = $2) AND ($3::bigint IS NULL OR a.user_id = $3)
+    AND ($2::bigint IS NULL OR a.device_id = $2) AND ($3::bigint IS NULL OR ap.user_id = $3)
     AND ($4::int IS NULL OR ap.permission_id = $4)
     AND NOT EXISTS (SELECT 1 FROM access_path_uses u WHERE u.kind = 'a' AND u.path_id = ap.id AND u.last_used_at >= $1)
 `;

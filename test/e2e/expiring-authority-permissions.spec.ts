@@ -264,6 +264,11 @@ describe('expiring authority permissions', () => {
     await expect(
       sql("UPDATE authority_permissions SET expires_at = expires_at + interval '1 day' WHERE id = $1", [ids[LIST]]),
     ).rejects.toThrow(/append-only/);
+    // Nor may a revocation carry another change with it (the expiry, the holder).
+    for (const change of ["expires_at = now() + interval '1 day'", 'user_id = user_id + 1'])
+      await expect(
+        sql(`UPDATE authority_permissions SET revoked_at = now(), ${change} WHERE id = $1`, [ids[LIST]]),
+      ).rejects.toThrow(/append-only/);
     const later = new Date((await dbNow()).getTime() + 3_600_000);
     const held = await grantExpiring('devices.read', later);
     await expect(grantExpiring('devices.read', later)).rejects.toMatchObject({ code: 'AUTHORITY_PERMISSION_EXISTS' });
