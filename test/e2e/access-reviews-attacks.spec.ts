@@ -9,26 +9,12 @@ import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
 import { caller } from '../support/requests.js';
+import type { ReviewItem } from '../support/access-reviews.js';
 import { testCachePrefix } from '../support/test-env.js';
 
 const BASE = '/v1/admin/access-reviews';
 const DAY = 86_400_000;
 const inAWeek = (): string => new Date(Date.now() + 7 * DAY).toISOString();
-
-interface Item {
-  id: number;
-  user_id: number;
-  device_id: number | null;
-  permission_code: string | null;
-  decided_by: string;
-  authority_id: number | null;
-  grant_id: number | null;
-  authority_permission_id: number | null;
-  last_used_at: string | null;
-  recommendation: string;
-  revocable: boolean;
-  decision: string | null;
-}
 
 interface Review {
   state: string;
@@ -100,7 +86,7 @@ describe('access reviews: attacks', () => {
     expect(job.state).toBe('succeeded');
     return res.body.data;
   }
-  const itemsOf = async (id: number, who: Caller = root, query = ''): Promise<Item[]> =>
+  const itemsOf = async (id: number, who: Caller = root, query = ''): Promise<ReviewItem[]> =>
     (await caller(t, who).get(`${BASE}/${id}/items?page_size=100${query}`).expect(200)).body.data;
   const detail = async (id: number): Promise<Review> =>
     (await caller(t, root).get(`${BASE}/${id}`).expect(200)).body.data;
@@ -793,7 +779,7 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
     // one item kept by decision
     const [kept] = (
       await caller(u, root).get(`${BASE}/${id}/items?page_size=1&decision=none&user_id=${users[0]?.id}`).expect(200)
-    ).body.data as Item[];
+    ).body.data as ReviewItem[];
     await caller(u, root)
       .post(`${BASE}/${id}/decisions`, { items: [{ item_id: kept?.id, decision: 'keep' }] })
       .expect(200);

@@ -5,28 +5,11 @@ import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
 import { caller } from '../support/requests.js';
+import type { ReviewItem } from '../support/access-reviews.js';
 import { testCachePrefix } from '../support/test-env.js';
 
 const BASE = '/v1/admin/access-reviews';
 const DAY = 86_400_000;
-
-interface Item {
-  id: number;
-  user_id: number;
-  device_id: number | null;
-  permission_code: string | null;
-  decided_by: string;
-  authority_id: number | null;
-  grant_id: number | null;
-  authority_permission_id: number | null;
-  last_used_at: string | null;
-  recommendation: string;
-  revocable: boolean;
-  decision: string | null;
-  note: string | null;
-  reviewer_id: number | null;
-  decided_at: string | null;
-}
 
 /** A device with its owner, a delegate holding two rights, and a user holding a grant. */
 async function reviewWorld(): Promise<{
@@ -82,7 +65,7 @@ describe('access reviews: certification campaigns', () => {
     expect(job.state).toBe('succeeded');
     return res.body.data;
   }
-  const itemsOf = async (id: number, who: Caller = root, query = ''): Promise<Item[]> =>
+  const itemsOf = async (id: number, who: Caller = root, query = ''): Promise<ReviewItem[]> =>
     (await caller(t, who).get(`${BASE}/${id}/items?page_size=100${query}`).expect(200)).body.data;
 
   it('snapshots the device’s rights, takes decisions, and the close revokes exactly the revoke items', async () => {
