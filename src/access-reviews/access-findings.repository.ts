@@ -39,14 +39,16 @@ export class AccessFindingsRepository {
    * from the device's authorities and sort (walking the granted-at index for them could pass most
    * of a million paths first); otherwise each kind streams in index order, a user's from the index
    * of its holder's live rows by granted-at (migration `authority-permission-holders`).
-   * `countOver` false skips the count (the caller knows it is past the cap: `total` is then -1).
+   * `count`: `capped` counts up to the cap (one past it means "more"), `exact` counts every path
+   * (`count=exact`, part 2), `none` skips the count (the caller knows it is past the cap: `total`
+   * is then -1).
    */
   async page(
     filter: FindingsFilter,
     direction: 'asc' | 'desc',
     offset: number,
     limit: number,
-    countOver = true,
+    count: 'capped' | 'exact' | 'none' = 'capped',
   ): Promise<{ rows: FindingRow[]; total: number }> {
     const dir = direction === 'asc' ? 'ASC' : 'DESC';
     const order =
@@ -74,12 +76,17 @@ export class AccessFindingsRepository {
          ORDER BY ${order} LIMIT $6 OFFSET $7`,
         [...params, offset + limit, limit, offset],
       ),
-      countOver
-        ? this.uow.reader.query<{ n: string }[]>(
-            `SELECT count(*) AS n FROM ((${GRANTS} LIMIT $5) UNION ALL (${AUTHORITY_PERMISSIONS} LIMIT $5) LIMIT $5) c`,
-            [...params, EXACT_UP_TO + 1],
-          )
-        : Promise.resolve([{ n: '-1' }]),
+      count === 'none'
+        ? Promise.resolve([{ n: '-1' }])
+        : count === 'exact'
+          ? this.uow.reader.query<{ n: string }[]>(
+              `SELECT count(*) AS n FROM ((${GRANTS}) UNION ALL (${AUTHORITY_PERMISSIONS})) c`,
+              params,
+            )
+          : this.uow.reader.query<{ n: string }[]>(
+              `SELECT count(*) AS n FROM ((${GRANTS} LIMIT $5) UNION ALL (${AUTHORITY_PERMISSIONS} LIMIT $5) LIMIT $5) c`,
+              [...params, EXACT_UP_TO + 1],
+            ),
     ]);
     return { rows, total: Number(counted[0]?.n ?? 0) };
   }
