@@ -7,6 +7,7 @@ import { AuthContextService } from '../platform/auth/auth-context.service.js';
 import { rankRefusal } from './access-review-decisions.service.js';
 import { updateStamp } from '../platform/audit/actor-stamps.js';
 import { permissionCodeOf } from '../platform/auth/permissions.js';
+import { roleById } from '../platform/auth/roles.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
 import { ApiError } from '../platform/http/api-error.js';
@@ -126,13 +127,23 @@ export class AccessReviewClose implements OnModuleInit {
       const revoking = chunk.filter(
         (item) => item.kind !== 'o' && (item.decision ?? review.default_decision) === 'revoke',
       );
-      // An undecided grant revoked by the default is the closer's write on its user: the rank
-      // rule of a manual revoke (a reviewer's revoke was judged when it was decided).
+      // Revoking a grant is a write on its user, judged by the rank rule of a manual revoke at
+      // the write: an undecided grant revoked by the default against the closer's role, a
+      // reviewer's revoke against the reviewer's role now (judged at the decision too, but either
+      // role may have changed since: a user promoted above its reviewer keeps the grant).
       const closer = await this.contexts.subjectOf(currentActorId() ?? 0);
       const refused = new Set(
         revoking
-          .filter((item) => item.kind === 'g' && item.decision === null)
-          .filter((item) => closer === undefined || rankRefusal(closer, item) !== undefined)
+          .filter((item) => item.kind === 'g')
+          .filter((item) => {
+            if (item.decision === null) return closer === undefined || rankRefusal(closer, item) !== undefined;
+            const role = item.reviewer_role_id === null ? undefined : roleById(item.reviewer_role_id);
+            return (
+              item.reviewer_id === null ||
+              role === undefined ||
+              rankRefusal({ user_id: item.reviewer_id, role }, item) !== undefined
+            );
+          })
           .map((item) => item.id),
       );
       const reason = `access review ${id}`;

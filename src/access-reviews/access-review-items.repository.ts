@@ -56,6 +56,9 @@ export interface ItemFacts {
   readonly authority_id: number | null;
   readonly decision: ReviewDecision | null;
   readonly user_role_id: number;
+  /** Who decided it (null: undecided), and that user's role now (deleted or not). */
+  readonly reviewer_id: number | null;
+  readonly reviewer_role_id: number | null;
 }
 
 export type Outcome = 'revoked' | 'kept' | 'failed';
@@ -92,9 +95,11 @@ const SNAPSHOT = `
   ORDER BY device_id NULLS FIRST, user_id, kind DESC, path_id
   ON CONFLICT (review_id, kind, path_id) DO NOTHING`;
 
-// The user's role, for the rank rule on a grant's item (read with the facts, judged at the decision).
-const FACTS = `id, review_id, kind, path_id, user_id, device_id, permission_id, authority_id, decision,
-  (SELECT usr.role_id FROM users usr WHERE usr.id = access_review_items.user_id) AS user_role_id`;
+// The user's role, for the rank rule on a grant's item (judged at the decision, and again at the
+// close: roles may have changed in between), and the reviewer's.
+const FACTS = `id, review_id, kind, path_id, user_id, device_id, permission_id, authority_id, decision, reviewer_id,
+  (SELECT usr.role_id FROM users usr WHERE usr.id = access_review_items.user_id) AS user_role_id,
+  (SELECT usr.role_id FROM users usr WHERE usr.id = access_review_items.reviewer_id) AS reviewer_role_id`;
 
 /** The items of access reviews: the snapshot, the decisions and the close's outcomes. */
 @Injectable()
@@ -245,6 +250,7 @@ export class AccessReviewItemsRepository {
       user_id: Number(row.user_id),
       device_id: toId(row.device_id),
       authority_id: toId(row.authority_id),
+      reviewer_id: toId(row.reviewer_id),
     }));
   }
 }
