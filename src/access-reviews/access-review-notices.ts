@@ -68,10 +68,19 @@ export class AccessReviewNotices implements OnModuleInit {
     this.queue.scheduleEvery('access-review-notices', '* * * * *');
   }
 
-  /** Every campaign's notices that are due; answers how many reviewers were told. */
+  /**
+   * Every campaign's notices that are due; answers how many reviewers were told. Each campaign on
+   * its own: one whose batch keeps failing (its cursor stays, the next run tries again) holds up
+   * neither the campaigns after it nor their due reminders.
+   */
   async sendDue(): Promise<number> {
     let told = 0;
-    for (const id of await this.reviews.withNoticesDue(DUE_NOTICE_HOURS)) told += await this.send(id);
+    for (const id of await this.reviews.withNoticesDue(DUE_NOTICE_HOURS)) {
+      told += await this.send(id).catch((error: unknown) => {
+        this.logger.warn({ msg: 'access review notices deferred', access_review_id: id, err: String(error) });
+        return 0;
+      });
+    }
     return told;
   }
 
