@@ -215,15 +215,51 @@ describe('CacheAside single-flight: concurrent misses of one key share one load 
     const first = users.get(1);
     await slowLoad.arrived;
     // A write commits while the first load (its snapshot taken) is still under way.
-    db.write(1, 'alice v2');
+    const written = db.write(1, 'alice v2');
     // The second read's lookup is sent now, reads nothing, and comes back only after that load ended.
     const slowLookup = store.park('answer');
     const second = users.get(1);
     await slowLookup.arrived;
+    // The write answers once its refresh is in the cache, as every write does.
+    await users.refresh(1, written);
     slowLoad.release();
     expect(await first).toMatchObject({ value: { name: 'alice', version: 1 } });
     slowLookup.release();
+    // Not the first load's version 1: the cache, asked once more, holds the write's version 2.
     expect(await second).toMatchObject({ value: { name: 'alice v2', version: 2 }, cache: 'miss' });
+    expect(db.load).toHaveBeenCalledTimes(1);
+  });
+
+  it('a miss sent after a load began and answered after its fill looks again and takes the fill: one load', async () => {
+    const { store, cache, db, users } = setup(alice);
+    const slowLoad = db.holdNextLoad();
+    const first = users.get(1);
+    await slowLoad.arrived;
+    const slowLookup = store.park('answer');
+    const late = users.get(1);
+    await slowLookup.arrived;
+    slowLoad.release();
+    expect(await first).toMatchObject({ value: alice, cache: 'miss' });
+    slowLookup.release();
+    expect(await late).toMatchObject({ value: alice, cache: 'miss' });
+    expect(db.load).toHaveBeenCalledTimes(1);
+    expect(cache.stats.loads).toBe(1);
+  });
+
+  it('the second lookup finding nothing readable loads (a corrupted or foreign entry is never served)', async () => {
+    const { store, db, users } = setup(alice);
+    const slowLoad = db.holdNextLoad();
+    const first = users.get(1);
+    await slowLoad.arrived;
+    const slowLookup = store.park('answer');
+    const late = users.get(1);
+    await slowLookup.arrived;
+    slowLoad.release();
+    await first;
+    // Between the fill and the second lookup, the entry is replaced by another record's.
+    await store.setIfNotOlder(keyOf(1), { version: 5, deleted: false, json: JSON.stringify(bobAtVersion1) }, TTL_MS);
+    slowLookup.release();
+    expect(await late).toMatchObject({ value: alice, cache: 'miss' });
     expect(db.load).toHaveBeenCalledTimes(2);
   });
 

@@ -39,9 +39,10 @@ export class CacheAside<T, Id extends string | number = number> {
    * load ends makes a load of its own (measured: 25 loads for 200 concurrent reads on a busy
    * machine instead of 1).
    */
-  private readonly loaded = new Recent<string, { readonly began: number; readonly entry: CacheEntry }>(
-    DECODED_PER_KIND,
-  );
+  private readonly loaded = new Recent<
+    string,
+    { readonly began: number; readonly ended: number; readonly entry: CacheEntry }
+  >(DECODED_PER_KIND);
 
   constructor(
     private readonly cache: CacheEntries,
@@ -122,9 +123,31 @@ export class CacheAside<T, Id extends string | number = number> {
     if (running !== undefined) return running;
     const last = asked === undefined ? undefined : this.loaded.get(key);
     if (last !== undefined && asked !== undefined && last.began > asked) return Promise.resolve(last.entry);
+    // A load that began before this lookup was sent cannot be taken, but if it ended after, its
+    // fill may simply have reached the cache behind the lookup: the cache is asked once more (a
+    // write answered before that second lookup has replaced or tombstoned the entry by then, as
+    // every write does before it answers), and only a second miss loads.
+    if (last !== undefined && asked !== undefined && fill && last.ended >= asked) return this.lookAgain(key, id);
+    return this.loadShared(key, id, fill);
+  }
+
+  private loadShared(key: string, id: Id, fill: boolean): Promise<CacheEntry | undefined> {
+    const running = this.inflight.get(key);
+    if (running !== undefined) return running;
     const loading = this.loadAlone(key, id, fill).finally(() => this.inflight.delete(key));
     this.inflight.set(key, loading);
     return loading;
+  }
+
+  /** The second lookup of a read that just missed a fill: a readable entry of this record, or a load. */
+  private async lookAgain(key: string, id: Id): Promise<CacheEntry | undefined> {
+    const again = await this.cache.get(key);
+    const entry = again.entry;
+    if (entry !== undefined && !isTombstone(entry)) {
+      const value = this.decodeOnce(key, entry.json);
+      if (value !== undefined && (this.idOf === undefined || this.idOf(value) === id)) return entry;
+    }
+    return this.loadShared(key, id, again.ok);
   }
 
   private async loadAlone(key: string, id: Id, fill: boolean): Promise<CacheEntry | undefined> {
@@ -132,7 +155,7 @@ export class CacheAside<T, Id extends string | number = number> {
     const began = performance.now();
     const entry = await this.load(id);
     if (entry !== undefined && fill) await this.cache.put(key, entry, false);
-    if (entry !== undefined) this.loaded.set(key, { began, entry });
+    if (entry !== undefined) this.loaded.set(key, { began, ended: performance.now(), entry });
     return entry;
   }
 }
