@@ -87,10 +87,13 @@ export class AuthContextService {
     extra: readonly string[],
   ): Promise<{ context: AuthContext; prefetched: Prefetched | undefined }> {
     if (!isSessionId(sessionId)) throw sessionInvalid('unknown_session');
+    // When the lookup was sent: a miss takes a load that began after it (a stampede of one session's
+    // requests after its entry expired makes one load, as for every projection).
+    const asked = performance.now();
     const lookup = await this.cache.getMany([this.sessions.key(sessionId), this.users.key(userId), ...extra]);
     const [session, user] = await Promise.all([
-      this.sessions.settle(sessionId, { ok: lookup.ok, entry: lookup.entries[0] }),
-      this.users.settle(userId, { ok: lookup.ok, entry: lookup.entries[1] }),
+      this.sessions.settle(sessionId, { ok: lookup.ok, entry: lookup.entries[0] }, asked),
+      this.users.settle(userId, { ok: lookup.ok, entry: lookup.entries[1] }, asked),
     ]);
     // Nothing to hand on when the route names no projection or the cache could not be asked.
     const prefetched =
