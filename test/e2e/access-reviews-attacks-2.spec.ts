@@ -200,19 +200,21 @@ describe('access reviews, second round: holders and findings', () => {
     ];
     await createAuthority(expired ?? 0, user.user.id, {
       permissions: codes,
-      expiresAt: new Date(Date.now() + 2_000),
+      // Expired already (an authority may be written with any expiry): no wait for an instant.
+      expiresAt: new Date(Date.now() - 60_000),
     });
     await createAuthority(inactive ?? 0, user.user.id, { permissions: codes, isActive: false });
     await sql('UPDATE authorities SET revoked_at = now(), is_active = false WHERE id = $1', [gone[0]]);
     await sql('UPDATE authorities SET is_deleted = true, deleted_at = now() WHERE id = $1', [gone[1]]);
-    // on the live authority: one revoked, one expiring later, one that expires at once; uses old and new
+    // on the live authority: one revoked, one expiring later, one expired already; uses old and new
     const aps = await sql<{ id: string; permission_id: number }>(
       'SELECT id, permission_id FROM authority_permissions WHERE authority_id = $1 ORDER BY id',
       [liveAuthority],
     );
     await sql('UPDATE authority_permissions SET revoked_at = now() WHERE id = $1', [aps[0]?.id]);
     await sql(
-      "INSERT INTO authority_permissions (authority_id, permission_id, expires_at) VALUES ($1, $2, now() + interval '1 day'), ($1, $3, now() + interval '1 second')",
+      `INSERT INTO authority_permissions (authority_id, permission_id, granted_at, expires_at)
+       VALUES ($1, $2, now(), now() + interval '1 day'), ($1, $3, now() - interval '2 days', now() - interval '1 day')`,
       [liveAuthority, permissionId('authorities.create'), permissionId('authorities.delete')],
     );
     await sql(
@@ -230,7 +232,6 @@ describe('access reviews, second round: holders and findings', () => {
       "INSERT INTO access_path_uses (kind, path_id, last_used_at) VALUES ('g', $1, now() - interval '1 day') ON CONFLICT (kind, path_id) DO UPDATE SET last_used_at = EXCLUDED.last_used_at",
       [grants[1]],
     );
-    await new Promise((resolve) => setTimeout(resolve, 2_100));
 
     const bruteForce = async (days: number, permission: number | null, direction: 'asc' | 'desc') => {
       const rows = await sql<{ kind: string; id: string }>(
