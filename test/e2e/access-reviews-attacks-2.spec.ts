@@ -10,7 +10,7 @@ import { loadSettings } from '../../src/platform/config/settings.js';
 import { dataSourceOptions, runMigrations } from '../../src/platform/database/data-source.js';
 import { runInRequestContext } from '../../src/platform/http/request-context.js';
 import { actor, permissionId, type Caller } from '../support/auth.js';
-import { startApp, type TestApp } from '../support/app.js';
+import { startApp, useApp, type TestApp } from '../support/app.js';
 import { runCli } from '../support/cli.js';
 import { sql, sqlOn } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
@@ -68,18 +68,11 @@ async function onlyRevokeBody(url: string): Promise<string> {
 }
 
 describe('access reviews, second round: holders and findings', () => {
-  const schema = jobsSchema();
-  let t: TestApp;
-  let root: Caller;
-  beforeAll(async () => {
-    t = await startApp({
-      widgets: false,
-      cachePrefix: testCachePrefix('ar-attacks-2'),
-      env: { JOBS_SCHEMA: schema, JOB_WORKERS: 'true' },
-    });
-    root = await actor('super_admin');
+  const app = useApp({
+    widgets: false,
+    cachePrefix: testCachePrefix('ar-attacks-2'),
+    env: { JOBS_SCHEMA: jobsSchema(), JOB_WORKERS: 'true' },
   });
-  afterAll(() => t.close());
 
   // Held: the API grant, the bulk grant (inline and as a job), an approved access request and
   // direct SQL all get the authority's user as holder; a holder given by hand is overridden.
@@ -89,20 +82,20 @@ describe('access reviews, second round: holders and findings', () => {
     const device = (await createDevice({ ownerId: owner.user.id })).id;
     const authority = await createAuthority(device, holder.user.id);
     const ap = '/v1/admin/authority-permissions';
-    await caller(t, root)
+    await caller(app.t, app.root)
       .post(ap, { authority_id: authority, permission_id: permissionId('devices.read') })
       .expect(201);
-    await caller(t, root)
+    await caller(app.t, app.root)
       .post(`${ap}/bulk-grant`, { items: [{ authority_id: authority, permission_id: permissionId('devices.update') }] })
       .expect(200);
-    const job = await caller(t, root)
+    const job = await caller(app.t, app.root)
       .post(`${ap}/bulk-grant`, {
         items: [{ authority_id: authority, permission_id: permissionId('authorities.revoke') }],
       })
       .set('Prefer', 'respond-async')
       .expect(202);
-    expect((await waitForJob(t, root.auth, job.body.data.job_id)).state).toBe('succeeded');
-    const asked = await caller(t, holder)
+    expect((await waitForJob(app.t, app.root.auth, job.body.data.job_id)).state).toBe('succeeded');
+    const asked = await caller(app.t, holder)
       .post('/v1/admin/access-requests', {
         device_id: device,
         permission_id: permissionId('authorities.read'),
@@ -110,7 +103,7 @@ describe('access reviews, second round: holders and findings', () => {
         duration_seconds: 3600,
       })
       .expect(201);
-    await caller(t, owner).post(`/v1/admin/access-requests/${asked.body.data.id}/approve`, {}).expect(200);
+    await caller(app.t, owner).post(`/v1/admin/access-requests/${asked.body.data.id}/approve`, {}).expect(200);
     // by hand, naming another user (or none) as holder: the trigger puts the authority's user
     const [stranger] = await sql<{ id: number }>('SELECT $1::bigint AS id', [owner.user.id]);
     await sql('INSERT INTO authority_permissions (authority_id, permission_id, user_id) VALUES ($1, $2, $3)', [
@@ -168,7 +161,10 @@ describe('access reviews, second round: holders and findings', () => {
       ).rejects.toThrow(/append-only|null value|DEFAULT/);
     }
     await expect(sql('DELETE FROM authority_permissions WHERE id = $1', [id])).rejects.toThrow();
-    await sql('UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = $1', [id, root.user.id]);
+    await sql('UPDATE authority_permissions SET revoked_at = now(), revoked_by = $2 WHERE id = $1', [
+      id,
+      app.root.user.id,
+    ]);
     await expect(sql('UPDATE authority_permissions SET revoked_at = now() WHERE id = $1', [id])).rejects.toThrow(
       /append-only/,
     );
@@ -255,7 +251,7 @@ describe('access reviews, second round: holders and findings', () => {
       const keys: string[] = [];
       const totals: [number, boolean][] = [];
       for (let page = 1; page <= 10; page += 1) {
-        const res = await caller(t, root)
+        const res = await caller(app.t, app.root)
           .get(`${FINDINGS}?user_id=${user.user.id}&page_size=2&page=${page}${query}`)
           .expect(200);
         totals.push([res.body.meta.total, res.body.meta.total_exact]);
@@ -322,7 +318,9 @@ describe('access reviews, second round: holders and findings', () => {
     );
     try {
       const total = async (query = ''): Promise<[number, boolean]> => {
-        const res = await caller(t, root).get(`${FINDINGS}?user_id=${user.user.id}&page_size=1${query}`).expect(200);
+        const res = await caller(app.t, app.root)
+          .get(`${FINDINGS}?user_id=${user.user.id}&page_size=1${query}`)
+          .expect(200);
         return [res.body.meta.total, res.body.meta.total_exact];
       };
       expect(await total()).toEqual([10_001, false]);
@@ -333,7 +331,7 @@ describe('access reviews, second round: holders and findings', () => {
         'SELECT id FROM authority_permissions WHERE user_id = $1 ORDER BY id LIMIT 17',
         [user.user.id],
       );
-      const bulk = await caller(t, root)
+      const bulk = await caller(app.t, app.root)
         .post('/v1/admin/authority-permissions/bulk-revoke', {
           items: (
             await sql<{ authority_id: string; permission_id: number }>(

@@ -3,7 +3,7 @@ import { AccessReviewNotices } from '../../src/access-reviews/access-review-noti
 import { AccessReviewSnapshot } from '../../src/access-reviews/access-review-snapshot.js';
 import { AccessUses } from '../../src/platform/auth/access-uses.js';
 import { actor, createUser, permissionId, type Caller } from '../support/auth.js';
-import { startApp, type TestApp } from '../support/app.js';
+import { startApp, useApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
@@ -58,42 +58,37 @@ const revokeAudits = async (type: 'authority_permission' | 'permission_grant', i
 
 /** Attacks on the access-review campaigns of part 6.16, against the real app with job workers. */
 describe('access reviews: attacks', () => {
-  const schema = jobsSchema();
-  let t: TestApp;
-  let root: Caller;
+  const app = useApp({
+    widgets: false,
+    cachePrefix: testCachePrefix('ar-attacks'),
+    env: { JOBS_SCHEMA: jobsSchema(), JOB_WORKERS: 'true' },
+  });
   let admin: Caller;
   beforeAll(async () => {
-    t = await startApp({
-      widgets: false,
-      cachePrefix: testCachePrefix('ar-attacks'),
-      env: { JOBS_SCHEMA: schema, JOB_WORKERS: 'true' },
-    });
-    root = await actor('super_admin');
     admin = await actor('admin');
   });
-  afterAll(() => t.close());
 
   async function opened(
     scope: object,
     extra: object = {},
-    who: Caller = root,
+    who: Caller = app.root,
   ): Promise<{ id: number; job_id: string }> {
-    const res = await caller(t, who)
+    const res = await caller(app.t, who)
       .post(BASE, { name: 'attack', scope, default_decision: 'keep', due_at: inAWeek(), ...extra })
       .expect(202);
-    const job = await waitForJob(t, who.auth, res.body.data.job_id);
+    const job = await waitForJob(app.t, who.auth, res.body.data.job_id);
     expect(job.state).toBe('succeeded');
     return res.body.data;
   }
-  const itemsOf = async (id: number, who: Caller = root, query = ''): Promise<ReviewItem[]> =>
-    (await caller(t, who).get(`${BASE}/${id}/items?page_size=100${query}`).expect(200)).body.data;
+  const itemsOf = async (id: number, who: Caller = app.root, query = ''): Promise<ReviewItem[]> =>
+    (await caller(app.t, who).get(`${BASE}/${id}/items?page_size=100${query}`).expect(200)).body.data;
   const detail = async (id: number): Promise<Review> =>
-    (await caller(t, root).get(`${BASE}/${id}`).expect(200)).body.data;
+    (await caller(app.t, app.root).get(`${BASE}/${id}`).expect(200)).body.data;
   const decide = (id: number, who: Caller, items: object[]) =>
-    caller(t, who).post(`${BASE}/${id}/decisions`, { items });
-  async function closed(id: number, who: Caller = root): Promise<Review> {
-    const close = await caller(t, who).post(`${BASE}/${id}/close`, {}).expect(202);
-    expect((await waitForJob(t, who.auth, close.body.data.job_id)).state).toBe('succeeded');
+    caller(app.t, who).post(`${BASE}/${id}/decisions`, { items });
+  async function closed(id: number, who: Caller = app.root): Promise<Review> {
+    const close = await caller(app.t, who).post(`${BASE}/${id}/close`, {}).expect(202);
+    expect((await waitForJob(app.t, who.auth, close.body.data.job_id)).state).toBe('succeeded');
     return detail(id);
   }
   /** The counts as the items say they are. */
@@ -216,7 +211,7 @@ describe('access reviews: attacks', () => {
     expect(owned).toMatchObject({ decided_by: 'device_owner', revocable: false, recommendation: 'keep' });
     const res = await decide(review.id, world.delegate, [{ item_id: owned?.id, decision: 'revoke' }]).expect(200);
     expect(res.body.data.results[0].error.code).toBe('ACCESS_REVIEW_ITEM_NOT_REVOCABLE');
-    const rootTry = await decide(review.id, root, [{ item_id: owned?.id, decision: 'revoke' }]).expect(200);
+    const rootTry = await decide(review.id, app.root, [{ item_id: owned?.id, decision: 'revoke' }]).expect(200);
     expect(rootTry.body.data.results[0].error.code).toBe('ACCESS_REVIEW_ITEM_NOT_REVOCABLE');
     await decide(review.id, world.delegate, [{ item_id: owned?.id, decision: 'keep' }]).expect(200);
     // default revoke never reaches an owner's authority either
@@ -229,7 +224,7 @@ describe('access reviews: attacks', () => {
     const world = await deviceWorld();
     const one = await opened({ device_ids: [world.device] });
     const two = await opened({ device_ids: [world.device] });
-    const [foreign] = await itemsOf(two.id, root, '&user_id=' + world.delegate.user.id);
+    const [foreign] = await itemsOf(two.id, app.root, '&user_id=' + world.delegate.user.id);
     const res = await decide(one.id, admin, [
       { item_id: foreign?.id, decision: 'revoke' },
       { item_id: 9_000_000_000, decision: 'keep' },
@@ -245,28 +240,28 @@ describe('access reviews: attacks', () => {
   it('refuses decisions on cancelled/closed campaigns and illegal transitions', async () => {
     const world = await deviceWorld();
     const review = await opened({ device_ids: [world.device] });
-    const [item] = await itemsOf(review.id, root, '&user_id=' + world.delegate.user.id);
-    const cancelled = await caller(t, root).post(`${BASE}/${review.id}/cancel`, {}).expect(200);
+    const [item] = await itemsOf(review.id, app.root, '&user_id=' + world.delegate.user.id);
+    const cancelled = await caller(app.t, app.root).post(`${BASE}/${review.id}/cancel`, {}).expect(200);
     expect(cancelled.body.data.state).toBe('cancelled');
     const late = await decide(review.id, admin, [{ item_id: item?.id, decision: 'revoke' }]).expect(409);
     expect(late.body.error).toMatchObject({ code: 'INVALID_STATE_TRANSITION', details: { from: 'cancelled' } });
-    await caller(t, root).post(`${BASE}/${review.id}/close`, {}).expect(409); // cancel then close
-    await caller(t, root).post(`${BASE}/${review.id}/cancel`, {}).expect(409); // cancel twice
+    await caller(app.t, app.root).post(`${BASE}/${review.id}/close`, {}).expect(409); // cancel then close
+    await caller(app.t, app.root).post(`${BASE}/${review.id}/cancel`, {}).expect(409); // cancel twice
     expect(await apLive(item?.authority_permission_id ?? null)).toBe(true);
 
     // close then cancel, and two closes at once
     const next = await opened({ device_ids: [world.device] });
     const [first, second] = await Promise.all([
-      caller(t, root).post(`${BASE}/${next.id}/close`, {}),
-      caller(t, admin).post(`${BASE}/${next.id}/close`, {}),
+      caller(app.t, app.root).post(`${BASE}/${next.id}/close`, {}),
+      caller(app.t, admin).post(`${BASE}/${next.id}/close`, {}),
     ]);
     expect([first.status, second.status].sort()).toEqual([202, 409]);
     const won = first.status === 202 ? first : second;
-    await caller(t, root).post(`${BASE}/${next.id}/cancel`, {}).expect(409);
-    await waitForJob(t, root.auth, won.body.data.job_id);
+    await caller(app.t, app.root).post(`${BASE}/${next.id}/cancel`, {}).expect(409);
+    await waitForJob(app.t, app.root.auth, won.body.data.job_id);
     expect(await detail(next.id)).toMatchObject({ state: 'closed', result: { revoked: 0, kept: 3, failed: 0 } });
-    await caller(t, root).post(`${BASE}/${next.id}/cancel`, {}).expect(409);
-    await caller(t, root).post(`${BASE}/${next.id}/close`, {}).expect(409);
+    await caller(app.t, app.root).post(`${BASE}/${next.id}/cancel`, {}).expect(409);
+    await caller(app.t, app.root).post(`${BASE}/${next.id}/close`, {}).expect(409);
     const events = await sql<{ type: string }>(
       "SELECT type FROM events WHERE resource_type = 'access_review' AND resource_id = $1 ORDER BY id",
       [String(review.id)],
@@ -292,12 +287,12 @@ describe('access reviews: attacks', () => {
       const items = await itemsOf(review.id);
       expect(items).toHaveLength(4);
       const requests = items.map((item) => decide(review.id, admin, [{ item_id: item.id, decision: 'revoke' }]));
-      const closing = caller(t, root).post(`${BASE}/${review.id}/close`, {});
+      const closing = caller(app.t, app.root).post(`${BASE}/${review.id}/close`, {});
       // Interleave: the close goes out between the decisions.
       const answers = await Promise.all([requests[0], requests[1], closing, requests[2], requests[3]]);
       const close = answers[2];
       expect(close?.status).toBe(202);
-      await waitForJob(t, root.auth, close?.body.data.job_id);
+      await waitForJob(app.t, app.root.auth, close?.body.data.job_id);
       const decisions = [answers[0], answers[1], answers[3], answers[4]];
       const after = await itemsOf(review.id);
       let landed = 0;
@@ -334,7 +329,7 @@ describe('access reviews: attacks', () => {
       ).expect(200);
       expect((await detail(review.id)).counts).toEqual(await countsOfItems(review.id));
     }
-    const reviewers = [admin, root, world.owner];
+    const reviewers = [admin, app.root, world.owner];
     await Promise.all(
       Array.from({ length: 15 }, (_, n) =>
         decide(
@@ -362,20 +357,20 @@ describe('access reviews: attacks', () => {
     const grant = items.find((item) => item.decided_by === 'permission_grant');
     expect(grant?.grant_id).toBe(oldGrant);
 
-    await caller(t, root).delete(`/v1/admin/authority-permissions/${ap?.authority_permission_id}`).expect(200);
-    const regranted = await caller(t, root)
+    await caller(app.t, app.root).delete(`/v1/admin/authority-permissions/${ap?.authority_permission_id}`).expect(200);
+    const regranted = await caller(app.t, app.root)
       .post('/v1/admin/authority-permissions', {
         authority_id: world.authority,
         permission_id: permissionId('devices.read'),
       })
       .expect(201);
-    await caller(t, root)
+    await caller(app.t, app.root)
       .post('/v1/admin/permission-grants/revoke', {
         user_id: holder.user.id,
         permission_id: permissionId('audit.read'),
       })
       .expect(200);
-    await caller(t, root)
+    await caller(app.t, app.root)
       .post('/v1/admin/permission-grants/grant', { user_id: holder.user.id, permission_id: permissionId('audit.read') })
       .expect(201);
     const [newGrant] = await sql<{ id: number; revoked_at: Date | null }>(
@@ -454,7 +449,7 @@ describe('access reviews: attacks', () => {
     ];
     const before = (await sql<{ n: number }>('SELECT count(*)::int AS n FROM access_reviews'))[0]?.n;
     for (const [body, status, code] of bad) {
-      const res = await caller(t, root).post(BASE, body);
+      const res = await caller(app.t, app.root).post(BASE, body);
       expect([JSON.stringify(body).slice(0, 120), res.status, res.body.error?.code]).toEqual([
         JSON.stringify(body).slice(0, 120),
         status,
@@ -464,7 +459,7 @@ describe('access reviews: attacks', () => {
     // a deleted user in the scope is missing too
     const gone = await createUser({ role: 'viewer' });
     await sql('UPDATE users SET is_deleted = true WHERE id = $1', [gone.id]);
-    await caller(t, root)
+    await caller(app.t, app.root)
       .post(BASE, { ...good, scope: { user_ids: [gone.id] } })
       .expect(404);
     // duplicates in the scope are stored once, sorted
@@ -480,7 +475,7 @@ describe('access reviews: attacks', () => {
   it('refuses hostile decision bodies', async () => {
     const world = await deviceWorld();
     const review = await opened({ device_ids: [world.device] });
-    const [item] = await itemsOf(review.id, root, '&user_id=' + world.delegate.user.id);
+    const [item] = await itemsOf(review.id, app.root, '&user_id=' + world.delegate.user.id);
     const bad: object[] = [
       {},
       { items: [] },
@@ -495,13 +490,13 @@ describe('access reviews: attacks', () => {
       { items: 'all' },
     ];
     for (const body of bad) {
-      const res = await caller(t, root).post(`${BASE}/${review.id}/decisions`, body);
+      const res = await caller(app.t, app.root).post(`${BASE}/${review.id}/decisions`, body);
       expect([JSON.stringify(body).slice(0, 80), res.status]).toEqual([JSON.stringify(body).slice(0, 80), 400]);
     }
-    await caller(t, root).post(`${BASE}/${review.id}/close`, { force: true }).expect(400);
-    await caller(t, root).get(`${BASE}/${review.id}/items?decision=maybe`).expect(400);
-    await caller(t, root).get(`${BASE}/${review.id}/items?color=red`).expect(400);
-    await caller(t, root).get(`${BASE}/abc/items`).expect(400);
+    await caller(app.t, app.root).post(`${BASE}/${review.id}/close`, { force: true }).expect(400);
+    await caller(app.t, app.root).get(`${BASE}/${review.id}/items?decision=maybe`).expect(400);
+    await caller(app.t, app.root).get(`${BASE}/${review.id}/items?color=red`).expect(400);
+    await caller(app.t, app.root).get(`${BASE}/abc/items`).expect(400);
     expect((await detail(review.id)).counts.decided).toBe(0);
   });
 
@@ -514,20 +509,20 @@ describe('access reviews: attacks', () => {
     const member = await actor('member');
     const body = { name: 'x', default_decision: 'keep', due_at: inAWeek() };
     for (const who of [viewer, operator]) {
-      expect((await caller(t, who).post(BASE, body).expect(403)).body.error.code).toBe('PERMISSION_DENIED');
-      expect((await caller(t, who).post(`${BASE}/${review.id}/close`, {}).expect(403)).body.error.code).toBe(
+      expect((await caller(app.t, who).post(BASE, body).expect(403)).body.error.code).toBe('PERMISSION_DENIED');
+      expect((await caller(app.t, who).post(`${BASE}/${review.id}/close`, {}).expect(403)).body.error.code).toBe(
         'PERMISSION_DENIED',
       );
-      expect((await caller(t, who).post(`${BASE}/${review.id}/cancel`, {}).expect(403)).body.error.code).toBe(
+      expect((await caller(app.t, who).post(`${BASE}/${review.id}/cancel`, {}).expect(403)).body.error.code).toBe(
         'PERMISSION_DENIED',
       );
-      await caller(t, who).get(BASE).expect(200);
-      await caller(t, who).get(`${BASE}/${review.id}`).expect(200);
+      await caller(app.t, who).get(BASE).expect(200);
+      await caller(app.t, who).get(`${BASE}/${review.id}`).expect(200);
       // they see the campaign, and none of its items (no decide anywhere)
       expect(await itemsOf(review.id, who)).toEqual([]);
     }
     for (const path of [BASE, `${BASE}/${review.id}`, `${BASE}/${review.id}/items`])
-      expect((await caller(t, member).get(path).expect(403)).body.error.code).toBe('ROLE_FORBIDDEN');
+      expect((await caller(app.t, member).get(path).expect(403)).body.error.code).toBe('ROLE_FORBIDDEN');
     // a viewer without decide anywhere deciding: refused item by item
     const [item] = await itemsOf(review.id);
     const res = await decide(review.id, viewer, [{ item_id: item?.id, decision: 'keep' }]);
@@ -541,15 +536,15 @@ describe('access reviews: attacks', () => {
     const world = await deviceWorld();
     const review = await opened({ device_ids: [world.device] }, {}, admin);
     const otherAdmin = await actor('admin');
-    const close = await caller(t, otherAdmin).post(`${BASE}/${review.id}/close`, {}).expect(202);
-    const job = await waitForJob(t, otherAdmin.auth, close.body.data.job_id);
+    const close = await caller(app.t, otherAdmin).post(`${BASE}/${review.id}/close`, {}).expect(202);
+    const job = await waitForJob(app.t, otherAdmin.auth, close.body.data.job_id);
     expect(job).toMatchObject({ state: 'succeeded', created_by: otherAdmin.user.id });
     expect(job.result).toMatchObject({ access_review_id: review.id, revoked: 0, kept: 3, failed: 0 });
     for (const jobId of [review.job_id, close.body.data.job_id]) {
-      await caller(t, root).get(`/v1/admin/jobs/${jobId}`).expect(200);
-      await caller(t, admin).get(`/v1/admin/jobs/${jobId}`).expect(200);
+      await caller(app.t, app.root).get(`/v1/admin/jobs/${jobId}`).expect(200);
+      await caller(app.t, admin).get(`/v1/admin/jobs/${jobId}`).expect(200);
       for (const who of [world.owner, await actor('viewer')]) {
-        const res = await caller(t, who).get(`/v1/admin/jobs/${jobId}`).expect(404);
+        const res = await caller(app.t, who).get(`/v1/admin/jobs/${jobId}`).expect(404);
         expect(res.body.error.code).toBe('JOB_NOT_FOUND');
       }
     }
@@ -574,14 +569,14 @@ describe('access reviews: attacks', () => {
     await decide(review.id, admin, [{ item_id: ap?.id, decision: 'revoke' }]).expect(200);
     expect((await detail(review.id)).counts).toMatchObject({ decided: 1, revoke: 1 });
     expect((await itemsOf(review.id)).find((item) => item.id === ap?.id)?.decision).toBe('revoke');
-    expect(await itemsOf(review.id, root, '&decision=none')).toHaveLength(1);
+    expect(await itemsOf(review.id, app.root, '&decision=none')).toHaveLength(1);
     // the delegate uses its path: the item shows the use and recommends keep
-    await caller(t, world.delegate).get(`/v1/admin/devices/${world.device}`).expect(200);
-    await t.app.get(AccessUses).flush();
+    await caller(app.t, world.delegate).get(`/v1/admin/devices/${world.device}`).expect(200);
+    await app.t.app.get(AccessUses).flush();
     const used = (await itemsOf(review.id)).find((item) => item.id === ap?.id);
     expect(used?.last_used_at).not.toBeNull();
     expect(used?.recommendation).toBe('keep');
-    expect(await itemsOf(review.id, root, '&recommendation=revoke')).toEqual([]);
+    expect(await itemsOf(review.id, app.root, '&recommendation=revoke')).toEqual([]);
   });
 
   // Scope filters of the snapshot: device_ids leave out grants; only non-device permissions leave out owners.
@@ -619,7 +614,7 @@ describe('access reviews: attacks', () => {
   // The due notice: sent once per reviewer even when the notice runs race; none when due within a day at open.
   it('sends the due notice once, and none for a campaign due within a day', async () => {
     const world = await deviceWorld(['access_reviews.decide']);
-    const notices = t.app.get(AccessReviewNotices);
+    const notices = app.t.app.get(AccessReviewNotices);
     const told = async (id: number, userId: number): Promise<string[]> =>
       (
         await sql<{ title: string }>(
@@ -643,7 +638,7 @@ describe('access reviews: attacks', () => {
     expect(await told(soon.id, world.delegate.user.id)).toEqual(['Access review opened']);
     // a cancelled campaign tells no one any more
     const cancelled = await opened({ device_ids: [world.device] });
-    await caller(t, root).post(`${BASE}/${cancelled.id}/cancel`, {}).expect(200);
+    await caller(app.t, app.root).post(`${BASE}/${cancelled.id}/cancel`, {}).expect(200);
     await sql("UPDATE access_reviews SET due_at = now() + interval '1 hour' WHERE id = $1", [cancelled.id]);
     await notices.sendDue();
     expect(await told(cancelled.id, world.delegate.user.id)).toEqual(['Access review opened']);
@@ -655,19 +650,22 @@ describe('access reviews: attacks', () => {
     const world = await deviceWorld();
     const review = await opened({ device_ids: [world.device] });
     const listed = async (state: string): Promise<number[]> =>
-      (await caller(t, root).get(`${BASE}?state=${state}&page_size=100`).expect(200)).body.data.map(
+      (await caller(app.t, app.root).get(`${BASE}?state=${state}&page_size=100`).expect(200)).body.data.map(
         (row: { id: number }) => row.id,
       );
     expect(await listed('open')).toContain(review.id);
     await listed('open');
-    const etag = (await caller(t, root).get(`${BASE}/${review.id}`).expect(200)).headers.etag as string;
+    const etag = (await caller(app.t, app.root).get(`${BASE}/${review.id}`).expect(200)).headers.etag as string;
     const [item] = await itemsOf(review.id);
     await decide(review.id, admin, [{ item_id: item?.id, decision: 'keep' }]).expect(200);
-    const stale = await caller(t, root).post(`${BASE}/${review.id}/cancel`, {}).set('If-Match', etag).expect(412);
+    const stale = await caller(app.t, app.root)
+      .post(`${BASE}/${review.id}/cancel`, {})
+      .set('If-Match', etag)
+      .expect(412);
     expect(stale.body.error.code).toBe('PRECONDITION_FAILED');
-    await caller(t, root).post(`${BASE}/${review.id}/close`, {}).set('If-Match', etag).expect(412);
-    const fresh = (await caller(t, root).get(`${BASE}/${review.id}`).expect(200)).headers.etag as string;
-    await caller(t, root).post(`${BASE}/${review.id}/cancel`, {}).set('If-Match', fresh).expect(200);
+    await caller(app.t, app.root).post(`${BASE}/${review.id}/close`, {}).set('If-Match', etag).expect(412);
+    const fresh = (await caller(app.t, app.root).get(`${BASE}/${review.id}`).expect(200)).headers.etag as string;
+    await caller(app.t, app.root).post(`${BASE}/${review.id}/cancel`, {}).set('If-Match', fresh).expect(200);
     expect(await listed('open')).not.toContain(review.id);
     expect(await listed('cancelled')).toContain(review.id);
     expect((await detail(review.id)).state).toBe('cancelled');
@@ -696,7 +694,7 @@ describe('access reviews: attacks', () => {
     expect(told).not.toContain(inactive.user.id);
     expect(new Set(told).size).toBe(told.length);
     // the inactive delegate indeed may not decide there
-    const [item] = await itemsOf(review.id, root, '&user_id=' + world.owner.user.id);
+    const [item] = await itemsOf(review.id, app.root, '&user_id=' + world.owner.user.id);
     const res = await decide(review.id, inactive, [{ item_id: item?.id, decision: 'keep' }]).expect(200);
     expect(res.body.data.results[0].error.code).toBe('PERMISSION_DENIED');
   });

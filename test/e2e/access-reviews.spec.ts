@@ -1,6 +1,6 @@
 import { AccessReviewNotices } from '../../src/access-reviews/access-review-notices.js';
 import { actor, permissionId, type Caller } from '../support/auth.js';
-import { startApp, type TestApp } from '../support/app.js';
+import { useApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
@@ -36,21 +36,14 @@ async function reviewWorld(): Promise<{
 
 /** `/access-reviews` (part 6.16): campaigns snapshot, decide, close and revoke. */
 describe('access reviews: certification campaigns', () => {
-  const schema = jobsSchema();
-  let t: TestApp;
-  let root: Caller;
-  beforeAll(async () => {
-    t = await startApp({
-      widgets: false,
-      cachePrefix: testCachePrefix('access-reviews'),
-      env: { JOBS_SCHEMA: schema, JOB_WORKERS: 'true' },
-    });
-    root = await actor('super_admin');
+  const app = useApp({
+    widgets: false,
+    cachePrefix: testCachePrefix('access-reviews'),
+    env: { JOBS_SCHEMA: jobsSchema(), JOB_WORKERS: 'true' },
   });
-  afterAll(() => t.close());
 
   async function opened(scope: object, extra: object = {}): Promise<{ id: number; job_id: string }> {
-    const res = await caller(t, root)
+    const res = await caller(app.t, app.root)
       .post(BASE, {
         name: 'Q4 delegated rights',
         scope,
@@ -61,17 +54,17 @@ describe('access reviews: certification campaigns', () => {
       .expect(202);
     expect(res.body.data).toMatchObject({ state: 'preparing' });
     expect(res.headers.location).toBe(`${BASE}/${res.body.data.id}`);
-    const job = await waitForJob(t, root.auth, res.body.data.job_id);
+    const job = await waitForJob(app.t, app.root.auth, res.body.data.job_id);
     expect(job.state).toBe('succeeded');
     return res.body.data;
   }
-  const itemsOf = async (id: number, who: Caller = root, query = ''): Promise<ReviewItem[]> =>
-    (await caller(t, who).get(`${BASE}/${id}/items?page_size=100${query}`).expect(200)).body.data;
+  const itemsOf = async (id: number, who: Caller = app.root, query = ''): Promise<ReviewItem[]> =>
+    (await caller(app.t, who).get(`${BASE}/${id}/items?page_size=100${query}`).expect(200)).body.data;
 
   it('snapshots the device’s rights, takes decisions, and the close revokes exactly the revoke items', async () => {
     const world = await reviewWorld();
     const review = await opened({ device_ids: [world.device] });
-    const detail = (await caller(t, root).get(`${BASE}/${review.id}`).expect(200)).body.data;
+    const detail = (await caller(app.t, app.root).get(`${BASE}/${review.id}`).expect(200)).body.data;
     expect(detail).toMatchObject({
       id: review.id,
       state: 'open',
@@ -80,7 +73,7 @@ describe('access reviews: certification campaigns', () => {
       counts: { items: 3, decided: 0, keep: 0, revoke: 0, undecided: 3 },
       result: null,
       job_id: review.job_id,
-      created_by: root.user.id,
+      created_by: app.root.user.id,
     });
     // In the contract's order.
     expect(Object.keys(detail.counts)).toEqual(['items', 'decided', 'keep', 'revoke', 'undecided']);
@@ -97,7 +90,7 @@ describe('access reviews: certification campaigns', () => {
 
     // The owner decides on its device: revoke one, keep the other; its own item is refused.
     const owned = items.find((item) => item.decided_by === 'device_owner');
-    const decided = await caller(t, world.owner)
+    const decided = await caller(app.t, world.owner)
       .post(`${BASE}/${review.id}/decisions`, {
         items: [
           { item_id: read?.id, decision: 'revoke', note: 'not needed' },
@@ -108,9 +101,9 @@ describe('access reviews: certification campaigns', () => {
       .expect(200);
     expect(decided.body.data).toMatchObject({ accepted: 3, processed: 2, failed: 1 });
     expect(decided.body.data.results[2]).toMatchObject({ status: 'failed', error: { code: 'SELF_ACTION_FORBIDDEN' } });
-    const counted = (await caller(t, root).get(`${BASE}/${review.id}`).expect(200)).body.data;
+    const counted = (await caller(app.t, app.root).get(`${BASE}/${review.id}`).expect(200)).body.data;
     expect(counted.counts).toEqual({ items: 3, decided: 2, keep: 1, revoke: 1, undecided: 1 });
-    expect(await itemsOf(review.id, root, '&decision=revoke')).toEqual([
+    expect(await itemsOf(review.id, app.root, '&decision=revoke')).toEqual([
       expect.objectContaining({
         id: read?.id,
         decision: 'revoke',
@@ -119,16 +112,16 @@ describe('access reviews: certification campaigns', () => {
       }),
     ]);
 
-    const close = await caller(t, root).post(`${BASE}/${review.id}/close`, {}).expect(202);
-    expect((await waitForJob(t, root.auth, close.body.data.job_id)).state).toBe('succeeded');
-    const closed = (await caller(t, root).get(`${BASE}/${review.id}`).expect(200)).body.data;
+    const close = await caller(app.t, app.root).post(`${BASE}/${review.id}/close`, {}).expect(202);
+    expect((await waitForJob(app.t, app.root.auth, close.body.data.job_id)).state).toBe('succeeded');
+    const closed = (await caller(app.t, app.root).get(`${BASE}/${review.id}`).expect(200)).body.data;
     expect(closed).toMatchObject({ state: 'closed', result: { revoked: 1, kept: 2, failed: 0 } });
     expect(Object.keys(closed.result)).toEqual(['revoked', 'kept', 'failed']);
 
     // The access questions agree: the revoked right is gone, the kept one stays.
     const check = async (code: string): Promise<boolean> =>
       (
-        await caller(t, root)
+        await caller(app.t, app.root)
           .get(`/v1/admin/authz/check?user_id=${world.delegate.user.id}&permission=${code}&device_id=${world.device}`)
           .expect(200)
       ).body.data.allowed;
@@ -156,7 +149,7 @@ describe('access reviews: certification campaigns', () => {
       'access_review.closed',
     ]);
     // Decisions are refused once closed.
-    const late = await caller(t, world.owner)
+    const late = await caller(app.t, world.owner)
       .post(`${BASE}/${review.id}/decisions`, { items: [{ item_id: devices?.id, decision: 'revoke' }] })
       .expect(409);
     expect(late.body.error).toMatchObject({ code: 'INVALID_STATE_TRANSITION', details: { from: 'closed' } });
@@ -174,15 +167,15 @@ describe('access reviews: certification campaigns', () => {
         device_id: null,
       }),
     ]);
-    await caller(t, root)
+    await caller(app.t, app.root)
       .post('/v1/admin/permission-grants/revoke', {
         user_id: world.holder.user.id,
         permission_id: permissionId('audit.read'),
       })
       .expect(200);
-    const close = await caller(t, root).post(`${BASE}/${review.id}/close`, {}).expect(202);
-    await waitForJob(t, root.auth, close.body.data.job_id);
-    const closed = (await caller(t, root).get(`${BASE}/${review.id}`).expect(200)).body.data;
+    const close = await caller(app.t, app.root).post(`${BASE}/${review.id}/close`, {}).expect(202);
+    await waitForJob(app.t, app.root.auth, close.body.data.job_id);
+    const closed = (await caller(app.t, app.root).get(`${BASE}/${review.id}`).expect(200)).body.data;
     expect(closed.result).toEqual({ revoked: 1, kept: 0, failed: 0 });
     const revokes = await sql<{ n: number }>(
       "SELECT count(*)::int AS n FROM audit_events WHERE action = 'permission_grant.revoke' AND resource_id = $1",
@@ -200,7 +193,7 @@ describe('access reviews: certification campaigns', () => {
     );
     const recipients = told.map((row) => Number(row.user_id));
     expect(recipients).toContain(world.owner.user.id);
-    expect(recipients).toContain(root.user.id);
+    expect(recipients).toContain(app.root.user.id);
     expect(recipients).not.toContain(world.delegate.user.id);
   });
 
@@ -215,7 +208,7 @@ describe('access reviews: certification campaigns', () => {
           [world.owner.user.id, String(id)],
         )
       ).map((row) => row.title);
-    const notices = t.app.get(AccessReviewNotices);
+    const notices = app.t.app.get(AccessReviewNotices);
     await notices.sendDue();
     expect(await titles(later.id)).toEqual(['Access review opened: Q4 delegated rights']);
     expect(await titles(soon.id)).toEqual(['Access review opened: Q4 delegated rights']);
@@ -234,23 +227,23 @@ describe('access reviews: certification campaigns', () => {
     const world = await reviewWorld();
     const review = await opened({ device_ids: [world.device] }, { default_decision: 'revoke' });
     const [item] = (await itemsOf(review.id)).filter((entry) => entry.revocable);
-    await caller(t, world.owner)
+    await caller(app.t, world.owner)
       .post(`${BASE}/${review.id}/decisions`, { items: [{ item_id: item?.id, decision: 'revoke' }] })
       .expect(200);
-    const current = await caller(t, root).get(`${BASE}/${review.id}`).expect(200);
-    await caller(t, root).post(`${BASE}/${review.id}/cancel`, {}).set('If-Match', '"1"').expect(412);
-    const cancelled = await caller(t, root)
+    const current = await caller(app.t, app.root).get(`${BASE}/${review.id}`).expect(200);
+    await caller(app.t, app.root).post(`${BASE}/${review.id}/cancel`, {}).set('If-Match', '"1"').expect(412);
+    const cancelled = await caller(app.t, app.root)
       .post(`${BASE}/${review.id}/cancel`, {})
       .set('If-Match', current.headers.etag as string)
       .expect(200);
     expect(cancelled.body.data).toMatchObject({ state: 'cancelled', result: null });
     for (const action of ['close', 'cancel'])
-      expect((await caller(t, root).post(`${BASE}/${review.id}/${action}`, {}).expect(409)).body.error.details).toEqual(
-        {
-          from: 'cancelled',
-          action,
-        },
-      );
+      expect(
+        (await caller(app.t, app.root).post(`${BASE}/${review.id}/${action}`, {}).expect(409)).body.error.details,
+      ).toEqual({
+        from: 'cancelled',
+        action,
+      });
     const [live] = await sql<{ n: number }>(
       'SELECT count(*)::int AS n FROM authority_permissions WHERE authority_id = $1 AND revoked_at IS NULL',
       [world.authority],
