@@ -129,36 +129,27 @@ export class AccessReviewItemsRepository {
   /** Takes the snapshot; answers how many items it holds. */
   async snapshot(tx: Tx, reviewId: number, scope: SnapshotScope): Promise<number> {
     const nullable = (ids: readonly number[] | null): number[] | null => (ids === null ? null : [...ids]);
-    await tx.write(ITEMS, SNAPSHOT, [
-      reviewId,
-      nullable(scope.deviceIds),
-      nullable(scope.permissionIds),
-      nullable(scope.userIds),
-      scope.owners,
-    ]);
-    const [row] = await tx.db.query<{ n: number }[]>(
-      'SELECT count(*)::int AS n FROM access_review_items WHERE review_id = $1',
-      [reviewId],
+    // Counted as inserted: the snapshot is taken once, in the transaction that opens the campaign.
+    const [row] = await tx.write<{ n: number }[]>(
+      ITEMS,
+      `WITH taken AS (${SNAPSHOT} RETURNING 1) SELECT count(*)::int AS n FROM taken`,
+      [reviewId, nullable(scope.deviceIds), nullable(scope.permissionIds), nullable(scope.userIds), scope.owners],
     );
     return row?.n ?? 0;
   }
 
   /** The items a decision names, of any campaign, without locks (for what never changes: device, user, kind). */
   async readFacts(ids: readonly number[]): Promise<ItemFacts[]> {
-    return this.facts(
-      this.uow.reader.query<ItemFacts[]>(`SELECT ${FACTS} FROM access_review_items WHERE id = ANY($1::bigint[])`, [
-        [...ids],
-      ]),
-    );
+    return this.uow.reader.query<ItemFacts[]>(`SELECT ${FACTS} FROM access_review_items WHERE id = ANY($1::bigint[])`, [
+      [...ids],
+    ]);
   }
 
   /** The items a decision names, of any campaign, under their row locks. */
   async lockFacts(tx: Tx, ids: readonly number[]): Promise<ItemFacts[]> {
-    return this.facts(
-      tx.db.query<ItemFacts[]>(
-        `SELECT ${FACTS} FROM access_review_items WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`,
-        [[...ids]],
-      ),
+    return tx.db.query<ItemFacts[]>(
+      `SELECT ${FACTS} FROM access_review_items WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`,
+      [[...ids]],
     );
   }
 
@@ -179,11 +170,9 @@ export class AccessReviewItemsRepository {
 
   /** The next items the close has not settled, under their row locks. */
   async unsettled(tx: Tx, reviewId: number, limit: number): Promise<ItemFacts[]> {
-    return this.facts(
-      tx.db.query<ItemFacts[]>(
-        `SELECT ${FACTS} FROM access_review_items WHERE review_id = $1 AND outcome IS NULL ORDER BY id LIMIT $2 FOR UPDATE`,
-        [reviewId, limit],
-      ),
+    return tx.db.query<ItemFacts[]>(
+      `SELECT ${FACTS} FROM access_review_items WHERE review_id = $1 AND outcome IS NULL ORDER BY id LIMIT $2 FOR UPDATE`,
+      [reviewId, limit],
     );
   }
 
@@ -238,19 +227,5 @@ export class AccessReviewItemsRepository {
       [reviewId, [...roleIds], decideId, activeId, after, limit],
     );
     return rows.map((row) => Number(row.id));
-  }
-
-  private async facts(rows: Promise<ItemFacts[]>): Promise<ItemFacts[]> {
-    const toId = (value: unknown): number | null => (value === null ? null : Number(value));
-    return (await rows).map((row) => ({
-      ...row,
-      id: Number(row.id),
-      review_id: Number(row.review_id),
-      path_id: Number(row.path_id),
-      user_id: Number(row.user_id),
-      device_id: toId(row.device_id),
-      authority_id: toId(row.authority_id),
-      reviewer_id: toId(row.reviewer_id),
-    }));
   }
 }
