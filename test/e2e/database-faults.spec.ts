@@ -18,7 +18,7 @@ describe('database unreachable (through a proxy this test owns)', () => {
     await proxy.open();
     const viaProxy = new URL(testDatabaseUrl());
     viaProxy.host = `127.0.0.1:${proxy.port}`;
-    t = await startApp({ redisUrl: null, databaseUrl: viaProxy.toString(), env: { DB_CONNECT_TIMEOUT_MS: '500' } });
+    t = await startApp({ redisUrl: null, databaseUrl: viaProxy.toString() });
   });
   afterAll(async () => {
     await proxy.cut();

@@ -71,7 +71,7 @@ describe('the database refuses the service (part 1): every refusal is 503 with t
       redisUrl: null,
       widgets: false,
       databaseUrl: url,
-      env: { DB_CONNECT_TIMEOUT_MS: '500', DB_POOL_SIZE: '1', CACHE_EPOCH_POLL_MS: '60000' },
+      env: { DB_POOL_SIZE: '1', CACHE_EPOCH_POLL_MS: '60000' },
     });
   });
 
