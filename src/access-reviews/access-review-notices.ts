@@ -88,37 +88,41 @@ export class AccessReviewNotices implements OnModuleInit {
    * The notices due of one campaign, a batch per transaction; answers how many were told. Who is
    * next is found before the campaign's lock is taken (a query over the campaign's devices, which
    * decisions must not wait for); under the lock the batch is sent only if nobody moved the cursor
-   * meanwhile, else the next look finds where it now is.
+   * meanwhile. The next batch is planned from the campaign as read under that lock, never from a
+   * replica again, so a lagging replica cannot make this loop spin.
    */
   async send(reviewId: number): Promise<number> {
     let told = 0;
-    for (;;) {
-      const planned = nextRound(await this.reviews.peek(reviewId));
-      if (planned === undefined) break;
+    let review = await this.reviews.peek(reviewId);
+    for (let planned = nextRound(review); planned !== undefined; planned = nextRound(review)) {
+      const round = planned;
       const reviewers = await this.items.reviewers(
         reviewId,
         DECIDING_ROLES,
         DECIDE_ID,
         USER_STATUS.active,
-        planned.through,
+        round.through,
         BATCH,
       );
-      told += await this.uow.run(async (tx) => {
-        const review = await this.reviews.progress(tx, reviewId);
-        const now = nextRound(review);
-        if (review === undefined || now?.round !== planned.round || now.through !== planned.through) return 0;
-        for (const userId of reviewers) await this.messages.notify(tx, notice(planned.round, userId, review));
-        const last = reviewers.at(-1) ?? planned.through;
-        const done = reviewers.length < BATCH;
-        await this.reviews.patch(
-          tx,
-          reviewId,
-          planned.round === 'open'
-            ? { open_notices_through: last, open_notices_done: done }
-            : { due_notices_through: last, due_notices_done: done },
-        );
-        return reviewers.length;
+      const step = await this.uow.run(async (tx) => {
+        const locked = await this.reviews.progress(tx, reviewId);
+        const now = nextRound(locked);
+        if (locked === undefined || now?.round !== round.round || now.through !== round.through)
+          return { told: 0, review: locked };
+        for (const userId of reviewers) await this.messages.notify(tx, notice(round.round, userId, locked));
+        const cursor = {
+          through: String(reviewers.at(-1) ?? round.through),
+          done: reviewers.length < BATCH,
+        };
+        const moved =
+          round.round === 'open'
+            ? { open_notices_through: cursor.through, open_notices_done: cursor.done }
+            : { due_notices_through: cursor.through, due_notices_done: cursor.done };
+        await this.reviews.patch(tx, reviewId, moved);
+        return { told: reviewers.length, review: { ...locked, ...moved } };
       });
+      told += step.told;
+      review = step.review;
     }
     if (told > 0) this.logger.log({ msg: 'told reviewers of an access review', access_review_id: reviewId, told });
     return told;
