@@ -16,7 +16,16 @@ export async function waitForJob(
 ): Promise<{ state: string; [key: string]: unknown }> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const response = await t.http().get(`/v1/admin/jobs/${jobId}`).set('Authorization', auth).expect(200);
+    const response = await t.http().get(`/v1/admin/jobs/${jobId}`).set('Authorization', auth);
+    // A 503 says "retry shortly" (part 1): a poller does, as a portal would. On a machine busy
+    // with two test runs, a job lookup can wait longer than DB_CONNECT_TIMEOUT_MS for a connection
+    // of the queue's pool while its workers poll.
+    if (response.status === 503 && Date.now() < until) {
+      await sleep(Number(response.headers['retry-after'] ?? 1) * 1000);
+      continue;
+    }
+    if (response.status !== 200)
+      throw new Error(`GET /jobs/${jobId} answered ${response.status}: ${JSON.stringify(response.body)}`);
     const job = response.body.data as { state: string };
     if (job.state === 'succeeded' || job.state === 'failed') return job;
     if (Date.now() > until) throw new Error(`job ${jobId} still ${job.state} after ${timeoutMs} ms`);
