@@ -33,6 +33,17 @@ export interface Notice {
 
 /** How long a client should wait before polling a new push job. */
 const POLL_AFTER_SECONDS = 1;
+/** `inbox_messages.title` holds 1–200 characters (code points, as PostgreSQL counts them). */
+const TITLE_MAX = 200;
+
+/**
+ * A notice's title within the inbox's limit: a title built around a user's text (a campaign's
+ * name of up to 200 characters) is cut with an ellipsis rather than failing its transaction.
+ */
+function fitTitle(title: string): string {
+  const characters = [...title];
+  return characters.length <= TITLE_MAX ? title : `${characters.slice(0, TITLE_MAX - 1).join('')}…`;
+}
 
 /** Inbox messages (part 6.7); each write keeps the recipient's read state and counts in step. */
 @Injectable()
@@ -89,7 +100,7 @@ export class MessagesService {
       user_id: notice.user_id,
       conversation_id: null,
       type: notice.type,
-      title: notice.title,
+      title: fitTitle(notice.title),
       body: notice.body,
       data: JSON.stringify(notice.data),
       ...creationStamp(),

@@ -223,6 +223,27 @@ describe('access reviews: certification campaigns', () => {
     expect(await titles(soon.id)).toHaveLength(1);
   });
 
+  it('a campaign named to the 200-character limit still tells its reviewers (the title is cut to the inbox’s 200)', async () => {
+    const world = await reviewWorld();
+    const name = `Q4 ${'é'.repeat(190)} rights`; // 200 characters; the title's prefix makes it longer
+    const review = await opened({ device_ids: [world.device] }, { name });
+    await sql("UPDATE access_reviews SET due_at = now() + interval '23 hours' WHERE id = $1", [review.id]);
+    await app.t.app.get(AccessReviewNotices).sendDue();
+    const told = await sql<{ title: string; body: string }>(
+      "SELECT title, body FROM inbox_messages WHERE user_id = $1 AND type = 'access_review' AND data->>'access_review_id' = $2 ORDER BY id",
+      [world.owner.user.id, String(review.id)],
+    );
+    const cut = (prefix: string): string => `${prefix}${[...name].slice(0, 200 - prefix.length - 1).join('')}…`;
+    expect(told.map((row) => row.title)).toEqual([cut('Access review opened: '), cut('Access review due soon: ')]);
+    expect(told.map((row) => [...row.title].length)).toEqual([200, 200]);
+    expect(told[0]?.body).toContain(`Access review ${review.id} is open`);
+    const [progress] = await sql<{ open_notices_done: boolean; due_notices_done: boolean }>(
+      'SELECT open_notices_done, due_notices_done FROM access_reviews WHERE id = $1',
+      [review.id],
+    );
+    expect(progress).toEqual({ open_notices_done: true, due_notices_done: true });
+  });
+
   it('cancel ends an open campaign with no effect; it cannot be closed or decided after', async () => {
     const world = await reviewWorld();
     const review = await opened({ device_ids: [world.device] }, { default_decision: 'revoke' });
