@@ -1,4 +1,4 @@
-import { actor, createUser, permissionId, tokenFor, type Caller } from '../support/auth.js';
+import { createUser, permissionId, tokenFor, type Caller } from '../support/auth.js';
 import { useApp } from '../support/app.js';
 import { accessWorld, askFor, noticesOf, trailOf, worldCounts } from '../support/access-requests.js';
 import { sql } from '../support/db.js';
@@ -106,7 +106,7 @@ describe('access governance, round 3', () => {
       // The one good ask is the only write; the request is still pending.
       expect((await caller(app.t, app.root).get(`${REQUESTS}/${id}`).expect(200)).body.data.state).toBe('pending');
       const after = await worldCounts(world);
-      expect(after.access_requests - before.access_requests).toBe(1);
+      expect(Number(after.access_requests) - Number(before.access_requests)).toBe(1);
       expect(after.authority_permissions).toBe(before.authority_permissions);
     });
 
@@ -127,7 +127,9 @@ describe('access governance, round 3', () => {
         default_decision: 'keep',
         due_at: inAWeek(),
       });
-      const [{ n: reviewsAfter } = { n: 0 }] = await sql<{ n: number }>('SELECT count(*)::int AS n FROM access_reviews');
+      const [{ n: reviewsAfter } = { n: 0 }] = await sql<{ n: number }>(
+        'SELECT count(*)::int AS n FROM access_reviews',
+      );
       const review = await opened({ device_ids: [world.device] });
       const item = (await itemsOf(review.id, app.root, `&user_id=${world.operator.user.id}`))[0];
       const decide = await caller(app.t, app.root).post(`${REVIEWS}/${review.id}/decisions`, {
@@ -217,7 +219,9 @@ describe('access governance, round 3', () => {
       const review = await opened({ device_ids: [world.device] }, { name: emoji(200) });
       const item = (await itemsOf(review.id, app.root, `&user_id=${world.operator.user.id}`))[0];
       const decided = await caller(app.t, app.root)
-        .post(`${REVIEWS}/${review.id}/decisions`, { items: [{ item_id: item?.id, decision: 'keep', note: emoji(500) }] })
+        .post(`${REVIEWS}/${review.id}/decisions`, {
+          items: [{ item_id: item?.id, decision: 'keep', note: emoji(500) }],
+        })
         .expect(200);
       expect(decided.body.data.processed).toBe(1);
       await caller(app.t, app.root)
@@ -239,7 +243,9 @@ describe('access governance, round 3', () => {
         [{ duration_seconds: 2147483648 }, 400],
         [{ device_id: 9007199254740991 }, 404],
       ] as const)
-        await caller(app.t, world.operator).post(REQUESTS, askFor(world, 'authorities.read', extra)).expect(status);
+        await caller(app.t, world.operator)
+          .post(REQUESTS, askFor(world, 'authorities.read', extra))
+          .expect(status);
       const huge = await caller(app.t, app.root)
         .post(`${REVIEWS}/${review.id}/decisions`, { items: [{ item_id: 9007199254740991, decision: 'keep' }] })
         .expect(200);
@@ -260,9 +266,7 @@ describe('access governance, round 3', () => {
       const operator = await activeUser('operator');
       const device = (await createDevice({ ownerId: member.user.id })).id;
       await createAuthority(device, operator.user.id);
-      const ask = await caller(app.t, operator)
-        .post(REQUESTS, askFor({ device }, 'authorities.read'))
-        .expect(201);
+      const ask = await caller(app.t, operator).post(REQUESTS, askFor({ device }, 'authorities.read')).expect(201);
       expect(ask.body.data.approvers).not.toContain(member.user.id);
       expect(await noticesOf(member.user.id, ask.body.data.id)).toEqual([]);
     });
@@ -307,7 +311,10 @@ describe('access governance, round 3', () => {
         [app.root, 'deny'],
         [world.operator, 'cancel'],
       ] as const) {
-        const res = await caller(app.t, who).post(`${REQUESTS}/${id}/${path}`, path === 'deny' ? { reason: 'late' } : {});
+        const res = await caller(app.t, who).post(
+          `${REQUESTS}/${id}/${path}`,
+          path === 'deny' ? { reason: 'late' } : {},
+        );
         expect([path, res.status, res.body.error?.code, res.body.error?.details?.from]).toEqual([
           path,
           409,
@@ -316,6 +323,58 @@ describe('access governance, round 3', () => {
         ]);
       }
       expect((await trailOf(id)).audit).toEqual(['access_request.created']);
+    });
+
+    it('close and cancel at once: exactly one wins; a cancelled campaign revokes nothing', async () => {
+      const world = await accessWorld(['devices.read', 'authorities.read']);
+      const review = await opened({ device_ids: [world.device] }, { default_decision: 'revoke' });
+      const [close, cancel] = await Promise.all([
+        caller(app.t, app.root).post(`${REVIEWS}/${review.id}/close`, {}),
+        caller(app.t, app.root).post(`${REVIEWS}/${review.id}/cancel`, {}),
+      ]);
+      expect([close.status, cancel.status].sort()).toEqual(close.status === 202 ? [202, 409] : [200, 409]);
+      if (close.status === 202) {
+        expect((await waitForJob(app.t, app.root.auth, close.body.data.job_id)).state).toBe('succeeded');
+        const detail = (await caller(app.t, app.root).get(`${REVIEWS}/${review.id}`).expect(200)).body.data;
+        expect([detail.state, detail.result.revoked]).toEqual(['closed', 2]);
+      } else {
+        expect(cancel.body.data.state).toBe('cancelled');
+        const [live] = await sql<{ n: number }>(
+          'SELECT count(*)::int AS n FROM authority_permissions WHERE authority_id = $1 AND revoked_at IS NULL',
+          [world.authority],
+        );
+        expect(live?.n).toBe(2);
+      }
+    });
+
+    it('a delegate whose access_reviews.decide was just revoked decides nothing at its next call (no stale right)', async () => {
+      const owner = await activeUser('operator');
+      const reviewer = await activeUser('operator');
+      const subject = await activeUser('operator');
+      const device = (await createDevice({ ownerId: owner.user.id })).id;
+      const reviewerAuthority = await createAuthority(device, reviewer.user.id, {
+        permissions: ['access_reviews.decide', 'access_reviews.read'],
+      });
+      await createAuthority(device, subject.user.id, { permissions: ['devices.read'] });
+      const review = await opened({ device_ids: [device] });
+      const item = (await itemsOf(review.id, app.root, `&user_id=${subject.user.id}`))[0];
+      // The reviewer decides once (its context and the device's set are cached now)…
+      const first = await caller(app.t, reviewer)
+        .post(`${REVIEWS}/${review.id}/decisions`, { items: [{ item_id: item?.id, decision: 'keep' }] })
+        .expect(200);
+      expect(first.body.data.processed).toBe(1);
+      // …loses the right through the API…
+      const [ap] = await sql<{ id: number }>(
+        'SELECT id FROM authority_permissions WHERE authority_id = $1 AND permission_id = $2 AND revoked_at IS NULL',
+        [reviewerAuthority, permissionId('access_reviews.decide')],
+      );
+      await caller(app.t, app.root).delete(`/v1/admin/authority-permissions/${ap?.id}`).expect(200);
+      // …and its very next decision is refused.
+      const second = await caller(app.t, reviewer)
+        .post(`${REVIEWS}/${review.id}/decisions`, { items: [{ item_id: item?.id, decision: 'revoke' }] })
+        .expect(200);
+      expect(second.body.data.results[0].error?.code).toBe('PERMISSION_DENIED');
+      expect((await itemsOf(review.id, reviewer)).length).toBe(0);
     });
   });
 });
