@@ -1,6 +1,14 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+// class-validator's length rules do not count U+FE0E/U+FE0F; the columns' CHECKs do.
+const LENGTH_RULES = {
+  name: 'class-validator',
+  importNames: ['Length', 'MaxLength', 'MinLength'],
+  message:
+    'Import Length, MaxLength and MinLength from src/platform/http/text-length.ts: they count characters as PostgreSQL does.',
+};
+
 export default tseslint.config(
   {
     ignores: [
@@ -26,6 +34,7 @@ export default tseslint.config(
       '@typescript-eslint/no-extraneous-class': 'off',
       // `_name` marks a parameter kept for its place in a signature; rest siblings drop fields.
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', ignoreRestSiblings: true }],
+      'no-restricted-imports': ['error', { paths: [LENGTH_RULES] }],
     },
   },
   // The platform floor (src/platform/) imports no feature: features register into it (bulk kinds,
@@ -38,6 +47,7 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
+          paths: [LENGTH_RULES],
           patterns: [
             {
               regex: `^(\\.\\./){${depth + 1}}(?!\\.\\./migrations/)`,

@@ -198,7 +198,8 @@ export class AccessReviewItemsRepository {
   }
 
   /**
-   * Who may be told of a campaign: active users, after `after` in id order, allowed
+   * Who may be told of a campaign: active users of a role with admin access (`adminRoleIds`: a
+   * member's every admin call is 403, whatever it holds), after `after` in id order, allowed
    * `access_reviews.decide` by an admin role (`roleIds`) or a live grant (`decideId`), or holding
    * a live, active authority (an inactive one allows nothing: part 5) on a device of its items
    * that is the owner's or carries the permission.
@@ -210,10 +211,11 @@ export class AccessReviewItemsRepository {
     activeId: number,
     after: number,
     limit: number,
+    adminRoleIds: readonly number[],
   ): Promise<number[]> {
     const rows = await this.uow.reader.query<{ id: string }[]>(
       `SELECT usr.id FROM users usr
-       WHERE NOT usr.is_deleted AND usr.status_id = $4 AND usr.id > $5
+       WHERE NOT usr.is_deleted AND usr.status_id = $4 AND usr.id > $5 AND usr.role_id = ANY($7::int[])
          AND (usr.role_id = ANY($2::int[])
               OR EXISTS (SELECT 1 FROM permission_grants g WHERE g.user_id = usr.id AND g.permission_id = $3
                            AND g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now()))
@@ -224,7 +226,7 @@ export class AccessReviewItemsRepository {
                                   AND ap.permission_id = $3 AND ap.revoked_at IS NULL
                                   AND (ap.expires_at IS NULL OR ap.expires_at > now())))))
        ORDER BY usr.id LIMIT $6`,
-      [reviewId, [...roleIds], decideId, activeId, after, limit],
+      [reviewId, [...roleIds], decideId, activeId, after, limit, [...adminRoleIds]],
     );
     return rows.map((row) => Number(row.id));
   }

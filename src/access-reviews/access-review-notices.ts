@@ -17,6 +17,8 @@ const BATCH = 100;
 const DECIDE = 'access_reviews.decide';
 const DECIDE_ID = permissionIdOf(DECIDE) ?? 0;
 const DECIDING_ROLES = ROLES.filter((role) => role.admin_access && role.permissions.has(DECIDE)).map((role) => role.id);
+/** Only these roles reach the admin API at all: a member owning a device in scope is not told. */
+const ADMIN_ROLES = ROLES.filter((role) => role.admin_access).map((role) => role.id);
 
 type Round = 'open' | 'due';
 
@@ -103,6 +105,7 @@ export class AccessReviewNotices implements OnModuleInit {
         USER_STATUS.active,
         round.through,
         BATCH,
+        ADMIN_ROLES,
       );
       const step = await this.uow.run(async (tx) => {
         const locked = await this.reviews.progress(tx, reviewId);

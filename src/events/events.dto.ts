@@ -1,7 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ApiResourceId } from '../audit-events/audit-event.dto.js';
 import { Type } from 'class-transformer';
-import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+import { MaxLength } from '../platform/http/text-length.js';
 
 /** An event type: the audit action (`authority.revoke`) or a worker event (`push.failed`). */
 export const EVENT_TYPE = /^[a-z_]+\.[a-z_]+$/;

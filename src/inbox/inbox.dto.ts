@@ -7,11 +7,10 @@ import {
   IsObject,
   IsOptional,
   IsString,
-  Length,
   Matches,
-  MaxLength,
   ValidateIf,
 } from 'class-validator';
+import { Length, MaxLength } from '../platform/http/text-length.js';
 import { EachItem } from '../platform/http/bulk-items.js';
 import { IsId } from '../platform/http/id.validators.js';
 import { MaxJsonSize } from '../platform/http/max-json-size.validator.js';

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsString, Length, Matches, MaxLength } from 'class-validator';
+import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
+import { Length, MaxLength } from '../platform/http/text-length.js';
 import { IsId } from '../platform/http/id.validators.js';
 import { AuditedDto } from '../platform/http/openapi/audit-fields.dto.js';
 

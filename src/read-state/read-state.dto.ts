@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsDateString, IsOptional, Length, Matches, ValidateIf } from 'class-validator';
+import { IsBoolean, IsDateString, IsOptional, Matches, ValidateIf } from 'class-validator';
+import { Length } from '../platform/http/text-length.js';
 
 /** One recipient's state of one message (part 6.8). */
 export class ReadStateDto {

@@ -1,15 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import {
-  ArrayMaxSize,
-  ArrayMinSize,
-  IsArray,
-  IsBoolean,
-  IsOptional,
-  IsString,
-  Length,
-  Matches,
-  MaxLength,
-} from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsOptional, IsString, Matches } from 'class-validator';
+import { Length, MaxLength } from '../platform/http/text-length.js';
 import { EVENT_TYPE } from '../events/events.dto.js';
 import { Present } from '../platform/http/validation.js';
 import { AuditedDto } from '../platform/http/openapi/audit-fields.dto.js';

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsInt, IsString, Length, Matches, MaxLength, Min } from 'class-validator';
+import { IsInt, IsString, Matches, Min } from 'class-validator';
+import { Length, MaxLength } from '../../platform/http/text-length.js';
 import { AuditedDto } from '../../platform/http/openapi/audit-fields.dto.js';
 import { IsCatalogueId, IsId } from '../../platform/http/id.validators.js';
 import { Present } from '../../platform/http/validation.js';

@@ -9,13 +9,12 @@ import {
   IsInt,
   IsObject,
   IsString,
-  Length,
   Matches,
   Max,
-  MaxLength,
   Min,
   ValidateNested,
 } from 'class-validator';
+import { Length, MaxLength } from '../../platform/http/text-length.js';
 import { AuditedDto } from '../../platform/http/openapi/audit-fields.dto.js';
 import { IsId } from '../../platform/http/id.validators.js';
 import { EachItem } from '../../platform/http/bulk-items.js';

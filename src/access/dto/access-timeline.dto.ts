@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsOptional, IsString, Matches } from 'class-validator';
+import { MaxLength } from '../../platform/http/text-length.js';
 import { AccessPageQueryDto, SortParam } from './access.dto.js';
 
 /** One gain or loss of a right on a device. */

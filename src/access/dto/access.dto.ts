@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsDefined, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength, ValidateBy } from 'class-validator';
+import { IsDefined, IsIn, IsOptional, IsString, Matches, ValidateBy } from 'class-validator';
+import { MaxLength, MinLength } from '../../platform/http/text-length.js';
 import { isIsoTimestamp } from '../../platform/http/list/list-query.parser.js';
 import { ListMetaDto } from '../../platform/http/openapi/envelope.dto.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../platform/http/list/list-spec.js';

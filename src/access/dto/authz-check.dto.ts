@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
+import { MaxLength } from '../../platform/http/text-length.js';
 import { DENIAL_REASONS, type DenialReason } from '../../platform/auth/access-rules.js';
 import { AccessPathDto, IsMoment } from './access.dto.js';
 

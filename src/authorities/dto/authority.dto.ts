@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsDateString, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsDateString, IsOptional, IsString } from 'class-validator';
+import { MaxLength } from '../../platform/http/text-length.js';
 import { IsId } from '../../platform/http/id.validators.js';
 import { SoftDeletableDto } from '../../platform/http/openapi/audit-fields.dto.js';
 

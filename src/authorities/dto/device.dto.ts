@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsOptional, IsString, Length, Matches, MaxLength, ValidateIf } from 'class-validator';
+import { IsBoolean, IsOptional, IsString, Matches, ValidateIf } from 'class-validator';
+import { Length, MaxLength } from '../../platform/http/text-length.js';
 import { IsId } from '../../platform/http/id.validators.js';
 import { AuthorityDto } from './authority.dto.js';
 import { AuditedDto } from '../../platform/http/openapi/audit-fields.dto.js';

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsOptional, IsString, MaxLength } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsOptional, IsString } from 'class-validator';
+import { MaxLength } from '../../platform/http/text-length.js';
 import { EachItem } from '../../platform/http/bulk-items.js';
 import { IsCatalogueId, IsId } from '../../platform/http/id.validators.js';
 

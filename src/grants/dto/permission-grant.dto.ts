@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
-import { IsDateString, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsDateString, IsOptional, IsString } from 'class-validator';
+import { MaxLength } from '../../platform/http/text-length.js';
 import { IsCatalogueId, IsId } from '../../platform/http/id.validators.js';
 
 /** A user-level grant of one permission (part 6.5); append-only except its revocation stamp. */

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsOptional, IsString } from 'class-validator';
+import { MaxLength } from '../../platform/http/text-length.js';
 
 /** A sign-in session of a user (part 6.1); the token itself is never stored or shown. */
 export class SessionDto {

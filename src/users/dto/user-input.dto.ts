@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsEmail, IsOptional, IsString, Length, Matches, MaxLength } from 'class-validator';
+import { IsEmail, IsOptional, IsString, Matches } from 'class-validator';
+import { Length, MaxLength } from '../../platform/http/text-length.js';
 import { IsCatalogueId } from '../../platform/http/id.validators.js';
 import { Present } from '../../platform/http/validation.js';
 

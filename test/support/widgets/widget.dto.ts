@@ -1,4 +1,5 @@
-import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Length, Max, Min } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { Length } from '../../../src/platform/http/text-length.js';
 
 export const CATEGORIES = ['tool', 'toy', 'part'] as const;
 

@@ -10,22 +10,32 @@ import {
 } from './list-spec.js';
 
 const INTEGER = /^(0|[1-9]\d{0,15})$/;
-const ISO_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,6})?)?(?:Z|[+-](\d{2}):?(\d{2}))$/;
+const ISO_TIMESTAMP =
+  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,6})?)?(?:Z|([+-])(\d{2}):?(\d{2}))$/;
+/** The instants whose ISO form has four year digits: anything else would be answered as `+010000-…`. */
+const FIRST_INSTANT = Date.parse('0000-01-01T00:00:00.000Z');
+const LAST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
 
 /**
- * ISO-8601 date and time with an offset (part 1), a real calendar date, year 0001-9999: what
- * PostgreSQL accepts too, so a filter never reaches the database as an error.
+ * ISO-8601 date and time with an offset (part 1), a real calendar date, year 0001-9999, and an
+ * instant that is still within year 9999 once the offset is applied: what PostgreSQL accepts too,
+ * so a filter never reaches the database as an error, and what every answer can repeat in the
+ * contract's form.
  */
 export function isIsoTimestamp(value: string): boolean {
   const match = ISO_TIMESTAMP.exec(value);
   if (match === null) return false;
-  const [year, month, day, hour, minute, second = 0, offsetHours = 0, offsetMinutes = 0] = match
-    .slice(1)
-    .map((part) => Number(part ?? 0));
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map((part) => Number(part ?? 0));
+  const [sign, offsetHours, offsetMinutes] = [match[7], Number(match[8] ?? 0), Number(match[9] ?? 0)];
   if (year === undefined || month === undefined || day === undefined || year < 1) return false;
-  const date = new Date(Date.UTC(year, month - 1, day));
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
   if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return false;
-  return (hour ?? 0) <= 23 && (minute ?? 0) <= 59 && second <= 59 && offsetHours <= 14 && offsetMinutes <= 59;
+  if ((hour ?? 0) > 23 || (minute ?? 0) > 59 || (second ?? 0) > 59 || offsetHours > 14 || offsetMinutes > 59)
+    return false;
+  date.setUTCHours(hour ?? 0, minute ?? 0, second ?? 0);
+  const instant = date.getTime() - (sign === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000;
+  return instant >= FIRST_INSTANT && instant <= LAST_INSTANT;
 }
 
 class Problems {
