@@ -213,6 +213,60 @@ describe('access governance, round 3', () => {
     });
   });
 
+  describe('dry_run only where a preview exists (part 6.17)', () => {
+    // Found by round 3: `?dry_run=true` on a write that cannot be previewed was ignored like any
+    // unknown query parameter, so "previewing" a deny or a close made it. It is now a 400 naming
+    // the parameter, in any spelling, and nothing is written.
+    it('deny, cancel, close and a bulk grant with dry_run in the query are a 400 and change nothing', async () => {
+      const world = await accessWorld(['devices.read']);
+      const ask = await caller(app.t, world.operator).post(REQUESTS, askFor(world, 'authorities.read')).expect(201);
+      const id = ask.body.data.id as number;
+      const review = await opened({ device_ids: [world.device] });
+      const [authority] = await sql<{ id: number }>('SELECT id FROM authorities WHERE device_id = $1 AND NOT owner', [
+        world.device,
+      ]);
+      const refusals = [
+        [app.root, `${REQUESTS}/${id}/deny?dry_run=true`, { reason: 'no' }, 'dry_run'],
+        [world.operator, `${REQUESTS}/${id}/cancel?DRY_RUN=true`, {}, 'DRY_RUN'],
+        [app.root, `${REVIEWS}/${review.id}/close?dryRun=true`, {}, 'dryRun'],
+        [app.root, `${REVIEWS}/${review.id}/cancel?dry-run=false`, {}, 'dry-run'],
+        [
+          app.root,
+          '/v1/admin/authority-permissions/bulk-grant?dry_run=true',
+          { items: [{ authority_id: authority?.id, permission_id: permissionId('authorities.read') }] },
+          'dry_run',
+        ],
+      ] as const;
+      for (const [who, path, body, name] of refusals) {
+        const res = await caller(app.t, who).post(path, body);
+        expect([path, res.status, res.body.error?.code, res.body.error?.details?.fields]).toEqual([
+          path,
+          400,
+          'VALIDATION_FAILED',
+          [
+            {
+              field: name,
+              rule: 'unknown',
+              message: `${name} is not a parameter of this route: it cannot be previewed`,
+            },
+          ],
+        ]);
+      }
+      expect((await caller(app.t, app.root).get(`${REQUESTS}/${id}`).expect(200)).body.data.state).toBe('pending');
+      expect((await caller(app.t, app.root).get(`${REVIEWS}/${review.id}`).expect(200)).body.data.state).toBe('open');
+      const [granted] = await sql<{ n: number }>(
+        'SELECT count(*)::int AS n FROM authority_permissions WHERE authority_id = $1 AND permission_id = $2',
+        [authority?.id, permissionId('authorities.read')],
+      );
+      expect(granted?.n).toBe(0);
+      // Where a preview exists, dry_run still previews; without the right, the route's 403 comes first.
+      const preview = await caller(app.t, app.root).post(`${REQUESTS}/${id}/approve?dry_run=true`, {}).expect(200);
+      expect(preview.body.data.dry_run).toBe(true);
+      const stranger = await activeUser('operator');
+      await caller(app.t, stranger).post(`${REVIEWS}/${review.id}/close?dry_run=true`, {}).expect(403);
+    });
+  });
+
   describe('held', () => {
     it('limits count emoji as one character each, as PostgreSQL does: 500 in a reason, 200 in a name, 500 in a note', async () => {
       const world = await accessWorld(['devices.read']);

@@ -47,10 +47,12 @@ export class AuthGuard implements CanActivate {
     }
     if (rule === undefined)
       throw new ApiError('PERMISSION_DENIED', 'This route declares no permission and is closed', { permission: null });
-    if (rule.check === 'service' || this.authorization.admitGlobally(auth, rule.permission).allowed) return true;
-    // Only now find the device (a cached read): callers allowed everywhere never pay for it.
-    if (rule.device === undefined) throw permissionDenied(rule.permission);
-    await this.authorization.admitOnDevice(auth, rule.permission, await this.devices.locate(request, rule.device));
+    if (rule.check !== 'service' && !this.authorization.admitGlobally(auth, rule.permission).allowed) {
+      // Only now find the device (a cached read): callers allowed everywhere never pay for it.
+      if (rule.device === undefined) throw permissionDenied(rule.permission);
+      await this.authorization.admitOnDevice(auth, rule.permission, await this.devices.locate(request, rule.device));
+    }
+    refuseDryRun(request, rule);
     return true;
   }
 
@@ -66,4 +68,20 @@ export class AuthGuard implements CanActivate {
     this.rules.set(handler, found);
     return found;
   }
+}
+
+/** `dry_run`, `DRY_RUN`, `dryRun`, `dry-run`: any spelling a client may use for a preview. */
+const DRY_RUN = /^dry[-_]?run$/i;
+
+/**
+ * A write that cannot be previewed refuses `dry_run` rather than ignoring it like other unknown
+ * query parameters: a client that previews an approval and then "previews" a deny or a close the
+ * same way must not have made it (part 6.17 lists the writes that preview; those parse it
+ * themselves with `@DryRun()`). Bulk writes take their `dry_run` in the body.
+ */
+function refuseDryRun(request: FastifyRequest, rule: AuthorizeOptions): void {
+  if (rule.preview === true || request.method === 'GET' || request.method === 'HEAD') return;
+  for (const name of Object.keys((request.query as Record<string, unknown> | undefined) ?? {}))
+    if (DRY_RUN.test(name))
+      throw ApiError.field(name, 'unknown', `${name} is not a parameter of this route: it cannot be previewed`);
 }
