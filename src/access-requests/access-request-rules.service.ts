@@ -9,7 +9,7 @@ import { roleById, ROLES, USER_STATUS } from '../platform/auth/roles.js';
 import type { Scope } from '../platform/http/list/list-sql.js';
 import type { UserReference } from '../users/user-references.repository.js';
 import { ApiError } from '../platform/http/api-error.js';
-import { AccessRequestsRepository } from './access-requests.repository.js';
+import { AccessRequestsRepository, type DecidablePairs } from './access-requests.repository.js';
 
 export const APPROVE = 'access_requests.approve';
 const APPROVE_ID = PERMISSIONS.find((permission) => permission.code === APPROVE)?.id ?? 49;
@@ -84,25 +84,27 @@ export class AccessRequestRules {
     );
   }
 
-  /** List row filtering: none for whoever decides everywhere; else its own and the (device, permission) pairs it may decide. */
+  /**
+   * List row filtering: none for whoever decides everywhere; else its own, and those on devices
+   * where it may approve and is allowed the requested permission: every request on a device where
+   * it is allowed every device-scoped permission (an owner's: one id, not twenty pairs), and the
+   * (device, permission) pairs elsewhere.
+   */
   async listScope(actor: Subject): Promise<Scope | undefined> {
     if (this.decidesEverywhere(actor)) return undefined;
-    const devices = await this.authorization.devicesAllowed(actor, APPROVE);
-    const pairs =
-      devices === 'all'
-        ? []
-        : [...devices]
-            .sort((a, b) => a - b)
-            .flatMap((device_id) => DEVICE_SCOPED.map((permission) => ({ device_id, permission })));
-    const allowed = await this.authorization.decideMany(
-      actor,
-      pairs.map((pair) => ({ permission: pair.permission.code, device_id: pair.device_id })),
-    );
-    const decidable = pairs.filter((_, index) => allowed[index] === true);
-    return this.rows.visibleTo(actor.user_id, {
-      device_ids: decidable.map((pair) => pair.device_id),
-      permission_ids: decidable.map((pair) => pair.permission.id),
-    });
+    const rights = await this.authorization.deviceScopedRights(actor);
+    const decidable: DecidablePairs = { whole_device_ids: [], device_ids: [], permission_ids: [] };
+    for (const [deviceId, allowed] of [...rights].sort(([a], [b]) => a - b)) {
+      if (!allowed.has(APPROVE)) continue;
+      if (allowed.size === DEVICE_SCOPED.length) decidable.whole_device_ids.push(deviceId);
+      else
+        for (const permission of DEVICE_SCOPED)
+          if (allowed.has(permission.code)) {
+            decidable.device_ids.push(deviceId);
+            decidable.permission_ids.push(permission.id);
+          }
+    }
+    return this.rows.visibleTo(actor.user_id, decidable);
   }
 
   /**

@@ -61,10 +61,11 @@ type AccessRequestColumn =
   | 'created_by'
   | 'updated_by';
 
-/** Which (device, permission) pairs an actor may decide, for row filtering. */
+/** Which devices (every permission) and (device, permission) pairs an actor may decide, for row filtering. */
 export interface DecidablePairs {
-  readonly device_ids: readonly number[];
-  readonly permission_ids: readonly number[];
+  readonly whole_device_ids: number[];
+  readonly device_ids: number[];
+  readonly permission_ids: number[];
 }
 
 /** Row access for access requests (part 6.15). */
@@ -77,8 +78,9 @@ export class AccessRequestsRepository extends ResourceTable<AccessRequestRow, Ac
   /** The rows an actor without the global right to decide sees: its own, and those it may decide. */
   visibleTo(userId: number, decidable: DecidablePairs): Scope {
     return {
-      where: 'requester_id = $1 OR (device_id, permission_id) IN (SELECT * FROM unnest($2::bigint[], $3::int[]))',
-      params: [userId, [...decidable.device_ids], [...decidable.permission_ids]],
+      where: `requester_id = $1 OR device_id = ANY($4::bigint[])
+        OR (device_id, permission_id) IN (SELECT * FROM unnest($2::bigint[], $3::int[]))`,
+      params: [userId, [...decidable.device_ids], [...decidable.permission_ids], [...decidable.whole_device_ids]],
     };
   }
 

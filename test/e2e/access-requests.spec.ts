@@ -311,6 +311,14 @@ describe('access requests: just-in-time access (part 6.15)', () => {
       (await caller(t, root).get(`${BASE}?device_id=${world.device}&sort=created_at:asc`).expect(200)).body.meta,
     ).toMatchObject({ total: 1, total_exact: true });
 
+    // A delegate who may approve on the device sees the requests for the permissions it holds there
+    // (a pair), not the others; the owner (every permission there) sees them all (the whole device).
+    const other = (await caller(t, world.operator).post(BASE, askFor(world, 'devices.update')).expect(201)).body.data;
+    const delegate = await actor('operator');
+    await createAuthority(world.device, delegate.user.id, { permissions: ['access_requests.approve', CODE] });
+    expect(await ids(delegate)).toEqual([mine.id]);
+    expect(await ids(world.owner)).toEqual([other.id, mine.id]);
+    await caller(t, delegate).get(`${BASE}/${other.id}`).expect(404);
     // Rights change: a grant of access_requests.approve shows everything, on the next list.
     await caller(t, root)
       .post('/v1/admin/permission-grants/grant', {
