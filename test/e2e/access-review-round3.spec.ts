@@ -5,13 +5,10 @@ import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
 import { caller } from '../support/requests.js';
-import type { ReviewItem } from '../support/access-reviews.js';
+import { inAWeek, openReview, REVIEWS, reviewItems } from '../support/access-reviews.js';
 import { testCachePrefix } from '../support/test-env.js';
 
 const REQUESTS = '/v1/admin/access-requests';
-const REVIEWS = '/v1/admin/access-reviews';
-const DAY = 86_400_000;
-const inAWeek = (): string => new Date(Date.now() + 7 * DAY).toISOString();
 /** The contract's timestamp form (part 1): ISO-8601 UTC with milliseconds, a four-digit year. */
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -47,16 +44,9 @@ describe('access governance, round 3', () => {
     env: { JOBS_SCHEMA: jobsSchema(), JOB_WORKERS: 'true' },
   });
 
-  async function opened(scope: object, extra: object = {}, who: Caller = app.root): Promise<{ id: number }> {
-    const res = await caller(app.t, who)
-      .post(REVIEWS, { name: 'round3', scope, default_decision: 'keep', due_at: inAWeek(), ...extra })
-      .expect(202);
-    const job = await waitForJob(app.t, who.auth, res.body.data.job_id);
-    expect(job.state).toBe('succeeded');
-    return res.body.data;
-  }
-  const itemsOf = async (id: number, who: Caller = app.root, query = ''): Promise<ReviewItem[]> =>
-    (await caller(app.t, who).get(`${REVIEWS}/${id}/items?page_size=100${query}`).expect(200)).body.data;
+  const opened = (scope: object, extra: object = {}, who: Caller = app.root) =>
+    openReview(app.t, who, { name: 'round3', scope, ...extra });
+  const itemsOf = (id: number, who: Caller = app.root, query = '') => reviewItems(app.t, who, id, query);
   /** The notices of a campaign are sent by its snapshot job right after it opens; wait for them to settle. */
   async function noticesSettled(id: number): Promise<void> {
     for (let tries = 0; tries < 100; tries += 1) {

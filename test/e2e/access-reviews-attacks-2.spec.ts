@@ -17,6 +17,7 @@ import { createAuthority, createDevice } from '../support/devices.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
 import { createOwnDatabase } from '../support/own-database.js';
 import { caller } from '../support/requests.js';
+import { inAWeek, REVIEWS as BASE } from '../support/access-reviews.js';
 import { TEST_JWT_SECRET, testCachePrefix } from '../support/test-env.js';
 
 /**
@@ -25,10 +26,7 @@ import { TEST_JWT_SECRET, testCachePrefix } from '../support/test-env.js';
  * it serves, the findings totals, the rank rule at the close, closing again after a failed close
  * job, and the notices found before the campaign's lock.
  */
-const BASE = '/v1/admin/access-reviews';
 const FINDINGS = '/v1/admin/access-findings';
-const DAY = 86_400_000;
-const inAWeek = (): string => new Date(Date.now() + 7 * DAY).toISOString();
 
 interface Item {
   id: number;

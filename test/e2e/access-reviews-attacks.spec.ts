@@ -8,12 +8,8 @@ import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
 import { caller } from '../support/requests.js';
-import type { ReviewItem } from '../support/access-reviews.js';
+import { inAWeek, openReview, REVIEWS as BASE, reviewItems, type ReviewItem } from '../support/access-reviews.js';
 import { testCachePrefix } from '../support/test-env.js';
-
-const BASE = '/v1/admin/access-reviews';
-const DAY = 86_400_000;
-const inAWeek = (): string => new Date(Date.now() + 7 * DAY).toISOString();
 
 interface Review {
   state: string;
@@ -68,20 +64,9 @@ describe('access reviews: attacks', () => {
     admin = await actor('admin');
   });
 
-  async function opened(
-    scope: object,
-    extra: object = {},
-    who: Caller = app.root,
-  ): Promise<{ id: number; job_id: string }> {
-    const res = await caller(app.t, who)
-      .post(BASE, { name: 'attack', scope, default_decision: 'keep', due_at: inAWeek(), ...extra })
-      .expect(202);
-    const job = await waitForJob(app.t, who.auth, res.body.data.job_id);
-    expect(job.state).toBe('succeeded');
-    return res.body.data;
-  }
-  const itemsOf = async (id: number, who: Caller = app.root, query = ''): Promise<ReviewItem[]> =>
-    (await caller(app.t, who).get(`${BASE}/${id}/items?page_size=100${query}`).expect(200)).body.data;
+  const opened = (scope: object, extra: object = {}, who: Caller = app.root) =>
+    openReview(app.t, who, { name: 'attack', scope, ...extra });
+  const itemsOf = (id: number, who: Caller = app.root, query = '') => reviewItems(app.t, who, id, query);
   const detail = async (id: number): Promise<Review> =>
     (await caller(app.t, app.root).get(`${BASE}/${id}`).expect(200)).body.data;
   const decide = (id: number, who: Caller, items: object[]) =>

@@ -5,11 +5,8 @@ import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
 import { caller } from '../support/requests.js';
-import type { ReviewItem } from '../support/access-reviews.js';
+import { DAY, openReview, REVIEWS as BASE, reviewItems } from '../support/access-reviews.js';
 import { testCachePrefix } from '../support/test-env.js';
-
-const BASE = '/v1/admin/access-reviews';
-const DAY = 86_400_000;
 
 /** A device with its owner, a delegate holding two rights, and a user holding a grant. */
 async function reviewWorld(): Promise<{
@@ -42,24 +39,9 @@ describe('access reviews: certification campaigns', () => {
     env: { JOBS_SCHEMA: jobsSchema(), JOB_WORKERS: 'true' },
   });
 
-  async function opened(scope: object, extra: object = {}): Promise<{ id: number; job_id: string }> {
-    const res = await caller(app.t, app.root)
-      .post(BASE, {
-        name: 'Q4 delegated rights',
-        scope,
-        default_decision: 'keep',
-        due_at: new Date(Date.now() + 7 * DAY).toISOString(),
-        ...extra,
-      })
-      .expect(202);
-    expect(res.body.data).toMatchObject({ state: 'preparing' });
-    expect(res.headers.location).toBe(`${BASE}/${res.body.data.id}`);
-    const job = await waitForJob(app.t, app.root.auth, res.body.data.job_id);
-    expect(job.state).toBe('succeeded');
-    return res.body.data;
-  }
-  const itemsOf = async (id: number, who: Caller = app.root, query = ''): Promise<ReviewItem[]> =>
-    (await caller(app.t, who).get(`${BASE}/${id}/items?page_size=100${query}`).expect(200)).body.data;
+  const opened = (scope: object, extra: object = {}) =>
+    openReview(app.t, app.root, { name: 'Q4 delegated rights', scope, ...extra });
+  const itemsOf = (id: number, who: Caller = app.root, query = '') => reviewItems(app.t, who, id, query);
 
   it('snapshots the device’s rights, takes decisions, and the close revokes exactly the revoke items', async () => {
     const world = await reviewWorld();
