@@ -337,7 +337,8 @@ export class ${migrationClass} implements MigrationInterface {
     create(
       `src/${domain}/dto/${url}-${verb}.dto.ts`,
       `import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsOptional, IsString } from 'class-validator';
+import { MaxLength } from '../../platform/http/text-length.js';
 
 /** Body of \`POST /v1/admin/${url}/{id}/${verb}\`. */
 export class ${DtoClass} {
