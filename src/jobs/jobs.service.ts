@@ -3,6 +3,7 @@ import type { JobWithMetadata } from 'pg-boss';
 import type { Subject } from '../platform/auth/auth-context.js';
 import { ApiError } from '../platform/http/api-error.js';
 import type { ListResponse } from '../platform/http/responses.js';
+import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { JobQueue } from '../platform/jobs/job-queue.js';
 import { JobResultsRepository } from '../platform/jobs/job-results.repository.js';
 import type { JobDto } from '../platform/jobs/jobs.dto.js';
@@ -51,6 +52,7 @@ export class JobsService {
   constructor(
     private readonly queue: JobQueue,
     private readonly jobResults: JobResultsRepository,
+    private readonly uow: UnitOfWork,
   ) {}
 
   /** A finished job's per-item results (bulk jobs; other jobs have none); 409 before it finished. */
@@ -71,7 +73,7 @@ export class JobsService {
   async get(actor: Viewer, jobId: string): Promise<JobDto> {
     if (!UUID.test(jobId)) throw ApiError.field('job_id', 'uuid', 'job_id must be a UUID');
     for (const type of this.queue.names()) {
-      const job = await this.queue.find(type, jobId);
+      const job = await this.queue.find(type, jobId, this.uow.reader);
       if (job === null) continue;
       const createdBy = creatorOf(type, job.data);
       if (!maySeeJob(actor, createdBy)) throw jobNotFound(jobId);

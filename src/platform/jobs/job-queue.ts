@@ -7,6 +7,7 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { PgBoss, type Db, type Job, type JobWithMetadata } from 'pg-boss';
+import type { EntityManager } from 'typeorm';
 import { SETTINGS, type Settings } from '../config/settings.js';
 import { DATABASE_URL } from '../database/database.tokens.js';
 import { connectionName } from '../database/embedded-postgres.js';
@@ -58,9 +59,14 @@ export interface SendOptions {
 
 /** pg-boss's view of the caller's transaction: a job sent through it exists when that commits. */
 function inTransaction(tx: Tx): Db {
+  return through(tx.db);
+}
+
+/** pg-boss's statements sent through one of the service's own managers (a transaction's, or the pool's). */
+function through(manager: EntityManager): Db {
   return {
     executeSql: async (text: string, values?: unknown[]) => ({
-      rows: await tx.db.query<object[]>(text, values ?? []),
+      rows: await manager.query<object[]>(text, values ?? []),
     }),
   };
 }
@@ -224,8 +230,13 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
     });
   }
 
-  find(queue: QueueName, id: string): Promise<JobWithMetadata<object> | null> {
-    return this.boss.getJobById<object>(queue, id);
+  /**
+   * A job by queue and id. `via` sends the lookup through the service's own pool rather than the
+   * queue's, whose few connections its workers' polls keep busy: a request asking after a job
+   * (one lookup per queue) then does not wait behind them.
+   */
+  find(queue: QueueName, id: string, via?: EntityManager): Promise<JobWithMetadata<object> | null> {
+    return this.boss.getJobById<object>(queue, id, via === undefined ? {} : { db: through(via) });
   }
 
   async onApplicationShutdown(): Promise<void> {
