@@ -8,7 +8,7 @@ import { rankRefusal } from './access-review-decisions.service.js';
 import { updateStamp } from '../platform/audit/actor-stamps.js';
 import { permissionCodeOf } from '../platform/auth/permissions.js';
 import { roleById } from '../platform/auth/roles.js';
-import { UnitOfWork } from '../platform/database/unit-of-work.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { currentActorId, currentRequest, runInRequestContext } from '../platform/http/request-context.js';
@@ -71,7 +71,7 @@ export class AccessReviewClose implements OnModuleInit {
     const jobId = await this.uow.run(async (tx) => {
       const before = await this.reviews.lock(tx, id);
       assertIfMatch(ifMatch, before.version);
-      const resumable = before.state === 'closing' && (await this.jobFailed(before.job_id));
+      const resumable = before.state === 'closing' && (await this.jobFailed(tx, before.job_id));
       if (before.state !== 'open' && !resumable) throw reviewStateConflict(id, before.state, 'close');
       const job = await this.queue.enqueue(tx, CLOSE_QUEUE, {
         review_id: id,
@@ -87,8 +87,9 @@ export class AccessReviewClose implements OnModuleInit {
     return new AcceptedResponse<AcceptedJobDto>({ job_id: jobId, state: 'queued' }, `/v1/admin/jobs/${jobId}`, 1);
   }
 
-  private async jobFailed(jobId: string | null): Promise<boolean> {
-    const job = jobId === null ? null : await this.queue.find(CLOSE_QUEUE, jobId);
+  /** Asked under the campaign's lock, through the transaction: never waits for the queue's own pool. */
+  private async jobFailed(tx: Tx, jobId: string | null): Promise<boolean> {
+    const job = jobId === null ? null : await this.queue.find(CLOSE_QUEUE, jobId, tx.db);
     return job === null || job.state === 'failed' || job.state === 'cancelled';
   }
 

@@ -43,6 +43,9 @@ describe('length rules count characters as PostgreSQL does (code points)', () =>
   it('names the bound that failed, and refuses what is not a string', () => {
     expect(problems({ name: '' })).toEqual({ name: ['name must be longer than or equal to 1 characters'] });
     expect(problems({ code: 'a' })).toEqual({ code: ['code must be longer than or equal to 2 characters'] });
+    expect(problems({ name: 5 as unknown as string })).toEqual({
+      name: ['name must be longer than or equal to 1 and shorter than or equal to 3 characters'],
+    });
     expect(problems({ note: 5 as unknown as string })).toEqual({
       note: ['note must be shorter than or equal to 3 characters'],
     });

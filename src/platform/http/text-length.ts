@@ -30,13 +30,15 @@ export function Length(min: number, max: number, options?: ValidationOptions): P
       constraints: [min, max],
       validator: {
         validate: (value: unknown) => typeof value === 'string' && characters(value) >= min && characters(value) <= max,
-        defaultMessage: buildMessage(
-          (each, args) =>
-            typeof args?.value === 'string' && characters(args.value) > max
-              ? `${each}$property must be shorter than or equal to $constraint2 characters`
-              : `${each}$property must be longer than or equal to $constraint1 characters`,
-          options,
-        ),
+        defaultMessage: buildMessage((each, args) => {
+          const value: unknown = args?.value;
+          // Not a string (a number, a repeated query parameter): the whole range, as class-validator says.
+          if (typeof value !== 'string')
+            return `${each}$property must be longer than or equal to $constraint1 and shorter than or equal to $constraint2 characters`;
+          return characters(value) > max
+            ? `${each}$property must be shorter than or equal to $constraint2 characters`
+            : `${each}$property must be longer than or equal to $constraint1 characters`;
+        }, options),
       },
     },
     options,
