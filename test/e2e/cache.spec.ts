@@ -131,9 +131,10 @@ describe('cache outage (a Redis this test owns, paused with SIGSTOP)', () => {
   let t: TestApp;
   beforeAll(async () => {
     redis = await OwnRedis.start();
-    // Room for a loaded machine before the outage (the setup expects a hit); while Redis is
-    // paused every call waits this long, until the breaker opens after three.
-    t = await startApp({ redisUrl: redis.url, env: { CACHE_TIMEOUT_MS: '500' } });
+    // Room for a loaded machine (four suites at once, in the side-by-side check) before and after
+    // the outage: a call timing out then would open the breaker again and flush once more. While
+    // Redis is paused every call waits this long, until the breaker opens after three.
+    t = await startApp({ redisUrl: redis.url, env: { CACHE_TIMEOUT_MS: '2000' } });
   });
   afterAll(async () => {
     await t.close();
