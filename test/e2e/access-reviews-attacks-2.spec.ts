@@ -17,7 +17,7 @@ import { createAuthority, createDevice } from '../support/devices.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
 import { createOwnDatabase } from '../support/own-database.js';
 import { caller } from '../support/requests.js';
-import { inAWeek, REVIEWS as BASE } from '../support/access-reviews.js';
+import { DELEGABLE_ON_A_DEVICE, inAWeek, REVIEWS as BASE } from '../support/access-reviews.js';
 import { TEST_JWT_SECRET, testCachePrefix } from '../support/test-env.js';
 
 /**
@@ -287,24 +287,6 @@ describe('access reviews, second round: holders and findings', () => {
   it('totals: count=exact is exact, and a filter that fell under the cap is exact at once', async () => {
     const user = await actor('operator');
     const owner = await actor('operator');
-    const scoped = [
-      'devices.read',
-      'devices.update',
-      'devices.transfer_owner',
-      'authorities.read',
-      'authorities.create',
-      'authorities.update',
-      'authorities.delete',
-      'authorities.restore',
-      'authorities.activate',
-      'authorities.deactivate',
-      'authorities.revoke',
-      'authority_permissions.read',
-      'authority_permissions.grant',
-      'authority_permissions.revoke',
-      'access_requests.approve',
-      'access_reviews.decide',
-    ];
     // 626 devices × 16 permissions = 10 016 paths of one user
     await sql(
       `WITH d AS (INSERT INTO devices (serial_number, name, owner_user_id)
@@ -312,7 +294,7 @@ describe('access reviews, second round: holders and findings', () => {
             a AS (INSERT INTO authorities (device_id, user_id) SELECT d.id, $2 FROM d RETURNING id)
        INSERT INTO authority_permissions (authority_id, permission_id)
        SELECT a.id, p.id FROM a, permissions p WHERE p.code = ANY($3)`,
-      [owner.user.id, user.user.id, scoped],
+      [owner.user.id, user.user.id, DELEGABLE_ON_A_DEVICE],
     );
     try {
       const total = async (query = ''): Promise<[number, boolean]> => {

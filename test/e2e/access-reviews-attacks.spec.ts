@@ -8,7 +8,14 @@ import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
 import { caller } from '../support/requests.js';
-import { inAWeek, openReview, REVIEWS as BASE, reviewItems, type ReviewItem } from '../support/access-reviews.js';
+import {
+  DELEGABLE_ON_A_DEVICE,
+  inAWeek,
+  openReview,
+  REVIEWS as BASE,
+  reviewItems,
+  type ReviewItem,
+} from '../support/access-reviews.js';
 import { testCachePrefix } from '../support/test-env.js';
 
 interface Review {
@@ -733,28 +740,10 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
       `INSERT INTO users (email, display_name, role_id, status_id)
        SELECT 'resume-' || gen_random_uuid() || '@example.com', 'resume', 4, 2 FROM generate_series(1, 36) RETURNING id`,
     );
-    const codes = [
-      'devices.read',
-      'devices.update',
-      'authorities.read',
-      'authorities.create',
-      'authorities.update',
-      'authorities.delete',
-      'authorities.restore',
-      'authorities.activate',
-      'authorities.deactivate',
-      'authorities.revoke',
-      'authority_permissions.read',
-      'authority_permissions.grant',
-      'authority_permissions.revoke',
-      'access_requests.approve',
-      'access_reviews.decide',
-      'devices.transfer_owner',
-    ];
     await sql(
       `WITH a AS (INSERT INTO authorities (device_id, user_id) SELECT $1, x FROM unnest($2::bigint[]) x RETURNING id)
        INSERT INTO authority_permissions (authority_id, permission_id) SELECT a.id, p.id FROM a, permissions p WHERE p.code = ANY($3)`,
-      [device, users.map((row) => row.id), codes],
+      [device, users.map((row) => row.id), DELEGABLE_ON_A_DEVICE],
     );
     return { device, users };
   }

@@ -1,3 +1,4 @@
+import { isDeviceScoped, PERMISSION_CODES } from '../../src/platform/auth/permissions.js';
 import type { components } from '../client/api.js';
 import type { Caller } from './auth.js';
 import type { TestApp } from './app.js';
@@ -10,6 +11,14 @@ export type ReviewItem = components['schemas']['AccessReviewItemDto'];
 export type Review = components['schemas']['AccessReviewDto'];
 
 export const REVIEWS = '/v1/admin/access-reviews';
+
+/**
+ * Every device-scoped permission of the catalogue but `devices.create` (which names no existing
+ * device): the 16 rights a delegate can hold on a device, as revocable review items.
+ */
+export const DELEGABLE_ON_A_DEVICE: readonly string[] = PERMISSION_CODES.filter(
+  (code) => isDeviceScoped(code) && code !== 'devices.create',
+);
 export const DAY = 86_400_000;
 export const inAWeek = (): string => new Date(Date.now() + 7 * DAY).toISOString();
 

@@ -157,6 +157,24 @@ class QuietLogger extends Logger {
   override warn(): void {}
 }
 
+/**
+ * A first read whose load is held, then a second read whose lookup is sent and held while that
+ * load is under way: the interleaving the "looks again" rule is about. The test releases both.
+ */
+async function lookupDuringLoad(
+  store: ReturnType<typeof setup>['store'],
+  db: ReturnType<typeof setup>['db'],
+  users: ReturnType<typeof setup>['users'],
+) {
+  const slowLoad = db.holdNextLoad();
+  const first = users.get(1);
+  await slowLoad.arrived;
+  const slowLookup = store.park('answer');
+  const late = users.get(1);
+  await slowLookup.arrived;
+  return { slowLoad, first, slowLookup, late };
+}
+
 function setup(...rows: User[]) {
   const store = new GatedStore();
   const cache = wholeCache(new CacheService(store, TTL_MS, settings.cacheTimeoutMs, new QuietLogger('Cache')));
@@ -232,12 +250,7 @@ describe('CacheAside single-flight: concurrent misses of one key share one load 
 
   it('a miss sent after a load began and answered after its fill looks again and takes the fill: one load', async () => {
     const { store, cache, db, users } = setup(alice);
-    const slowLoad = db.holdNextLoad();
-    const first = users.get(1);
-    await slowLoad.arrived;
-    const slowLookup = store.park('answer');
-    const late = users.get(1);
-    await slowLookup.arrived;
+    const { slowLoad, first, slowLookup, late } = await lookupDuringLoad(store, db, users);
     slowLoad.release();
     expect(await first).toMatchObject({ value: alice, cache: 'miss' });
     slowLookup.release();
@@ -248,12 +261,7 @@ describe('CacheAside single-flight: concurrent misses of one key share one load 
 
   it('the second lookup finding nothing readable loads (a corrupted or foreign entry is never served)', async () => {
     const { store, db, users } = setup(alice);
-    const slowLoad = db.holdNextLoad();
-    const first = users.get(1);
-    await slowLoad.arrived;
-    const slowLookup = store.park('answer');
-    const late = users.get(1);
-    await slowLookup.arrived;
+    const { slowLoad, first, slowLookup, late } = await lookupDuringLoad(store, db, users);
     slowLoad.release();
     await first;
     // Between the fill and the second lookup, the entry is replaced by another record's.
