@@ -72,9 +72,8 @@ export class CacheAside<T, Id extends string | number = number> {
     asked?: number,
   ): Promise<CachedRead<T> | undefined> {
     if (lookup.entry !== undefined && !isTombstone(lookup.entry)) {
-      const value = this.decodeOnce(this.keyOf(id), lookup.entry.json);
-      if (value !== undefined && (this.idOf === undefined || this.idOf(value) === id))
-        return { value, entry: lookup.entry, cache: 'hit' };
+      const value = this.readable(id, lookup.entry);
+      if (value !== undefined) return { value, entry: lookup.entry, cache: 'hit' };
       // An entry that cannot be read back is a miss: removed, reloaded from the database, refilled.
       await this.cache.dropUnreadable(this.keyOf(id), lookup.entry);
     }
@@ -92,6 +91,12 @@ export class CacheAside<T, Id extends string | number = number> {
 
   key(id: Id): string {
     return this.keyOf(id);
+  }
+
+  /** The value of a live entry when it decodes and is this record's (a foreign or corrupt one is not). */
+  private readable(id: Id, entry: CacheEntry): T | undefined {
+    const value = this.decodeOnce(this.keyOf(id), entry.json);
+    return value !== undefined && (this.idOf === undefined || this.idOf(value) === id) ? value : undefined;
   }
 
   private decodeOnce(key: string, json: string): T | undefined {
@@ -143,10 +148,7 @@ export class CacheAside<T, Id extends string | number = number> {
   private async lookAgain(key: string, id: Id): Promise<CacheEntry | undefined> {
     const again = await this.cache.get(key);
     const entry = again.entry;
-    if (entry !== undefined && !isTombstone(entry)) {
-      const value = this.decodeOnce(key, entry.json);
-      if (value !== undefined && (this.idOf === undefined || this.idOf(value) === id)) return entry;
-    }
+    if (entry !== undefined && !isTombstone(entry) && this.readable(id, entry) !== undefined) return entry;
     return this.loadShared(key, id, again.ok);
   }
 
