@@ -10,7 +10,7 @@ import { loadSettings } from '../../src/platform/config/settings.js';
 import { dataSourceOptions, runMigrations } from '../../src/platform/database/data-source.js';
 import { runInRequestContext } from '../../src/platform/http/request-context.js';
 import { actor, permissionId, type Caller } from '../support/auth.js';
-import { startApp, useApp, type TestApp } from '../support/app.js';
+import { startApp, useApp } from '../support/app.js';
 import { runCli } from '../support/cli.js';
 import { sql, sqlOn } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
@@ -409,21 +409,20 @@ describe('access reviews, second round: the holder migration', () => {
 /** The rank rule at the close, closing again, and the notices: no workers, the test drives the jobs. */
 describe('access reviews, second round: close and notices', () => {
   const schema = jobsSchema();
-  let u: TestApp;
-  let root: Caller;
-  beforeAll(async () => {
-    u = await startApp({
-      widgets: false,
-      cachePrefix: testCachePrefix('ar-attacks-2b'),
-      env: { JOBS_SCHEMA: schema, JOB_WORKERS: 'false' },
-    });
-    root = await actor('super_admin');
+  // No job workers: the test drives the jobs itself.
+  const app = useApp({
+    widgets: false,
+    cachePrefix: testCachePrefix('ar-attacks-2b'),
+    env: { JOBS_SCHEMA: schema, JOB_WORKERS: 'false' },
   });
-  afterAll(() => u.close());
 
   /** A campaign over these users, open (snapshot taken here). */
-  async function openOver(userIds: number[], defaultDecision: 'keep' | 'revoke', who: Caller = root): Promise<number> {
-    const res = await caller(u, who)
+  async function openOver(
+    userIds: number[],
+    defaultDecision: 'keep' | 'revoke',
+    who: Caller = app.root,
+  ): Promise<number> {
+    const res = await caller(app.t, who)
       .post(BASE, {
         name: 'round 2',
         scope: { user_ids: userIds },
@@ -431,23 +430,23 @@ describe('access reviews, second round: close and notices', () => {
         due_at: inAWeek(),
       })
       .expect(202);
-    await u.app.get(AccessReviewSnapshot).take(res.body.data.id);
+    await app.t.app.get(AccessReviewSnapshot).take(res.body.data.id);
     return res.body.data.id;
   }
   const itemsOf = async (id: number): Promise<Item[]> =>
-    (await caller(u, root).get(`${BASE}/${id}/items?page_size=100`).expect(200)).body.data;
+    (await caller(app.t, app.root).get(`${BASE}/${id}/items?page_size=100`).expect(200)).body.data;
   /** Requests the close as `closer`, then runs its job's steps as that job would (its creator as actor). */
   async function closeAs(id: number, closer: Caller, before?: () => Promise<void>) {
-    await caller(u, closer).post(`${BASE}/${id}/close`, {}).expect(202);
+    await caller(app.t, closer).post(`${BASE}/${id}/close`, {}).expect(202);
     if (before !== undefined) await before();
-    const closing = u.app.get(AccessReviewClose);
+    const closing = app.t.app.get(AccessReviewClose);
     for (;;) {
       const step = await runInRequestContext({ request_id: 'review-2', ip: 'job', actor_id: closer.user.id }, () =>
         closing.step(id),
       );
       if (step !== 'more') break;
     }
-    return (await caller(u, root).get(`${BASE}/${id}`).expect(200)).body.data.result;
+    return (await caller(app.t, app.root).get(`${BASE}/${id}`).expect(200)).body.data.result;
   }
 
   // DEFECT (fixed): a reviewer's `revoke` on a grant was judged by rank only when decided; a user
@@ -461,14 +460,14 @@ describe('access reviews, second round: close and notices', () => {
     const staysGrant = await grantTo(stays.user.id, 'audit.read');
     const id = await openOver([promoted.user.id, stays.user.id], 'keep');
     const items = await itemsOf(id);
-    const decided = await caller(u, reviewer)
+    const decided = await caller(app.t, reviewer)
       .post(`${BASE}/${id}/decisions`, {
         items: items.map((item) => ({ item_id: item.id, decision: 'revoke' })),
       })
       .expect(200);
     expect(decided.body.data.processed).toBe(2);
-    await caller(u, root).patch(`/v1/admin/users/${promoted.user.id}`, { role_id: 1 }).expect(200);
-    expect(await closeAs(id, root)).toEqual({ revoked: 1, kept: 0, failed: 1 });
+    await caller(app.t, app.root).patch(`/v1/admin/users/${promoted.user.id}`, { role_id: 1 }).expect(200);
+    expect(await closeAs(id, app.root)).toEqual({ revoked: 1, kept: 0, failed: 1 });
     expect(await grantLive(promotedGrant)).toBe(true);
     expect(await grantLive(staysGrant)).toBe(false);
   });
@@ -486,8 +485,8 @@ describe('access reviews, second round: close and notices', () => {
       await createAuthority(device, target.user.id, { permissions: ['devices.read'] });
       const id = await openOver([target.user.id], 'revoke');
       const result = await closeAs(id, closer, async () => {
-        if (fate === 'delete') await caller(u, root).delete(`/v1/admin/users/${closer.user.id}`).expect(200);
-        else await caller(u, root).post(`/v1/admin/users/${closer.user.id}/suspend`, {}).expect(200);
+        if (fate === 'delete') await caller(app.t, app.root).delete(`/v1/admin/users/${closer.user.id}`).expect(200);
+        else await caller(app.t, app.root).post(`/v1/admin/users/${closer.user.id}/suspend`, {}).expect(200);
       });
       expect({ fate, result }).toEqual({
         fate,
@@ -507,7 +506,7 @@ describe('access reviews, second round: close and notices', () => {
     const id = await openOver([closer.user.id, peer.user.id], 'revoke', closer);
     // the closer may not decide its own item, but its default reaches it
     const mine = (await itemsOf(id)).find((item) => item.grant_id === own);
-    const self = await caller(u, closer)
+    const self = await caller(app.t, closer)
       .post(`${BASE}/${id}/decisions`, { items: [{ item_id: mine?.id, decision: 'keep' }] })
       .expect(200);
     expect(self.body.data.results[0].error.code).toBe('SELF_ACTION_FORBIDDEN');
@@ -526,21 +525,21 @@ describe('access reviews, second round: close and notices', () => {
       permissions: ['devices.read', 'devices.update', 'authorities.read', 'authorities.revoke'],
     });
     const id = await openOver([target.user.id], 'revoke');
-    const first = await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(202);
+    const first = await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(202);
     const jobId: string = first.body.data.job_id;
     for (const state of ['created', 'retry', 'active']) {
       await sql(`UPDATE ${schema}.job SET state = $2 WHERE id = $1`, [jobId, state]);
-      const refused = await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(409);
+      const refused = await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(409);
       expect(refused.body.error.details).toMatchObject({ from: 'closing' });
     }
     await sql(`DELETE FROM ${schema}.job WHERE id = $1`, [jobId]);
-    const again = await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(202);
+    const again = await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(202);
     expect(again.body.data.job_id).not.toBe(jobId);
-    await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(409);
+    await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(409);
     await sql(`UPDATE ${schema}.job SET state = 'cancelled' WHERE id = $1`, [again.body.data.job_id]);
-    const third = await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(202);
-    const closing = u.app.get(AccessReviewClose);
-    const straggler = runInRequestContext({ request_id: 'old', ip: 'job', actor_id: root.user.id }, () =>
+    const third = await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(202);
+    const closing = app.t.app.get(AccessReviewClose);
+    const straggler = runInRequestContext({ request_id: 'old', ip: 'job', actor_id: app.root.user.id }, () =>
       closing.step(id),
     );
     const w = await startApp({
@@ -549,12 +548,12 @@ describe('access reviews, second round: close and notices', () => {
       env: { JOBS_SCHEMA: schema, JOB_WORKERS: 'true' },
     });
     try {
-      expect((await waitForJob(w, root.auth, third.body.data.job_id, 60_000)).state).toBe('succeeded');
+      expect((await waitForJob(w, app.root.auth, third.body.data.job_id, 60_000)).state).toBe('succeeded');
     } finally {
       await w.close();
     }
     expect(['more', 'closed', 'not_closing']).toContain(await straggler);
-    const review = (await caller(u, root).get(`${BASE}/${id}`).expect(200)).body.data;
+    const review = (await caller(app.t, app.root).get(`${BASE}/${id}`).expect(200)).body.data;
     expect(review).toMatchObject({ state: 'closed', result: { revoked: 4, kept: 0, failed: 0 } });
     const [audits] = await sql<{ n: number; distinct: number }>(
       `SELECT count(*)::int AS n, count(DISTINCT resource_id)::int AS distinct FROM audit_events
@@ -584,10 +583,10 @@ describe('access reviews, second round: close and notices', () => {
     const delegate = await actor('operator');
     const device = (await createDevice({ ownerId: owner.user.id })).id;
     await createAuthority(device, delegate.user.id, { permissions: ['access_reviews.decide'] });
-    const res = await caller(u, root)
+    const res = await caller(app.t, app.root)
       .post(BASE, { name: 'notices', scope: { device_ids: [device] }, default_decision: 'keep', due_at: inAWeek() })
       .expect(202);
-    await u.app.get(AccessReviewSnapshot).take(res.body.data.id);
+    await app.t.app.get(AccessReviewSnapshot).take(res.body.data.id);
     return { id: res.body.data.id, delegate };
   }
 
@@ -598,8 +597,8 @@ describe('access reviews, second round: close and notices', () => {
   it('a campaign whose notices keep failing holds up no other campaign', async () => {
     const poisoned = await deviceCampaign();
     const healthy = await deviceCampaign();
-    const notices = u.app.get(AccessReviewNotices);
-    const messages = u.app.get(MessagesService);
+    const notices = app.t.app.get(AccessReviewNotices);
+    const messages = app.t.app.get(MessagesService);
     const notify = messages.notify.bind(messages);
     const spy = jest.spyOn(messages, 'notify').mockImplementation((tx, notice: Notice) => {
       if (notice.user_id === poisoned.delegate.user.id) return Promise.reject(new Error('mailbox on fire'));
@@ -634,14 +633,14 @@ describe('access reviews, second round: close and notices', () => {
   // the send ends; a cursor moved meanwhile by another sender makes this one send nothing and
   // look again: every reviewer is told once.
   it('notices found before the lock: cancelled meanwhile, or the cursor moved meanwhile', async () => {
-    const notices = u.app.get(AccessReviewNotices);
-    const items = u.app.get(AccessReviewItemsRepository);
+    const notices = app.t.app.get(AccessReviewNotices);
+    const items = app.t.app.get(AccessReviewItemsRepository);
     const reviewers = items.reviewers.bind(items);
 
     const cancelled = await deviceCampaign();
     const once = jest.spyOn(items, 'reviewers').mockImplementationOnce(async (...args) => {
       const found = await reviewers(...args);
-      await caller(u, root).post(`${BASE}/${cancelled.id}/cancel`, {}).expect(200);
+      await caller(app.t, app.root).post(`${BASE}/${cancelled.id}/cancel`, {}).expect(200);
       return found;
     });
     expect(await notices.send(cancelled.id)).toBe(0);
@@ -658,7 +657,7 @@ describe('access reviews, second round: close and notices', () => {
     racing.mockRestore();
     const told = await toldOf(raced.id);
     expect(told.get(raced.delegate.user.id)).toEqual(['Access review opened']);
-    expect(told.get(root.user.id)).toEqual(['Access review opened']);
+    expect(told.get(app.root.user.id)).toEqual(['Access review opened']);
     for (const [, titles] of told) expect(titles).toEqual(['Access review opened']);
   }, 60_000);
 });

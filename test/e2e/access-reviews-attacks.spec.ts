@@ -3,7 +3,7 @@ import { AccessReviewNotices } from '../../src/access-reviews/access-review-noti
 import { AccessReviewSnapshot } from '../../src/access-reviews/access-review-snapshot.js';
 import { AccessUses } from '../../src/platform/auth/access-uses.js';
 import { actor, createUser, permissionId, type Caller } from '../support/auth.js';
-import { startApp, useApp, type TestApp } from '../support/app.js';
+import { startApp, useApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
@@ -698,32 +698,27 @@ describe('access reviews: attacks', () => {
  */
 describe('access reviews: a close that crashed mid-way resumes', () => {
   const schema = jobsSchema();
-  let u: TestApp;
-  let root: Caller;
-  beforeAll(async () => {
-    u = await startApp({
-      widgets: false,
-      cachePrefix: testCachePrefix('ar-resume'),
-      env: { JOBS_SCHEMA: schema, JOB_WORKERS: 'false' },
-    });
-    root = await actor('super_admin');
+  // No job workers: the test drives the jobs itself.
+  const app = useApp({
+    widgets: false,
+    cachePrefix: testCachePrefix('ar-resume'),
+    env: { JOBS_SCHEMA: schema, JOB_WORKERS: 'false' },
   });
-  afterAll(() => u.close());
 
   // Decisions, close and cancel on a preparing campaign; a cancelled one is never snapshotted.
   it('refuses decisions and close while preparing; cancel stops the snapshot', async () => {
     const owner = await actor('operator');
     const device = (await createDevice({ ownerId: owner.user.id })).id;
-    const res = await caller(u, root)
+    const res = await caller(app.t, app.root)
       .post(BASE, { name: 'prep', scope: { device_ids: [device] }, default_decision: 'keep', due_at: inAWeek() })
       .expect(202);
     const id = res.body.data.id;
-    await caller(u, root)
+    await caller(app.t, app.root)
       .post(`${BASE}/${id}/decisions`, { items: [{ item_id: 1, decision: 'keep' }] })
       .expect(409);
-    await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(409);
-    await caller(u, root).post(`${BASE}/${id}/cancel`, {}).expect(200);
-    expect(await u.app.get(AccessReviewSnapshot).take(id)).toBeUndefined();
+    await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(409);
+    await caller(app.t, app.root).post(`${BASE}/${id}/cancel`, {}).expect(200);
+    expect(await app.t.app.get(AccessReviewSnapshot).take(id)).toBeUndefined();
     const [row] = await sql<{ state: string; n: number }>(
       'SELECT state, (SELECT count(*)::int FROM access_review_items WHERE review_id = $1) AS n FROM access_reviews WHERE id = $1',
       [id],
@@ -750,28 +745,30 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
 
   it('finishes after a crash, revoking nothing twice', async () => {
     const { device, users } = await bigDevice();
-    const res = await caller(u, root)
+    const res = await caller(app.t, app.root)
       .post(BASE, { name: 'resume', scope: { device_ids: [device] }, default_decision: 'revoke', due_at: inAWeek() })
       .expect(202);
     const id: number = res.body.data.id;
-    expect(await u.app.get(AccessReviewSnapshot).take(id)).toBe(577);
+    expect(await app.t.app.get(AccessReviewSnapshot).take(id)).toBe(577);
     // one item kept by decision
     const [kept] = (
-      await caller(u, root).get(`${BASE}/${id}/items?page_size=1&decision=none&user_id=${users[0]?.id}`).expect(200)
+      await caller(app.t, app.root)
+        .get(`${BASE}/${id}/items?page_size=1&decision=none&user_id=${users[0]?.id}`)
+        .expect(200)
     ).body.data as ReviewItem[];
-    await caller(u, root)
+    await caller(app.t, app.root)
       .post(`${BASE}/${id}/decisions`, { items: [{ item_id: kept?.id, decision: 'keep' }] })
       .expect(200);
-    const close = await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(202);
-    const closing = u.app.get(AccessReviewClose);
+    const close = await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(202);
+    const closing = app.t.app.get(AccessReviewClose);
     expect(await closing.step(id)).toBe('more'); // then "crash"
     // closing: decisions, a second close and a cancel are refused
-    const late = await caller(u, root)
+    const late = await caller(app.t, app.root)
       .post(`${BASE}/${id}/decisions`, { items: [{ item_id: kept?.id, decision: 'revoke' }] })
       .expect(409);
     expect(late.body.error.details).toMatchObject({ from: 'closing' });
-    await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(409);
-    await caller(u, root).post(`${BASE}/${id}/cancel`, {}).expect(409);
+    await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(409);
+    await caller(app.t, app.root).post(`${BASE}/${id}/cancel`, {}).expect(409);
     const [half] = await sql<{ settled: number; revoked: number }>(
       `SELECT count(outcome)::int AS settled,
               (SELECT count(*)::int FROM authority_permissions ap JOIN authorities a ON a.id = ap.authority_id
@@ -780,7 +777,7 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
       [id, device],
     );
     expect(half?.settled).toBe(500);
-    expect((await caller(u, root).get(`${BASE}/${id}`).expect(200)).body.data.state).toBe('closing');
+    expect((await caller(app.t, app.root).get(`${BASE}/${id}`).expect(200)).body.data.state).toBe('closing');
 
     // a worker takes the queued close job up and finishes
     const w = await startApp({
@@ -789,13 +786,13 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
       env: { JOBS_SCHEMA: schema, JOB_WORKERS: 'true' },
     });
     try {
-      const job = await waitForJob(w, root.auth, close.body.data.job_id, 60_000);
+      const job = await waitForJob(w, app.root.auth, close.body.data.job_id, 60_000);
       expect(job.state).toBe('succeeded');
       expect(job.result).toEqual({ access_review_id: id, revoked: 575, kept: 2, failed: 0 });
     } finally {
       await w.close();
     }
-    const final = (await caller(u, root).get(`${BASE}/${id}`).expect(200)).body.data;
+    const final = (await caller(app.t, app.root).get(`${BASE}/${id}`).expect(200)).body.data;
     expect(final).toMatchObject({ state: 'closed', result: { revoked: 575, kept: 2, failed: 0 } });
     expect(await closing.step(id)).toBe('not_closing'); // a late retry does nothing
     const [audits] = await sql<{ n: number; distinct: number }>(
@@ -817,16 +814,16 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
   // again starts a new job that resumes where the failed one stopped.
   it('closes again after the close job failed for good, resuming where it stopped', async () => {
     const { device } = await bigDevice();
-    const res = await caller(u, root)
+    const res = await caller(app.t, app.root)
       .post(BASE, { name: 'again', scope: { device_ids: [device] }, default_decision: 'revoke', due_at: inAWeek() })
       .expect(202);
     const id: number = res.body.data.id;
-    await u.app.get(AccessReviewSnapshot).take(id);
-    const first = await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(202);
-    expect(await u.app.get(AccessReviewClose).step(id)).toBe('more');
-    await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(409); // its job is still waiting
+    await app.t.app.get(AccessReviewSnapshot).take(id);
+    const first = await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(202);
+    expect(await app.t.app.get(AccessReviewClose).step(id)).toBe('more');
+    await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(409); // its job is still waiting
     await sql(`UPDATE ${schema}.job SET state = 'failed' WHERE id = $1`, [first.body.data.job_id]);
-    const again = await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(202);
+    const again = await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(202);
     expect(again.body.data.job_id).not.toBe(first.body.data.job_id);
     const w = await startApp({
       widgets: false,
@@ -834,11 +831,11 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
       env: { JOBS_SCHEMA: schema, JOB_WORKERS: 'true' },
     });
     try {
-      expect((await waitForJob(w, root.auth, again.body.data.job_id, 60_000)).state).toBe('succeeded');
+      expect((await waitForJob(w, app.root.auth, again.body.data.job_id, 60_000)).state).toBe('succeeded');
     } finally {
       await w.close();
     }
-    const closed = (await caller(u, root).get(`${BASE}/${id}`).expect(200)).body.data;
+    const closed = (await caller(app.t, app.root).get(`${BASE}/${id}`).expect(200)).body.data;
     expect(closed).toMatchObject({ state: 'closed', result: { revoked: 576, kept: 1, failed: 0 } });
     const [audits] = await sql<{ n: number; distinct: number }>(
       `SELECT count(*)::int AS n, count(DISTINCT resource_id)::int AS distinct FROM audit_events
@@ -852,13 +849,13 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
   // take turns on the campaign's lock, each chunk is settled once, the campaign closes once.
   it('concurrent steps of one close settle each item once', async () => {
     const { device } = await bigDevice();
-    const res = await caller(u, root)
+    const res = await caller(app.t, app.root)
       .post(BASE, { name: 'steps', scope: { device_ids: [device] }, default_decision: 'revoke', due_at: inAWeek() })
       .expect(202);
     const id: number = res.body.data.id;
-    await u.app.get(AccessReviewSnapshot).take(id);
-    const close = await caller(u, root).post(`${BASE}/${id}/close`, {}).expect(202);
-    const closing = u.app.get(AccessReviewClose);
+    await app.t.app.get(AccessReviewSnapshot).take(id);
+    const close = await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(202);
+    const closing = app.t.app.get(AccessReviewClose);
     const steps = await Promise.all([closing.step(id), closing.step(id), closing.step(id), closing.step(id)]);
     expect([...steps].sort()).toEqual(['closed', 'more', 'more', 'not_closing']);
     const w = await startApp({
@@ -867,7 +864,7 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
       env: { JOBS_SCHEMA: schema, JOB_WORKERS: 'true' },
     });
     try {
-      const job = await waitForJob(w, root.auth, close.body.data.job_id, 60_000);
+      const job = await waitForJob(w, app.root.auth, close.body.data.job_id, 60_000);
       expect(job).toMatchObject({ state: 'succeeded', result: { revoked: 576, kept: 1, failed: 0 } });
     } finally {
       await w.close();
