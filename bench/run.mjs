@@ -17,6 +17,7 @@ import { accessQuestions } from './scenarios/access.mjs';
 import { seedMillion } from './lib/seed.mjs';
 import {
   benchAdminSession,
+  benchOperatorSession,
   createBenchDatabase,
   flushBenchRedis,
   JWT_SECRET,
@@ -48,10 +49,12 @@ try {
       (
         await client.query('SELECT id FROM authorities WHERE user_id = $1 ORDER BY id LIMIT $2', [userId, count])
       ).rows.map((row) => Number(row.id));
+    const authorityId = (await pick(seed.users[0], 1))[0];
     return {
       ...seed,
       session,
-      authorityId: (await pick(seed.users[0], 1))[0],
+      operatorSession: await benchOperatorSession(client, 'bench-operator@example.com', authorityId),
+      authorityId,
       hotId: (await pick(seed.users[1], 1))[0],
       writeIds: await pick(seed.users[3], 50),
     };
@@ -82,6 +85,11 @@ try {
       id: seeded.session.id,
       user_id: Number(seeded.session.user_id),
       expires_at: seeded.session.expires_at,
+    }),
+    operatorToken: signAccessToken(settings, {
+      id: seeded.operatorSession.id,
+      user_id: Number(seeded.operatorSession.user_id),
+      expires_at: seeded.operatorSession.expires_at,
     }),
     authorityId: seeded.authorityId,
     hotId: seeded.hotId,

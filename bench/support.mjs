@@ -52,6 +52,36 @@ export async function benchAdminSession(client, email) {
   ).rows[0];
 }
 
+/**
+ * An operator (role 3) with a two-hour session whose only way to read authorities on the device of
+ * `authorityId` is its own authority there holding the authority permission `authorities.read`
+ * (layer 3c): the portal's everyday caller. Inserted directly, as the admin is.
+ */
+export async function benchOperatorSession(client, email, authorityId) {
+  const operator = (
+    await client.query(
+      "INSERT INTO users (email, display_name, role_id, status_id) VALUES ($1, 'Bench Operator', 3, 2) RETURNING id",
+      [email],
+    )
+  ).rows[0];
+  const own = (
+    await client.query(
+      'INSERT INTO authorities (device_id, user_id, is_active) SELECT device_id, $2, true FROM authorities WHERE id = $1 RETURNING id',
+      [authorityId, operator.id],
+    )
+  ).rows[0];
+  await client.query(
+    "INSERT INTO authority_permissions (authority_id, permission_id) SELECT $1, id FROM permissions WHERE code = 'authorities.read'",
+    [own.id],
+  );
+  return (
+    await client.query(
+      "INSERT INTO auth_sessions (user_id, expires_at) VALUES ($1, now() + interval '2 hours') RETURNING id, user_id, expires_at",
+      [operator.id],
+    )
+  ).rows[0];
+}
+
 export async function flushBenchRedis() {
   const redis = createClient({ url: REDIS_URL });
   await redis.connect();

@@ -1,14 +1,15 @@
 // The physical baseline of the cached detail read (issue 30; fixed, not the service's design):
-// a bare node:http server that verifies the same JWT (HS256, issuer, audience), reads the session
+// a bare node:http server that verifies the same JWT on every request with node:crypto alone
+// (HS256, issuer, audience, expiry, session id: ./hs256.mjs; issue 39), reads the session
 // and the entity with two plain Redis GETs (sent together, one round trip), checks the session
 // and sends the same envelope bytes and headers. No framework, no scripts, no generations, no
 // user entry, no logging. The scenario stores the two values under `bare:` keys with plain SETs.
 import { createClient } from '@keyv/redis';
-import jwt from 'jsonwebtoken';
-import { createSecretKey, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
+import { hs256Verifier } from './hs256.mjs';
 
-const key = createSecretKey(Buffer.from(process.env.JWT_SECRET, 'utf8'));
+const verify = hs256Verifier(process.env.JWT_SECRET, { issuer: 'admin-api', audience: 'admin-portal' });
 const redis = createClient({ url: process.env.REDIS_URL });
 await redis.connect();
 
@@ -29,10 +30,11 @@ const server = createServer(async (request, response) => {
   if (match === null || token === undefined) return send(response, 401, '{}');
   let claims;
   try {
-    claims = jwt.verify(token, key, { algorithms: ['HS256'], issuer: 'admin-api', audience: 'admin-portal' });
+    claims = verify(token);
   } catch {
-    return send(response, 401, '{}');
+    claims = undefined;
   }
+  if (claims === undefined) return send(response, 401, '{}');
   const [sessionRaw, entityRaw] = await Promise.all([
     redis.get(`bare:session:${claims.sid}`),
     redis.get(`bare:authority:${match[1]}`),
