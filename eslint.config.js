@@ -1,5 +1,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import house from './eslint/layers.js';
 
 // class-validator's length rules do not count U+FE0E/U+FE0F; the columns' CHECKs do.
 const LENGTH_RULES = {
@@ -19,6 +20,7 @@ export default tseslint.config(
       'jest.config.js',
       'jest.unit.config.js',
       'eslint.config.js',
+      'eslint/',
       'test/client/api.d.ts',
     ],
   },
@@ -37,27 +39,13 @@ export default tseslint.config(
       'no-restricted-imports': ['error', { paths: [LENGTH_RULES] }],
     },
   },
-  // The platform floor (src/platform/) imports no feature: features register into it (bulk kinds,
-  // queues, rebuild warmers) instead of being named by it. A relative import that climbs out of
-  // src/platform/ is refused (the migrations are history, not a feature); the depth of each glob is
-  // the depth of the importing file.
-  ...[1, 2, 3].map((depth) => ({
-    files: [`src/platform/${'*/'.repeat(depth)}*.ts`],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: [LENGTH_RULES],
-          patterns: [
-            {
-              regex: `^(\\.\\./){${depth + 1}}(?!\\.\\./migrations/)`,
-              message: 'The platform imports no feature: register into the platform from the feature instead.',
-            },
-          ],
-        },
-      ],
-    },
-  })),
+  // The layers (eslint/layers.js): the platform is a strict stack importing no feature and no access
+  // model, for every file under src/platform/ and dynamic import() as well as static imports.
+  {
+    files: ['src/**/*.ts', 'src/**/*.mts', 'src/**/*.mjs'],
+    plugins: { house },
+    rules: { 'house/layers': 'error' },
+  },
   {
     // Plain ESM scripts over the compiled dist/ (benchmarks, Jest's global setup): linted, untyped.
     files: ['**/*.mjs'],

@@ -12,6 +12,7 @@ import { InboxModule } from './inbox/inbox.module.js';
 import { JobsModule } from './jobs/jobs.module.js';
 import { MobileDevicesModule } from './mobile-devices/mobile-devices.module.js';
 import { AuditModule } from './platform/audit/audit.module.js';
+import { AccessModelModule } from './access-model/access-model.module.js';
 import { AuthModule } from './platform/auth/auth.module.js';
 import { CacheModule } from './platform/cache/cache.module.js';
 import { ConfigModule } from './platform/config/config.module.js';
@@ -44,6 +45,7 @@ export class AppModule {
         ProjectionsModule,
         AuditModule,
         AuthModule,
+        AccessModelModule,
         JobQueueModule,
         IdempotencyModule,
         HealthModule,

@@ -3,7 +3,7 @@ import type { Job } from 'pg-boss';
 import { BulkAuthorityPermissionsService } from '../grants/bulk-authority-permissions.service.js';
 import { PermissionGrantsService } from '../grants/permission-grants.service.js';
 import { AuditService } from '../platform/audit/audit.service.js';
-import { AuthContextService } from '../platform/auth/auth-context.service.js';
+import { AuthContextService } from '../access-model/auth-context.service.js';
 import { rankRefusal } from './access-review-decisions.service.js';
 import { updateStamp } from '../platform/audit/actor-stamps.js';
 import { permissionCodeOf } from '../platform/auth/permissions.js';
@@ -11,7 +11,7 @@ import { roleById } from '../platform/auth/roles.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
 import { ApiError } from '../platform/http/api-error.js';
-import { currentActorId, currentRequest, runInRequestContext } from '../platform/http/request-context.js';
+import { currentRequest, runInRequestContext } from '../platform/http/request-context.js';
 import { AcceptedResponse } from '../platform/http/responses.js';
 import type { AcceptedJobDto } from '../platform/jobs/jobs.dto.js';
 import { JobQueue } from '../platform/jobs/job-queue.js';
@@ -96,9 +96,13 @@ export class AccessReviewClose implements OnModuleInit {
   private async run(job: Job<ReviewJobData>): Promise<object> {
     const { review_id: id, request_id, created_by } = job.data;
     const started = Date.now();
+    // The closer's role judges the default revokes: a job without one would refuse them all.
+    if (created_by === null) throw new Error(`the close job of access review ${id} names no closer`);
     let step: CloseStep = 'more';
     while (step === 'more')
-      step = await runInRequestContext({ request_id, ip: 'job', actor_id: created_by }, () => this.step(id));
+      step = await runInRequestContext({ request_id, ip: 'job', actor_id: created_by }, () =>
+        this.step(id, created_by),
+      );
     const result = (await this.reviews.read(id))?.value.result ?? null;
     this.logger.log({
       msg: 'access review closed',
@@ -110,60 +114,63 @@ export class AccessReviewClose implements OnModuleInit {
     return { access_review_id: id, ...(result ?? {}) };
   }
 
-  /** One chunk of the close, in one transaction; the last closes the campaign. */
-  step(id: number): Promise<CloseStep> {
-    return this.uow.run(async (tx) => {
-      const review = await this.reviews.progress(tx, id);
-      if (review === undefined) throw ApiError.notFound('ACCESS_REVIEW_NOT_FOUND', id);
-      if (review.state !== 'closing') return 'not_closing';
-      const chunk = await this.items.unsettled(tx, id, CHUNK);
-      if (chunk.length === 0) {
-        const counted = await this.items.outcomes(tx, id);
-        await this.reviews.patch(tx, id, { state: 'closed', result: JSON.stringify(counted), closed_at: new Date() });
-        await this.audit.record(tx, 'access_review.closed', id, {
-          changes: { state: ['closing', 'closed'], result: [null, counted] },
-        });
-        return 'closed';
-      }
-      const revoking = chunk.filter(
-        (item) => item.kind !== 'o' && (item.decision ?? review.default_decision) === 'revoke',
-      );
-      // Revoking a grant is a write on its user, judged by the rank rule of a manual revoke at
-      // the write: an undecided grant revoked by the default against the closer's role, a
-      // reviewer's revoke against the reviewer's role now (judged at the decision too, but either
-      // role may have changed since: a user promoted above its reviewer keeps the grant).
-      const closer = await this.contexts.subjectOf(currentActorId() ?? 0);
-      const refused = new Set(
-        revoking
-          .filter((item) => item.kind === 'g')
-          .filter((item) => {
-            if (item.decision === null) return closer === undefined || rankRefusal(closer, item) !== undefined;
-            const role = item.reviewer_role_id === null ? undefined : roleById(item.reviewer_role_id);
-            return (
-              item.reviewer_id === null ||
-              role === undefined ||
-              rankRefusal({ user_id: item.reviewer_id, role }, item) !== undefined
-            );
-          })
-          .map((item) => item.id),
-      );
-      const reason = `access review ${id}`;
-      await this.authorityPermissions.revokeReviewed(
-        tx,
-        revoking.filter((item) => item.kind === 'a').map((item) => reviewedPath(item)),
-        reason,
-      );
-      await this.grants.revokeReviewed(
-        tx,
-        revoking.filter((item) => item.kind === 'g' && !refused.has(item.id)).map((item) => reviewedGrant(item)),
-        reason,
-      );
-      // Revoked now, or no longer live (revoked by hand, expired): either way the path is gone.
-      const outcomes = new Map<number, Outcome>(chunk.map((item) => [item.id, 'kept']));
-      for (const item of revoking) outcomes.set(item.id, refused.has(item.id) ? 'failed' : 'revoked');
-      await this.items.settle(tx, outcomes);
-      return 'more';
-    });
+  /** One chunk of the close, in one transaction, by `closerId` (who asked for it); the last closes the campaign. */
+  step(id: number, closerId: number): Promise<CloseStep> {
+    return this.uow.run(
+      async (tx) => {
+        const review = await this.reviews.progress(tx, id);
+        if (review === undefined) throw ApiError.notFound('ACCESS_REVIEW_NOT_FOUND', id);
+        if (review.state !== 'closing') return 'not_closing';
+        const chunk = await this.items.unsettled(tx, id, CHUNK);
+        if (chunk.length === 0) {
+          const counted = await this.items.outcomes(tx, id);
+          await this.reviews.patch(tx, id, { state: 'closed', result: JSON.stringify(counted), closed_at: new Date() });
+          await this.audit.record(tx, 'access_review.closed', id, {
+            changes: { state: ['closing', 'closed'], result: [null, counted] },
+          });
+          return 'closed';
+        }
+        const revoking = chunk.filter(
+          (item) => item.kind !== 'o' && (item.decision ?? review.default_decision) === 'revoke',
+        );
+        // Revoking a grant is a write on its user, judged by the rank rule of a manual revoke at
+        // the write: an undecided grant revoked by the default against the closer's role, a
+        // reviewer's revoke against the reviewer's role now (judged at the decision too, but either
+        // role may have changed since: a user promoted above its reviewer keeps the grant).
+        const closer = await this.contexts.subjectOf(closerId);
+        const refused = new Set(
+          revoking
+            .filter((item) => item.kind === 'g')
+            .filter((item) => {
+              if (item.decision === null) return closer === undefined || rankRefusal(closer, item) !== undefined;
+              const role = item.reviewer_role_id === null ? undefined : roleById(item.reviewer_role_id);
+              return (
+                item.reviewer_id === null ||
+                role === undefined ||
+                rankRefusal({ user_id: item.reviewer_id, role }, item) !== undefined
+              );
+            })
+            .map((item) => item.id),
+        );
+        const reason = `access review ${id}`;
+        await this.authorityPermissions.revokeReviewed(
+          tx,
+          revoking.filter((item) => item.kind === 'a').map((item) => reviewedPath(item)),
+          reason,
+        );
+        await this.grants.revokeReviewed(
+          tx,
+          revoking.filter((item) => item.kind === 'g' && !refused.has(item.id)).map((item) => reviewedGrant(item)),
+          reason,
+        );
+        // Revoked now, or no longer live (revoked by hand, expired): either way the path is gone.
+        const outcomes = new Map<number, Outcome>(chunk.map((item) => [item.id, 'kept']));
+        for (const item of revoking) outcomes.set(item.id, refused.has(item.id) ? 'failed' : 'revoked');
+        await this.items.settle(tx, outcomes);
+        return 'more';
+      },
+      { actor: closerId },
+    );
   }
 }
 

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { AuditService } from '../platform/audit/audit.service.js';
 import type { AuthContext, Subject } from '../platform/auth/auth-context.js';
-import { assertMayWriteUser } from '../platform/auth/user-rules.js';
-import { AuthorizationService, type DeviceQuestion } from '../platform/auth/authorization.service.js';
+import { assertMayWriteUser } from '../access-model/user-rules.js';
+import { AuthorizationService, type DeviceQuestion } from '../access-model/authorization.service.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { AccessReviewItemsRepository, type ItemFacts } from './access-review-items.repository.js';

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { table } from '../platform/database/table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
-import { currentActorId } from '../platform/http/request-context.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { Projections } from '../platform/projections/projections.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';
@@ -106,7 +105,7 @@ export class AccessReviewsRepository extends ResourceTable<AccessReviewRow, Acce
       ACCESS_REVIEWS,
       `UPDATE access_reviews SET keep_count = keep_count + $2, revoke_count = revoke_count + $3, updated_by = $4
        WHERE id = $1 RETURNING ${ACCESS_REVIEWS.selected}`,
-      [id, keep, revoke, currentActorId()],
+      [id, keep, revoke, tx.actor],
     );
     const row = rows[0];
     if (row === undefined) throw new Error(`access review ${id} vanished under its lock`);

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { creationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
 import { AuditService } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { AuthorizationService } from '../platform/auth/authorization.service.js';
+import { AuthorizationService } from '../access-model/authorization.service.js';
 import { permissionIdOf } from '../platform/auth/permissions.js';
 import { SETTINGS, type Settings } from '../platform/config/settings.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { appendAccessEvents, EVENTS } from '../platform/audit/audit-trail.repository.js';
-import { accessDifference, accessEntries, type AccessEntry } from '../platform/auth/access-changes.js';
+import { accessDifference, accessEntries, type AccessEntry } from '../access-model/access-changes.js';
 import type { Subject } from '../platform/auth/auth-context.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { SETTINGS, type Settings } from '../platform/config/settings.js';

@@ -7,9 +7,9 @@ import {
   globalDecision,
   type AccessPath,
   type DenialReason,
-} from '../platform/auth/access-rules.js';
+} from '../access-model/access-rules.js';
 import type { Subject } from '../platform/auth/auth-context.js';
-import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
+import type { AuthorityFacts } from '../access-model/authority-facts.js';
 import type { Decision } from '../platform/auth/decision.js';
 import { isDeviceScoped, PERMISSIONS, type PermissionCode } from '../platform/auth/permissions.js';
 import { roleById, ROLES, USER_STATUS } from '../platform/auth/roles.js';
@@ -18,7 +18,7 @@ import type { ListResponse } from '../platform/http/responses.js';
 import { ListPages } from '../platform/projections/list-pages.js';
 import { UserReferences } from '../users/user-references.repository.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
-import { AccessUsesRepository } from '../platform/auth/access-uses.repository.js';
+import { AccessUsesRepository } from '../access-model/access-uses.repository.js';
 import { AccessHistoryRepository, type UserFactsAt } from './access-history.repository.js';
 import {
   directionOf,

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { AuthorityReferences } from '../authorities/authority-references.repository.js';
-import { AuthContextService } from '../platform/auth/auth-context.service.js';
-import { AuthorizationService } from '../platform/auth/authorization.service.js';
-import { decisionOf, denialReason, type AccessPath, type DenialReason } from '../platform/auth/access-rules.js';
+import { AuthContextService } from '../access-model/auth-context.service.js';
+import { AuthorizationService } from '../access-model/authorization.service.js';
+import { decisionOf, denialReason, type AccessPath, type DenialReason } from '../access-model/access-rules.js';
 import type { Subject } from '../platform/auth/auth-context.js';
 import { isPermissionCode, PERMISSIONS } from '../platform/auth/permissions.js';
 import { ApiError } from '../platform/http/api-error.js';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DeviceAuthoritiesService } from '../platform/auth/device-authorities.service.js';
+import { DeviceAuthoritiesService } from '../access-model/device-authorities.service.js';
 import { Projections } from '../platform/projections/projections.js';
 import type { Subject } from '../platform/auth/auth-context.js';
 import { ApiError } from '../platform/http/api-error.js';

@@ -1,12 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { AccessWatch } from '../platform/auth/access-watch.js';
+import { AccessWatch } from '../access-model/access-watch.js';
 import { AuthorityReferences } from './authority-references.repository.js';
 import { UserReferences } from '../users/user-references.repository.js';
 import { creationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
 import { AuditService, diffChanges } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { AuthorizationService } from '../platform/auth/authorization.service.js';
-import { deviceRowScope } from '../platform/auth/row-scope.js';
+import { AuthorizationService } from '../access-model/authorization.service.js';
+import { deviceRowScope } from '../access-model/row-scope.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { futureTimestamp } from '../platform/http/timestamps.js';
 import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';

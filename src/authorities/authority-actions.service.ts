@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { AccessWatch } from '../platform/auth/access-watch.js';
+import { AccessWatch } from '../access-model/access-watch.js';
 import { deletionStamp, restorationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
 import { AuditService, type AuditAction } from '../platform/audit/audit.service.js';
 import { ApiError } from '../platform/http/api-error.js';

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, Patch, Post, Query } from '@nestjs/common';
-import { DryRun } from '../platform/auth/dry-run.decorator.js';
-import { writeOrPreview, type PreviewAnswer } from '../platform/http/preview.js';
+import { DryRun } from '../access-model/dry-run.decorator.js';
+import { writeOrPreview, type PreviewAnswer } from '../platform/database/write-or-preview.js';
 import { DEVICE_LIST, TRANSFER_LIST } from './devices.repository.js';
 import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';

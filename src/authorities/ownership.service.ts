@@ -1,13 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import { AccessWatch } from '../platform/auth/access-watch.js';
+import { AccessWatch } from '../access-model/access-watch.js';
 import { UserReferences } from '../users/user-references.repository.js';
 import { AuditService } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { AuthorizationService } from '../platform/auth/authorization.service.js';
+import { AuthorizationService } from '../access-model/authorization.service.js';
 import { USER_STATUS } from '../platform/auth/roles.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
-import { currentActorId, currentRequest } from '../platform/http/request-context.js';
+import { currentRequest } from '../platform/http/request-context.js';
 import { ResourceResponse, type ListResponse } from '../platform/http/responses.js';
 import { NOW, withoutVersion } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
@@ -70,7 +70,7 @@ export class OwnershipService {
       const device = await this.devices.lock(tx, deviceId);
       assertIfMatch(ifMatch, device.version);
       await this.assertTarget(tx, device, dto.new_owner_user_id);
-      const actor = currentActorId();
+      const actor = tx.actor;
       const previous = await this.authorities.lockOwnerOf(tx, deviceId);
       const holders = [dto.new_owner_user_id, ...(previous === undefined ? [] : [previous.user_id])];
       await this.access.watch(tx, { users: holders, devices: [deviceId] });

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { AuthModule } from '../platform/auth/auth.module.js';
+import { AccessModelModule } from '../access-model/access-model.module.js';
 import { ReadStateModule } from '../read-state/read-state.module.js';
 import { CacheRebuildService } from './cache-rebuild.service.js';
 import { CacheController } from './cache.controller.js';
@@ -10,7 +10,7 @@ import { CacheController } from './cache.controller.js';
  * platform's cache must not depend on.
  */
 @Module({
-  imports: [AuthModule, ReadStateModule],
+  imports: [AccessModelModule, ReadStateModule],
   controllers: [CacheController],
   providers: [CacheRebuildService],
 })

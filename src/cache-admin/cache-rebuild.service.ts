@@ -1,8 +1,8 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AuditService } from '../platform/audit/audit.service.js';
-import { AuthContextService } from '../platform/auth/auth-context.service.js';
-import { DeviceAuthoritiesService } from '../platform/auth/device-authorities.service.js';
+import { AuthContextService } from '../access-model/auth-context.service.js';
+import { DeviceAuthoritiesService } from '../access-model/device-authorities.service.js';
 import { AcceptedResponse } from '../platform/http/responses.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import type { AcceptedJobDto } from '../platform/jobs/jobs.dto.js';

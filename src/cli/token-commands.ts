@@ -1,4 +1,4 @@
-import { DEFAULT_SESSION_TTL_SECONDS } from '../platform/auth/sessions.repository.js';
+import { DEFAULT_SESSION_TTL_SECONDS } from '../access-model/sessions.repository.js';
 import { CliError, options, type Command } from './command.js';
 
 /* The token commands' options and help; their database work is token-sessions.ts, imported when one runs. */

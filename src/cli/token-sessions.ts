@@ -1,8 +1,8 @@
 import type { EntityManager } from 'typeorm';
 import { toAuditEvents, type AuditRecord } from '../platform/audit/audit.service.js';
 import { appendAccessEvents, appendAuditEvents } from '../platform/audit/audit-trail.repository.js';
-import { accessDifference, accessEntries, type AccessEntry } from '../platform/auth/access-changes.js';
-import { AccessSnapshotRepository } from '../platform/auth/access-snapshot.repository.js';
+import { accessDifference, accessEntries, type AccessEntry } from '../access-model/access-changes.js';
+import { AccessSnapshotRepository } from '../access-model/access-snapshot.repository.js';
 import { withJwtSecret } from '../platform/auth/jwt-secret.js';
 import { ROLE, USER_STATUS } from '../platform/auth/roles.js';
 import {
@@ -10,7 +10,7 @@ import {
   insertSession,
   sessionOnFeed,
   type SessionRow,
-} from '../platform/auth/sessions.repository.js';
+} from '../access-model/sessions.repository.js';
 import { signAccessToken } from '../platform/auth/token-signer.js';
 import type { Settings } from '../platform/config/settings.js';
 import { userResource } from '../users/users.repository.js';

@@ -1,7 +1,7 @@
 import { permissionCodeOf } from '../platform/auth/permissions.js';
 import { Injectable } from '@nestjs/common';
 import { ApiError } from '../platform/http/api-error.js';
-import { DeviceAuthoritiesService } from '../platform/auth/device-authorities.service.js';
+import { DeviceAuthoritiesService } from '../access-model/device-authorities.service.js';
 import { Projections } from '../platform/projections/projections.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable, withoutVersion } from '../platform/projections/resource-table.js';

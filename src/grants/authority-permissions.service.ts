@@ -1,15 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import { AccessWatch } from '../platform/auth/access-watch.js';
-import type { AccessScope } from '../platform/auth/access-snapshot.repository.js';
+import { AccessWatch } from '../access-model/access-watch.js';
+import type { AccessScope } from '../access-model/access-snapshot.repository.js';
 import { AuthorityReferences } from '../authorities/authority-references.repository.js';
 import { PermissionReferences } from './permission-references.repository.js';
 import { AuditService } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { AuthorizationService } from '../platform/auth/authorization.service.js';
-import { deviceRowScope } from '../platform/auth/row-scope.js';
+import { AuthorizationService } from '../access-model/authorization.service.js';
+import { deviceRowScope } from '../access-model/row-scope.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
-import { currentActorId } from '../platform/http/request-context.js';
 import { NoContent, ResourceResponse, type ListResponse } from '../platform/http/responses.js';
 import { respondWith, withoutVersion } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
@@ -92,7 +91,7 @@ export class AuthorityPermissionsService {
         permissionId: dto.permission_id,
         code: target.code,
         expiresAt: null,
-        actorId: currentActorId(),
+        actorId: tx.actor,
         reason: null,
       }),
     );
@@ -156,7 +155,7 @@ export class AuthorityPermissionsService {
           devices: [holder.device_id],
           permissions: [holder.code],
         });
-      const revoked = await this.rows.revoke(tx, id, currentActorId(), (version) => assertIfMatch(ifMatch, version));
+      const revoked = await this.rows.revoke(tx, id, tx.actor, (version) => assertIfMatch(ifMatch, version));
       if (revoked === 'already') return NoContent.instance;
       await this.audit.record(tx, 'authority_permission.revoke', id, {
         changes: { revoked_at: [null, revoked.revoked_at] },

@@ -1,10 +1,9 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { AccessWatch } from '../platform/auth/access-watch.js';
+import { AccessWatch } from '../access-model/access-watch.js';
 import { AuditService, type AuditAction, type AuditRecord } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { AuthorizationService, type DeviceQuestion } from '../platform/auth/authorization.service.js';
+import { AuthorizationService, type DeviceQuestion } from '../access-model/authorization.service.js';
 import type { PermissionCode } from '../platform/auth/permissions.js';
-import { currentActorId } from '../platform/http/request-context.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { BulkJobs } from '../platform/jobs/bulk-jobs.service.js';
 import { AuthorityPermissionsRepository, type Resolved } from './authority-permissions.repository.js';
@@ -168,7 +167,7 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
     const done = await this.rows.revokeMany(
       tx,
       paths.map((path) => path.id),
-      currentActorId(),
+      tx.actor,
     );
     await this.recordChanged(tx, done, 'authority_permission.revoke', reason);
     return new Set(done);
@@ -206,7 +205,7 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
   private async grant(tx: Tx, results: BulkResultDto[], reason: string | undefined): Promise<void> {
     const pending = results.filter((result) => result.status === 'granted');
     if (pending.length === 0) return;
-    const inserted = await this.rows.insertMany(tx, pending, currentActorId());
+    const inserted = await this.rows.insertMany(tx, pending, tx.actor);
     const idOf = new Map(inserted.map((row) => [`${row.authority_id}:${row.permission_id}`, row.id]));
     const claimed = new Set<string>();
     for (const result of pending) {
@@ -232,7 +231,7 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
     const ids = pending.flatMap((result) =>
       result.authority_permission_id === null ? [] : [result.authority_permission_id],
     );
-    const done = new Set(await this.rows.revokeMany(tx, [...new Set(ids)], currentActorId()));
+    const done = new Set(await this.rows.revokeMany(tx, [...new Set(ids)], tx.actor));
     const claimed = new Set<number>();
     for (const result of pending) {
       const id = result.authority_permission_id ?? 0;

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, Post, Query } from '@nestjs/common';
-import { DryRun } from '../platform/auth/dry-run.decorator.js';
-import { writeOrPreview, type PreviewAnswer } from '../platform/http/preview.js';
+import { DryRun } from '../access-model/dry-run.decorator.js';
+import { writeOrPreview, type PreviewAnswer } from '../platform/database/write-or-preview.js';
 import { GRANT_LIST } from './permission-grants.repository.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../platform/auth/actor.decorator.js';

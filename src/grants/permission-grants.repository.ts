@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { AuthContextService } from '../platform/auth/auth-context.service.js';
+import { AuthContextService } from '../access-model/auth-context.service.js';
 import { Projections } from '../platform/projections/projections.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';

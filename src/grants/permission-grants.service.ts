@@ -1,14 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import { AccessWatch } from '../platform/auth/access-watch.js';
+import { AccessWatch } from '../access-model/access-watch.js';
 import { PermissionReferences } from './permission-references.repository.js';
 import { UserReferences } from '../users/user-references.repository.js';
 import { AuditService } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { AuthorizationService } from '../platform/auth/authorization.service.js';
-import { assertMayWriteUser, assertNotSelf } from '../platform/auth/user-rules.js';
+import { AuthorizationService } from '../access-model/authorization.service.js';
+import { assertMayWriteUser, assertNotSelf } from '../access-model/user-rules.js';
 import { futureTimestamp } from '../platform/http/timestamps.js';
 import { ApiError } from '../platform/http/api-error.js';
-import { currentActorId } from '../platform/http/request-context.js';
 import { ResourceResponse, type ListResponse } from '../platform/http/responses.js';
 import { respondWith } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
@@ -74,7 +73,7 @@ export class PermissionGrantsService {
         permission_id: dto.permission_id,
         reason: dto.reason ?? null,
         expires_at: expiresAt,
-        granted_by: currentActorId(),
+        granted_by: tx.actor,
       });
       await this.audit.record(tx, 'permission_grant.grant', created.id, {
         reason: dto.reason ?? null,
@@ -106,7 +105,7 @@ export class PermissionGrantsService {
         );
       }
       await this.access.watch(tx, { users: [dto.user_id], devices: [], permissions: [code] });
-      const revoked = await this.grants.revoke(tx, active, currentActorId(), dto.reason ?? null);
+      const revoked = await this.grants.revoke(tx, active, tx.actor, dto.reason ?? null);
       await this.audit.record(tx, 'permission_grant.revoke', active, {
         reason: dto.reason ?? null,
         changes: { revoked_at: [null, revoked.revoked_at] },
@@ -134,7 +133,7 @@ export class PermissionGrantsService {
     for (const grant of ordered) {
       await this.grants.lockPair(tx, grant.user_id, grant.permission_id);
       if ((await this.grants.activeId(tx, grant.user_id, grant.permission_id)) !== grant.id) continue;
-      const row = await this.grants.revoke(tx, grant.id, currentActorId(), reason);
+      const row = await this.grants.revoke(tx, grant.id, tx.actor, reason);
       await this.audit.record(tx, 'permission_grant.revoke', grant.id, {
         reason,
         changes: { revoked_at: [null, row.revoked_at] },

@@ -1,4 +1,4 @@
-import { AccessUses } from '../platform/auth/access-uses.js';
+import { AccessUses } from '../access-model/access-uses.js';
 import { Controller, Get } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { EventsRepository } from '../events/events.repository.js';

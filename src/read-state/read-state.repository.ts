@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { Projections } from '../platform/projections/projections.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
-import { currentActorId } from '../platform/http/request-context.js';
 import { assignments, ResourceTable, type ColumnValues } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { ReadCountsRepository } from './read-counts.repository.js';
@@ -102,7 +101,7 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
     await tx.write(
       MESSAGE_READ_STATE,
       'INSERT INTO message_read_state (message_id, user_id, conversation_id, created_by, updated_by) VALUES ($1, $2, $3, $4, $4)',
-      [message.id, message.user_id, message.conversation_id, currentActorId()],
+      [message.id, message.user_id, message.conversation_id, tx.actor],
     );
   }
 
@@ -116,7 +115,7 @@ export class ReadStateRepository extends ResourceTable<ReadStateRow, ReadStateCo
     const [touched] = await tx.write<[{ id: number; user_id: number; conversation_id: string | null }[], number]>(
       MESSAGE_READ_STATE,
       'UPDATE message_read_state SET updated_by = $2 WHERE message_id = ANY($1::bigint[]) RETURNING id, user_id, conversation_id',
-      [[...messageIds], currentActorId()],
+      [[...messageIds], tx.actor],
     );
     await this.counts.changed(tx, touched);
     const ids = touched.map((row) => row.id);

@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { AuditService, type AuditAction } from '../platform/audit/audit.service.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
-import { currentActorId } from '../platform/http/request-context.js';
 import { ResourceResponse, type ListResponse } from '../platform/http/responses.js';
 import { NOW, withoutVersion } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
@@ -61,7 +60,7 @@ export class ReadStateService {
       const after = await this.states.patch(tx, id, {
         [column]: on,
         [at]: on ? NOW : null,
-        updated_by: currentActorId(),
+        updated_by: tx.actor,
       });
       await this.audit.record(tx, action, id, { changes: { [column]: [before[column], on] } });
       return after;
@@ -80,7 +79,7 @@ export class ReadStateService {
     return this.write(id, ifMatch, async (tx, before) => {
       const current = before.snoozed_until === null ? null : new Date(before.snoozed_until).toISOString();
       if (current === (at?.toISOString() ?? null)) return before;
-      const after = await this.states.patch(tx, id, { snoozed_until: at, updated_by: currentActorId() });
+      const after = await this.states.patch(tx, id, { snoozed_until: at, updated_by: tx.actor });
       await this.audit.record(tx, 'message_read_state.snooze', id, {
         changes: { snoozed_until: [current, at?.toISOString() ?? null] },
       });

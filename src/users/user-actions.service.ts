@@ -1,16 +1,16 @@
 import { Injectable } from '@nestjs/common';
-import { AccessWatch } from '../platform/auth/access-watch.js';
+import { AccessWatch } from '../access-model/access-watch.js';
 import { deletionStamp, restorationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
 import { AuditService, type AuditAction } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { SessionsService } from '../platform/auth/sessions.service.js';
+import { SessionsService } from '../access-model/sessions.service.js';
 import { assertIfMatch, unchanged, type IfMatch } from '../platform/http/etag.js';
 import { type NoContent, ResourceResponse } from '../platform/http/responses.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { PinResetDto, UserDto } from './dto/user.dto.js';
 import { hashPin, newPin } from './pin.js';
 import { assertTransition, TARGET_STATUS } from './user-lifecycle.js';
-import { assertMayWriteUser, assertNotSelf } from '../platform/auth/user-rules.js';
+import { assertMayWriteUser, assertNotSelf } from '../access-model/user-rules.js';
 import { NOW, respondWith } from '../platform/projections/resource-table.js';
 import { UsersRepository, type UserRow } from './users.repository.js';
 

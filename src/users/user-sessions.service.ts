@@ -1,15 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { ApiError } from '../platform/http/api-error.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { SESSION_LIST } from '../platform/auth/sessions.repository.js';
-import { SessionsService } from '../platform/auth/sessions.service.js';
+import { SESSION_LIST } from '../access-model/sessions.repository.js';
+import { SessionsService } from '../access-model/sessions.service.js';
 import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
 import { parseListQuery } from '../platform/http/list/list-query.parser.js';
 import { ResourceResponse, type ListResponse } from '../platform/http/responses.js';
 import { ListPages } from '../platform/projections/list-pages.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import type { SessionDto, SessionsRevokedDto } from './dto/session.dto.js';
-import { assertMayWriteUser, assertNotSelf } from '../platform/auth/user-rules.js';
+import { assertMayWriteUser, assertNotSelf } from '../access-model/user-rules.js';
 import { UsersRepository } from './users.repository.js';
 
 /** A user's sign-in sessions: the list, and revoking them all (part 6.1). */

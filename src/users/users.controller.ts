@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
-import { DryRun } from '../platform/auth/dry-run.decorator.js';
-import { writeOrPreview, type PreviewAnswer } from '../platform/http/preview.js';
-import { SESSION_LIST } from '../platform/auth/sessions.repository.js';
+import { DryRun } from '../access-model/dry-run.decorator.js';
+import { writeOrPreview, type PreviewAnswer } from '../platform/database/write-or-preview.js';
+import { SESSION_LIST } from '../access-model/sessions.repository.js';
 import { USER_LIST } from './users.repository.js';
 import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { AccessWatch } from '../platform/auth/access-watch.js';
+import { AccessWatch } from '../access-model/access-watch.js';
 import { creationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
 import { AuditService, diffChanges } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
@@ -10,7 +10,7 @@ import { ListResponse, ResourceResponse } from '../platform/http/responses.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import type { CreateUserDto, UpdateUserDto } from './dto/user-input.dto.js';
 import type { UserDto } from './dto/user.dto.js';
-import { assertMayAssignRole, assertMayWriteUser, assertNotSelf } from '../platform/auth/user-rules.js';
+import { assertMayAssignRole, assertMayWriteUser, assertNotSelf } from '../access-model/user-rules.js';
 import { respondWith } from '../platform/projections/resource-table.js';
 import { UsersRepository, type UserRow } from './users.repository.js';
 import type { Prefetched } from '../platform/projections/prefetched.js';

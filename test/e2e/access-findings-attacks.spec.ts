@@ -1,5 +1,5 @@
-import { AccessUses } from '../../src/platform/auth/access-uses.js';
-import { AccessUsesRepository } from '../../src/platform/auth/access-uses.repository.js';
+import { AccessUses } from '../../src/access-model/access-uses.js';
+import { AccessUsesRepository } from '../../src/access-model/access-uses.repository.js';
 import { accessWorld } from '../support/access-requests.js';
 import { actor, createUser, permissionId, tokenFor, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';

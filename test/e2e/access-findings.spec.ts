@@ -1,4 +1,4 @@
-import { AccessUses } from '../../src/platform/auth/access-uses.js';
+import { AccessUses } from '../../src/access-model/access-uses.js';
 import { accessWorld } from '../support/access-requests.js';
 import { actor, createUser, permissionId, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';

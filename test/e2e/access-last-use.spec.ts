@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { AccessUses } from '../../src/platform/auth/access-uses.js';
+import { AccessUses } from '../../src/access-model/access-uses.js';
 import { accessWorld } from '../support/access-requests.js';
 import { actor, createUser, permissionId, tokenFor } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { AccessExpiryAnnouncer } from '../../src/access/access-expiry-announcer.js';
-import { AccessFactsRepository } from '../../src/platform/auth/access-facts.repository.js';
+import { AccessFactsRepository } from '../../src/access-model/access-facts.repository.js';
 import { CacheEntries } from '../../src/platform/cache/cache-entries.js';
 import { accessWorld, askFor } from '../support/access-requests.js';
 import { actor, createUser, permissionId, type Caller } from '../support/auth.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { ROLE } from '../../src/platform/auth/roles.js';
-import { outranks } from '../../src/platform/auth/user-rules.js';
+import { outranks } from '../../src/access-model/user-rules.js';
 import { isDeviceScoped } from '../../src/platform/auth/permissions.js';
 import { actor, createUser, permissionId, tokenFor, type Caller, type TestUser } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';

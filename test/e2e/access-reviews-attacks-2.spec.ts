@@ -442,7 +442,7 @@ describe('access reviews, second round: close and notices', () => {
     const closing = app.t.app.get(AccessReviewClose);
     for (;;) {
       const step = await runInRequestContext({ request_id: 'review-2', ip: 'job', actor_id: closer.user.id }, () =>
-        closing.step(id),
+        closing.step(id, closer.user.id),
       );
       if (step !== 'more') break;
     }
@@ -540,7 +540,7 @@ describe('access reviews, second round: close and notices', () => {
     const third = await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(202);
     const closing = app.t.app.get(AccessReviewClose);
     const straggler = runInRequestContext({ request_id: 'old', ip: 'job', actor_id: app.root.user.id }, () =>
-      closing.step(id),
+      closing.step(id, app.root.user.id),
     );
     const w = await startApp({
       widgets: false,

@@ -1,7 +1,7 @@
 import { AccessReviewClose } from '../../src/access-reviews/access-review-close.js';
 import { AccessReviewNotices } from '../../src/access-reviews/access-review-notices.js';
 import { AccessReviewSnapshot } from '../../src/access-reviews/access-review-snapshot.js';
-import { AccessUses } from '../../src/platform/auth/access-uses.js';
+import { AccessUses } from '../../src/access-model/access-uses.js';
 import { actor, createUser, permissionId, type Caller } from '../support/auth.js';
 import { startApp, useApp } from '../support/app.js';
 import { sql } from '../support/db.js';
@@ -761,7 +761,7 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
       .expect(200);
     const close = await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(202);
     const closing = app.t.app.get(AccessReviewClose);
-    expect(await closing.step(id)).toBe('more'); // then "crash"
+    expect(await closing.step(id, app.root.user.id)).toBe('more'); // then "crash"
     // closing: decisions, a second close and a cancel are refused
     const late = await caller(app.t, app.root)
       .post(`${BASE}/${id}/decisions`, { items: [{ item_id: kept?.id, decision: 'revoke' }] })
@@ -794,7 +794,7 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
     }
     const final = (await caller(app.t, app.root).get(`${BASE}/${id}`).expect(200)).body.data;
     expect(final).toMatchObject({ state: 'closed', result: { revoked: 575, kept: 2, failed: 0 } });
-    expect(await closing.step(id)).toBe('not_closing'); // a late retry does nothing
+    expect(await closing.step(id, app.root.user.id)).toBe('not_closing'); // a late retry does nothing
     const [audits] = await sql<{ n: number; distinct: number }>(
       `SELECT count(*)::int AS n, count(DISTINCT resource_id)::int AS distinct FROM audit_events
        WHERE action = 'authority_permission.revoke' AND reason = $1`,
@@ -820,7 +820,7 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
     const id: number = res.body.data.id;
     await app.t.app.get(AccessReviewSnapshot).take(id);
     const first = await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(202);
-    expect(await app.t.app.get(AccessReviewClose).step(id)).toBe('more');
+    expect(await app.t.app.get(AccessReviewClose).step(id, app.root.user.id)).toBe('more');
     await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(409); // its job is still waiting
     await sql(`UPDATE ${schema}.job SET state = 'failed' WHERE id = $1`, [first.body.data.job_id]);
     const again = await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(202);
@@ -856,7 +856,12 @@ describe('access reviews: a close that crashed mid-way resumes', () => {
     await app.t.app.get(AccessReviewSnapshot).take(id);
     const close = await caller(app.t, app.root).post(`${BASE}/${id}/close`, {}).expect(202);
     const closing = app.t.app.get(AccessReviewClose);
-    const steps = await Promise.all([closing.step(id), closing.step(id), closing.step(id), closing.step(id)]);
+    const steps = await Promise.all([
+      closing.step(id, app.root.user.id),
+      closing.step(id, app.root.user.id),
+      closing.step(id, app.root.user.id),
+      closing.step(id, app.root.user.id),
+    ]);
     expect([...steps].sort()).toEqual(['closed', 'more', 'more', 'not_closing']);
     const w = await startApp({
       widgets: false,

@@ -4,6 +4,8 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Server } from 'node:http';
 import supertest from 'supertest';
 import { createApp } from '../../src/app.factory.js';
+import { UnitOfWork } from '../../src/platform/database/unit-of-work.js';
+import { DeclaredWrites } from './declared-writes.js';
 import { loadSettings, type Settings } from '../../src/platform/config/settings.js';
 import { TEST_JWT_SECRET, TEST_REDIS_URL, testCachePrefix, testDatabaseUrl } from './test-env.js';
 import { actor, type Caller } from './auth.js';
@@ -61,6 +63,7 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
   });
   const imports = [...(options.widgets === false ? [] : [WidgetsModule]), ...(options.imports ?? [])];
   const app = await createApp({ settings, databaseUrl, imports });
+  app.get(UnitOfWork).inspect(new DeclaredWrites());
   const server: Server = app.getHttpServer();
   return {
     app,

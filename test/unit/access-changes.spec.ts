@@ -1,4 +1,4 @@
-import { accessDifference, accessEntries } from '../../src/platform/auth/access-changes.js';
+import { accessDifference, accessEntries } from '../../src/access-model/access-changes.js';
 import { isDeviceScoped, PERMISSIONS } from '../../src/platform/auth/permissions.js';
 import { authorityFacts, subjectOf } from '../support/access-facts.js';
 

@@ -68,7 +68,7 @@ describe('the house rules that are cheap to keep by machine (ARCHITECTURE.md)', 
     // The platform's database and projections run what repositories declare (lists, transactions,
     // projection versions, the cache epoch); the CLI works without the Nest container, on its own connection.
     const allowed =
-      /^src\/platform\/(database|projections|http\/list)\/|^src\/cli\/|^src\/health\/health\.controller\.ts$/;
+      /^src\/platform\/(database|projections|http\/list)\/|^src\/platform\/cache\/cache-epoch\.ts$|^src\/cli\/|^src\/health\/health\.controller\.ts$/;
     const statement = /\b(SELECT\s.+\sFROM|INSERT INTO|UPDATE\s+\w+\s+(\w+\s+)?SET|DELETE FROM)\b/s;
     const offenders = filesUnder('src', '.ts').filter(
       (file) =>
@@ -77,5 +77,39 @@ describe('the house rules that are cheap to keep by machine (ARCHITECTURE.md)', 
         statement.test(readFileSync(join(ROOT, file), 'utf8')),
     );
     expect(offenders).toEqual([]);
+  });
+
+  it('no statement under src/platform/ names a table of the access model or a feature: the platform reads only its own', () => {
+    // The platform's own tables (created by its migrations); every other table belongs to a module above it.
+    const own = new Set([
+      'projection_versions',
+      'cache_epoch',
+      'idempotency_keys',
+      'job_results',
+      'bulk_job_items',
+      'events',
+      'audit_events',
+      'feed_written',
+      'pg_stat_activity',
+      'pg_stat_xact_user_tables',
+      'unnest',
+      'jsonb_array_elements',
+      'e',
+      'clause',
+    ]);
+    const named = filesUnder('src/platform', '.ts').flatMap((file) =>
+      [...readFileSync(join(ROOT, file), 'utf8').matchAll(/\b(?:FROM|JOIN|INTO|UPDATE)\s+([a-z_]+)\b/g)]
+        .map((match) => match[1] ?? '')
+        .filter((table) => !own.has(table))
+        .map((table) => `${file}: ${table}`),
+    );
+    expect(named).toEqual([]);
+  });
+
+  it('every folder of src/platform/ is a layer of eslint/layers.js, and no file sits directly in it', async () => {
+    const { PLATFORM_LAYERS } = await import('../../eslint/layers.js');
+    const entries = readdirSync(join(ROOT, 'src/platform'), { withFileTypes: true });
+    expect(entries.filter((entry) => !entry.isDirectory()).map((entry) => entry.name)).toEqual([]);
+    expect(entries.map((entry) => entry.name).sort()).toEqual(Object.keys(PLATFORM_LAYERS).sort());
   });
 });

@@ -5,7 +5,7 @@ import type { CacheEntry, CacheStore, WindowCount } from '../../src/platform/cac
 import { CacheService } from '../../src/platform/cache/cache.service.js';
 import { MemoryCacheStore } from '../../src/platform/cache/memory-cache-store.js';
 import { loadSettings } from '../../src/platform/config/settings.js';
-import type { CacheEpoch } from '../../src/platform/database/cache-epoch.js';
+import type { CacheEpoch } from '../../src/platform/cache/cache-epoch.js';
 import { ApiError } from '../../src/platform/http/api-error.js';
 import { wholeCache } from '../support/whole-cache.js';
 
@@ -25,6 +25,7 @@ jest.unstable_mockModule('node:timers/promises', () => ({
 }));
 // Imported after the mock is registered, so the unit of work sleeps through it.
 const { UnitOfWork } = await import('../../src/platform/database/unit-of-work.js');
+const { CacheCommits } = await import('../../src/platform/cache/cache-commits.js');
 
 const settings = loadSettings({});
 
@@ -55,8 +56,6 @@ class ScriptedDatabase {
     const attempt = this.attempts;
     const failure = this.script[attempt - 1];
     const query = (text: string): Promise<unknown[]> => {
-      // Under Jest (NODE_ENV=test) the unit of work counts the transaction's writes around it.
-      if (text.includes('pg_stat_xact_user_tables')) return Promise.resolve([]);
       this.log.push(`${attempt}: ${text}`);
       return failure?.at === 'statement' ? Promise.reject(failure.error) : Promise.resolve([]);
     };
@@ -140,15 +139,17 @@ function setup(
       return Promise.resolve();
     },
   };
-  const unitOfWork = new UnitOfWork(
-    // The fake implements the one DataSource method a write reaches (transaction).
-    database as unknown as DataSource,
+  // The fake implements the one DataSource method a write reaches (transaction).
+  const unitOfWork = new UnitOfWork(database as unknown as DataSource);
+  // The cache follows its commits, as CacheModule wires it at start.
+  new CacheCommits(
+    unitOfWork,
     cache.envelope,
     cache.generations,
     // Only bump() is called; the real one needs a DataSource and Settings.
     epoch as unknown as CacheEpoch,
     { afterCommitTimeoutMs },
-  );
+  ).onModuleInit();
   return { log, database, cache, epoch, unitOfWork };
 }
 

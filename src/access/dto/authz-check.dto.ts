@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
 import { MaxLength } from '../../platform/http/text-length.js';
-import { DENIAL_REASONS, type DenialReason } from '../../platform/auth/access-rules.js';
+import { DENIAL_REASONS, type DenialReason } from '../../access-model/access-rules.js';
 import { AccessPathDto, IsMoment } from './access.dto.js';
 
 const ID = /^[1-9]\d{0,15}$/;

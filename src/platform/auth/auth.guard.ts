@@ -7,7 +7,7 @@ import { currentRequest } from '../http/request-context.js';
 import { attachAuthContext, authContextOf } from './auth-context.js';
 import { Authentication } from './authentication.js';
 import { DeviceLocators } from './device-locators.js';
-import { AuthorizationService, permissionDenied } from './authorization.service.js';
+import { AccessEvaluator, permissionDenied } from './access-evaluator.js';
 import { AUTHORIZE, type AuthorizeOptions } from './authorize.decorator.js';
 
 /**
@@ -21,7 +21,7 @@ export class AuthGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly devices: DeviceLocators,
-    private readonly authorization: AuthorizationService,
+    private readonly authorization: AccessEvaluator,
     private readonly authentication: Authentication,
   ) {}
 

@@ -7,9 +7,8 @@ import type { StoredAnswer } from '../http/http.js';
 import { storedDetail, storedPage } from '../projections/stored-answers.js';
 import { ActorRateLimiter } from './actor-rate-limiter.js';
 import { attachAuthContext, type AuthContext } from './auth-context.js';
-import { AuthContextService } from './auth-context.service.js';
 import { AuthFailureLimiter } from './auth-failure-limiter.js';
-import { AuthorizationService } from './authorization.service.js';
+import { AccessEvaluator } from './access-evaluator.js';
 import { AUTHORIZE_ROUTE_CONFIG, type AuthorizeOptions } from './authorize.decorator.js';
 import { TokenVerifier } from './token-verifier.js';
 
@@ -23,9 +22,8 @@ export class Authentication {
   constructor(
     private readonly limiter: AuthFailureLimiter,
     private readonly tokens: TokenVerifier,
-    private readonly contexts: AuthContextService,
     private readonly rateLimiter: ActorRateLimiter,
-    private readonly authorization: AuthorizationService,
+    private readonly access: AccessEvaluator,
     private readonly pages: ListPages,
   ) {}
 
@@ -40,11 +38,18 @@ export class Authentication {
     if (rule === undefined) return undefined;
     const context = await this.authenticate(request, rule);
     attachAuthContext(request, context);
-    if (request.method !== 'GET') return undefined;
-    if (rule.detailAsStored === true)
-      return storedDetail(request, rule, context, prefetchedOf(request), this.authorization);
-    if (rule.pageAsStored === true) return storedPage(request, rule, context, this.pages, this.authorization);
-    return undefined;
+    if (request.method !== 'GET' || (rule.detailAsStored !== true && rule.pageAsStored !== true)) return undefined;
+    // Only an actor the rules allow everywhere (role or grant) is answered as stored: a decision
+    // that needs the device, or a list whose rows are filtered, goes through the route.
+    if (!this.access.hasAdminAccess(context) || !this.access.admitGlobally(context, rule.permission).allowed)
+      return undefined;
+    const stored =
+      rule.detailAsStored === true
+        ? storedDetail(request, prefetchedOf(request))
+        : rule.list === undefined
+          ? undefined
+          : await storedPage(request, rule.list, this.pages);
+    return stored === undefined ? undefined : { ...stored, actorId: context.user_id };
   }
 
   /**
@@ -55,7 +60,7 @@ export class Authentication {
     try {
       const token = await this.tokens.verify(request.headers.authorization);
       const prefetch = rule?.prefetch?.(request);
-      const { context, prefetched } = await this.contexts.resolveWith(
+      const { context, prefetched } = await this.access.resolveWith(
         token.user_id,
         token.session_id,
         prefetch === undefined ? [] : [prefetch],

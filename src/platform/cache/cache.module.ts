@@ -1,7 +1,9 @@
 import { Global, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { SETTINGS, type Settings } from '../config/settings.js';
+import { CacheCommits } from './cache-commits.js';
 import { CacheEntries } from './cache-entries.js';
+import { CacheEpoch } from './cache-epoch.js';
 import { CacheService } from './cache.service.js';
 import { MemoryCacheStore } from './memory-cache-store.js';
 import { RedisCacheStore } from './redis-cache-store.js';
@@ -31,8 +33,10 @@ export function createCacheService(settings: Settings, logger: Logger = new Logg
       inject: [CacheService, SETTINGS],
       useFactory: (cache: CacheService, settings: Settings) => new TableGenerations(cache, settings.listCache),
     },
+    CacheEpoch,
+    CacheCommits,
   ],
-  exports: [CacheService, CacheEntries, TableGenerations],
+  exports: [CacheService, CacheEntries, TableGenerations, CacheEpoch],
 })
 export class CacheModule implements OnApplicationShutdown {
   constructor(private readonly moduleRef: ModuleRef) {}

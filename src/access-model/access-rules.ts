@@ -1,7 +1,7 @@
-import type { Subject } from './auth-context.js';
+import type { Subject } from '../platform/auth/auth-context.js';
 import type { AuthorityFacts, HeldPermission } from './authority-facts.js';
-import { DENIED, type DecidedBy, type Decision } from './decision.js';
-import { isDeviceScoped } from './permissions.js';
+import { DENIED, type DecidedBy, type Decision } from '../platform/auth/decision.js';
+import { isDeviceScoped } from '../platform/auth/permissions.js';
 
 /** One way a permission is allowed (`/authz/check?explain=true`, the access lists' `allowed_by`). */
 export interface AccessPath {

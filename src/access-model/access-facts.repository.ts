@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { UnitOfWork } from '../database/unit-of-work.js';
-import type { GrantFacts } from './auth-context.js';
+import { UnitOfWork } from '../platform/database/unit-of-work.js';
+import type { GrantFacts } from '../platform/auth/auth-context.js';
 import type { AuthorityFacts } from './authority-facts.js';
 
 /** The user fields that decide authentication and authorization, with the live grants. */

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { UnitOfWork } from '../database/unit-of-work.js';
+import { UnitOfWork } from '../platform/database/unit-of-work.js';
 
 /** Uses noted by an instance since its last flush: grants by id, authority permissions by their pair. */
 export interface PathUses {

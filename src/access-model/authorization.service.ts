@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { ApiError } from '../http/api-error.js';
-import type { Subject } from './auth-context.js';
+import { ApiError } from '../platform/http/api-error.js';
+import type { Subject } from '../platform/auth/auth-context.js';
+import { permissionDenied } from '../platform/auth/access-evaluator.js';
 import { AccessUses } from './access-uses.js';
 import { AccessFactsRepository } from './access-facts.repository.js';
 import {
@@ -12,9 +13,14 @@ import {
   type AccessPath,
 } from './access-rules.js';
 import type { AuthorityFacts } from './authority-facts.js';
-import type { Decision } from './decision.js';
+import type { Decision } from '../platform/auth/decision.js';
 import { DeviceAuthoritiesService } from './device-authorities.service.js';
-import { isDeviceScoped, isPermissionCode, PERMISSION_CODES, type PermissionCode } from './permissions.js';
+import {
+  isDeviceScoped,
+  isPermissionCode,
+  PERMISSION_CODES,
+  type PermissionCode,
+} from '../platform/auth/permissions.js';
 
 const DEVICE_SCOPED_CODES = PERMISSION_CODES.filter((code) => isDeviceScoped(code));
 
@@ -31,13 +37,6 @@ export function delegationForbidden(permission: string, deviceId?: number): ApiE
 export interface DeviceQuestion {
   readonly permission: string;
   readonly device_id: number;
-}
-
-export function permissionDenied(permission: string, deviceId?: number): ApiError {
-  return new ApiError('PERMISSION_DENIED', `Missing the permission ${permission}`, {
-    permission,
-    ...(deviceId === undefined ? {} : { device_id: deviceId }),
-  });
 }
 
 /**

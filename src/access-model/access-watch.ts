@@ -1,11 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { appendAccessEvents, EVENTS } from '../audit/audit-trail.repository.js';
-import type { Tx } from '../database/unit-of-work.js';
-import { currentPreview } from '../database/previews.js';
-import { currentRequest } from '../http/request-context.js';
+import { appendAccessEvents, EVENTS } from '../platform/audit/audit-trail.repository.js';
+import type { Tx } from '../platform/database/unit-of-work.js';
+import { currentRequest } from '../platform/http/request-context.js';
 import { accessDifference, accessEntries, type AccessChange } from './access-changes.js';
-import type { Subject } from './auth-context.js';
+import type { Subject } from '../platform/auth/auth-context.js';
 import type { AuthorityFacts } from './authority-facts.js';
 import { AccessSnapshotRepository, type AccessScope } from './access-snapshot.repository.js';
 
@@ -44,9 +43,8 @@ export class AccessWatch {
           accessEntries(after.subjects, after.authorities, at, only),
         ),
       );
-      const preview = currentPreview();
-      if (preview !== undefined) {
-        preview.access_changes.push(...changes);
+      if (tx.preview !== undefined) {
+        tx.preview.access_changes.push(...changes);
         return;
       }
       const context = currentRequest();

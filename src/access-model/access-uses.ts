@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
-import { TableGenerations } from '../cache/table-generations.js';
-import { SETTINGS, type Settings } from '../config/settings.js';
-import type { Decision } from './decision.js';
-import { permissionIdOf } from './permissions.js';
+import { TableGenerations } from '../platform/cache/table-generations.js';
+import { SETTINGS, type Settings } from '../platform/config/settings.js';
+import type { Decision } from '../platform/auth/decision.js';
+import { permissionIdOf } from '../platform/auth/permissions.js';
 import { AccessUsesRepository } from './access-uses.repository.js';
 
 /** A path is noted at most once a minute per instance (part 6.16). */

@@ -1,9 +1,9 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { ApiError } from '../http/api-error.js';
+import { ApiError } from '../platform/http/api-error.js';
 import { globalDecision } from './access-rules.js';
-import { authContextOf } from './auth-context.js';
-import { permissionDenied } from './authorization.service.js';
+import { authContextOf } from '../platform/auth/auth-context.js';
+import { permissionDenied } from '../platform/auth/access-evaluator.js';
 
 /**
  * `@DryRun() dryRun: boolean` on a write that can be previewed (part 6.17): `dry_run` is true or

@@ -1,6 +1,6 @@
-import type { Subject } from './auth-context.js';
-import { ROLE, roleById } from './roles.js';
-import { ApiError } from '../http/api-error.js';
+import type { Subject } from '../platform/auth/auth-context.js';
+import { ROLE, roleById } from '../platform/auth/roles.js';
+import { ApiError } from '../platform/http/api-error.js';
 
 /** What part 5 forbids anyone to do to themselves. */
 export type SelfAction = 'suspend' | 'delete' | 'revoke_sessions' | 'change_role' | 'grant';

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { AuditService } from '../audit/audit.service.js';
+import { AuditService } from '../platform/audit/audit.service.js';
 import { AuthContextService } from './auth-context.service.js';
-import { currentActorId } from '../http/request-context.js';
-import type { Tx } from '../database/unit-of-work.js';
+import type { Tx } from '../platform/database/unit-of-work.js';
 import { revokeSessionsOfUser, sessionOnFeed, type SessionRow } from './sessions.repository.js';
 
 /** Session writes made on behalf of other writes (suspending or deleting a user). */
@@ -18,8 +17,7 @@ export class SessionsService {
    * `session.revoke` audit event each; their cache entries are rebuilt after commit.
    */
   async revokeAllOf(tx: Tx, userId: number, reason: string): Promise<SessionRow[]> {
-    const actor = currentActorId();
-    const revoked = await revokeSessionsOfUser(tx, userId, reason, actor);
+    const revoked = await revokeSessionsOfUser(tx, userId, reason, tx.actor);
     for (const session of revoked) tx.noteResource('session', sessionOnFeed(session));
     await this.audit.recordMany(
       tx,

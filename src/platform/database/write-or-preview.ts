@@ -1,5 +1,5 @@
-import { previewOf } from '../database/previews.js';
-import { NoContent, RawJson, ResourceResponse } from './responses.js';
+import { previewOf } from './previews.js';
+import { NoContent, RawJson, ResourceResponse } from '../http/responses.js';
 
 /** A preview's answer: `outcome` is the `data` the write would answer (null for a 204). */
 export interface PreviewAnswer {

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { CacheService } from '../cache/cache.service.js';
+import { CacheService } from './cache.service.js';
 import { SETTINGS, type Settings } from '../config/settings.js';
 
 /**

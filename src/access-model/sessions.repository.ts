@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
-import { listSpec } from '../http/list/list-spec.js';
-import type { Tx } from '../database/unit-of-work.js';
-import { table } from '../database/table.js';
+import { listSpec } from '../platform/http/list/list-spec.js';
+import type { Tx } from '../platform/database/unit-of-work.js';
+import { table } from '../platform/database/table.js';
 
 const AUTH_SESSIONS = table('auth_sessions');
 

@@ -1,7 +1,7 @@
-import type { Scope } from '../http/list/list-sql.js';
-import type { Subject } from './auth-context.js';
+import type { Scope } from '../platform/http/list/list-sql.js';
+import type { Subject } from '../platform/auth/auth-context.js';
 import type { AuthorizationService } from './authorization.service.js';
-import type { PermissionCode } from './permissions.js';
+import type { PermissionCode } from '../platform/auth/permissions.js';
 
 /**
  * List row filtering for device-scoped resources (part 5): an actor without the global read
