@@ -1,6 +1,6 @@
 import { authorityPaths, globalDecision } from './access-rules.js';
 import type { Subject } from '../platform/auth/auth-context.js';
-import type { AuthorityFacts } from './authority-facts.js';
+import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import type { DecidedBy } from '../platform/auth/decision.js';
 import { isDeviceScoped, PERMISSIONS } from '../platform/auth/permissions.js';
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import type { GrantFacts } from '../platform/auth/auth-context.js';
-import type { AuthorityFacts } from './authority-facts.js';
+import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 
 /** The user fields that decide authentication and authorization, with the live grants. */
 export interface AuthUserRow {
@@ -11,7 +11,17 @@ export interface AuthUserRow {
   /** users.version + the user's grants version: both only grow, so their sum labels the projection. */
   readonly version: number;
   readonly grants: GrantFacts[];
+  /** The user's live authorities, or null when it holds more than `CARRIED_AUTHORITIES`. */
+  readonly authorities: AuthorityFacts[] | null;
 }
+
+/**
+ * How many live authorities a user's auth context carries at most (about 250 bytes each in the
+ * cached entry): an operator acting on its devices is then decided from the context it read with
+ * its session, in the same round trip. A user holding more is decided from each device's cached
+ * authority set, one more round trip per device-scoped request.
+ */
+export const CARRIED_AUTHORITIES = 32;
 
 /** A device's live authorities with the version of the set. */
 export interface DeviceAuthoritySet {
@@ -55,7 +65,10 @@ export class AccessFactsRepository {
               ARRAY(SELECT json_build_object('id', g.id, 'code', p.code, 'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', ${ISO}))
                     FROM permission_grants g JOIN permissions p ON p.id = g.permission_id
                     WHERE g.user_id = u.id AND g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now())
-                    ORDER BY g.id) AS grants
+                    ORDER BY g.id) AS grants,
+              (SELECT CASE WHEN count(*) > ${CARRIED_AUTHORITIES} THEN NULL ELSE coalesce(json_agg(f ORDER BY f.device_id), '[]'::json) END
+                 FROM (SELECT ${AUTHORITY_FACTS} FROM authorities a
+                       WHERE a.user_id = u.id AND ${LIVE_AUTHORITY} LIMIT ${CARRIED_AUTHORITIES + 1}) f) AS authorities
        FROM users u WHERE u.id = ANY($1::bigint[])`,
       [[...userIds]],
     );

@@ -44,4 +44,8 @@ export class AccessModelEvaluator extends AccessEvaluator {
   admitOnDevice(subject: Subject, permission: PermissionCode, deviceId: number): Promise<void> {
     return this.authorization.admitOnDevice(subject, permission, deviceId);
   }
+
+  admitFromContext(subject: Subject, permission: PermissionCode, deviceId: number): boolean {
+    return this.authorization.admitFromContext(subject, permission, deviceId);
+  }
 }

@@ -1,5 +1,5 @@
 import type { Subject } from '../platform/auth/auth-context.js';
-import type { AuthorityFacts, HeldPermission } from './authority-facts.js';
+import type { AuthorityFacts, HeldPermission } from '../platform/auth/authority-facts.js';
 import { DENIED, type DecidedBy, type Decision } from '../platform/auth/decision.js';
 import { isDeviceScoped } from '../platform/auth/permissions.js';
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { GrantFacts, Subject } from '../platform/auth/auth-context.js';
-import type { AuthorityFacts } from './authority-facts.js';
+import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import { permissionCodeOf, permissionIdOf } from '../platform/auth/permissions.js';
 import { roleById, USER_STATUS } from '../platform/auth/roles.js';
 

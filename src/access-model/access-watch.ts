@@ -5,7 +5,7 @@ import type { Tx } from '../platform/database/unit-of-work.js';
 import { currentRequest } from '../platform/http/request-context.js';
 import { accessDifference, accessEntries, type AccessChange } from './access-changes.js';
 import type { Subject } from '../platform/auth/auth-context.js';
-import type { AuthorityFacts } from './authority-facts.js';
+import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import { AccessSnapshotRepository, type AccessScope } from './access-snapshot.repository.js';
 
 /** The facts a watch read before the write, judged only once the write is done. */

@@ -8,6 +8,7 @@ import { Prefetched } from '../platform/projections/prefetched.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { AccessFactsRepository, type AuthUserRow } from './access-facts.repository.js';
 import type { AuthContext, GrantFacts, Subject } from '../platform/auth/auth-context.js';
+import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import { roleById, USER_STATUS } from '../platform/auth/roles.js';
 import { findSession, isSessionId, liveSessionsAfter, type SessionRow } from './sessions.repository.js';
 
@@ -21,10 +22,18 @@ interface CachedAuthUser {
   readonly role_id: number;
   readonly status_id: number;
   readonly grants: readonly GrantFacts[];
+  /** The user's live authorities (at most `CARRIED_AUTHORITIES`), or null when it holds more. */
+  readonly authorities: readonly AuthorityFacts[] | null;
 }
 
 const DECODE_SESSION = objectOf<CachedSession>({ user_id: 'number', expires_at: 'string', revoked: 'boolean' });
-const DECODE_USER = objectOf<CachedAuthUser>({ role_id: 'number', status_id: 'number', grants: 'array' });
+// An entry from before the authorities were carried lacks them: a miss, reloaded in the new shape.
+const DECODE_USER = objectOf<CachedAuthUser>({
+  role_id: 'number',
+  status_id: 'number',
+  grants: 'array',
+  authorities: 'array|null',
+});
 
 function sessionEntry(row: SessionRow): { version: number; deleted: boolean; json: string } {
   const projection: CachedSession = {
@@ -36,7 +45,12 @@ function sessionEntry(row: SessionRow): { version: number; deleted: boolean; jso
 }
 
 function authUserEntry(row: AuthUserRow): { version: number; deleted: boolean; json: string } {
-  const projection: CachedAuthUser = { role_id: row.role_id, status_id: row.status_id, grants: row.grants };
+  const projection: CachedAuthUser = {
+    role_id: row.role_id,
+    status_id: row.status_id,
+    grants: row.grants,
+    authorities: row.authorities,
+  };
   return { version: Number(row.version), deleted: row.is_deleted, json: JSON.stringify(projection) };
 }
 
@@ -112,13 +126,30 @@ export class AuthContextService {
     if (read === undefined || read.entry.deleted) return undefined;
     const role = roleById(read.value.role_id);
     if (role === undefined) return undefined;
-    return { user_id: userId, role, active: read.value.status_id === USER_STATUS.active, grants: read.value.grants };
+    return {
+      user_id: userId,
+      role,
+      active: read.value.status_id === USER_STATUS.active,
+      grants: read.value.grants,
+      authorities: read.value.authorities,
+    };
   }
 
   /** After a commit that changed a user's role, status, deletion or permission grants. */
   async refreshUser(userId: number): Promise<void> {
     const entry = await this.loadUser(userId);
     if (entry !== undefined) await this.users.refresh(userId, entry);
+  }
+
+  /**
+   * After a commit that changed the users' authorities or their authority permissions (which their
+   * contexts carry): every entry rebuilt from one statement, written back in one pipelined burst.
+   */
+  async refreshUsers(userIds: readonly number[]): Promise<void> {
+    const ids = [...new Set(userIds)];
+    if (ids.length === 0) return;
+    const rows = await this.facts.authUsers(ids);
+    await Promise.all(rows.map((row) => this.users.refresh(Number(row.id), authUserEntry(row))));
   }
 
   /**
@@ -160,7 +191,14 @@ export class AuthContextService {
     if (account.status_id !== USER_STATUS.active) throw sessionInvalid('user_not_active');
     const role = roleById(account.role_id);
     if (role === undefined) throw sessionInvalid('unknown_role');
-    return { user_id: userId, session_id: sessionId, role, active: true, grants: account.grants };
+    return {
+      user_id: userId,
+      session_id: sessionId,
+      role,
+      active: true,
+      grants: account.grants,
+      authorities: account.authorities,
+    };
   }
 
   private async loadUser(userId: number): Promise<ReturnType<typeof authUserEntry> | undefined> {

@@ -12,7 +12,7 @@ import {
   globalDecision,
   type AccessPath,
 } from './access-rules.js';
-import type { AuthorityFacts } from './authority-facts.js';
+import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import type { Decision } from '../platform/auth/decision.js';
 import { DeviceAuthoritiesService } from './device-authorities.service.js';
 import {
@@ -31,6 +31,11 @@ export function delegationForbidden(permission: string, deviceId?: number): ApiE
     permission,
     ...(deviceId === undefined ? {} : { device_id: deviceId }),
   });
+}
+
+/** The subject's authority on the device among those its auth context carries (none: not carried, or none there). */
+function carriedAuthorityOn(subject: Subject, deviceId: number): AuthorityFacts | undefined {
+  return subject.authorities?.find((candidate) => candidate.device_id === deviceId);
 }
 
 /** One question for `decideMany`: may the subject do `permission` on `device_id`? */
@@ -72,6 +77,16 @@ export class AuthorizationService {
     this.uses.note(decision, permission);
   }
 
+  /** Layer 3c from the authorities the subject's context carries alone (no round trip); the use noted when it allows. */
+  admitFromContext(subject: Subject, permission: PermissionCode, deviceId: number): boolean {
+    if (!isDeviceScoped(permission) || !admissible(subject)) return false;
+    const carried = carriedAuthorityOn(subject, deviceId);
+    const [way] = carried === undefined ? [] : authorityPaths(carried, permission, Date.now());
+    if (way === undefined) return false;
+    this.uses.note(decisionOf([way]), permission);
+    return true;
+  }
+
   hasAdminAccess(subject: Pick<Subject, 'role'>): boolean {
     return subject.role.admin_access;
   }
@@ -85,6 +100,14 @@ export class AuthorizationService {
     const now = Date.now();
     const global = this.decideGlobally(subject, permission, now);
     if (global.allowed || deviceId === undefined || !isDeviceScoped(permission) || !admissible(subject)) return global;
+    // The authorities the context carries allow at once (no round trip: an operator's everyday
+    // read); a refusal is asked again of the device's set, so a context built before an authority
+    // was added costs a round trip, never a wrong 403.
+    const carried = carriedAuthorityOn(subject, deviceId);
+    if (carried !== undefined) {
+      const [way] = authorityPaths(carried, permission, now);
+      if (way !== undefined) return decisionOf([way]);
+    }
     return decisionOf(accessPaths(subject, await this.authorityOn(subject, deviceId), permission, now));
   }
 
@@ -95,6 +118,7 @@ export class AuthorizationService {
     return accessPaths(subject, authority, permission, Date.now());
   }
 
+  /** The subject's authority on the device, from the device's cached authority set. */
   private async authorityOn(subject: Subject, deviceId: number): Promise<AuthorityFacts | undefined> {
     return (await this.devices.forDevice(deviceId)).find((candidate) => candidate.user_id === subject.user_id);
   }

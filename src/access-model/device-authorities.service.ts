@@ -5,7 +5,7 @@ import { arrayOf } from '../platform/cache/decode.js';
 import type { CacheEntry } from '../platform/cache/cache-store.js';
 import { CacheEntries } from '../platform/cache/cache-entries.js';
 import { AccessFactsRepository, type DeviceAuthoritySet } from './access-facts.repository.js';
-import type { AuthorityFacts } from './authority-facts.js';
+import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 
 function entryOf(set: DeviceAuthoritySet): CacheEntry {
   return { version: set.version, deleted: false, json: JSON.stringify(set.authorities) };

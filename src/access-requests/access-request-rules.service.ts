@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { accessPaths } from '../access-model/access-rules.js';
 import type { Subject } from '../platform/auth/auth-context.js';
 import { AuthContextService } from '../access-model/auth-context.service.js';
-import type { AuthorityFacts } from '../access-model/authority-facts.js';
+import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import { AuthorizationService } from '../access-model/authorization.service.js';
 import { isDeviceScoped, isPermissionCode, PERMISSIONS } from '../platform/auth/permissions.js';
 import { roleById, ROLES, USER_STATUS } from '../platform/auth/roles.js';

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { GrantFacts } from '../platform/auth/auth-context.js';
-import type { AuthorityFacts } from '../access-model/authority-facts.js';
+import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import { USER_STATUS } from '../platform/auth/roles.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { admissible, authorityPaths } from '../access-model/access-rules.js';
-import type { AuthorityFacts } from '../access-model/authority-facts.js';
+import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import { isDeviceScoped, PERMISSION_CODES } from '../platform/auth/permissions.js';
 import type { ListResponse } from '../platform/http/responses.js';
 import { ListPages } from '../platform/projections/list-pages.js';

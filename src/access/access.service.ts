@@ -9,7 +9,7 @@ import {
   type DenialReason,
 } from '../access-model/access-rules.js';
 import type { Subject } from '../platform/auth/auth-context.js';
-import type { AuthorityFacts } from '../access-model/authority-facts.js';
+import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import type { Decision } from '../platform/auth/decision.js';
 import { isDeviceScoped, PERMISSIONS, type PermissionCode } from '../platform/auth/permissions.js';
 import { roleById, ROLES, USER_STATUS } from '../platform/auth/roles.js';

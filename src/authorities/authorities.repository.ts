@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { AuthContextService } from '../access-model/auth-context.service.js';
 import { DeviceAuthoritiesService } from '../access-model/device-authorities.service.js';
 import { Projections } from '../platform/projections/projections.js';
 import type { Subject } from '../platform/auth/auth-context.js';
@@ -103,6 +104,7 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow, Authority
     uow: UnitOfWork,
     projections: Projections,
     private readonly deviceAuthorities: DeviceAuthoritiesService,
+    private readonly authContexts: AuthContextService,
   ) {
     super({ table: AUTHORITIES, type: 'authority', notFound: 'AUTHORITY_NOT_FOUND' }, uow, projections);
   }
@@ -121,17 +123,22 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow, Authority
   }
 
   /**
-   * Every write bumps the device's authority-set version in its transaction and rebuilds the set
-   * after commit, unless it set only columns no authorization decision reads (a label).
+   * Every write bumps the device's authority-set version and its holder's auth context version
+   * (which carries the holder's authorities) in its transaction and rebuilds both after commit,
+   * unless it set only columns no authorization decision reads (a label).
    */
   protected override onChanged(tx: Tx, rows: readonly AuthorityRow[], columns: readonly string[] = []): Promise<void> {
     const authorization = columns.length === 0 || columns.some((column) => !NOT_READ_BY_AUTHORIZATION.has(column));
     const devices = rows.map((row) => row.device_id);
-    if (authorization) tx.bumpProjections('device', devices);
+    const holders = rows.map((row) => row.user_id);
+    if (authorization) {
+      tx.bumpProjections('device', devices);
+      tx.bumpProjections('user', holders);
+    }
     tx.afterCommit(async () => {
       await Promise.all([
         ...rows.map((row) => this.refresh(row)),
-        ...(authorization ? [this.deviceAuthorities.refresh(devices)] : []),
+        ...(authorization ? [this.deviceAuthorities.refresh(devices), this.authContexts.refreshUsers(holders)] : []),
       ]);
     });
     return Promise.resolve();

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { AUTHORITY_FACTS } from '../access-model/access-facts.repository.js';
-import type { AuthorityFacts } from '../access-model/authority-facts.js';
+import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import { ApiError } from '../platform/http/api-error.js';
 
 /** What a write needs to know about an authority it names in its body. */

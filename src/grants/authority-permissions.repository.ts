@@ -2,6 +2,7 @@ import { permissionCodeOf } from '../platform/auth/permissions.js';
 import { Injectable } from '@nestjs/common';
 import { ApiError } from '../platform/http/api-error.js';
 import { DeviceAuthoritiesService } from '../access-model/device-authorities.service.js';
+import { AuthContextService } from '../access-model/auth-context.service.js';
 import { Projections } from '../platform/projections/projections.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable, withoutVersion } from '../platform/projections/resource-table.js';
@@ -93,6 +94,7 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     uow: UnitOfWork,
     projections: Projections,
     private readonly deviceAuthorities: DeviceAuthoritiesService,
+    private readonly authContexts: AuthContextService,
   ) {
     super(
       { table: AUTHORITY_PERMISSIONS, type: 'authority_permission', notFound: 'AUTHORITY_PERMISSION_NOT_FOUND' },
@@ -244,18 +246,34 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     return revoked.map((row) => row.id);
   }
 
-  /** New rows (version 1) were never cached, so only revocations refresh a detail entry. */
-  private record(tx: Tx, rows: readonly AuthorityPermissionRow[], mode: 'rebuild' | 'invalidate'): Promise<void> {
+  /**
+   * New rows (version 1) were never cached, so only revocations refresh a detail entry. The
+   * devices' authority sets and the holders' auth contexts (which carry their authorities' permissions)
+   * move to new versions in the transaction and are rebuilt (or, in bulk, the sets marked stale) after it.
+   */
+  private async record(tx: Tx, rows: readonly AuthorityPermissionRow[], mode: 'rebuild' | 'invalidate'): Promise<void> {
+    if (rows.length === 0) return;
     for (const row of rows) tx.noteResource('authority_permission', withoutVersion(row));
     const devices = rows.map((row) => row.device_id);
     const versions = tx.bumpProjections('device', devices);
+    const holders = await this.holdersOf(tx, rows);
+    tx.bumpProjections('user', holders);
     const revoked = rows.filter((row) => row.version > 1);
     tx.afterCommit(async () => {
       await Promise.all([
         ...revoked.map((row) => this.refresh(row)),
         mode === 'rebuild' ? this.deviceAuthorities.refresh(devices) : this.deviceAuthorities.invalidate(versions),
+        this.authContexts.refreshUsers(holders),
       ]);
     });
-    return Promise.resolve();
+  }
+
+  /** The users whose authorities hold the rows. */
+  private async holdersOf(tx: Tx, rows: readonly AuthorityPermissionRow[]): Promise<number[]> {
+    const holders = await tx.db.query<{ user_id: string }[]>(
+      'SELECT DISTINCT user_id FROM authorities WHERE id = ANY($1::bigint[])',
+      [[...new Set(rows.map((row) => row.authority_id))]],
+    );
+    return holders.map((holder) => Number(holder.user_id));
   }
 }

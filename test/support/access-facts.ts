@@ -1,5 +1,5 @@
 import type { Subject } from '../../src/platform/auth/auth-context.js';
-import type { AuthorityFacts } from '../../src/access-model/authority-facts.js';
+import type { AuthorityFacts } from '../../src/platform/auth/authority-facts.js';
 import { roleById, ROLE, type RoleCode } from '../../src/platform/auth/roles.js';
 
 /** The facts of one authority for the pure rules: user 11's live authority 7 on device 3, as overridden. */

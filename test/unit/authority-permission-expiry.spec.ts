@@ -6,7 +6,7 @@ import {
   heldPermission,
 } from '../../src/access-model/access-rules.js';
 import type { Subject } from '../../src/platform/auth/auth-context.js';
-import type { AuthorityFacts } from '../../src/access-model/authority-facts.js';
+import type { AuthorityFacts } from '../../src/platform/auth/authority-facts.js';
 import { roleById, ROLE } from '../../src/platform/auth/roles.js';
 import { authorityFacts } from '../support/access-facts.js';
 

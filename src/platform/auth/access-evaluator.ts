@@ -34,6 +34,13 @@ export abstract class AccessEvaluator {
 
   /** A request's own permission on its device (layer 3c) after `admitGlobally` refused: 403, or the use noted. */
   abstract admitOnDevice(subject: Subject, permission: PermissionCode, deviceId: number): Promise<void>;
+
+  /**
+   * Layer 3c from what the auth context carries alone, with no round trip: true (and the use
+   * noted) when one of the subject's carried authorities allows the permission on the device;
+   * false when it cannot tell, and the caller asks `admitOnDevice`.
+   */
+  abstract admitFromContext(subject: Subject, permission: PermissionCode, deviceId: number): boolean;
 }
 
 /** 403 `PERMISSION_DENIED` for `permission` (on `deviceId`, when device-scoped). */

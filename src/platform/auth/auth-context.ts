@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import type { AuthorityFacts } from './authority-facts.js';
 import type { RoleDefinition } from './roles.js';
 
 /** A live user-level permission grant (layer 3b); expiry is judged at each decision. */
@@ -15,6 +16,13 @@ export interface Subject {
   /** Active and not deleted: a pending, suspended or deleted user is allowed nothing. */
   readonly active: boolean;
   readonly grants: readonly GrantFacts[];
+  /**
+   * The subject's own live authorities with their authority permissions (layer 3c), carried with
+   * its auth context when it holds at most `CARRIED_AUTHORITIES` of them, so a device check needs
+   * no lookup of the device's authority set; null (or absent) when it holds more or they were not
+   * read: the device's set is asked then.
+   */
+  readonly authorities?: readonly AuthorityFacts[] | null;
 }
 
 /** Who is calling: the verified token's session and user, with the user's role and grants. */

@@ -4,7 +4,8 @@ import { ApiError } from '../http/api-error.js';
 import { attachPrefetched, prefetchedOf } from '../projections/prefetched.js';
 import { ListPages } from '../projections/list-pages.js';
 import type { StoredAnswer } from '../http/http.js';
-import { storedDetail, storedPage } from '../projections/stored-answers.js';
+import { storedDetail, storedPage, type StoredBody } from '../projections/stored-answers.js';
+import { DeviceLocators } from './device-locators.js';
 import { ActorRateLimiter } from './actor-rate-limiter.js';
 import { attachAuthContext, type AuthContext } from './auth-context.js';
 import { AuthFailureLimiter } from './auth-failure-limiter.js';
@@ -24,6 +25,7 @@ export class Authentication {
     private readonly tokens: TokenVerifier,
     private readonly rateLimiter: ActorRateLimiter,
     private readonly access: AccessEvaluator,
+    private readonly devices: DeviceLocators,
     private readonly pages: ListPages,
   ) {}
 
@@ -38,18 +40,33 @@ export class Authentication {
     if (rule === undefined) return undefined;
     const context = await this.authenticate(request, rule);
     attachAuthContext(request, context);
-    if (request.method !== 'GET' || (rule.detailAsStored !== true && rule.pageAsStored !== true)) return undefined;
-    // Only an actor the rules allow everywhere (role or grant) is answered as stored: a decision
-    // that needs the device, or a list whose rows are filtered, goes through the route.
-    if (!this.access.hasAdminAccess(context) || !this.access.admitGlobally(context, rule.permission).allowed)
-      return undefined;
-    const stored =
-      rule.detailAsStored === true
-        ? storedDetail(request, prefetchedOf(request))
-        : rule.list === undefined
-          ? undefined
-          : await storedPage(request, rule.list, this.pages);
+    if (request.method !== 'GET' || !this.access.hasAdminAccess(context)) return undefined;
+    let stored: StoredBody | undefined;
+    if (rule.detailAsStored === true) {
+      stored = storedDetail(request, prefetchedOf(request));
+      if (stored !== undefined && !(await this.mayReadDetail(request, rule, context))) return undefined;
+    } else if (rule.pageAsStored === true && rule.list !== undefined) {
+      // A list whose rows the actor sees filtered goes through the route.
+      if (!this.access.admitGlobally(context, rule.permission).allowed) return undefined;
+      stored = await storedPage(request, rule.list, this.pages);
+    }
     return stored === undefined ? undefined : { ...stored, actorId: context.user_id };
+  }
+
+  /**
+   * Whether the actor may read the stored detail without the route: allowed everywhere (role or
+   * grant), or on the record's device by an authority its context carries (the device found from
+   * the prefetched entry, no round trip). Anything else, errors included, is left to the guard.
+   */
+  private async mayReadDetail(request: FastifyRequest, rule: AuthorizeOptions, context: AuthContext): Promise<boolean> {
+    if (this.access.admitGlobally(context, rule.permission).allowed) return true;
+    if (rule.device === undefined || rule.check === 'service') return false;
+    try {
+      const device = await this.devices.locate(request, rule.device);
+      return this.access.admitFromContext(context, rule.permission, device);
+    } catch {
+      return false;
+    }
   }
 
   /**

@@ -5,7 +5,9 @@
  */
 export type Decode<T> = (json: string) => T | undefined;
 
-type Shape = Readonly<Record<string, 'number' | 'string' | 'boolean' | 'object' | 'array' | 'string|null'>>;
+type Shape = Readonly<
+  Record<string, 'number' | 'string' | 'boolean' | 'object' | 'array' | 'array|null' | 'string|null'>
+>;
 
 function matches(value: unknown, shape: Shape): boolean {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
@@ -13,6 +15,7 @@ function matches(value: unknown, shape: Shape): boolean {
   return Object.entries(shape).every(([key, kind]) => {
     const field = record[key];
     if (kind === 'array') return Array.isArray(field);
+    if (kind === 'array|null') return field === null || Array.isArray(field);
     if (kind === 'string|null') return field === null || typeof field === 'string';
     if (kind === 'object') return typeof field === 'object' && field !== null;
     return typeof field === kind;
