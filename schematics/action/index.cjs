@@ -392,6 +392,7 @@ export class ${ActionClass} {
     let controller = read(tree, controllerPath);
     controller = addNamedImports(controller, '@nestjs/common', ['Body', 'Post']);
     controller = addNamedImports(controller, '../platform/auth/authorize.decorator.js', ['Authorize']);
+    controller = addNamedImports(controller, '../platform/http/openapi/describe.decorator.js', ['Describe']);
     controller = addNamedImports(controller, '../platform/auth/record-write.decorator.js', [
       'Write',
       'type RecordWrite',
@@ -409,9 +410,9 @@ export class ${ActionClass} {
       controller,
       `
   @Post(':id/${verb}')
-  @Authorize({
-    permission: '${permission}',
-    summary: '${Verb} ${article(resource)} ${resource.replace(/_/g, ' ')}'${device},
+  @Authorize({ permission: '${permission}'${device} })
+  @Describe({
+    summary: '${Verb} ${article(resource)} ${resource.replace(/_/g, ' ')}',
     returns: ${ResultClass},
     errors: [400, 404, 409, 412],
   })

@@ -1,10 +1,12 @@
+import { CachedRead } from '../platform/projections/cached-read.decorator.js';
+import { Describe, ListRoute } from '../platform/http/openapi/describe.decorator.js';
 import { Body, Controller, Get, Post, Query } from '@nestjs/common';
 import { DryRun } from '../access-model/dry-run.decorator.js';
 import { writeOrPreview, type PreviewAnswer } from '../platform/database/write-or-preview.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../platform/auth/actor.decorator.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { Authorize } from '../platform/auth/authorize.decorator.js';
 import { deviceOf } from '../platform/auth/device-locators.js';
 import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { detailOf } from '../platform/cache/cache-keys.js';
@@ -36,11 +38,13 @@ export class AccessRequestsController {
   ) {}
 
   @ListRoute({
-    permission: 'access_requests.read',
     summary: 'List access requests, newest first',
     description: VISIBILITY,
     returns: AccessRequestDto,
     spec: ACCESS_REQUEST_LIST,
+  })
+  @Authorize({
+    permission: 'access_requests.read',
   })
   list(@Actor() actor: AuthContext, @Query() query: Record<string, unknown>): Promise<ListResponse<AccessRequestDto>> {
     return this.requests.list(actor, query);
@@ -48,12 +52,16 @@ export class AccessRequestsController {
 
   @Get(':id')
   @Authorize({
-    prefetch: detailOf('access_request'),
     permission: 'access_requests.read',
+  })
+  @Describe({
     summary: 'Get an access request (cached)',
     description: `${VISIBILITY} Any other is a 404.`,
     returns: AccessRequestDto,
     errors: [400, 404],
+  })
+  @CachedRead({
+    prefetch: detailOf('access_request'),
   })
   get(
     @Actor() actor: AuthContext,
@@ -66,6 +74,8 @@ export class AccessRequestsController {
   @Post()
   @Authorize({
     permission: 'access_requests.create',
+  })
+  @Describe({
     summary: 'Ask for a device-scoped permission on a device, for a while',
     description:
       'The requester must hold a live authority on the device and not already be allowed the permission there (422 `ACCESS_REQUEST_INVALID`). One pending request per requester, device and permission (409). The approvers are told through their inbox.',
@@ -84,6 +94,8 @@ export class AccessRequestsController {
   @Authorize({
     permission: 'access_requests.approve',
     device: deviceOf(ACCESS_REQUEST),
+  })
+  @Describe({
     summary: 'Approve: grant the permission on the requester’s authority until now + duration',
     description:
       'The approver must itself be allowed the requested permission on the device (403 `DELEGATION_FORBIDDEN`) and not be the requester (422). `duration_seconds` may only shorten the duration asked for (longer is a 400). When the requester has meanwhile become allowed, lost its authority or stopped being active: 422 `ACCESS_REQUEST_INVALID`, and the request stays pending.',
@@ -103,6 +115,8 @@ export class AccessRequestsController {
   @Authorize({
     permission: 'access_requests.approve',
     device: deviceOf(ACCESS_REQUEST),
+  })
+  @Describe({
     summary: 'Deny a pending access request',
     description: 'Who may approve may deny (the same rules, 403 and 422 included).',
     returns: AccessRequestDto,
@@ -118,6 +132,8 @@ export class AccessRequestsController {
   @Post(':id/cancel')
   @Authorize({
     permission: 'access_requests.create',
+  })
+  @Describe({
     summary: 'Cancel one’s own pending access request',
     description:
       'The requester only: anyone else who may see the request gets 403 `PERMISSION_DENIED`, anyone who may not 404.',

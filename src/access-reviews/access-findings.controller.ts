@@ -1,3 +1,4 @@
+import { Describe } from '../platform/http/openapi/describe.decorator.js';
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../platform/auth/authorize.decorator.js';
@@ -15,6 +16,8 @@ export class AccessFindingsController {
   @Get()
   @Authorize({
     permission: 'access.read',
+  })
+  @Describe({
     summary: 'Revocable paths (permission grants, authority permissions) not used for a number of days',
     description:
       'Live grants and authority permissions (on authorities that are not revoked, deleted or expired) whose last use is older than `unused_for_days` (default `UNUSED_ACCESS_DAYS`), or that were never used since granted. Oldest grant first. `device_id` leaves grants out (they hold on every device).',

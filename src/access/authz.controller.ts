@@ -1,3 +1,4 @@
+import { Describe } from '../platform/http/openapi/describe.decorator.js';
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../platform/auth/actor.decorator.js';
@@ -15,6 +16,8 @@ export class AuthzController {
   @Get('check')
   @Authorize({
     permission: 'permission_grants.read',
+  })
+  @Describe({
     summary: 'Would this user be allowed this permission (on this device)?',
     description:
       'Answers with the same evaluator the guards use, and says which layer decided. `explain=true` adds every way it is allowed (on a denial, `denied_because`); ' +

@@ -1,7 +1,9 @@
+import { CachedRead } from '../platform/projections/cached-read.decorator.js';
+import { Describe, ListRoute } from '../platform/http/openapi/describe.decorator.js';
 import { Controller, Get, Query } from '@nestjs/common';
 import { AUDIT_EVENT_LIST } from './audit-events.repository.js';
 import { ApiTags } from '@nestjs/swagger';
-import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { Authorize } from '../platform/auth/authorize.decorator.js';
 import { IdParam } from '../platform/http/id.pipe.js';
 import type { ListResponse, ResourceResponse } from '../platform/http/responses.js';
 import { AuditEventsService } from './audit-events.service.js';
@@ -16,11 +18,15 @@ export class AuditEventsController {
   constructor(private readonly events: AuditEventsService) {}
 
   @ListRoute({
-    permission: 'audit.read',
     summary: 'List audit events, newest first',
     returns: AuditEventDto,
     spec: AUDIT_EVENT_LIST,
-    pageAsStored: true,
+  })
+  @Authorize({
+    permission: 'audit.read',
+  })
+  @CachedRead({
+    answerStored: true,
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<AuditEventDto>> {
     return this.events.list(query);
@@ -28,12 +34,16 @@ export class AuditEventsController {
 
   @Get(':id')
   @Authorize({
-    prefetch: detailOf('audit_event'),
-    detailAsStored: true,
     permission: 'audit.read',
+  })
+  @Describe({
     summary: 'Get an audit event (cached)',
     returns: AuditEventDto,
     errors: [400, 404],
+  })
+  @CachedRead({
+    prefetch: detailOf('audit_event'),
+    answerStored: true,
   })
   get(
     @IdParam() id: number,

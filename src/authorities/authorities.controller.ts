@@ -1,3 +1,5 @@
+import { CachedRead } from '../platform/projections/cached-read.decorator.js';
+import { Describe, ListRoute } from '../platform/http/openapi/describe.decorator.js';
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
 import { DryRun } from '../access-model/dry-run.decorator.js';
 import { writeOrPreview, type PreviewAnswer } from '../platform/database/write-or-preview.js';
@@ -6,7 +8,7 @@ import { Write, type RecordWrite } from '../platform/auth/record-write.decorator
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../platform/auth/actor.decorator.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { Authorize } from '../platform/auth/authorize.decorator.js';
 import { ApiIncludeDeleted, IncludeDeleted } from '../platform/http/include-deleted.js';
 import { IdParam } from '../platform/http/id.pipe.js';
 import type { ListResponse, NoContent, ResourceResponse } from '../platform/http/responses.js';
@@ -31,13 +33,17 @@ export class AuthoritiesController {
   ) {}
 
   @ListRoute({
-    permission: 'authorities.read',
-    check: 'service',
     summary: 'List authorities',
     description: 'Without the global `authorities.read`, only rows of devices where an authority gives it.',
     returns: AuthorityDto,
     spec: AUTHORITY_LIST,
-    pageAsStored: true,
+  })
+  @Authorize({
+    permission: 'authorities.read',
+    check: 'service',
+  })
+  @CachedRead({
+    answerStored: true,
   })
   list(@Actor() actor: AuthContext, @Query() query: Record<string, unknown>): Promise<ListResponse<AuthorityDto>> {
     return this.authorities.list(actor, query);
@@ -45,13 +51,17 @@ export class AuthoritiesController {
 
   @Get(':id')
   @Authorize({
-    prefetch: detailOf('authority'),
-    detailAsStored: true,
     permission: 'authorities.read',
     device: ON_ITS_DEVICE,
+  })
+  @Describe({
     summary: 'Get an authority (cached)',
     returns: AuthorityDto,
     errors: [400, 404],
+  })
+  @CachedRead({
+    prefetch: detailOf('authority'),
+    answerStored: true,
   })
   @ApiIncludeDeleted()
   get(
@@ -66,6 +76,8 @@ export class AuthoritiesController {
   @Authorize({
     permission: 'authorities.create',
     check: 'service',
+  })
+  @Describe({
     summary: 'Give a user an authority on a device',
     description: 'Checked on the body’s device after validation. An existing pair, deleted or not, is 409 with its id.',
     returns: AuthorityDto,
@@ -80,6 +92,8 @@ export class AuthoritiesController {
   @Authorize({
     permission: 'authorities.update',
     device: ON_ITS_DEVICE,
+  })
+  @Describe({
     summary: 'Change an authority’s expiry or label',
     returns: AuthorityDto,
     errors: [400, 404, 412, 422],
@@ -95,6 +109,8 @@ export class AuthoritiesController {
   @Authorize({
     permission: 'authorities.delete',
     device: ON_ITS_DEVICE,
+  })
+  @Describe({
     summary: 'Soft-delete an authority (not the owner’s; 204 if already deleted)',
     returns: AuthorityDto,
     noContent: 'Already deleted (or revoked): nothing changed',
@@ -112,6 +128,8 @@ export class AuthoritiesController {
   @Authorize({
     permission: 'authorities.restore',
     device: ON_ITS_DEVICE,
+  })
+  @Describe({
     summary: 'Restore a deleted authority (204 if it is not deleted)',
     returns: AuthorityDto,
     noContent: 'Not deleted: nothing changed',
@@ -128,6 +146,8 @@ export class AuthoritiesController {
   @Authorize({
     permission: 'authorities.activate',
     device: ON_ITS_DEVICE,
+  })
+  @Describe({
     summary: 'Activate an inactive authority (a revoked one is 409)',
     returns: AuthorityDto,
     errors: [400, 404, 409, 412],
@@ -143,6 +163,8 @@ export class AuthoritiesController {
   @Authorize({
     permission: 'authorities.deactivate',
     device: ON_ITS_DEVICE,
+  })
+  @Describe({
     summary: 'Deactivate an active authority (not the owner’s)',
     returns: AuthorityDto,
     errors: [400, 404, 409, 412, 422],
@@ -160,6 +182,8 @@ export class AuthoritiesController {
   @Authorize({
     permission: 'authorities.revoke',
     device: ON_ITS_DEVICE,
+  })
+  @Describe({
     summary: 'Revoke an authority for good (not the owner’s)',
     returns: AuthorityDto,
     errors: [400, 404, 409, 412, 422],

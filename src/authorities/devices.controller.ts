@@ -1,3 +1,5 @@
+import { CachedRead } from '../platform/projections/cached-read.decorator.js';
+import { Describe, ListRoute } from '../platform/http/openapi/describe.decorator.js';
 import { Body, Controller, Get, Patch, Post, Query } from '@nestjs/common';
 import { DryRun } from '../access-model/dry-run.decorator.js';
 import { writeOrPreview, type PreviewAnswer } from '../platform/database/write-or-preview.js';
@@ -6,7 +8,7 @@ import { Write, type RecordWrite } from '../platform/auth/record-write.decorator
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../platform/auth/actor.decorator.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { Authorize } from '../platform/auth/authorize.decorator.js';
 import { IfMatchHeader, type IfMatch } from '../platform/http/etag.js';
 import { IdParam } from '../platform/http/id.pipe.js';
 import type { ListResponse, NoContent, ResourceResponse } from '../platform/http/responses.js';
@@ -35,13 +37,17 @@ export class DevicesController {
   ) {}
 
   @ListRoute({
-    permission: 'devices.read',
-    check: 'service',
     summary: 'List devices',
     description: 'Without the global `devices.read`, only devices where an authority gives it.',
     returns: DeviceDto,
     spec: DEVICE_LIST,
-    pageAsStored: true,
+  })
+  @Authorize({
+    permission: 'devices.read',
+    check: 'service',
+  })
+  @CachedRead({
+    answerStored: true,
   })
   list(@Actor() actor: AuthContext, @Query() query: Record<string, unknown>): Promise<ListResponse<DeviceDto>> {
     return this.devices.list(actor, query);
@@ -49,13 +55,17 @@ export class DevicesController {
 
   @Get(':id')
   @Authorize({
-    prefetch: detailOf('device'),
-    detailAsStored: true,
     permission: 'devices.read',
     device: deviceOf(DEVICE),
+  })
+  @Describe({
     summary: 'Get a device (cached)',
     returns: DeviceDto,
     errors: [400, 404],
+  })
+  @CachedRead({
+    prefetch: detailOf('device'),
+    answerStored: true,
   })
   get(
     @IdParam() id: number,
@@ -67,6 +77,8 @@ export class DevicesController {
   @Post()
   @Authorize({
     permission: 'devices.create',
+  })
+  @Describe({
     summary: 'Register a device',
     returns: DeviceDto,
     status: 201,
@@ -80,6 +92,8 @@ export class DevicesController {
   @Authorize({
     permission: 'devices.update',
     device: deviceOf(DEVICE),
+  })
+  @Describe({
     summary: 'Rename a device or change its model',
     returns: DeviceDto,
     errors: [400, 404, 412],
@@ -92,6 +106,8 @@ export class DevicesController {
   @Authorize({
     permission: 'devices.transfer_owner',
     device: deviceOf(DEVICE, 'device_id'),
+  })
+  @Describe({
     summary: 'Make another user the owner of the device',
     description: 'The only way `owner` becomes true; one transaction, one owner at all times, one history row.',
     returns: TransferResultDto,
@@ -110,13 +126,17 @@ export class DevicesController {
 
   @ListRoute({
     path: ':device_id/ownership-transfers',
-    prefetch: detailOf('device', 'device_id'),
-    permission: 'devices.read',
-    device: deviceOf(DEVICE, 'device_id'),
     summary: 'The ownership history of a device',
     returns: OwnershipTransferDto,
     spec: TRANSFER_LIST,
     errors: [404],
+  })
+  @Authorize({
+    permission: 'devices.read',
+    device: deviceOf(DEVICE, 'device_id'),
+  })
+  @CachedRead({
+    prefetch: detailOf('device', 'device_id'),
   })
   transfers(
     @IdParam('device_id') deviceId: number,

@@ -1,3 +1,4 @@
+import { Describe } from '../platform/http/openapi/describe.decorator.js';
 import { Body, Controller, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../platform/auth/authorize.decorator.js';
@@ -15,6 +16,8 @@ export class CacheController {
   @Post('rebuild')
   @Authorize({
     permission: 'cache.rebuild',
+  })
+  @Describe({
     summary: 'Drop and warm the chosen cached projections (202 with a job)',
     description:
       'For use after a cache failover or a restore of the database from a backup. Reads stay correct while it runs; ' +

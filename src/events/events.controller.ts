@@ -1,3 +1,4 @@
+import { Describe } from '../platform/http/openapi/describe.decorator.js';
 import { Controller, Get, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { ApiTags } from '@nestjs/swagger';
@@ -15,6 +16,8 @@ export class EventsController {
   @Get()
   @Authorize({
     permission: 'events.read',
+  })
+  @Describe({
     summary: 'Events after a cursor, in commit order',
     description:
       'Store `meta.next_after` and pass it as `after` on the next call: every event is seen exactly once, in order, ' +

@@ -1,3 +1,5 @@
+import { CachedRead } from '../platform/projections/cached-read.decorator.js';
+import { Describe, ListRoute } from '../platform/http/openapi/describe.decorator.js';
 import { Body, Controller, Delete, Get, Post, Query } from '@nestjs/common';
 import { DryRun } from '../access-model/dry-run.decorator.js';
 import { writeOrPreview, type PreviewAnswer } from '../platform/database/write-or-preview.js';
@@ -6,7 +8,7 @@ import { Write, type RecordWrite } from '../platform/auth/record-write.decorator
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../platform/auth/actor.decorator.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { Authorize } from '../platform/auth/authorize.decorator.js';
 import { IdParam } from '../platform/http/id.pipe.js';
 import type { AcceptedResponse, ListResponse, NoContent, ResourceResponse } from '../platform/http/responses.js';
 import { BulkJobs } from '../platform/jobs/bulk-jobs.service.js';
@@ -36,13 +38,17 @@ export class AuthorityPermissionsController {
   ) {}
 
   @ListRoute({
-    permission: 'authority_permissions.read',
-    check: 'service',
     summary: 'List authority permissions',
     description: 'Without the global read, only rows of devices where an authority gives it.',
     returns: AuthorityPermissionDto,
     spec: AUTHORITY_PERMISSION_LIST,
-    pageAsStored: true,
+  })
+  @Authorize({
+    permission: 'authority_permissions.read',
+    check: 'service',
+  })
+  @CachedRead({
+    answerStored: true,
   })
   list(
     @Actor() actor: AuthContext,
@@ -53,13 +59,17 @@ export class AuthorityPermissionsController {
 
   @Get(':id')
   @Authorize({
-    // Not sent as stored: `is_active` is judged at read time (a cached row may have expired since).
-    prefetch: detailOf('authority_permission'),
     permission: 'authority_permissions.read',
     device: deviceOf(AUTHORITY_PERMISSION),
+  })
+  @Describe({
     summary: 'Get an authority permission (cached)',
     returns: AuthorityPermissionDto,
     errors: [400, 404],
+  })
+  @CachedRead({
+    // Not sent as stored: `is_active` is judged at read time (a cached row may have expired since).
+    prefetch: detailOf('authority_permission'),
   })
   get(
     @IdParam() id: number,
@@ -72,6 +82,8 @@ export class AuthorityPermissionsController {
   @Authorize({
     permission: 'authority_permissions.grant',
     check: 'service',
+  })
+  @Describe({
     summary: 'Attach a device-scoped permission to an authority',
     returns: AuthorityPermissionDto,
     status: 201,
@@ -88,6 +100,8 @@ export class AuthorityPermissionsController {
   @Authorize({
     permission: 'authority_permissions.revoke',
     device: deviceOf(AUTHORITY_PERMISSION),
+  })
+  @Describe({
     summary: 'Revoke an authority permission (204 if already revoked)',
     returns: AuthorityPermissionDto,
     noContent: 'Already deleted (or revoked): nothing changed',
@@ -105,6 +119,8 @@ export class AuthorityPermissionsController {
   @Authorize({
     permission: 'authority_permissions.grant',
     check: 'service',
+  })
+  @Describe({
     summary: 'Grant up to 1000 authority permissions (100 000 as a job); per-item results in order',
     description:
       'Each item is checked on its own device; a forbidden or invalid item fails alone. `dry_run` writes nothing.',
@@ -124,6 +140,8 @@ export class AuthorityPermissionsController {
   @Authorize({
     permission: 'authority_permissions.revoke',
     check: 'service',
+  })
+  @Describe({
     summary: 'Revoke up to 1000 authority permissions (100 000 as a job); per-item results in order',
     description:
       'Each item is checked on its own device; a forbidden or invalid item fails alone. `dry_run` writes nothing.',

@@ -4,6 +4,7 @@ import { AuditService, type AuditAction, type AuditRecord } from '../platform/au
 import type { AuthContext } from '../platform/auth/auth-context.js';
 import { AuthorizationService, type DeviceQuestion } from '../access-model/authorization.service.js';
 import type { PermissionCode } from '../platform/auth/permissions.js';
+import { writeOrRollBack } from '../platform/database/write-or-preview.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { BulkJobs } from '../platform/jobs/bulk-jobs.service.js';
 import { AuthorityPermissionsRepository, type Resolved } from './authority-permissions.repository.js';
@@ -27,7 +28,7 @@ function failure(code: string, message: string): BulkResultDto['error'] {
 /**
  * `bulk-grant` and `bulk-revoke` (part 6.6): a handful of set-based statements for the whole
  * batch (resolve, check, write, audit), never a round trip per item. Items fail one by one;
- * the others go through. `dry_run` computes the same answer and rolls back.
+ * the others go through. `dry_run` runs the same statements and rolls back.
  */
 @Injectable()
 export class BulkAuthorityPermissionsService implements OnModuleInit {
@@ -47,17 +48,25 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
       );
   }
 
+  /** `dry_run` runs the very same statements in a transaction that rolls back (a preview). */
   run(actor: AuthContext, mode: Mode, dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
-    return this.uow.run((tx) => this.runIn(tx, actor, mode, dto));
+    return writeOrRollBack(dto.dry_run === true, () => this.uow.run((tx) => this.runIn(tx, actor, mode, dto)));
   }
 
-  /** One bulk (at most 1000 items) inside the caller's transaction: a request's, or a job chunk's. */
-  async runIn(tx: Tx, actor: AuthContext, mode: Mode, dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
-    if (dto.dry_run !== true)
-      await this.rows.lockAuthorities(
-        tx,
-        dto.items.map((item) => item.authority_id),
-      );
+  /**
+   * One bulk (at most 1000 items) inside the caller's transaction: a request's, or a job chunk's;
+   * a preview's transaction rolls back at its end.
+   */
+  async runIn(
+    tx: Tx,
+    actor: AuthContext,
+    mode: Mode,
+    dto: Omit<BulkAuthorityPermissionsDto, 'dry_run'>,
+  ): Promise<BulkResponseDto> {
+    await this.rows.lockAuthorities(
+      tx,
+      dto.items.map((item) => item.authority_id),
+    );
     const resolved = await this.rows.resolve(tx, [
       dto.items.map((item) => item.authority_id),
       dto.items.map((item) => item.permission_id),
@@ -130,19 +139,17 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
         authority_permission_id: row.active_id,
       };
     });
-    if (dto.dry_run !== true) {
-      const writing = resolved.filter((row, index) => {
-        const status = results[index]?.status;
-        return status === 'granted' || status === 'revoked';
-      });
-      // Only the items' permissions can change, and only on their devices.
-      await this.access.watch(tx, {
-        users: writing.map((row) => Number(row.authority_user_id)),
-        devices: writing.map((row) => Number(row.device_id)),
-        permissions: [...new Set(writing.flatMap((row) => (row.code === null ? [] : [row.code])))],
-      });
-      await (mode === 'grant' ? this.grant(tx, results, dto.reason) : this.revoke(tx, results, dto.reason));
-    }
+    const writing = resolved.filter((row, index) => {
+      const status = results[index]?.status;
+      return status === 'granted' || status === 'revoked';
+    });
+    // Only the items' permissions can change, and only on their devices.
+    await this.access.watch(tx, {
+      users: writing.map((row) => Number(row.authority_user_id)),
+      devices: writing.map((row) => Number(row.device_id)),
+      permissions: [...new Set(writing.flatMap((row) => (row.code === null ? [] : [row.code])))],
+    });
+    await (mode === 'grant' ? this.grant(tx, results, dto.reason) : this.revoke(tx, results, dto.reason));
     const failed = results.filter((result) => result.status === 'failed').length;
     return { accepted: results.length, processed: results.length - failed, failed, results };
   }

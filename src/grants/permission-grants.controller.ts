@@ -1,3 +1,5 @@
+import { CachedRead } from '../platform/projections/cached-read.decorator.js';
+import { Describe, ListRoute } from '../platform/http/openapi/describe.decorator.js';
 import { Body, Controller, Get, Post, Query } from '@nestjs/common';
 import { DryRun } from '../access-model/dry-run.decorator.js';
 import { writeOrPreview, type PreviewAnswer } from '../platform/database/write-or-preview.js';
@@ -5,7 +7,7 @@ import { GRANT_LIST } from './permission-grants.repository.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../platform/auth/actor.decorator.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { Authorize } from '../platform/auth/authorize.decorator.js';
 import { IdParam } from '../platform/http/id.pipe.js';
 import type { ListResponse, NoContent, ResourceResponse } from '../platform/http/responses.js';
 import { GrantPermissionDto, PermissionGrantDto, RevokePermissionDto } from './dto/permission-grant.dto.js';
@@ -20,10 +22,12 @@ export class PermissionGrantsController {
   constructor(private readonly grants: PermissionGrantsService) {}
 
   @ListRoute({
-    permission: 'permission_grants.read',
     summary: 'List permission grants',
     returns: PermissionGrantDto,
     spec: GRANT_LIST,
+  })
+  @Authorize({
+    permission: 'permission_grants.read',
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<PermissionGrantDto>> {
     return this.grants.list(query);
@@ -31,11 +35,15 @@ export class PermissionGrantsController {
 
   @Get(':id')
   @Authorize({
-    prefetch: detailOf('permission_grant'),
     permission: 'permission_grants.read',
+  })
+  @Describe({
     summary: 'Get a permission grant (cached)',
     returns: PermissionGrantDto,
     errors: [400, 404],
+  })
+  @CachedRead({
+    prefetch: detailOf('permission_grant'),
   })
   get(
     @IdParam() id: number,
@@ -47,6 +55,8 @@ export class PermissionGrantsController {
   @Post('grant')
   @Authorize({
     permission: 'permission_grants.grant',
+  })
+  @Describe({
     summary: 'Grant a user one permission (a new row)',
     returns: PermissionGrantDto,
     status: 201,
@@ -59,6 +69,8 @@ export class PermissionGrantsController {
   @Post('revoke')
   @Authorize({
     permission: 'permission_grants.revoke',
+  })
+  @Describe({
     summary: 'Revoke the active grant of a user and permission',
     returns: PermissionGrantDto,
     errors: [400, 404],

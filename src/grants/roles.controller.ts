@@ -1,6 +1,7 @@
+import { ListRoute } from '../platform/http/openapi/describe.decorator.js';
 import { Controller, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { ListRoute } from '../platform/auth/authorize.decorator.js';
+import { Authorize } from '../platform/auth/authorize.decorator.js';
 import type { ListResponse } from '../platform/http/responses.js';
 import { RoleDto } from './catalogue.dto.js';
 import { CatalogueService, ROLE_LIST } from './catalogue.service.js';
@@ -12,10 +13,12 @@ export class RolesController {
   constructor(private readonly catalogue: CatalogueService) {}
 
   @ListRoute({
-    permission: 'permission_grants.read',
     summary: 'List the roles with the permissions each grants',
     returns: RoleDto,
     spec: ROLE_LIST,
+  })
+  @Authorize({
+    permission: 'permission_grants.read',
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<RoleDto>> {
     return this.catalogue.roles(query);

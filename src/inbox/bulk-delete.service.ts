@@ -1,5 +1,6 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
+import { writeOrRollBack } from '../platform/database/write-or-preview.js';
 import { BulkJobs } from '../platform/jobs/bulk-jobs.service.js';
 import type { BulkDeleteDto, BulkDeleteResponseDto, BulkDeleteResultDto } from './inbox.dto.js';
 import { MessagesRepository } from './messages.repository.js';
@@ -7,8 +8,8 @@ import { MessagesService } from './messages.service.js';
 
 /**
  * `POST /inbox/bulk-delete`: one statement finds (and locks) every message, one deletes the
- * live ones, one appends their audit events; `dry_run` computes the same answer and writes
- * nothing. Unknown ids fail alone.
+ * live ones, one appends their audit events; `dry_run` runs the same statements in a transaction
+ * that rolls back. Unknown ids fail alone.
  */
 @Injectable()
 export class BulkDeleteService implements OnModuleInit {
@@ -25,12 +26,13 @@ export class BulkDeleteService implements OnModuleInit {
     );
   }
 
+  /** `dry_run` runs the very same statements in a transaction that rolls back (a preview). */
   run(dto: BulkDeleteDto): Promise<BulkDeleteResponseDto> {
-    return this.uow.run((tx) => this.runIn(tx, dto));
+    return writeOrRollBack(dto.dry_run === true, () => this.uow.run((tx) => this.runIn(tx, dto)));
   }
 
   /** One bulk (at most 1000 items) inside the caller's transaction: a request's, or a job chunk's. */
-  async runIn(tx: Tx, dto: BulkDeleteDto): Promise<BulkDeleteResponseDto> {
+  async runIn(tx: Tx, dto: Omit<BulkDeleteDto, 'dry_run'>): Promise<BulkDeleteResponseDto> {
     const ids = dto.items.map((item) => item.id);
     const deleted = await this.rows.lockDeletedState(tx, ids);
     const handled = new Set<number>();
@@ -51,7 +53,7 @@ export class BulkDeleteService implements OnModuleInit {
         results.push({ index, id, status: 'deleted', error: null });
       }
     }
-    if (dto.dry_run !== true) await this.messages.softDeleteMany(tx, [...handled], dto.reason ?? null);
+    await this.messages.softDeleteMany(tx, [...handled], dto.reason ?? null);
     const failed = results.filter((result) => result.status === 'failed').length;
     return { accepted: results.length, processed: results.length - failed, failed, results };
   }

@@ -1,10 +1,12 @@
+import { CachedRead } from '../platform/projections/cached-read.decorator.js';
+import { Describe, ListRoute } from '../platform/http/openapi/describe.decorator.js';
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
 import { MESSAGE_LIST } from './messages.repository.js';
 import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../platform/auth/actor.decorator.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { Authorize } from '../platform/auth/authorize.decorator.js';
 import { ApiIncludeDeleted, IncludeDeleted } from '../platform/http/include-deleted.js';
 import { IdParam } from '../platform/http/id.pipe.js';
 import type { AcceptedResponse, ListResponse, NoContent, ResourceResponse } from '../platform/http/responses.js';
@@ -36,11 +38,15 @@ export class InboxController {
   ) {}
 
   @ListRoute({
-    permission: 'inbox.read',
     summary: 'List inbox messages (newest first)',
     returns: InboxMessageDto,
     spec: MESSAGE_LIST,
-    pageAsStored: true,
+  })
+  @Authorize({
+    permission: 'inbox.read',
+  })
+  @CachedRead({
+    answerStored: true,
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<InboxMessageDto>> {
     return this.messages.list(query);
@@ -48,12 +54,16 @@ export class InboxController {
 
   @Get(':id')
   @Authorize({
-    prefetch: detailOf('inbox_message'),
-    detailAsStored: true,
     permission: 'inbox.read',
+  })
+  @Describe({
     summary: 'Get a message (cached)',
     returns: InboxMessageDto,
     errors: [400, 404],
+  })
+  @CachedRead({
+    prefetch: detailOf('inbox_message'),
+    answerStored: true,
   })
   @ApiIncludeDeleted()
   get(
@@ -67,6 +77,8 @@ export class InboxController {
   @Post()
   @Authorize({
     permission: 'inbox.create',
+  })
+  @Describe({
     summary: 'Send a message to a user’s inbox (creates its read state)',
     returns: InboxMessageDto,
     status: 201,
@@ -79,6 +91,8 @@ export class InboxController {
   @Post('bulk-delete')
   @Authorize({
     permission: 'inbox.delete',
+  })
+  @Describe({
     summary: 'Soft-delete up to 1000 messages (100 000 as a job); per-item results in order',
     returns: BulkDeleteResponseDto,
     errors: [400],
@@ -95,6 +109,8 @@ export class InboxController {
   @Patch(':id')
   @Authorize({
     permission: 'inbox.update',
+  })
+  @Describe({
     summary: 'Change a message’s title, body or data',
     returns: InboxMessageDto,
     errors: [400, 404, 412],
@@ -109,6 +125,8 @@ export class InboxController {
   @Delete(':id')
   @Authorize({
     permission: 'inbox.delete',
+  })
+  @Describe({
     summary: 'Soft-delete a message (204 if already deleted)',
     returns: InboxMessageDto,
     noContent: 'Already deleted (or revoked): nothing changed',
@@ -121,6 +139,8 @@ export class InboxController {
   @Post(':id/restore')
   @Authorize({
     permission: 'inbox.restore',
+  })
+  @Describe({
     summary: 'Restore a deleted message (204 if it is not deleted)',
     returns: InboxMessageDto,
     noContent: 'Not deleted: nothing changed',
@@ -136,6 +156,8 @@ export class InboxController {
   @Post(':id/send-push')
   @Authorize({
     permission: 'inbox.send_push',
+  })
+  @Describe({
     summary: 'Push the message to the recipient’s active devices (202 with a job)',
     description: 'Poll `Location` (`/v1/admin/jobs/{job_id}`) for the result.',
     returns: AcceptedJobDto,

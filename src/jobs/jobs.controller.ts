@@ -1,8 +1,9 @@
+import { Describe, ListRoute } from '../platform/http/openapi/describe.decorator.js';
 import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../platform/auth/actor.decorator.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { Authorize } from '../platform/auth/authorize.decorator.js';
 import type { ListResponse } from '../platform/http/responses.js';
 import { JOB_RESULT_LIST } from '../platform/jobs/job-results.repository.js';
 import { JobDto, JobResultDto } from '../platform/jobs/jobs.dto.js';
@@ -20,6 +21,8 @@ export class JobsController {
   @Get(':job_id')
   @Authorize({
     permission: 'jobs.read',
+  })
+  @Describe({
     summary: 'A background job: state, attempts, timestamps, result or error',
     description: SEEN_BY,
     returns: JobDto,
@@ -30,13 +33,15 @@ export class JobsController {
   }
 
   @ListRoute({
-    permission: 'jobs.read',
     summary: "A finished bulk job's per-item results, in item order",
     description: `${SEEN_BY} 409 \`INVALID_STATE_TRANSITION\` while the job is queued or running; \`meta.total\` is always exact.`,
     returns: JobResultDto,
     spec: JOB_RESULT_LIST,
     path: ':job_id/results',
     errors: [404, 409],
+  })
+  @Authorize({
+    permission: 'jobs.read',
   })
   results(
     @Actor() actor: AuthContext,

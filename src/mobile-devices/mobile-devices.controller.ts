@@ -1,8 +1,10 @@
+import { CachedRead } from '../platform/projections/cached-read.decorator.js';
+import { Describe, ListRoute } from '../platform/http/openapi/describe.decorator.js';
 import { Body, Controller, Get, Post, Query } from '@nestjs/common';
 import { MOBILE_DEVICE_LIST } from './mobile-devices.repository.js';
 import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
-import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { Authorize } from '../platform/auth/authorize.decorator.js';
 import { IdParam } from '../platform/http/id.pipe.js';
 import type { ListResponse, ResourceResponse } from '../platform/http/responses.js';
 import {
@@ -22,11 +24,15 @@ export class MobileDevicesController {
   constructor(private readonly devices: MobileDevicesService) {}
 
   @ListRoute({
-    permission: 'mobile_devices.read',
     summary: 'List mobile devices',
     returns: MobileDeviceDto,
     spec: MOBILE_DEVICE_LIST,
-    pageAsStored: true,
+  })
+  @Authorize({
+    permission: 'mobile_devices.read',
+  })
+  @CachedRead({
+    answerStored: true,
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<MobileDeviceDto>> {
     return this.devices.list(query);
@@ -34,12 +40,16 @@ export class MobileDevicesController {
 
   @Get(':id')
   @Authorize({
-    prefetch: detailOf('mobile_device'),
-    detailAsStored: true,
     permission: 'mobile_devices.read',
+  })
+  @Describe({
     summary: 'Get a mobile device (cached)',
     returns: MobileDeviceDto,
     errors: [400, 404],
+  })
+  @CachedRead({
+    prefetch: detailOf('mobile_device'),
+    answerStored: true,
   })
   get(
     @IdParam() id: number,
@@ -51,6 +61,8 @@ export class MobileDevicesController {
   @Post()
   @Authorize({
     permission: 'mobile_devices.create',
+  })
+  @Describe({
     summary: 'Register a mobile device for push',
     description: 'The token is stored and never returned; `push_token_hint` shows its last 6 characters.',
     returns: MobileDeviceDto,
@@ -64,6 +76,8 @@ export class MobileDevicesController {
   @Post(':id/deactivate')
   @Authorize({
     permission: 'mobile_devices.deactivate',
+  })
+  @Describe({
     summary: 'Stop pushing to a device',
     returns: MobileDeviceDto,
     errors: [400, 404, 409, 412],
@@ -78,6 +92,8 @@ export class MobileDevicesController {
   @Post(':id/refresh-token')
   @Authorize({
     permission: 'mobile_devices.refresh_token',
+  })
+  @Describe({
     summary: 'Replace the push token',
     description: 'Re-activates a device that was deactivated because the push provider rejected its token.',
     returns: MobileDeviceDto,

@@ -1,8 +1,10 @@
+import { CachedRead } from '../platform/projections/cached-read.decorator.js';
+import { Describe, ListRoute } from '../platform/http/openapi/describe.decorator.js';
 import { Body, Controller, Get, Post, Query } from '@nestjs/common';
 import { READ_STATE_LIST } from './read-state.repository.js';
 import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { ApiTags } from '@nestjs/swagger';
-import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { Authorize } from '../platform/auth/authorize.decorator.js';
 import { IdParam } from '../platform/http/id.pipe.js';
 import { ResourceResponse, type ListResponse } from '../platform/http/responses.js';
 import { ReadCountsRepository } from './read-counts.repository.js';
@@ -29,11 +31,13 @@ export class MessageReadStateController {
   ) {}
 
   @ListRoute({
-    permission: 'read_state.read',
     summary: 'List read state',
     description: 'Rows of deleted messages are hidden.',
     returns: ReadStateDto,
     spec: READ_STATE_LIST,
+  })
+  @Authorize({
+    permission: 'read_state.read',
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<ReadStateDto>> {
     return this.states.list(query);
@@ -42,6 +46,8 @@ export class MessageReadStateController {
   @Get('counts')
   @Authorize({
     permission: 'read_state.read',
+  })
+  @Describe({
     summary: 'Counts of a user’s messages (cached; never stale after a write)',
     returns: ReadCountsDto,
     errors: [400],
@@ -53,11 +59,15 @@ export class MessageReadStateController {
 
   @Get(':id')
   @Authorize({
-    prefetch: detailOf('message_read_state'),
     permission: 'read_state.read',
+  })
+  @Describe({
     summary: 'Get a read state (cached)',
     returns: ReadStateDto,
     errors: [400, 404],
+  })
+  @CachedRead({
+    prefetch: detailOf('message_read_state'),
   })
   get(
     @IdParam() id: number,
@@ -69,6 +79,8 @@ export class MessageReadStateController {
   @Post(':id/mark-read')
   @Authorize({
     permission: 'read_state.update',
+  })
+  @Describe({
     summary: 'Mark read (`read: false` marks unread)',
     returns: ReadStateDto,
     errors: [400, 404, 412],
@@ -80,6 +92,8 @@ export class MessageReadStateController {
   @Post(':id/archive')
   @Authorize({
     permission: 'read_state.update',
+  })
+  @Describe({
     summary: 'Archive (`archived: false` un-archives)',
     returns: ReadStateDto,
     errors: [400, 404, 412],
@@ -91,6 +105,8 @@ export class MessageReadStateController {
   @Post(':id/pin')
   @Authorize({
     permission: 'read_state.update',
+  })
+  @Describe({
     summary: 'Pin (`pinned: false` unpins)',
     returns: ReadStateDto,
     errors: [400, 404, 412],
@@ -102,6 +118,8 @@ export class MessageReadStateController {
   @Post(':id/snooze')
   @Authorize({
     permission: 'read_state.update',
+  })
+  @Describe({
     summary: 'Snooze until a time (at most 365 days ahead) or unsnooze with null',
     returns: ReadStateDto,
     errors: [400, 404, 412, 422],

@@ -1,3 +1,5 @@
+import { CachedRead } from '../platform/projections/cached-read.decorator.js';
+import { Describe, ListRoute } from '../platform/http/openapi/describe.decorator.js';
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
 import { DryRun } from '../access-model/dry-run.decorator.js';
 import { writeOrPreview, type PreviewAnswer } from '../platform/database/write-or-preview.js';
@@ -7,7 +9,7 @@ import { Write, type RecordWrite } from '../platform/auth/record-write.decorator
 import { ApiTags } from '@nestjs/swagger';
 import { Actor } from '../platform/auth/actor.decorator.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { Authorize } from '../platform/auth/authorize.decorator.js';
 import { ApiIncludeDeleted, IncludeDeleted } from '../platform/http/include-deleted.js';
 import { IdParam } from '../platform/http/id.pipe.js';
 import type { ListResponse, NoContent, ResourceResponse } from '../platform/http/responses.js';
@@ -31,19 +33,33 @@ export class UsersController {
     private readonly sessions: UserSessionsService,
   ) {}
 
-  @ListRoute({ permission: 'users.read', summary: 'List users', returns: UserDto, spec: USER_LIST, pageAsStored: true })
+  @ListRoute({
+    summary: 'List users',
+    returns: UserDto,
+    spec: USER_LIST,
+  })
+  @Authorize({
+    permission: 'users.read',
+  })
+  @CachedRead({
+    answerStored: true,
+  })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<UserDto>> {
     return this.users.list(query);
   }
 
   @Get(':id')
   @Authorize({
-    prefetch: detailOf('user'),
-    detailAsStored: true,
     permission: 'users.read',
+  })
+  @Describe({
     summary: 'Get a user (cached)',
     returns: UserDto,
     errors: [400, 404],
+  })
+  @CachedRead({
+    prefetch: detailOf('user'),
+    answerStored: true,
   })
   @ApiIncludeDeleted()
   get(
@@ -57,6 +73,8 @@ export class UsersController {
   @Post()
   @Authorize({
     permission: 'users.create',
+  })
+  @Describe({
     summary: 'Create a user (status pending)',
     returns: UserDto,
     status: 201,
@@ -69,6 +87,8 @@ export class UsersController {
   @Patch(':id')
   @Authorize({
     permission: 'users.update',
+  })
+  @Describe({
     summary: 'Change a user’s email, display name, phone or role',
     returns: UserDto,
     errors: [400, 404, 409, 412],
@@ -85,6 +105,8 @@ export class UsersController {
   @Delete(':id')
   @Authorize({
     permission: 'users.delete',
+  })
+  @Describe({
     summary: 'Soft-delete a user and revoke its sessions (204 if already deleted)',
     returns: UserDto,
     noContent: 'Already deleted (or revoked): nothing changed',
@@ -101,6 +123,8 @@ export class UsersController {
   @Post(':id/restore')
   @Authorize({
     permission: 'users.restore',
+  })
+  @Describe({
     summary: 'Restore a deleted user (204 if it is not deleted)',
     returns: UserDto,
     noContent: 'Not deleted: nothing changed',
@@ -116,6 +140,8 @@ export class UsersController {
   @Post(':id/activate')
   @Authorize({
     permission: 'users.activate',
+  })
+  @Describe({
     summary: 'Activate a pending or suspended user',
     returns: UserDto,
     errors: [400, 404, 409, 412],
@@ -130,6 +156,8 @@ export class UsersController {
   @Post(':id/suspend')
   @Authorize({
     permission: 'users.suspend',
+  })
+  @Describe({
     summary: 'Suspend a pending or active user and revoke its sessions',
     returns: UserDto,
     errors: [400, 404, 409, 412, 422],
@@ -146,6 +174,8 @@ export class UsersController {
   @Post(':id/reset-pin')
   @Authorize({
     permission: 'users.reset_pin',
+  })
+  @Describe({
     summary: 'Set a new random 6-digit PIN and return it once',
     description: 'Only a hash is stored; the PIN appears in this response and nowhere else.',
     returns: PinResetDto,
@@ -160,12 +190,14 @@ export class UsersController {
 
   @ListRoute({
     path: ':id/sessions',
-    permission: 'users.read',
     summary: 'List a user’s sessions, newest first (never a token)',
     description: 'A deleted user’s sessions stay readable.',
     returns: SessionDto,
     spec: SESSION_LIST,
     errors: [404],
+  })
+  @Authorize({
+    permission: 'users.read',
   })
   listSessions(@IdParam() id: number, @Query() query: Record<string, unknown>): Promise<ListResponse<SessionDto>> {
     return this.sessions.list(id, query);
@@ -174,6 +206,8 @@ export class UsersController {
   @Post(':id/revoke-sessions')
   @Authorize({
     permission: 'users.revoke_sessions',
+  })
+  @Describe({
     summary: 'Revoke every live session of a user',
     description:
       'Every instance refuses those sessions on the next request. `If-Match` is checked against the user’s version.',

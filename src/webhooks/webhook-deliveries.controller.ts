@@ -1,3 +1,4 @@
+import { Describe } from '../platform/http/openapi/describe.decorator.js';
 import { Body, Controller, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../platform/auth/authorize.decorator.js';
@@ -17,6 +18,8 @@ export class WebhookDeliveriesController {
   @Post(':id/retry')
   @Authorize({
     permission: 'webhooks.manage',
+  })
+  @Describe({
     summary: 'Attempt a delivery again now (202; a failed one gets one more attempt)',
     description: 'A delivery’s version for `If-Match` is its `attempts` (`"3"`), as the delivery log shows it.',
     returns: WebhookDeliveryDto,

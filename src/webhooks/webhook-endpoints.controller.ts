@@ -1,6 +1,8 @@
+import { CachedRead } from '../platform/projections/cached-read.decorator.js';
+import { Describe, ListRoute } from '../platform/http/openapi/describe.decorator.js';
 import { Body, Controller, Delete, Get, Patch, Post, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { Authorize, ListRoute } from '../platform/auth/authorize.decorator.js';
+import { Authorize } from '../platform/auth/authorize.decorator.js';
 import { Write, type RecordWrite } from '../platform/auth/record-write.decorator.js';
 import { detailOf } from '../platform/cache/cache-keys.js';
 import { IdParam } from '../platform/http/id.pipe.js';
@@ -25,11 +27,15 @@ export class WebhookEndpointsController {
   constructor(private readonly endpoints: WebhookEndpointsService) {}
 
   @ListRoute({
-    permission: 'webhooks.read',
     summary: 'List webhook endpoints (never a secret)',
     returns: WebhookEndpointDto,
     spec: WEBHOOK_ENDPOINT_LIST,
-    pageAsStored: true,
+  })
+  @Authorize({
+    permission: 'webhooks.read',
+  })
+  @CachedRead({
+    answerStored: true,
   })
   list(@Query() query: Record<string, unknown>): Promise<ListResponse<WebhookEndpointDto>> {
     return this.endpoints.list(query);
@@ -37,12 +43,16 @@ export class WebhookEndpointsController {
 
   @Get(':id')
   @Authorize({
-    prefetch: detailOf('webhook_endpoint'),
-    detailAsStored: true,
     permission: 'webhooks.read',
+  })
+  @Describe({
     summary: 'Get a webhook endpoint (cached; never its secret)',
     returns: WebhookEndpointDto,
     errors: [400, 404],
+  })
+  @CachedRead({
+    prefetch: detailOf('webhook_endpoint'),
+    answerStored: true,
   })
   get(
     @IdParam() id: number,
@@ -54,6 +64,8 @@ export class WebhookEndpointsController {
   @Post()
   @Authorize({
     permission: 'webhooks.manage',
+  })
+  @Describe({
     summary: 'Create a webhook endpoint; the answer shows its signing secret, once',
     description:
       'The URL must be https with a public host (422 `WEBHOOK_URL_FORBIDDEN` otherwise, unless the deployment allows http or private addresses). `event_types` is a list of types or `["*"]`.',
@@ -68,6 +80,8 @@ export class WebhookEndpointsController {
   @Patch(':id')
   @Authorize({
     permission: 'webhooks.manage',
+  })
+  @Describe({
     summary: 'Change a webhook endpoint (is_active: true re-enables one disabled for failing)',
     returns: WebhookEndpointDto,
     errors: [400, 404, 412, 422],
@@ -82,6 +96,8 @@ export class WebhookEndpointsController {
   @Delete(':id')
   @Authorize({
     permission: 'webhooks.manage',
+  })
+  @Describe({
     summary: 'Delete a webhook endpoint for good (its deliveries stay readable 30 days)',
     description: '`data` is the endpoint as it was. Its pending deliveries end as failed.',
     returns: WebhookEndpointDto,
@@ -94,6 +110,8 @@ export class WebhookEndpointsController {
   @Post(':id/rotate-secret')
   @Authorize({
     permission: 'webhooks.manage',
+  })
+  @Describe({
     summary: 'Make a new signing secret, shown once; the old one keeps signing alongside for 24 hours',
     returns: WebhookEndpointWithSecretDto,
     errors: [400, 404, 412],
@@ -108,6 +126,8 @@ export class WebhookEndpointsController {
   @Post(':id/test')
   @Authorize({
     permission: 'webhooks.manage',
+  })
+  @Describe({
     summary: 'Queue a `webhook.test` event to this endpoint only (202 with its delivery)',
     description: 'Follow it in `GET /webhook-endpoints/{id}/deliveries?event_type=webhook.test`.',
     returns: WebhookDeliveryDto,
@@ -123,12 +143,14 @@ export class WebhookEndpointsController {
 
   @ListRoute({
     path: ':id/deliveries',
-    permission: 'webhooks.read',
     summary: 'List an endpoint’s deliveries, newest first',
     description: 'Readable for 30 days, also after the endpoint was deleted.',
     returns: WebhookDeliveryDto,
     spec: WEBHOOK_DELIVERY_LIST,
     errors: [404],
+  })
+  @Authorize({
+    permission: 'webhooks.read',
   })
   deliveries(
     @IdParam() id: number,

@@ -1,7 +1,8 @@
+import { AuthContextService } from '../../src/access-model/auth-context.service.js';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { AccessExpiryAnnouncer } from '../../src/access/access-expiry-announcer.js';
-import { AccessFactsRepository } from '../../src/access-model/access-facts.repository.js';
+import { AccessFactsRepository, CARRIED_AUTHORITIES } from '../../src/access-model/access-facts.repository.js';
 import { CacheEntries } from '../../src/platform/cache/cache-entries.js';
 import { accessWorld, askFor } from '../support/access-requests.js';
 import { actor, createUser, permissionId, type Caller } from '../support/auth.js';
@@ -158,6 +159,15 @@ describe('previews and access-change events: attacks', () => {
 
   it('a read whose lookup outlives a load begun before a revoke never takes that load: the revoked delegate is refused', async () => {
     const world = await accessWorld(['authorities.read']);
+    // A delegate holding more authorities than its auth context carries: decided from the device's
+    // set, whose cache-aside read is the one raced here.
+    await sql(
+      `WITH d AS (INSERT INTO devices (serial_number, name)
+                  SELECT 'MANY-' || $1 || '-' || g, 'many' FROM generate_series(1, $2) g RETURNING id)
+       INSERT INTO authorities (device_id, user_id) SELECT id, $1::bigint FROM d`,
+      [world.operator.user.id, CARRIED_AUTHORITIES],
+    );
+    await t.app.get(AuthContextService).refreshUser(world.operator.user.id);
     const key = `authz:device:${world.device}`;
     const facts = t.app.get(AccessFactsRepository);
     const entries = t.app.get(CacheEntries);

@@ -1,3 +1,4 @@
+import { DeviceAuthoritiesService } from '../../src/access-model/device-authorities.service.js';
 import { randomUUID } from 'node:crypto';
 import { AccessExpiryAnnouncer } from '../../src/access/access-expiry-announcer.js';
 import { AuthorityPermissionsService } from '../../src/grants/authority-permissions.service.js';
@@ -314,8 +315,12 @@ describe('previews and access-change events', () => {
       .get(`/v1/admin/authorities/${world.authority}`)
       .set('Authorization', world.operator.auth)
       .expect(200);
+    // The operator's read is decided from its auth context; the device's set is cached on its first use.
+    await t.app.get(DeviceAuthoritiesService).forDevice(world.device);
     const deviceSet = (await entries.get(`authz:device:${world.device}`)).entry;
     expect(deviceSet).toBeDefined();
+    const context = (await entries.get(`auth:user:${world.operator.user.id}`)).entry;
+    expect(context).toBeDefined();
     const key = `k-${randomUUID()}`;
     const previewed = await t
       .http()
@@ -326,6 +331,7 @@ describe('previews and access-change events', () => {
       .expect(200);
     expect(previewed.headers['idempotent-replayed']).toBeUndefined();
     expect((await entries.get(`authz:device:${world.device}`)).entry).toEqual(deviceSet);
+    expect((await entries.get(`auth:user:${world.operator.user.id}`)).entry).toEqual(context);
     await t
       .http()
       .get(`/v1/admin/authorities/${world.authority}`)

@@ -2,7 +2,7 @@ import { Controller, Get, Module, RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { MetadataScanner, ModulesContainer } from '@nestjs/core';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { AUTHORIZE, type AuthorizeOptions } from '../../src/platform/auth/authorize.decorator.js';
+import { AUTHORIZE, type RouteAccess } from '../../src/platform/auth/authorize.decorator.js';
 import { buildOpenApi } from '../../src/platform/http/openapi/openapi.js';
 import { IS_PUBLIC } from '../../src/platform/http/public.decorator.js';
 import { actor } from '../support/auth.js';
@@ -38,7 +38,7 @@ function routeTable(app: NestFastifyApplication): string[] {
           .map((part) => part.replace(/^\/|\/$/g, ''))
           .filter(Boolean)
           .join('/')}`;
-        const rule = Reflect.getMetadata(AUTHORIZE, handler) as AuthorizeOptions | undefined;
+        const rule = Reflect.getMetadata(AUTHORIZE, handler) as RouteAccess | undefined;
         const isPublic =
           Reflect.getMetadata(IS_PUBLIC, handler) === true || Reflect.getMetadata(IS_PUBLIC, type) === true;
         const where =

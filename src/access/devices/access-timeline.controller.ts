@@ -1,3 +1,4 @@
+import { Describe } from '../../platform/http/openapi/describe.decorator.js';
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../../platform/auth/authorize.decorator.js';
@@ -16,6 +17,8 @@ export class AccessTimelineController {
   @Get()
   @Authorize({
     permission: 'access.read',
+  })
+  @Describe({
     summary: 'Every gain and loss of a right on this device, newest first, with cause, actor and event',
     description:
       'Rights held through the device itself: an authority that is the owner or holds the permission, of a user then active and with admin access. ' +

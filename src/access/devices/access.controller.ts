@@ -1,3 +1,4 @@
+import { Describe } from '../../platform/http/openapi/describe.decorator.js';
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../../platform/auth/authorize.decorator.js';
@@ -15,6 +16,8 @@ export class DeviceAccessController {
   @Get()
   @Authorize({
     permission: 'access.read',
+  })
+  @Describe({
     summary:
       'Every user allowed a device-scoped permission on this device, with every reason (optionally as of a moment)',
     description:

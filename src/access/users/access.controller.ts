@@ -1,3 +1,4 @@
+import { Describe } from '../../platform/http/openapi/describe.decorator.js';
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Authorize } from '../../platform/auth/authorize.decorator.js';
@@ -15,6 +16,8 @@ export class UserAccessController {
   @Get()
   @Authorize({
     permission: 'access.read',
+  })
+  @Describe({
     summary:
       'The devices on which a user is allowed a device-scoped permission, with every reason (optionally as of a moment)',
     description:

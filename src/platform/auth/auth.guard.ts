@@ -8,7 +8,9 @@ import { attachAuthContext, authContextOf } from './auth-context.js';
 import { Authentication } from './authentication.js';
 import { DeviceLocators } from './device-locators.js';
 import { AccessEvaluator, permissionDenied } from './access-evaluator.js';
-import { AUTHORIZE, type AuthorizeOptions } from './authorize.decorator.js';
+import { AUTHORIZE, type RouteAccess } from './authorize.decorator.js';
+import { PREVIEW_ROUTE_CONFIG } from '../http/openapi/describe.decorator.js';
+import { routeConfigPart } from '../http/route-parts.js';
 
 /**
  * The global guard, deny by default (part 5): public routes pass; every other route needs a
@@ -26,7 +28,7 @@ export class AuthGuard implements CanActivate {
   ) {}
 
   /** Each handler's metadata, read once: the guard runs on every request. */
-  private readonly rules = new WeakMap<object, { readonly isPublic: boolean; readonly rule?: AuthorizeOptions }>();
+  private readonly rules = new WeakMap<object, { readonly isPublic: boolean; readonly rule?: RouteAccess }>();
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const { isPublic, rule } = this.ruleOf(context);
@@ -34,7 +36,7 @@ export class AuthGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     let auth = authContextOf(request);
     if (auth === undefined) {
-      auth = await this.authentication.authenticate(request, rule);
+      auth = await this.authentication.authenticate(request);
       attachAuthContext(request, auth);
     }
     const requestContext = currentRequest();
@@ -52,18 +54,18 @@ export class AuthGuard implements CanActivate {
       if (rule.device === undefined) throw permissionDenied(rule.permission);
       await this.authorization.admitOnDevice(auth, rule.permission, await this.devices.locate(request, rule.device));
     }
-    refuseDryRun(request, rule);
+    refuseDryRun(request);
     return true;
   }
 
-  private ruleOf(context: ExecutionContext): { readonly isPublic: boolean; readonly rule?: AuthorizeOptions } {
+  private ruleOf(context: ExecutionContext): { readonly isPublic: boolean; readonly rule?: RouteAccess } {
     const handler = context.getHandler();
     const known = this.rules.get(handler);
     if (known !== undefined) return known;
     const targets = [handler, context.getClass()];
     const found = {
       isPublic: this.reflector.getAllAndOverride<boolean | undefined>(IS_PUBLIC, targets) === true,
-      rule: this.reflector.get<AuthorizeOptions | undefined>(AUTHORIZE, handler),
+      rule: this.reflector.get<RouteAccess | undefined>(AUTHORIZE, handler),
     };
     this.rules.set(handler, found);
     return found;
@@ -79,8 +81,9 @@ const DRY_RUN = /^dry[-_]?run$/i;
  * same way must not have made it (part 6.17 lists the writes that preview; those parse it
  * themselves with `@DryRun()`). Bulk writes take their `dry_run` in the body.
  */
-function refuseDryRun(request: FastifyRequest, rule: AuthorizeOptions): void {
-  if (rule.preview === true || request.method === 'GET' || request.method === 'HEAD') return;
+function refuseDryRun(request: FastifyRequest): void {
+  if (routeConfigPart(request, PREVIEW_ROUTE_CONFIG) === true || request.method === 'GET' || request.method === 'HEAD')
+    return;
   for (const name of Object.keys((request.query as Record<string, unknown> | undefined) ?? {}))
     if (DRY_RUN.test(name))
       throw ApiError.field(name, 'unknown', `${name} is not a parameter of this route: it cannot be previewed`);

@@ -1,16 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../http/api-error.js';
-import { attachPrefetched, prefetchedOf } from '../projections/prefetched.js';
+import { attachPrefetched } from '../projections/prefetched.js';
 import { ListPages } from '../projections/list-pages.js';
 import type { StoredAnswer } from '../http/http.js';
-import { storedDetail, storedPage, type StoredBody } from '../projections/stored-answers.js';
+import { storedAnswer } from '../projections/stored-answers.js';
 import { DeviceLocators } from './device-locators.js';
 import { ActorRateLimiter } from './actor-rate-limiter.js';
 import { attachAuthContext, type AuthContext } from './auth-context.js';
 import { AuthFailureLimiter } from './auth-failure-limiter.js';
 import { AccessEvaluator } from './access-evaluator.js';
-import { AUTHORIZE_ROUTE_CONFIG, type AuthorizeOptions } from './authorize.decorator.js';
+import { routeAccessOf, type RouteAccess } from './authorize.decorator.js';
+import { cachedReadOf } from '../projections/cached-read.decorator.js';
 import { TokenVerifier } from './token-verifier.js';
 
 /**
@@ -35,21 +36,18 @@ export class Authentication {
    * once. The guard then finds the context on the request.
    */
   async admit(request: FastifyRequest): Promise<StoredAnswer | undefined> {
-    const config = request.routeOptions.config as { readonly [AUTHORIZE_ROUTE_CONFIG]?: AuthorizeOptions };
-    const rule = config[AUTHORIZE_ROUTE_CONFIG];
+    const rule = routeAccessOf(request);
     if (rule === undefined) return undefined;
-    const context = await this.authenticate(request, rule);
+    const context = await this.authenticate(request);
     attachAuthContext(request, context);
-    if (request.method !== 'GET' || !this.access.hasAdminAccess(context)) return undefined;
-    let stored: StoredBody | undefined;
-    if (rule.detailAsStored === true) {
-      stored = storedDetail(request, prefetchedOf(request));
-      if (stored !== undefined && !(await this.mayReadDetail(request, rule, context))) return undefined;
-    } else if (rule.pageAsStored === true && rule.list !== undefined) {
-      // A list whose rows the actor sees filtered goes through the route.
-      if (!this.access.admitGlobally(context, rule.permission).allowed) return undefined;
-      stored = await storedPage(request, rule.list, this.pages);
-    }
+    if (!this.access.hasAdminAccess(context)) return undefined;
+    // The route's cached answer, when it is one to send as stored and this actor may read it here:
+    // a page only when its rows are not filtered for the actor (allowed everywhere).
+    const stored = await storedAnswer(request, this.pages, (reads) =>
+      reads === 'detail'
+        ? this.mayReadDetail(request, rule, context)
+        : Promise.resolve(this.access.admitGlobally(context, rule.permission).allowed),
+    );
     return stored === undefined ? undefined : { ...stored, actorId: context.user_id };
   }
 
@@ -58,7 +56,7 @@ export class Authentication {
    * grant), or on the record's device by an authority its context carries (the device found from
    * the prefetched entry, no round trip). Anything else, errors included, is left to the guard.
    */
-  private async mayReadDetail(request: FastifyRequest, rule: AuthorizeOptions, context: AuthContext): Promise<boolean> {
+  private async mayReadDetail(request: FastifyRequest, rule: RouteAccess, context: AuthContext): Promise<boolean> {
     if (this.access.admitGlobally(context, rule.permission).allowed) return true;
     if (rule.device === undefined || rule.check === 'service') return false;
     try {
@@ -70,13 +68,14 @@ export class Authentication {
   }
 
   /**
-   * The route's detail projection (`prefetch`) is fetched with the session and user in one round
-   * trip and attached for its handler (`@PrefetchedEntries()`): a cached detail read costs one call.
+   * The route's detail projection (`@CachedRead({ prefetch })`) is fetched with the session and
+   * user in one round trip and attached for its handler (`@PrefetchedEntries()`): a cached detail
+   * read costs one call.
    */
-  async authenticate(request: FastifyRequest, rule: AuthorizeOptions | undefined): Promise<AuthContext> {
+  async authenticate(request: FastifyRequest): Promise<AuthContext> {
     try {
       const token = await this.tokens.verify(request.headers.authorization);
-      const prefetch = rule?.prefetch?.(request);
+      const prefetch = cachedReadOf(request)?.prefetch?.(request);
       const { context, prefetched } = await this.access.resolveWith(
         token.user_id,
         token.session_id,

@@ -1,18 +1,14 @@
-import { applyDecorators, Get, SetMetadata, type Type } from '@nestjs/common';
-import { RouteConfig } from '@nestjs/platform-fastify';
-import { ApiBearerAuth, ApiExtension, ApiOperation } from '@nestjs/swagger';
+import { applyDecorators, SetMetadata } from '@nestjs/common';
+import { ApiBearerAuth, ApiExtension } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { ApiEnvelope, ApiErrorResponses, type EnvelopeOptions } from '../http/openapi/api-envelope.decorator.js';
-import type { ListSpec } from '../http/list/list-spec.js';
-import { ApiList, listSummary } from '../http/openapi/api-list.decorator.js';
+import { ApiErrorResponses } from '../http/openapi/api-envelope.decorator.js';
+import { addRouteConfig, describeOperation, routeConfigPart } from '../http/route-parts.js';
 import type { DeviceOf } from './device-locators.js';
 import type { PermissionCode } from './permissions.js';
 
-export interface AuthorizeOptions extends Omit<EnvelopeOptions, 'list'> {
+/** Who may call a route: the permission it requires and how to find its device. */
+export interface RouteAccess {
   readonly permission: PermissionCode;
-  /** One line for the OpenAPI operation. */
-  readonly summary: string;
-  readonly description?: string;
   /** The device a device-scoped route acts on (layer 3c): `deviceOf(record, param)`. */
   readonly device?: DeviceOf;
   /**
@@ -21,25 +17,6 @@ export interface AuthorizeOptions extends Omit<EnvelopeOptions, 'list'> {
    * (checked after validation and the 404 of the device).
    */
   readonly check?: 'route' | 'service';
-  /** The model in the success envelope (`data`, or each item of a list). */
-  readonly returns: Type;
-  /**
-   * The cache key the handler reads (its detail projection), from the raw path: fetched with the
-   * auth context in one round trip instead of a second one (a cached detail read costs one).
-   */
-  readonly prefetch?: (request: FastifyRequest) => string | undefined;
-  /**
-   * The handler sends the prefetched detail as stored (`ResourceTable.detail`): a plain hit is
-   * answered before the handler, by the authentication hook (`storedDetail`).
-   */
-  readonly detailAsStored?: boolean;
-  /**
-   * A list route whose handler reads its pages through `ListPages` with no row scope for an actor
-   * allowed everywhere: a cached page is answered before the handler (`storedPage`).
-   */
-  readonly pageAsStored?: boolean;
-  /** A list route: the spec that parses its query, from which its parameters are documented. */
-  readonly list?: ListSpec;
 }
 
 export const AUTHORIZE = 'admin-api:authorize';
@@ -47,50 +24,31 @@ export const AUTHORIZE = 'admin-api:authorize';
 export const AUTHORIZE_ROUTE_CONFIG = 'authorize';
 
 /**
- * The one decorator every `/v1/admin` route carries: the permission it requires (checked by
- * the global guard through the authorization evaluator), how to find its device when it is
- * device-scoped, and its OpenAPI description and envelopes, so they cannot drift apart.
+ * The one access decorator every `/v1/admin` route carries: the permission it requires (checked by
+ * the global guard through the access model) and how to find its device when it is device-scoped.
+ * It also documents what it decides (bearer auth, `x-permission`, 401/403/429 and the sentence
+ * naming the permission); the route's own documentation is `@Describe` or `@ListRoute`, its
+ * caching `@CachedRead`.
  */
-export function Authorize(options: AuthorizeOptions): MethodDecorator {
+export function Authorize(access: RouteAccess): MethodDecorator {
   const where =
-    options.check === 'service'
+    access.check === 'service'
       ? ' (checked per device by the service)'
-      : options.device === undefined
+      : access.device === undefined
         ? ''
         : ' (or an authority on the device that holds it)';
-  const description = [
-    options.description,
-    options.list === undefined ? undefined : listSummary(options.list),
-    `Requires the permission \`${options.permission}\`${where}.`,
-  ]
-    .filter(Boolean)
-    .join('\n\n');
   return applyDecorators(
-    SetMetadata(AUTHORIZE, options),
+    SetMetadata(AUTHORIZE, access),
     // Fastify's onRequest hook reads it there, to authenticate before the body is read (part 4).
-    RouteConfig({ [AUTHORIZE_ROUTE_CONFIG]: options }),
+    addRouteConfig({ [AUTHORIZE_ROUTE_CONFIG]: access }),
     ApiBearerAuth(),
-    ApiOperation({ summary: options.summary, description }),
-    ApiExtension('x-permission', options.permission),
+    describeOperation({ requires: `Requires the permission \`${access.permission}\`${where}.` }),
+    ApiExtension('x-permission', access.permission),
     ApiErrorResponses([401, 403, 429]),
-    ApiEnvelope(options.returns, { ...options, list: options.list !== undefined }),
-    ...(options.list === undefined ? [] : [ApiList(options.list)]),
   );
 }
 
-/**
- * `@Get(path)` with `@Authorize` for a list route: its parameters and envelope come from `spec`,
- * and a 400 (a bad page, sort or filter) is always possible.
- */
-export function ListRoute(
-  options: Omit<AuthorizeOptions, 'list' | 'noContent' | 'status'> & {
-    readonly spec: ListSpec;
-    readonly path?: string;
-  },
-): MethodDecorator {
-  const { spec, path, errors = [], ...authorize } = options;
-  return applyDecorators(
-    path === undefined ? Get() : Get(path),
-    Authorize({ ...authorize, list: spec, errors: [400, ...errors.filter((status) => status !== 400)] }),
-  );
+/** The route's `@Authorize`, from the request (in Fastify's hooks, before Nest's pipeline). */
+export function routeAccessOf(request: FastifyRequest): RouteAccess | undefined {
+  return routeConfigPart<RouteAccess>(request, AUTHORIZE_ROUTE_CONFIG);
 }

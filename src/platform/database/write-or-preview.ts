@@ -9,6 +9,16 @@ export interface PreviewAnswer {
 }
 
 /**
+ * The write, or (`dryRun`) its preview answered in the write's own shape (the bulk routes, whose
+ * `dry_run` answer is the same per-item results): the same statements run, its transactions roll
+ * back, nothing is written or announced.
+ */
+export async function writeOrRollBack<T>(dryRun: boolean, write: () => Promise<T>): Promise<T> {
+  if (!dryRun) return write();
+  return (await previewOf(write)).outcome;
+}
+
+/**
  * The write, or (`dryRun`) its preview: the same code runs, its transaction rolls back, and the
  * answer is 200 `{dry_run, outcome, access_changes}`. A write that would fail throws its error as
  * it would (nothing was written either way).

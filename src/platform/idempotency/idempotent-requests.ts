@@ -1,4 +1,5 @@
-import { AUTHORIZE_ROUTE_CONFIG, type AuthorizeOptions } from '../auth/authorize.decorator.js';
+import { PREVIEW_ROUTE_CONFIG } from '../http/openapi/describe.decorator.js';
+import { routeConfigPart } from '../http/route-parts.js';
 import { Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { from, type Observable } from 'rxjs';
@@ -142,9 +143,8 @@ async function storeResponse(
  * other route the parameter means nothing, and the write is kept under its key as usual.
  */
 function asksPreview(request: FastifyRequest): boolean {
-  const config = request.routeOptions.config as { readonly [AUTHORIZE_ROUTE_CONFIG]?: AuthorizeOptions };
   return (
-    config[AUTHORIZE_ROUTE_CONFIG]?.preview === true &&
+    routeConfigPart(request, PREVIEW_ROUTE_CONFIG) === true &&
     (request.query as Record<string, unknown> | undefined)?.dry_run === 'true'
   );
 }

@@ -6,6 +6,7 @@ import type { PermissionCode } from '../auth/permissions.js';
 import { ApiError } from '../http/api-error.js';
 import { currentRequest, runInRequestContext } from '../http/request-context.js';
 import { AcceptedResponse } from '../http/responses.js';
+import { previewOf } from '../database/previews.js';
 import { UnitOfWork, type Tx } from '../database/unit-of-work.js';
 import { BulkJobItemsRepository } from './bulk-job-items.repository.js';
 import { JobQueue, PURGE_POLICY } from './job-queue.js';
@@ -29,12 +30,15 @@ export interface BulkOptions {
   readonly dry_run?: boolean;
 }
 
-/** One chunk of a bulk, inside the chunk's transaction: the same code the synchronous route runs. */
+/**
+ * One chunk of a bulk, inside the chunk's transaction: the same code the synchronous route runs.
+ * It knows no `dry_run`: a preview's chunk runs in a transaction that rolls back.
+ */
 export type BulkRunner = (
   tx: Tx,
   actor: AuthContext,
   items: readonly object[],
-  options: BulkOptions,
+  options: Omit<BulkOptions, 'dry_run'>,
 ) => Promise<{ results: readonly { index: number; status: string }[] }>;
 
 interface BulkJobData extends BulkOptions {
@@ -58,6 +62,11 @@ export function prefersAsync(prefer: string | undefined): boolean {
   return (prefer ?? '')
     .split(',')
     .some((preference) => preference.split(';')[0]?.trim().toLowerCase() === 'respond-async');
+}
+
+/** A chunk's results numbered within the whole job. */
+function atOffset<T extends { readonly index: number }>(results: readonly T[], start: number): T[] {
+  return results.map((result) => ({ ...result, index: result.index + start }));
 }
 
 /** Without `Prefer: respond-async` a bulk takes at most 1000 items (part 10). */
@@ -179,17 +188,21 @@ export class BulkJobs implements OnModuleInit {
       // lowered or a grant expired since the job was accepted stops it there.
       const actor = await this.actor(kind, actor_id, session_id);
       const start = offset;
+      const options = reason === undefined ? {} : { reason };
       const done = await runInRequestContext(context, () =>
-        this.uow.run(async (tx) => {
-          // Read chunk by chunk: a 100 000-item job never holds more than one chunk in memory.
-          const chunk =
-            carried === undefined ? await this.items.take(tx, job.id, start) : carried.slice(start, start + BULK_CHUNK);
-          if (chunk === undefined) return false;
-          const { results } = await runner.run(tx, actor, chunk, { reason, dry_run });
-          const indexed = results.map((result) => ({ ...result, index: result.index + start }));
-          await this.results.append(tx, job.id, start, indexed);
-          return true;
-        }),
+        dry_run === true
+          ? this.previewChunk(job.id, start, carried, (tx, chunk) => runner.run(tx, actor, chunk, options))
+          : this.uow.run(async (tx) => {
+              // Read chunk by chunk: a 100 000-item job never holds more than one chunk in memory.
+              const chunk =
+                carried === undefined
+                  ? await this.items.take(tx, job.id, start)
+                  : carried.slice(start, start + BULK_CHUNK);
+              if (chunk === undefined) return false;
+              const { results } = await runner.run(tx, actor, chunk, options);
+              await this.results.append(tx, job.id, start, atOffset(results, start));
+              return true;
+            }),
       );
       if (done) {
         offset += BULK_CHUNK;
@@ -203,5 +216,31 @@ export class BulkJobs implements OnModuleInit {
     const { stored: accepted, failed } = await this.results.tally(job.id);
     this.logger.log({ msg: 'bulk job finished', job_id: job.id, kind, accepted, failed });
     return { accepted, processed: accepted - failed, failed };
+  }
+
+  /**
+   * A preview's chunk: the runner's statements in a transaction that rolls back (nothing written),
+   * then its results stored in one of their own. Whether its items are still there is read in the
+   * results' transaction, so a chunk already stored by another attempt is not stored twice.
+   */
+  private async previewChunk(
+    jobId: string,
+    start: number,
+    carried: readonly object[] | undefined,
+    run: (tx: Tx, chunk: readonly object[]) => ReturnType<BulkRunner>,
+  ): Promise<boolean> {
+    const { outcome } = await previewOf(() =>
+      this.uow.run(async (tx) => {
+        const chunk =
+          carried === undefined ? await this.items.take(tx, jobId, start) : carried.slice(start, start + BULK_CHUNK);
+        return chunk === undefined ? undefined : (await run(tx, chunk)).results;
+      }),
+    );
+    if (outcome === undefined) return false;
+    return this.uow.run(async (tx) => {
+      if (carried === undefined && (await this.items.take(tx, jobId, start)) === undefined) return false;
+      await this.results.append(tx, jobId, start, atOffset(outcome, start));
+      return true;
+    });
   }
 }

@@ -7,7 +7,30 @@ import { listMeta, resourceEnvelope } from '../http/envelope.js';
 import { RawJson } from '../http/responses.js';
 import type { ListPages } from './list-pages.js';
 import { DETAIL_SHAPE } from './resource-table.js';
-import type { Prefetched } from './prefetched.js';
+import { prefetchedOf, type Prefetched } from './prefetched.js';
+import { cachedReadOf } from './cached-read.decorator.js';
+import { routeConfigPart } from '../http/route-parts.js';
+import { LIST_ROUTE_CONFIG } from '../http/openapi/describe.decorator.js';
+
+/**
+ * The one cached answer of a read route marked `@CachedRead({ answerStored: true })`, as stored:
+ * a detail from the entry prefetched with the auth context, a list page from its stored page.
+ * `allowed` is the caller's decision that the actor may read it without the route (it knows the
+ * actor; this layer does not); undefined sends the request on through the route.
+ */
+export async function storedAnswer(
+  request: FastifyRequest,
+  pages: ListPages,
+  allowed: (reads: 'detail' | 'page') => Promise<boolean>,
+): Promise<StoredBody | undefined> {
+  if (request.method !== 'GET' || cachedReadOf(request)?.answerStored !== true) return undefined;
+  const list = routeConfigPart<ListSpec>(request, LIST_ROUTE_CONFIG);
+  if (list === undefined) {
+    const stored = storedDetail(request, prefetchedOf(request));
+    return stored !== undefined && (await allowed('detail')) ? stored : undefined;
+  }
+  return (await allowed('page')) ? storedPage(request, list, pages) : undefined;
+}
 
 /** The JSON last found good per key: a hot record is checked once, not on every read. */
 const checked = new Recent<string, string>(4096);
