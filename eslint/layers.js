@@ -75,8 +75,17 @@ export const layers = {
         context.report({ node, message: 'An import() with a computed path is refused here: name the module.' });
         return;
       }
-      if (!spec.startsWith('.') && !spec.startsWith('/')) return; // a package
-      const target = path.resolve(path.dirname(context.filename), spec);
+      let target;
+      if (spec.startsWith('file:')) {
+        try {
+          target = fileURLToPath(spec);
+        } catch {
+          context.report({ node, message: 'A file: URL that names no file is refused here.' });
+          return;
+        }
+      } else if (spec.startsWith('.') || spec.startsWith('/'))
+        target = path.resolve(path.dirname(context.filename), spec);
+      else return; // a package
       const message = refusal(from, placeOf(target), target);
       if (message !== undefined) context.report({ node, message });
     };
@@ -98,6 +107,16 @@ export const layers = {
       ExportNamedDeclaration: (node) => node.source && check(node.source, node.source.value),
       ExportAllDeclaration: (node) => check(node.source, node.source.value),
       ImportExpression: (node) => check(node.source, literal(node.source)),
+      // require() (from createRequire or CommonJS) loads a module as surely as an import does.
+      CallExpression: (node) => {
+        const callee = node.callee;
+        const named = (name) => callee.type === 'Identifier' && callee.name === name;
+        if (
+          named('require') ||
+          (callee.type === 'MemberExpression' && callee.property.name === 'resolve' && callee.object.name === 'require')
+        )
+          check(node, node.arguments[0] === undefined ? null : literal(node.arguments[0]));
+      },
       TSImportType: (node) => {
         const source = node.source ?? node.argument;
         const argument = source?.type === 'TSLiteralType' ? source.literal : source;

@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { SETTINGS, type Settings } from '../platform/config/settings.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import type { GrantFacts } from '../platform/auth/auth-context.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
@@ -16,10 +17,11 @@ export interface AuthUserRow {
 }
 
 /**
- * How many live authorities a user's auth context carries at most (about 250 bytes each in the
- * cached entry): an operator acting on its devices is then decided from the context it read with
- * its session, in the same round trip. A user holding more is decided from each device's cached
- * authority set, one more round trip per device-scoped request.
+ * How many live authorities a user's auth context carries at most by default
+ * (`AUTH_CONTEXT_AUTHORITIES`; about 250 bytes each in the cached entry): an operator acting on its
+ * devices is then decided from the context it read with its session, in the same round trip. A
+ * user holding more is decided from each device's cached authority set, one more round trip per
+ * device-scoped request.
  */
 export const CARRIED_AUTHORITIES = 32;
 
@@ -50,7 +52,15 @@ const LIVE_AUTHORITY = 'NOT a.is_deleted AND a.revoked_at IS NULL AND a.is_activ
  */
 @Injectable()
 export class AccessFactsRepository {
-  constructor(private readonly uow: UnitOfWork) {}
+  /** At most this many authorities carried per context (the setting, validated as an integer). */
+  private readonly carried: number;
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    @Inject(SETTINGS) settings: Pick<Settings, 'authContextAuthorities'>,
+  ) {
+    this.carried = settings.authContextAuthorities;
+  }
 
   async authUser(userId: number): Promise<AuthUserRow | undefined> {
     const [row] = await this.authUsers([userId]);
@@ -66,11 +76,11 @@ export class AccessFactsRepository {
                     FROM permission_grants g JOIN permissions p ON p.id = g.permission_id
                     WHERE g.user_id = u.id AND g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now())
                     ORDER BY g.id) AS grants,
-              (SELECT CASE WHEN count(*) > ${CARRIED_AUTHORITIES} THEN NULL ELSE coalesce(json_agg(f ORDER BY f.device_id), '[]'::json) END
+              (SELECT CASE WHEN count(*) > $2 THEN NULL ELSE coalesce(json_agg(f ORDER BY f.device_id), '[]'::json) END
                  FROM (SELECT ${AUTHORITY_FACTS} FROM authorities a
-                       WHERE a.user_id = u.id AND ${LIVE_AUTHORITY} LIMIT ${CARRIED_AUTHORITIES + 1}) f) AS authorities
+                       WHERE a.user_id = u.id AND ${LIVE_AUTHORITY} LIMIT $2 + 1) f) AS authorities
        FROM users u WHERE u.id = ANY($1::bigint[])`,
-      [[...userIds]],
+      [[...userIds], this.carried],
     );
   }
 

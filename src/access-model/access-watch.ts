@@ -50,7 +50,7 @@ export class AccessWatch {
       const context = currentRequest();
       await appendAccessEvents(
         (text, params) => tx.write(EVENTS, text, params),
-        { actor_id: context?.actor_id ?? null, request_id: context?.request_id ?? null },
+        { actor_id: tx.actor, request_id: context?.request_id ?? null },
         changes,
         'write',
       );

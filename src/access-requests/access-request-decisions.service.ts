@@ -84,7 +84,7 @@ export class AccessRequestDecisions {
         decision_reason: reason,
         authority_permission_id: granted.id,
         access_expires_at: accessExpiresAt,
-        ...updateStamp(),
+        ...updateStamp(tx),
       });
       await this.decided(tx, 'access_request.approved', before, after);
       return respondWith(after);
@@ -190,10 +190,10 @@ export class AccessRequestDecisions {
   private close(tx: Tx, id: number, state: 'denied' | 'cancelled', reason: string | null): Promise<AccessRequestRow> {
     return this.rows.patch(tx, id, {
       state,
-      decided_by: updateStamp().updated_by,
+      decided_by: updateStamp(tx).updated_by,
       decided_at: NOW,
       decision_reason: reason,
-      ...updateStamp(),
+      ...updateStamp(tx),
     });
   }
 

@@ -96,7 +96,7 @@ export class AccessRequestsService {
           duration_seconds: dto.duration_seconds,
           expires_at: new Date(Date.now() + this.settings.accessRequestPendingHours * 3_600_000),
           approvers: approvers.notified,
-          ...creationStamp(),
+          ...creationStamp(tx),
         });
         if (created === undefined) throw new Error('access request insert returned no row');
         await this.audit.record(tx, 'access_request.created', created.id, {

@@ -77,7 +77,7 @@ export class AccessReviewClose implements OnModuleInit {
         review_id: id,
         request_id: currentRequest()?.request_id ?? 'job',
       });
-      await this.reviews.patch(tx, id, { state: 'closing', job_id: job, ...updateStamp() });
+      await this.reviews.patch(tx, id, { state: 'closing', job_id: job, ...updateStamp(tx) });
       await this.audit.record(tx, 'access_review.close', id, {
         changes: { state: [before.state, 'closing'], job_id: [before.job_id, job] },
       });

@@ -97,7 +97,7 @@ export class AccessReviewsService {
         default_decision: dto.default_decision,
         due_at: new Date(dto.due_at),
         unused_days: this.settings.unusedAccessDays,
-        ...creationStamp(),
+        ...creationStamp(tx),
       });
       if (created === undefined) throw new Error('access review insert returned no row');
       const jobId = await this.queue.enqueue(tx, SNAPSHOT_QUEUE, {
@@ -131,7 +131,7 @@ export class AccessReviewsService {
       assertIfMatch(ifMatch, before.version);
       if (before.state !== 'open' && before.state !== 'preparing')
         throw reviewStateConflict(id, before.state, 'cancel');
-      const after = await this.reviews.patch(tx, id, { state: 'cancelled', closed_at: new Date(), ...updateStamp() });
+      const after = await this.reviews.patch(tx, id, { state: 'cancelled', closed_at: new Date(), ...updateStamp(tx) });
       await this.audit.record(tx, 'access_review.cancelled', id, { changes: { state: [before.state, 'cancelled'] } });
       return after;
     });

@@ -65,8 +65,8 @@ export class AuthoritiesService {
         action: 'create_authority',
         user_id: dto.user_id,
       });
-    const stamp = creationStamp();
     const row = await this.uow.run(async (tx) => {
+      const stamp = creationStamp(tx);
       // ON CONFLICT DO NOTHING: a concurrent creator of the same pair waits for the winner and
       // then sees its committed row, so exactly one request gets the 201.
       const created = await this.authorities.insert(
@@ -121,7 +121,7 @@ export class AuthoritiesService {
       const after = await this.authorities.patch(tx, id, {
         ...('expires_at' in changes ? { expires_at: wanted.expires_at } : {}),
         ...('label' in changes ? { label: wanted.label } : {}),
-        ...updateStamp(),
+        ...updateStamp(tx),
       });
       await this.audit.record(tx, 'authority.update', id, { changes });
       return after;

@@ -37,7 +37,7 @@ export class AuthorityActionsService {
       if (before.owner) throw ownerProtected(before, 'delete');
       assertIfMatch(ifMatch, before.version);
       await this.watch(tx, before);
-      const stamp = deletionStamp();
+      const stamp = deletionStamp(tx);
       const after = await this.authorities.patch(tx, id, stamp);
       return this.finish(tx, after, 'authority.delete', { is_deleted: [false, true] });
     });
@@ -49,7 +49,7 @@ export class AuthorityActionsService {
       if (!before.is_deleted) return unchanged(ifMatch, before.version);
       assertIfMatch(ifMatch, before.version);
       await this.watch(tx, before);
-      const after = await this.authorities.patch(tx, id, restorationStamp());
+      const after = await this.authorities.patch(tx, id, restorationStamp(tx));
       return this.finish(tx, after, 'authority.restore', { is_deleted: [true, false] });
     });
   }
@@ -57,7 +57,7 @@ export class AuthorityActionsService {
   activate(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
     return this.uow.run(async (tx) => {
       await this.watch(tx, await this.prepare(tx, id, ifMatch, 'activate'));
-      const after = await this.authorities.patch(tx, id, { is_active: true, ...updateStamp() });
+      const after = await this.authorities.patch(tx, id, { is_active: true, ...updateStamp(tx) });
       return this.finish(tx, after, 'authority.activate', { is_active: [false, true] });
     });
   }
@@ -66,7 +66,7 @@ export class AuthorityActionsService {
     return this.uow.run(async (tx) => {
       const before = await this.prepare(tx, id, ifMatch, 'deactivate');
       await this.watch(tx, before);
-      const after = await this.authorities.patch(tx, id, { is_active: false, ...updateStamp() });
+      const after = await this.authorities.patch(tx, id, { is_active: false, ...updateStamp(tx) });
       return this.finish(tx, after, 'authority.deactivate', { is_active: [before.is_active, false] });
     });
   }
@@ -75,7 +75,7 @@ export class AuthorityActionsService {
     return this.uow.run(async (tx) => {
       const before = await this.prepare(tx, id, ifMatch, 'revoke');
       await this.watch(tx, before);
-      const actor = updateStamp().updated_by;
+      const actor = updateStamp(tx).updated_by;
       const after = await this.authorities.patch(tx, id, {
         is_active: false,
         revoked_at: NOW,

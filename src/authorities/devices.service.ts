@@ -41,9 +41,9 @@ export class DevicesService {
   }
 
   async create(dto: CreateDeviceDto): Promise<ResourceResponse<DeviceDto>> {
-    const stamp = creationStamp();
     const row = await this.uow
       .run(async (tx) => {
+        const stamp = creationStamp(tx);
         const created = await this.devices.insert(tx, {
           serial_number: dto.serial_number,
           name: dto.name,
@@ -73,7 +73,7 @@ export class DevicesService {
       };
       const changes = diffChanges(before, wanted, AUDITED_FIELDS);
       if (Object.keys(changes).length === 0) return before;
-      const after = await this.devices.patch(tx, id, { name: wanted.name, model: wanted.model, ...updateStamp() });
+      const after = await this.devices.patch(tx, id, { name: wanted.name, model: wanted.model, ...updateStamp(tx) });
       await this.audit.record(tx, 'device.update', id, { changes });
       return after;
     });

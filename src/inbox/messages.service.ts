@@ -67,8 +67,8 @@ export class MessagesService {
 
   /** 201; the recipient's read-state row is created in the same transaction. */
   async create(dto: CreateMessageDto): Promise<ResourceResponse<InboxMessageDto>> {
-    const stamp = creationStamp();
     const row = await this.uow.run(async (tx) => {
+      const stamp = creationStamp(tx);
       await this.userReferences.liveUser(tx.db, dto.user_id);
       const created = await this.messages.insert(tx, {
         user_id: dto.user_id,
@@ -103,7 +103,7 @@ export class MessagesService {
       title: fitTitle(notice.title),
       body: notice.body,
       data: JSON.stringify(notice.data),
-      ...creationStamp(),
+      ...creationStamp(tx),
     });
     if (created === undefined) throw new Error('message insert returned no row');
     await this.readState.createFor(tx, created);
@@ -131,7 +131,7 @@ export class MessagesService {
         title: wanted.title,
         body: wanted.body,
         data: wanted.data === null ? null : JSON.stringify(wanted.data),
-        ...updateStamp(),
+        ...updateStamp(tx),
       });
       await this.audit.record(tx, 'inbox_message.update', id, { changes });
       return after;
@@ -154,7 +154,7 @@ export class MessagesService {
       const before = await this.messages.lock(tx, id);
       if (!before.is_deleted) return unchanged(ifMatch, before.version);
       assertIfMatch(ifMatch, before.version);
-      const after = await this.messages.patch(tx, id, restorationStamp());
+      const after = await this.messages.patch(tx, id, restorationStamp(tx));
       await this.audit.record(tx, 'inbox_message.restore', id, { changes: { is_deleted: [true, false] } });
       await this.readState.messagesChanged(tx, [id]);
       return respondWith(after);
@@ -171,7 +171,7 @@ export class MessagesService {
   /** Soft-deletes live messages in a few set-based statements (bulk-delete), with one audit event each. */
   async softDeleteMany(tx: Tx, ids: readonly number[], reason: string | null): Promise<MessageRow[]> {
     if (ids.length === 0) return [];
-    const rows = await this.messages.softDeleteMany(tx, ids, deletionStamp());
+    const rows = await this.messages.softDeleteMany(tx, ids, deletionStamp(tx));
     await this.audit.recordMany(
       tx,
       rows.map((row) => ({

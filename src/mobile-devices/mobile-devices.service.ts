@@ -42,9 +42,9 @@ export class MobileDevicesService {
   }
 
   async register(dto: RegisterMobileDeviceDto): Promise<ResourceResponse<MobileDeviceDto>> {
-    const stamp = creationStamp();
     const row = await this.uow
       .run(async (tx) => {
+        const stamp = creationStamp(tx);
         await this.userReferences.liveUser(tx.db, dto.user_id);
         const created = await this.devices.insert(tx, {
           user_id: dto.user_id,
@@ -82,7 +82,7 @@ export class MobileDevicesService {
           from: 'inactive',
           action: 'deactivate',
         });
-      const after = await this.setInactive(tx, id, reason ?? 'deactivated', updateStamp().updated_by);
+      const after = await this.setInactive(tx, id, reason ?? 'deactivated', updateStamp(tx).updated_by);
       return respondWith(after);
     });
   }
@@ -97,7 +97,7 @@ export class MobileDevicesService {
         const after = await this.devices.patch(tx, id, {
           push_token: token,
           token_refreshed_at: NOW,
-          ...updateStamp(),
+          ...updateStamp(tx),
           ...(reactivate
             ? { is_active: true, deactivated_at: null, deactivated_by: null, deactivation_reason: null }
             : {}),

@@ -35,7 +35,7 @@ export class UserActionsService {
       assertNotSelf(actor, id, 'delete');
       assertIfMatch(ifMatch, before.version);
       await this.access.watch(tx, { users: [id] });
-      const stamp = deletionStamp();
+      const stamp = deletionStamp(tx);
       const after = await this.users.patch(tx, id, stamp);
       await this.audit.record(tx, 'user.delete', id, { changes: { is_deleted: [false, true] } });
       await this.sessions.revokeAllOf(tx, id, 'user deleted');
@@ -51,7 +51,7 @@ export class UserActionsService {
       if (!before.is_deleted) return unchanged(ifMatch, before.version);
       assertIfMatch(ifMatch, before.version);
       await this.access.watch(tx, { users: [id] });
-      const after = await this.users.patch(tx, id, restorationStamp());
+      const after = await this.users.patch(tx, id, restorationStamp(tx));
       await this.audit.record(tx, 'user.restore', id, { changes: { is_deleted: [true, false] } });
       return respondWith(after);
     });
@@ -89,7 +89,7 @@ export class UserActionsService {
     const pinHash = await hashPin(pin);
     return this.uow.run(async (tx) => {
       const before = await this.prepare(tx, actor, id, ifMatch, 'reset_pin');
-      const after = await this.users.patch(tx, id, { pin_hash: pinHash, pin_reset_at: NOW, ...updateStamp() });
+      const after = await this.users.patch(tx, id, { pin_hash: pinHash, pin_reset_at: NOW, ...updateStamp(tx) });
       await this.audit.record(tx, 'user.reset_pin', id, {
         changes: { pin_set: [before.pin_set, true], pin_reset_at: [before.pin_reset_at, after.pin_reset_at] },
       });
@@ -133,7 +133,7 @@ export class UserActionsService {
     reason: string | null,
   ): Promise<UserRow> {
     await this.access.watch(tx, { users: [before.id] });
-    const after = await this.users.patch(tx, before.id, { status_id: statusId, ...updateStamp() });
+    const after = await this.users.patch(tx, before.id, { status_id: statusId, ...updateStamp(tx) });
     await this.audit.record(tx, action, before.id, { reason, changes: { status_id: [before.status_id, statusId] } });
     return after;
   }

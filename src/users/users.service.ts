@@ -52,9 +52,9 @@ export class UsersService {
 
   async create(actor: AuthContext, dto: CreateUserDto): Promise<ResourceResponse<UserDto>> {
     assertMayAssignRole(actor, null, dto.role_id);
-    const stamp = creationStamp();
     const row = await this.uow
       .run(async (tx) => {
+        const stamp = creationStamp(tx);
         const created = await this.users.insert(tx, {
           email: dto.email,
           display_name: dto.display_name,
@@ -100,7 +100,7 @@ export class UsersService {
           display_name: wanted.display_name,
           phone: wanted.phone,
           role_id: wanted.role_id,
-          ...updateStamp(),
+          ...updateStamp(tx),
         });
         await this.audit.record(tx, 'user.update', id, { changes });
         return after;

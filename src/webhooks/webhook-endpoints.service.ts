@@ -63,7 +63,7 @@ export class WebhookEndpointsService {
         description: dto.description ?? null,
         event_types: eventTypes,
         secret,
-        ...creationStamp(),
+        ...creationStamp(tx),
       });
       if (created === undefined) throw new Error('webhook endpoint insert returned no row');
       await this.audit.record(tx, 'webhook_endpoint.create', created.id, {
@@ -102,7 +102,7 @@ export class WebhookEndpointsService {
         event_types: wanted.event_types,
         is_active: wanted.is_active,
         disabled_reason: wanted.disabled_reason,
-        ...updateStamp(),
+        ...updateStamp(tx),
       });
       // Enabled again, or pointed elsewhere: whatever failed before says nothing about it now.
       if (enabling || after.url !== before.url) await this.endpoints.recovered(tx, id);
@@ -137,7 +137,7 @@ export class WebhookEndpointsService {
     const row = await this.uow.run(async (tx) => {
       const before = await this.endpoints.lock(tx, id);
       assertIfMatch(ifMatch, before.version);
-      const after = await this.endpoints.rotateSecret(tx, id, secret, updateStamp().updated_by);
+      const after = await this.endpoints.rotateSecret(tx, id, secret, updateStamp(tx).updated_by);
       // The secrets themselves are never recorded; that a rotation happened is.
       await this.audit.record(tx, 'webhook_endpoint.rotate_secret', id, {
         changes: { secret: ['(previous)', '(new)'] },

@@ -1,3 +1,4 @@
+import { DeviceAuthoritiesService } from '../../src/access-model/device-authorities.service.js';
 import { withRawRedis } from '../support/redis-raw.js';
 import { actor, createUser, permissionId, tokenFor, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
@@ -80,6 +81,8 @@ describe('POST /cache/rebuild (part 6.14): drops and warms projections in a job,
     const owner = await actor('operator');
     await createAuthority(device.id, owner.user.id, { permissions: ['devices.read'] });
     await caller(t, owner).get(`/v1/admin/devices/${device.id}`).expect(200);
+    // The owner's read is decided from its auth context; the device's set is cached on its first use.
+    await t.app.get(DeviceAuthoritiesService).forDevice(device.id);
     await caller(t, root).get(`/v1/admin/users/${owner.user.id}`).expect(200);
     const before = await cachedKeys();
     expect(before.has(`authz:device:${device.id}`) && before.has(`res:user:${owner.user.id}`)).toBe(true);

@@ -16,7 +16,7 @@ function refusals(file: string, code: string): string[] {
     code,
     [
       {
-        files: ['**/*.ts'],
+        files: ['**/*.ts', '**/*.mts', '**/*.mjs'],
         languageOptions: { parser: tseslint.parser },
         plugins: { house },
         rules: { 'house/layers': 'error' },
@@ -86,5 +86,50 @@ describe('the layers rule refuses what would make the platform less than a stric
     const names = Object.keys(PLATFORM_LAYERS);
     for (const [index, name] of names.entries())
       for (const below of PLATFORM_LAYERS[name] ?? []) expect(names.indexOf(below)).toBeLessThan(index);
+  });
+});
+
+describe('the layers rule against the second review’s attacks (issue 39)', () => {
+  it('refuses `export * from` a feature, `import x = require()`, and the path that climbs back through the platform', () => {
+    expect(refusals('src/platform/cache/planted.ts', "export * from '../../users/users.service.js';")).toHaveLength(1);
+    expect(
+      refusals('src/platform/cache/planted.ts', "import users = require('../../users/users.service.js');"),
+    ).toHaveLength(1);
+    expect(
+      refusals('src/access-model/planted.ts', "import { UsersService } from '../platform/../users/users.service.js';"),
+    ).toHaveLength(1);
+  });
+
+  it('refuses the same imports in .mts and .mjs files under src/platform', () => {
+    expect(
+      refusals('src/platform/cache/planted.mts', "import { x } from '../../users/users.service.js';"),
+    ).toHaveLength(1);
+    expect(
+      refusals('src/platform/cache/planted.mjs', "import { x } from '../../users/users.service.js';"),
+    ).toHaveLength(1);
+  });
+
+  it('refuses template-literal paths that name a feature', () => {
+    expect(
+      refusals('src/platform/cache/planted.ts', 'export const l = () => import(`../../users/users.service.js`);'),
+    ).toHaveLength(1);
+    expect(
+      refusals('src/platform/cache/planted.ts', "export const l = () => import(`../../users/${'users'}.service.js`);"),
+    ).toHaveLength(1);
+  });
+
+  it('refuses a feature loaded through createRequire()', () => {
+    expect(
+      refusals(
+        'src/platform/cache/planted.ts',
+        "import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\nexport const users = require('../../users/users.service.js');",
+      ),
+    ).toHaveLength(1);
+  });
+
+  it('refuses a feature named by a file: URL', () => {
+    const url = `file://${join(ROOT, 'src/users/users.service.js')}`;
+    expect(refusals('src/platform/cache/planted.ts', `export const l = () => import('${url}');`)).toHaveLength(1);
+    expect(refusals('src/platform/cache/planted.ts', `import { x } from '${url}';`)).toHaveLength(1);
   });
 });

@@ -35,7 +35,8 @@ export class AuditService {
     // Each audit event is also an event on the feed (part 6.12), with the resource the write noted.
     return appendAuditEvents(
       (text, params) => tx.write([AUDIT_EVENTS, EVENTS], text, params),
-      { actor_id: context?.actor_id ?? null, request_id: context?.request_id ?? null },
+      // The transaction's actor, as its rows' `*_by` stamps name it.
+      { actor_id: tx.actor, request_id: context?.request_id ?? null },
       toAuditEvents(events).map((event) => {
         const resource =
           event.resource_id === null ? undefined : tx.resourceAfter(event.resource_type, event.resource_id);

@@ -35,6 +35,11 @@ export interface Settings {
   readonly jwtIssuer: string;
   readonly jwtAudience: string;
   readonly cacheTtlSeconds: number;
+  /**
+   * How many live authorities a user's cached auth context carries at most (0: none, every device
+   * check reads the device's authority set).
+   */
+  readonly authContextAuthorities: number;
   /** Whether list pages go through the cache (false: always the database, `meta.cache: "bypass"`). */
   readonly listCache: boolean;
   readonly rateLimitPerMinute: number;
@@ -232,6 +237,7 @@ export function loadSettings(env: Env = process.env): Settings {
     jwtIssuer: text(env, 'JWT_ISSUER') ?? 'admin-api',
     jwtAudience: text(env, 'JWT_AUDIENCE') ?? 'admin-portal',
     cacheTtlSeconds: integer(env, 'CACHE_TTL_SECONDS', 300, 1, 86_400),
+    authContextAuthorities: integer(env, 'AUTH_CONTEXT_AUTHORITIES', 32, 0, 256),
     listCache: flag(env, 'LIST_CACHE', true),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
     authFailureLimitPerMinute: integer(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 30, 1, 1_000_000),

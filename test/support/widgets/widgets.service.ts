@@ -90,8 +90,8 @@ export class WidgetsService {
   }
 
   async create(dto: CreateWidgetDto): Promise<ResourceResponse<Widget>> {
-    const stamp = creationStamp();
     const row = await this.uow.run(async (tx) => {
+      const stamp = creationStamp(tx);
       const [created] = await tx.write<Widget[]>(
         TEST_WIDGETS,
         `INSERT INTO test_widgets (name, category, weight, created_by, updated_by) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
@@ -114,7 +114,7 @@ export class WidgetsService {
       const [after] = await tx.write<Widget[][]>(
         TEST_WIDGETS,
         `UPDATE test_widgets SET name = COALESCE($2, name), weight = COALESCE($3, weight), active = COALESCE($4, active), updated_by = $5 WHERE id = $1 RETURNING ${COLUMNS}`,
-        [id, dto.name ?? null, dto.weight ?? null, dto.active ?? null, updateStamp().updated_by],
+        [id, dto.name ?? null, dto.weight ?? null, dto.active ?? null, updateStamp(tx).updated_by],
       );
       const updated = after?.[0];
       if (updated === undefined) throw notFound(id);
@@ -132,7 +132,7 @@ export class WidgetsService {
       const before = await this.lock(tx, id);
       if (before.is_deleted) return NoContent.instance;
       assertIfMatch(ifMatch, before.version);
-      const stamp = deletionStamp();
+      const stamp = deletionStamp(tx);
       const [after] = await tx.write<Widget[][]>(
         TEST_WIDGETS,
         `UPDATE test_widgets SET is_deleted = true, deleted_at = $2, deleted_by = $3, updated_by = $4 WHERE id = $1 RETURNING ${COLUMNS}`,
@@ -151,7 +151,7 @@ export class WidgetsService {
       const before = await this.lock(tx, id);
       if (!before.is_deleted) return NoContent.instance;
       assertIfMatch(ifMatch, before.version);
-      const stamp = restorationStamp();
+      const stamp = restorationStamp(tx);
       const [after] = await tx.write<Widget[][]>(
         TEST_WIDGETS,
         `UPDATE test_widgets SET is_deleted = false, deleted_at = NULL, deleted_by = NULL, updated_by = $2 WHERE id = $1 RETURNING ${COLUMNS}`,
