@@ -6,7 +6,17 @@
 // ratio of the medians; then the Redis server's own CPU per read over a counted number of reads
 // of each; the service's RSS after each of its runs and when idle after start.
 import { createClient } from '@keyv/redis';
-import { load, median, ratio, REDIS_URL, redisCpuSeconds, rssMb, startChild, storeBareValues } from '../support.mjs';
+import {
+  load,
+  loadGenerator,
+  median,
+  ratio,
+  REDIS_URL,
+  redisCpuSeconds,
+  rssMb,
+  startChild,
+  storeBareValues,
+} from '../support.mjs';
 
 const COUNTED_READS = 20_000;
 
@@ -71,7 +81,7 @@ export async function detailAndMemory(ctx) {
     const errors = measured.reduce((sum, run) => sum + run.non2xx + run.errors, 0);
     return {
       scenario,
-      metric: 'req/s, median of 3 alternating',
+      metric: `req/s, median of 3 alternating (${loadGenerator()})`,
       service,
       baseline: base,
       ratio: r,
