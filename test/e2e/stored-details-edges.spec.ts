@@ -5,7 +5,7 @@ import { withRawRedis } from '../support/redis-raw.js';
 import { TEST_REDIS_URL, testCachePrefix } from '../support/test-env.js';
 
 /*
- * the authentication hook's check of a prefetched entry (`readsBack`) must accept only
+ * The authentication hook's check of a prefetched entry (`CacheAside.hit`, the route's own check) must accept only
  * what the route's cache-aside read accepts (`objectOf({ id: 'number' })` and the same id): else
  * the hook sends an entry the route would have dropped and reloaded. Ids are JSON integers,
  * never strings (part 1).

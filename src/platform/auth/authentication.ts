@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../http/api-error.js';
 import { attachPrefetched } from '../projections/prefetched.js';
 import { ListPages } from '../projections/list-pages.js';
+import { Projections } from '../projections/projections.js';
 import type { StoredAnswer } from '../http/http.js';
 import { storedAnswer } from '../projections/stored-answers.js';
 import { DeviceLocators } from './device-locators.js';
@@ -28,6 +29,7 @@ export class Authentication {
     private readonly access: AccessEvaluator,
     private readonly devices: DeviceLocators,
     private readonly pages: ListPages,
+    private readonly projections: Projections,
   ) {}
 
   /**
@@ -43,7 +45,7 @@ export class Authentication {
     if (!this.access.hasAdminAccess(context)) return undefined;
     // The route's cached answer, when it is one to send as stored and this actor may read it here:
     // a page only when its rows are not filtered for the actor (allowed everywhere).
-    const stored = await storedAnswer(request, this.pages, (reads) =>
+    const stored = await storedAnswer(request, { pages: this.pages, projections: this.projections }, (reads) =>
       reads === 'detail'
         ? this.mayReadDetail(request, rule, context)
         : Promise.resolve(this.access.admitGlobally(context, rule.permission).allowed),

@@ -93,6 +93,17 @@ export class CacheAside<T, Id extends string | number = number> {
     return this.keyOf(id);
   }
 
+  /**
+   * The entry already read for this request (`prefetched`) when it is a plain hit: live, and
+   * readable as this record's by the very check `get` makes. Never a lookup, never a load.
+   */
+  hit(id: Id, prefetched: PrefetchedLookup | undefined): CachedRead<T> | undefined {
+    const found = prefetched?.lookup(this.keyOf(id));
+    if (found === undefined || isTombstone(found.entry)) return undefined;
+    const value = this.readable(id, found.entry);
+    return value === undefined ? undefined : { value, entry: found.entry, cache: 'hit' };
+  }
+
   /** The value of a live entry when it decodes and is this record's (a foreign or corrupt one is not). */
   private readable(id: Id, entry: CacheEntry): T | undefined {
     const value = this.decodeOnce(this.keyOf(id), entry.json);

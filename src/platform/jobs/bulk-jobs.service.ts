@@ -191,18 +191,22 @@ export class BulkJobs implements OnModuleInit {
       const options = reason === undefined ? {} : { reason };
       const done = await runInRequestContext(context, () =>
         dry_run === true
-          ? this.previewChunk(job.id, start, carried, (tx, chunk) => runner.run(tx, actor, chunk, options))
-          : this.uow.run(async (tx) => {
-              // Read chunk by chunk: a 100 000-item job never holds more than one chunk in memory.
-              const chunk =
-                carried === undefined
-                  ? await this.items.take(tx, job.id, start)
-                  : carried.slice(start, start + BULK_CHUNK);
-              if (chunk === undefined) return false;
-              const { results } = await runner.run(tx, actor, chunk, options);
-              await this.results.append(tx, job.id, start, atOffset(results, start));
-              return true;
-            }),
+          ? this.previewChunk(job.id, start, carried, actor_id, (tx, chunk) => runner.run(tx, actor, chunk, options))
+          : this.uow.run(
+              async (tx) => {
+                // Read chunk by chunk: a 100 000-item job never holds more than one chunk in memory.
+                const chunk =
+                  carried === undefined
+                    ? await this.items.take(tx, job.id, start)
+                    : carried.slice(start, start + BULK_CHUNK);
+                if (chunk === undefined) return false;
+                const { results } = await runner.run(tx, actor, chunk, options);
+                await this.results.append(tx, job.id, start, atOffset(results, start));
+                return true;
+              },
+              // The requester's writes, named from the job's payload (its stamps and audit events).
+              { actor: actor_id },
+            ),
       );
       if (done) {
         offset += BULK_CHUNK;
@@ -227,20 +231,27 @@ export class BulkJobs implements OnModuleInit {
     jobId: string,
     start: number,
     carried: readonly object[] | undefined,
+    actor: number,
     run: (tx: Tx, chunk: readonly object[]) => ReturnType<BulkRunner>,
   ): Promise<boolean> {
     const { outcome } = await previewOf(() =>
-      this.uow.run(async (tx) => {
-        const chunk =
-          carried === undefined ? await this.items.take(tx, jobId, start) : carried.slice(start, start + BULK_CHUNK);
-        return chunk === undefined ? undefined : (await run(tx, chunk)).results;
-      }),
+      this.uow.run(
+        async (tx) => {
+          const chunk =
+            carried === undefined ? await this.items.take(tx, jobId, start) : carried.slice(start, start + BULK_CHUNK);
+          return chunk === undefined ? undefined : (await run(tx, chunk)).results;
+        },
+        { actor },
+      ),
     );
     if (outcome === undefined) return false;
-    return this.uow.run(async (tx) => {
-      if (carried === undefined && (await this.items.take(tx, jobId, start)) === undefined) return false;
-      await this.results.append(tx, jobId, start, atOffset(outcome, start));
-      return true;
-    });
+    return this.uow.run(
+      async (tx) => {
+        if (carried === undefined && (await this.items.take(tx, jobId, start)) === undefined) return false;
+        await this.results.append(tx, jobId, start, atOffset(outcome, start));
+        return true;
+      },
+      { actor },
+    );
   }
 }

@@ -12,7 +12,6 @@ import { SETTINGS, type Settings } from '../config/settings.js';
 import { DATABASE_URL } from '../database/database.tokens.js';
 import { connectionName } from '../database/embedded-postgres.js';
 import type { Tx } from '../database/unit-of-work.js';
-import { currentActorId } from '../http/request-context.js';
 import { RepeatedErrors } from './repeated-errors.js';
 
 /** How a queue retries its jobs (pg-boss options); each feature declares its queues as it registers their workers. */
@@ -206,10 +205,11 @@ export class JobQueue implements OnModuleInit, OnApplicationBootstrap, OnApplica
   }
 
   /**
-   * Enqueues inside `tx`; returns the job id. The job carries its creator (`created_by`, the
-   * requester by default, null in a system flow) because who may see a job depends on it (part 6.10).
+   * Enqueues inside `tx`; returns the job id. The job carries its creator (`created_by`: the
+   * transaction's actor by default, null in a system flow) because who may see a job depends on it
+   * (part 6.10), and a job acting on that user's authority reads it from its payload.
    */
-  async enqueue(tx: Tx, queue: QueueName, data: object, createdBy = currentActorId()): Promise<string> {
+  async enqueue(tx: Tx, queue: QueueName, data: object, createdBy = tx.actor): Promise<string> {
     const db = inTransaction(tx);
     const id = await this.boss.send(queue, { ...data, created_by: createdBy }, { db });
     if (id === null) throw new Error(`the job queue refused a ${queue} job`);

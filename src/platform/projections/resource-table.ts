@@ -97,6 +97,8 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
       objectOf<Omit<Row, 'version'>>(DETAIL_SHAPE),
       (value) => value.id,
     );
+    // The same check of a hit answers it before the handler (stored-answers.ts) and in `detail`.
+    projections.registerDetail(options.type, (id, prefetched) => this.cached.hit(id, prefetched));
   }
 
   /**
