@@ -10,7 +10,13 @@ import { runInRequestContext } from '../../src/platform/http/request-context.js'
 import { actor, createUser, permissionId, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
-import { createAuthority, createDevice } from '../support/devices.js';
+import {
+  carriedAuthorities,
+  createAuthority,
+  createDevice,
+  deviceWithAuthorities,
+  moreAuthorities,
+} from '../support/devices.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
 import { caller } from '../support/requests.js';
 import { testCachePrefix } from '../support/test-env.js';
@@ -25,12 +31,20 @@ const AUTH = '/v1/admin/authorities';
 const PERMS = '/v1/admin/authority-permissions';
 const REVIEWS = '/v1/admin/access-reviews';
 
-/** A device with another user's authority on it (the record read) and the operator's own authority. */
-async function deviceWith(operator: Caller, permissions: string[]) {
-  const device = await createDevice();
-  const target = await createAuthority(device.id, (await createUser()).id);
-  const own = await createAuthority(device.id, operator.user.id, { permissions });
-  return { device: device.id, target, own };
+const deviceWith = (operator: Caller, permissions: string[]) => deviceWithAuthorities(operator.user.id, permissions);
+
+/** The authority's permission was revoked by `actorId`: its `revoked_by` and its audit event's actor. */
+async function expectRevokedBy(authorityId: number, actorId: number): Promise<void> {
+  const [row] = await sql<{ id: string; revoked_by: string }>(
+    'SELECT id, revoked_by FROM authority_permissions WHERE authority_id = $1',
+    [authorityId],
+  );
+  expect(Number(row?.revoked_by)).toBe(actorId);
+  const [audit] = await sql<{ actor_id: string }>(
+    "SELECT actor_id FROM audit_events WHERE action = 'authority_permission.revoke' AND resource_id = $1",
+    [String(row?.id)],
+  );
+  expect(Number(audit?.actor_id)).toBe(actorId);
 }
 
 async function userVersion(userId: number): Promise<number> {
@@ -41,12 +55,7 @@ async function userVersion(userId: number): Promise<number> {
   return Number(row?.version);
 }
 
-async function carriedIn(t: TestApp, userId: number): Promise<unknown> {
-  const { entry } = await t.app.get(CacheEntries).get(`auth:user:${userId}`);
-  return entry === undefined || entry.json === ''
-    ? undefined
-    : (JSON.parse(entry.json) as { authorities: unknown }).authorities;
-}
+const carriedIn = (t: TestApp, userId: number) => carriedAuthorities(t.app.get(CacheEntries), userId);
 
 /** Reads the target twice (the second from the stored answer), both 200. */
 async function warm(t: TestApp, who: Caller, path: string): Promise<void> {
@@ -126,16 +135,7 @@ describe('review 39: stale allows from the carried authorities', () => {
       .expect(200);
     expect(res.body.data.results[0].status).toBe('revoked');
     await caller(t, operator).get(`${AUTH}/${target}`).expect(403);
-    const [row] = await sql<{ id: string; revoked_by: string }>(
-      'SELECT id, revoked_by FROM authority_permissions WHERE authority_id = $1',
-      [own],
-    );
-    expect(Number(row?.revoked_by)).toBe(root.user.id);
-    const [audit] = await sql<{ actor_id: string }>(
-      "SELECT actor_id FROM audit_events WHERE action = 'authority_permission.revoke' AND resource_id = $1",
-      [String(row?.id)],
-    );
-    expect(Number(audit?.actor_id)).toBe(root.user.id);
+    await expectRevokedBy(own, root.user.id);
   });
 
   it('previews (revoke ?dry_run=true, bulk dry_run) change nothing: the right stays, no version moves, the context is unchanged', async () => {
@@ -236,12 +236,7 @@ describe('review 39: stale allows from the carried authorities', () => {
     for (const extra of [CARRIED_AUTHORITIES - 1, CARRIED_AUTHORITIES]) {
       const operator = await actor('operator');
       const { target, own } = await deviceWith(operator, ['authorities.read']);
-      await sql(
-        `WITH d AS (INSERT INTO devices (serial_number, name)
-                    SELECT 'R39-' || $1 || '-' || g, 'many' FROM generate_series(1, $2) g RETURNING id)
-         INSERT INTO authorities (device_id, user_id) SELECT id, $1::bigint FROM d`,
-        [operator.user.id, extra],
-      );
+      await moreAuthorities(operator.user.id, extra);
       await warm(t, operator, `${AUTH}/${target}`);
       const carried = await carriedIn(t, operator.user.id);
       if (extra + 1 <= CARRIED_AUTHORITIES) expect(carried).toHaveLength(CARRIED_AUTHORITIES);
@@ -331,14 +326,12 @@ describe('review 39: stale allows from the carried authorities', () => {
     await caller(t, requester).get(`${AUTH}/${target}`).expect(403);
   });
 
-  it('an access review close revokes the carried right at once; revoked_by and the audit actor are the closer', async () => {
-    const operator = await actor('operator');
-    const { target, own } = await deviceWith(operator, ['authorities.read']);
-    await warm(t, operator, `${AUTH}/${target}`);
+  /** A campaign over the user (default revoke), snapshotted, whose close root asked for: its steps are the test's. */
+  async function closeRequested(userId: number, name: string) {
     const opened = await caller(t, root)
       .post(REVIEWS, {
-        name: 'review 39',
-        scope: { user_ids: [operator.user.id] },
+        name,
+        scope: { user_ids: [userId] },
         default_decision: 'revoke',
         due_at: new Date(Date.now() + 7 * 86_400_000).toISOString(),
       })
@@ -346,7 +339,14 @@ describe('review 39: stale allows from the carried authorities', () => {
     const id: number = opened.body.data.id;
     await t.app.get(AccessReviewSnapshot).take(id);
     await caller(t, root).post(`${REVIEWS}/${id}/close`, {}).expect(202);
-    const closing = t.app.get(AccessReviewClose);
+    return { id, closing: t.app.get(AccessReviewClose) };
+  }
+
+  it('an access review close revokes the carried right at once; revoked_by and the audit actor are the closer', async () => {
+    const operator = await actor('operator');
+    const { target, own } = await deviceWith(operator, ['authorities.read']);
+    await warm(t, operator, `${AUTH}/${target}`);
+    const { id, closing } = await closeRequested(operator.user.id, 'review 39');
     for (;;) {
       const step = await runInRequestContext({ request_id: 'review-39', ip: 'job', actor_id: root.user.id }, () =>
         closing.step(id, root.user.id),
@@ -354,16 +354,7 @@ describe('review 39: stale allows from the carried authorities', () => {
       if (step !== 'more') break;
     }
     await caller(t, operator).get(`${AUTH}/${target}`).expect(403);
-    const [row] = await sql<{ id: string; revoked_by: string }>(
-      'SELECT id, revoked_by FROM authority_permissions WHERE authority_id = $1',
-      [own],
-    );
-    expect(Number(row?.revoked_by)).toBe(root.user.id);
-    const [audit] = await sql<{ actor_id: string }>(
-      "SELECT actor_id FROM audit_events WHERE action = 'authority_permission.revoke' AND resource_id = $1",
-      [String(row?.id)],
-    );
-    expect(Number(audit?.actor_id)).toBe(root.user.id);
+    await expectRevokedBy(own, root.user.id);
   });
 
   // tx.actor claims to be "who writes (the stamps' *_by, audit and events)": a step run with its
@@ -372,18 +363,7 @@ describe('review 39: stale allows from the carried authorities', () => {
   it('the close step’s closer (uow.run({ actor })) is the audit actor too, not only the *_by stamp', async () => {
     const operator = await actor('operator');
     const { own } = await deviceWith(operator, ['authorities.read']);
-    const opened = await caller(t, root)
-      .post(REVIEWS, {
-        name: 'review 39 actor',
-        scope: { user_ids: [operator.user.id] },
-        default_decision: 'revoke',
-        due_at: new Date(Date.now() + 7 * 86_400_000).toISOString(),
-      })
-      .expect(202);
-    const id: number = opened.body.data.id;
-    await t.app.get(AccessReviewSnapshot).take(id);
-    await caller(t, root).post(`${REVIEWS}/${id}/close`, {}).expect(202);
-    const closing = t.app.get(AccessReviewClose);
+    const { id, closing } = await closeRequested(operator.user.id, 'review 39 actor');
     while ((await closing.step(id, root.user.id)) === 'more');
     const [row] = await sql<{ id: string; revoked_by: string }>(
       'SELECT id, revoked_by FROM authority_permissions WHERE authority_id = $1',
@@ -475,16 +455,7 @@ describe('review 39: an asynchronous bulk revoke (job) refuses the next read', (
     const job = await waitForJob(t, root.auth, accepted.body.data.job_id);
     expect(job.state).toBe('succeeded');
     await caller(t, operator).get(`${AUTH}/${target}`).expect(403);
-    const [row] = await sql<{ id: string; revoked_by: string }>(
-      'SELECT id, revoked_by FROM authority_permissions WHERE authority_id = $1',
-      [own],
-    );
-    expect(Number(row?.revoked_by)).toBe(root.user.id);
-    const [audit] = await sql<{ actor_id: string }>(
-      "SELECT actor_id FROM audit_events WHERE action = 'authority_permission.revoke' AND resource_id = $1",
-      [String(row?.id)],
-    );
-    expect(Number(audit?.actor_id)).toBe(root.user.id);
+    await expectRevokedBy(own, root.user.id);
   });
 });
 

@@ -9,7 +9,7 @@ import { actor, createUser, permissionId, type Caller } from '../support/auth.js
 import { startApp, type TestApp } from '../support/app.js';
 import { runCli } from '../support/cli.js';
 import { sql } from '../support/db.js';
-import { createDevice } from '../support/devices.js';
+import { createDevice, moreAuthorities } from '../support/devices.js';
 import { TEST_JWT_SECRET, testCachePrefix, testDatabaseUrl } from '../support/test-env.js';
 
 interface AccessEvent {
@@ -161,12 +161,7 @@ describe('previews and access-change events: attacks', () => {
     const world = await accessWorld(['authorities.read']);
     // A delegate holding more authorities than its auth context carries: decided from the device's
     // set, whose cache-aside read is the one raced here.
-    await sql(
-      `WITH d AS (INSERT INTO devices (serial_number, name)
-                  SELECT 'MANY-' || $1 || '-' || g, 'many' FROM generate_series(1, $2) g RETURNING id)
-       INSERT INTO authorities (device_id, user_id) SELECT id, $1::bigint FROM d`,
-      [world.operator.user.id, CARRIED_AUTHORITIES],
-    );
+    await moreAuthorities(world.operator.user.id, CARRIED_AUTHORITIES);
     await t.app.get(AuthContextService).refreshUser(world.operator.user.id);
     const key = `authz:device:${world.device}`;
     const facts = t.app.get(AccessFactsRepository);

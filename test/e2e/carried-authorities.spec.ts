@@ -3,10 +3,9 @@ import { DeviceAuthoritiesService } from '../../src/access-model/device-authorit
 import { AuthoritiesService } from '../../src/authorities/authorities.service.js';
 import { CARRIED_AUTHORITIES } from '../../src/access-model/access-facts.repository.js';
 import { CacheEntries } from '../../src/platform/cache/cache-entries.js';
-import { actor, createUser, permissionId, type Caller } from '../support/auth.js';
+import { actor, permissionId, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
-import { sql } from '../support/db.js';
-import { createAuthority, createDevice } from '../support/devices.js';
+import { carriedAuthorities, deviceWithAuthorities, moreAuthorities } from '../support/devices.js';
 import { caller } from '../support/requests.js';
 import { testCachePrefix } from '../support/test-env.js';
 
@@ -28,20 +27,11 @@ describe("an operator's device rights travel with its auth context", () => {
   afterAll(() => t.close());
   afterEach(() => jest.restoreAllMocks());
 
-  /** A device with another user's authority on it (the record read) and the operator's authority. */
-  async function deviceWith(operator: Caller, permissions: string[]) {
-    const device = await createDevice();
-    const target = await createAuthority(device.id, (await createUser()).id);
-    const own = await createAuthority(device.id, operator.user.id, { permissions });
-    return { device: device.id, target, own };
-  }
+  const deviceWith = (operator: Caller, permissions: string[]) => deviceWithAuthorities(operator.user.id, permissions);
 
   const deviceSetReads = () => jest.spyOn(t.app.get(DeviceAuthoritiesService), 'forDevice');
 
-  async function carried(userId: number): Promise<unknown> {
-    const { entry } = await t.app.get(CacheEntries).get(`auth:user:${userId}`);
-    return entry === undefined ? undefined : (JSON.parse(entry.json) as { authorities: unknown }).authorities;
-  }
+  const carried = (userId: number) => carriedAuthorities(t.app.get(CacheEntries), userId);
 
   it('an allowed read is decided from the context: the device set is not read, and the context holds the permission', async () => {
     const operator = await actor('operator');
@@ -123,12 +113,7 @@ describe("an operator's device rights travel with its auth context", () => {
   it(`a holder of more than ${CARRIED_AUTHORITIES} authorities carries none and is decided from each device's set`, async () => {
     const operator = await actor('operator');
     const { target } = await deviceWith(operator, ['authorities.read']);
-    await sql(
-      `WITH d AS (INSERT INTO devices (serial_number, name)
-                  SELECT 'CARRY-' || $1 || '-' || g, 'many' FROM generate_series(1, $2) g RETURNING id)
-       INSERT INTO authorities (device_id, user_id) SELECT id, $1::bigint FROM d`,
-      [operator.user.id, CARRIED_AUTHORITIES],
-    );
+    await moreAuthorities(operator.user.id, CARRIED_AUTHORITIES);
     const reads = deviceSetReads();
     await caller(t, operator).get(`/v1/admin/authorities/${target}`).expect(200);
     expect(reads).toHaveBeenCalledTimes(1);

@@ -38,3 +38,43 @@ export async function createAuthority(
   }
   return authority.id;
 }
+
+/**
+ * A device with another user's authority on it (`target`, the record an operator reads) and the
+ * operator's own authority there (`own`) holding `permissions`.
+ */
+export async function deviceWithAuthorities(
+  holderId: number,
+  permissions: string[],
+): Promise<{ device: number; target: number; own: number }> {
+  const device = await createDevice();
+  const [other] = await sql<{ id: number }>(
+    "INSERT INTO users (email, display_name, role_id, status_id) VALUES ($1, 'Other holder', 4, 2) RETURNING id",
+    [`other-${randomUUID()}@example.com`],
+  );
+  if (other === undefined) throw new Error('user insert returned no row');
+  const target = await createAuthority(device.id, other.id);
+  const own = await createAuthority(device.id, holderId, { permissions });
+  return { device: device.id, target, own };
+}
+
+/** `count` more live authorities for the user, each on a new device (one statement). */
+export async function moreAuthorities(userId: number, count: number): Promise<void> {
+  await sql(
+    `WITH d AS (INSERT INTO devices (serial_number, name)
+                SELECT 'SN-MANY-' || gen_random_uuid(), 'many' FROM generate_series(1, $2) RETURNING id)
+     INSERT INTO authorities (device_id, user_id) SELECT id, $1::bigint FROM d`,
+    [userId, count],
+  );
+}
+
+/** The authorities the user's cached auth context carries (null: more than it carries; undefined: no entry). */
+export async function carriedAuthorities(
+  entries: { get(key: string): Promise<{ readonly entry?: { readonly json: string } }> },
+  userId: number,
+): Promise<unknown> {
+  const { entry } = await entries.get(`auth:user:${userId}`);
+  return entry === undefined || entry.json === ''
+    ? undefined
+    : (JSON.parse(entry.json) as { authorities: unknown }).authorities;
+}
