@@ -26,6 +26,20 @@ function failure(code: string, message: string): BulkResultDto['error'] {
 }
 
 /**
+ * A preview's results without the ids of the rows only the preview inserted (rolled back, never to
+ * exist): a grant it would make names no row yet, as the write's answer is not known before it.
+ * Rows that existed before (an `already_granted` pair, a revoked row) keep their ids.
+ */
+function previewed(results: readonly BulkResultDto[]): BulkResultDto[] {
+  const made = new Set(results.filter((result) => result.status === 'granted').map((r) => r.authority_permission_id));
+  return results.map((result) =>
+    result.authority_permission_id !== null && made.has(result.authority_permission_id)
+      ? { ...result, authority_permission_id: null }
+      : result,
+  );
+}
+
+/**
  * `bulk-grant` and `bulk-revoke` (part 6.6): a handful of set-based statements for the whole
  * batch (resolve, check, write, audit), never a round trip per item. Items fail one by one;
  * the others go through. `dry_run` runs the same statements and rolls back.
@@ -43,14 +57,21 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
 
   onModuleInit(): void {
     for (const mode of ['grant', 'revoke'] as const)
-      this.jobs.register(`authority_permissions.${mode}`, 'per-item', (tx, actor, items, options) =>
-        this.runIn(tx, actor, mode, { ...options, items: items as BulkAuthorityPermissionsDto['items'] }),
+      this.jobs.register(
+        `authority_permissions.${mode}`,
+        'per-item',
+        (tx, actor, items, options) =>
+          this.runIn(tx, actor, mode, { ...options, items: items as BulkAuthorityPermissionsDto['items'] }),
+        (results) => previewed(results as BulkResultDto[]),
       );
   }
 
   /** `dry_run` runs the very same statements in a transaction that rolls back (a preview). */
-  run(actor: AuthContext, mode: Mode, dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
-    return writeOrRollBack(dto.dry_run === true, () => this.uow.run((tx) => this.runIn(tx, actor, mode, dto)));
+  async run(actor: AuthContext, mode: Mode, dto: BulkAuthorityPermissionsDto): Promise<BulkResponseDto> {
+    const answer = await writeOrRollBack(dto.dry_run === true, () =>
+      this.uow.run((tx) => this.runIn(tx, actor, mode, dto)),
+    );
+    return dto.dry_run === true ? { ...answer, results: previewed(answer.results) } : answer;
   }
 
   /**

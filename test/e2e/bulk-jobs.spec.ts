@@ -94,6 +94,39 @@ describe('bulk routes as jobs (Prefer: respond-async)', () => {
     expect(rows).toEqual({ active: 50, events: 50 });
   }, 90_000);
 
+  it('a dry_run job previews each chunk (same statements, rolled back) and stores the results: nothing is written', async () => {
+    const device = await createDevice();
+    const authority = await createAuthority(device.id, (await createUser()).id);
+    const pair = { authority_id: authority, permission_id: permissionId('devices.read') };
+    // 1500 items over two chunks: the pair, then its repeats (already granted by the first, in the preview as in a write).
+    const items = Array.from({ length: 1500 }, (_, index) =>
+      index === 1200 ? { authority_id: 987654321, permission_id: permissionId('devices.read') } : pair,
+    );
+    const accepted = await caller(t, root)
+      .post('/v1/admin/authority-permissions/bulk-grant', { items, dry_run: true, reason: 'preview as a job' })
+      .set('Prefer', 'respond-async')
+      .expect(202);
+    const jobId = accepted.body.data.job_id as string;
+    const job = await waitForJob(t, root.auth, jobId, 60_000);
+    expect(job).toMatchObject({ state: 'succeeded', result: { accepted: 1500, processed: 1499, failed: 1 } });
+    const results = await allResults(jobId, 100);
+    expect(results.map((result) => result.index)).toEqual(items.map((_, index) => index));
+    // Each chunk is its own preview: its first item would be granted, the rest of its repeats already.
+    expect(results.filter((result) => result.status === 'granted').map((result) => result.index)).toEqual([0, 1000]);
+    expect(results[1200]).toMatchObject({ status: 'failed', error: { code: 'AUTHORITY_NOT_FOUND' } });
+    expect(
+      results.filter(
+        (result) => (result as { authority_permission_id?: number | null }).authority_permission_id !== null,
+      ),
+    ).toEqual([]);
+    expect(await sql('SELECT id FROM authority_permissions WHERE authority_id = $1', [authority])).toEqual([]);
+    expect(
+      await sql(
+        "SELECT id FROM audit_events WHERE action = 'authority_permission.grant' AND reason = 'preview as a job'",
+      ),
+    ).toEqual([]);
+  });
+
   it('takes at most 1000 items without the header (400 naming items), and 100 000 with it', async () => {
     const items = Array.from({ length: 1001 }, () => ({ authority_id: 987654321, permission_id: 1 }));
     const refused = await caller(t, root).post('/v1/admin/authority-permissions/bulk-grant', { items }).expect(400);

@@ -295,10 +295,16 @@ describe('permission grants, authority permissions, bulk and /authz/check (parts
       expect(response.body.data.results[2].authority_permission_id).toBe(
         response.body.data.results[0].authority_permission_id,
       );
-      // The preview ran the same statements and rolled them back: the write's answer, item by item.
+      // The preview ran the same statements and rolled them back: the write's answer, item by item,
+      // but naming no row it only would have made (the pair granted, and its repeat in the batch).
       expect(dry.body.data.results.map((result: { status: string }) => result.status)).toEqual(
         statuses.map(([, status]: [number, string]) => status),
       );
+      expect(
+        dry.body.data.results.map(
+          (result: { authority_permission_id: number | null }) => result.authority_permission_id,
+        ),
+      ).toEqual([null, response.body.data.results[1].authority_permission_id, null, null, null, null, null]);
       const live = await sql<{ code: string }>(
         'SELECT p.code FROM authority_permissions ap JOIN permissions p ON p.id = ap.permission_id WHERE ap.authority_id = $1 AND ap.revoked_at IS NULL ORDER BY p.code',
         [onMine],

@@ -30,6 +30,12 @@ export interface BulkOptions {
   readonly dry_run?: boolean;
 }
 
+/** One item's result of a bulk. */
+export interface BulkResult {
+  readonly index: number;
+  readonly status: string;
+}
+
 /**
  * One chunk of a bulk, inside the chunk's transaction: the same code the synchronous route runs.
  * It knows no `dry_run`: a preview's chunk runs in a transaction that rolls back.
@@ -39,7 +45,7 @@ export type BulkRunner = (
   actor: AuthContext,
   items: readonly object[],
   options: Omit<BulkOptions, 'dry_run'>,
-) => Promise<{ results: readonly { index: number; status: string }[] }>;
+) => Promise<{ results: readonly BulkResult[] }>;
 
 interface BulkJobData extends BulkOptions {
   readonly kind: BulkKind;
@@ -90,7 +96,10 @@ function assertSynchronousSize(items: readonly unknown[]): void {
 @Injectable()
 export class BulkJobs implements OnModuleInit {
   private readonly logger = new Logger('BulkJobs');
-  private readonly runners = new Map<BulkKind, { run: BulkRunner; check: BulkCheck }>();
+  private readonly runners = new Map<
+    BulkKind,
+    { run: BulkRunner; check: BulkCheck; previewed: (results: readonly BulkResult[]) => BulkResult[] }
+  >();
 
   constructor(
     private readonly queue: JobQueue,
@@ -101,8 +110,13 @@ export class BulkJobs implements OnModuleInit {
   ) {}
 
   /** Each domain registers the chunk runner of its bulk route. */
-  register(kind: BulkKind, check: BulkCheck, run: BulkRunner): void {
-    this.runners.set(kind, { run, check });
+  register(
+    kind: BulkKind,
+    check: BulkCheck,
+    run: BulkRunner,
+    previewed: (results: readonly BulkResult[]) => BulkResult[] = (results) => [...results],
+  ): void {
+    this.runners.set(kind, { run, check, previewed });
   }
 
   onModuleInit(): void {
@@ -191,7 +205,9 @@ export class BulkJobs implements OnModuleInit {
       const options = reason === undefined ? {} : { reason };
       const done = await runInRequestContext(context, () =>
         dry_run === true
-          ? this.previewChunk(job.id, start, carried, actor_id, (tx, chunk) => runner.run(tx, actor, chunk, options))
+          ? this.previewChunk(job.id, start, carried, actor_id, async (tx, chunk) => ({
+              results: runner.previewed((await runner.run(tx, actor, chunk, options)).results),
+            }))
           : this.uow.run(
               async (tx) => {
                 // Read chunk by chunk: a 100 000-item job never holds more than one chunk in memory.
