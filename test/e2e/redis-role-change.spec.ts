@@ -214,6 +214,13 @@ describe('FAILOVER (the built-in coordinated failover) to the replica and back, 
     expect(await role(b)).toBe('master');
 
     // And back: B hands over to A (nothing lost this time). A is the master again, a new replication id.
+    // B refuses a FAILOVER to a replica it does not yet list as online, which lags A's own view of the
+    // link (a suite run under load met "FAILOVER target replica is not online").
+    await until('B to list A as an online replica', async () =>
+      new RegExp(`^slave\\d+:ip=127\\.0\\.0\\.1,port=${portOf(a)},state=online`, 'm').test(
+        await command(b, 'INFO', 'replication'),
+      ),
+    );
     await command(b, 'FAILOVER', 'TO', '127.0.0.1', String(portOf(a)));
     await until('A to be the master again', async () => (await role(a)) === 'master');
 
