@@ -1,5 +1,4 @@
 import { jest } from '@jest/globals';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { CARRIED_AUTHORITIES } from '../../src/access-model/access-facts.repository.js';
 import { DeviceAuthoritiesService } from '../../src/access-model/device-authorities.service.js';
 import { AccessReviewClose } from '../../src/access-reviews/access-review-close.js';
@@ -30,6 +29,17 @@ import { testCachePrefix } from '../support/test-env.js';
 const AUTH = '/v1/admin/authorities';
 const PERMS = '/v1/admin/authority-permissions';
 const REVIEWS = '/v1/admin/access-reviews';
+
+/** The service's clock (it runs in this process), before any test moves it. */
+const realNow = Date.now;
+
+/**
+ * Moves the service's clock just past `instant` (restored after each test): an expiry is judged
+ * at each decision, so the test needs no wait for the instant to come.
+ */
+function pastTheInstant(instant: number): void {
+  jest.spyOn(Date, 'now').mockImplementation(() => Math.max(realNow(), instant + 1));
+}
 
 const deviceWith = (operator: Caller, permissions: string[]) => deviceWithAuthorities(operator.user.id, permissions);
 
@@ -108,7 +118,7 @@ describe('review 39: stale allows from the carried authorities', () => {
     const at = new Date(Date.now() + 1500).toISOString();
     await caller(t, root).patch(`${AUTH}/${own}`, { expires_at: at }).expect(200);
     await caller(t, operator).get(`${AUTH}/${target}`).expect(200);
-    await sleep(Math.max(0, Date.parse(at) - Date.now()) + 200);
+    pastTheInstant(Date.parse(at));
     await caller(t, operator).get(`${AUTH}/${target}`).expect(403);
   });
 
@@ -122,7 +132,7 @@ describe('review 39: stale allows from the carried authorities', () => {
       [own, permissionId('authorities.read')],
     );
     await warm(t, operator, `${AUTH}/${target}`);
-    await sleep(1800);
+    pastTheInstant(realNow() + 1500);
     await caller(t, operator).get(`${AUTH}/${target}`).expect(403);
   });
 
@@ -208,7 +218,7 @@ describe('review 39: stale allows from the carried authorities', () => {
     );
     await caller(t, root).post(`${AUTH}/${expiredOwn}/deactivate`, {}).expect(200);
     await caller(t, root).post(`${AUTH}/${expiredOwn}/activate`, {}).expect(200);
-    await sleep(400);
+    pastTheInstant(realNow() + 300);
     await caller(t, operator).get(`${AUTH}/${foreign}`).expect(403);
     // A deleted record of the operator's own device is a 404, not the stored entry.
     await warm(t, operator, `${AUTH}/${mine.target}`);
