@@ -12,18 +12,9 @@ export interface AuthUserRow {
   /** users.version + the user's grants version: both only grow, so their sum labels the projection. */
   readonly version: number;
   readonly grants: GrantFacts[];
-  /** The user's live authorities, or null when it holds more than `CARRIED_AUTHORITIES`. */
+  /** The user's live authorities, or null when it holds more than `AUTH_CONTEXT_AUTHORITIES`. */
   readonly authorities: AuthorityFacts[] | null;
 }
-
-/**
- * How many live authorities a user's auth context carries at most by default
- * (`AUTH_CONTEXT_AUTHORITIES`; about 250 bytes each in the cached entry): an operator acting on its
- * devices is then decided from the context it read with its session, in the same round trip. A
- * user holding more is decided from each device's cached authority set, one more round trip per
- * device-scoped request.
- */
-export const CARRIED_AUTHORITIES = 32;
 
 /** A device's live authorities with the version of the set. */
 export interface DeviceAuthoritySet {

@@ -22,7 +22,7 @@ interface CachedAuthUser {
   readonly role_id: number;
   readonly status_id: number;
   readonly grants: readonly GrantFacts[];
-  /** The user's live authorities (at most `CARRIED_AUTHORITIES`), or null when it holds more. */
+  /** The user's live authorities (at most `AUTH_CONTEXT_AUTHORITIES`), or null when it holds more. */
   readonly authorities: readonly AuthorityFacts[] | null;
 }
 

@@ -1,5 +1,5 @@
 import { jest } from '@jest/globals';
-import { CARRIED_AUTHORITIES } from '../../src/access-model/access-facts.repository.js';
+import { DEFAULT_AUTH_CONTEXT_AUTHORITIES as CARRIED_AUTHORITIES } from '../../src/platform/config/settings.js';
 import { DeviceAuthoritiesService } from '../../src/access-model/device-authorities.service.js';
 import { AccessReviewClose } from '../../src/access-reviews/access-review-close.js';
 import { AccessReviewSnapshot } from '../../src/access-reviews/access-review-snapshot.js';

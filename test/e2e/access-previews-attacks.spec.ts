@@ -2,7 +2,8 @@ import { AuthContextService } from '../../src/access-model/auth-context.service.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { AccessExpiryAnnouncer } from '../../src/access/access-expiry-announcer.js';
-import { AccessFactsRepository, CARRIED_AUTHORITIES } from '../../src/access-model/access-facts.repository.js';
+import { AccessFactsRepository } from '../../src/access-model/access-facts.repository.js';
+import { DEFAULT_AUTH_CONTEXT_AUTHORITIES as CARRIED_AUTHORITIES } from '../../src/platform/config/settings.js';
 import { CacheEntries } from '../../src/platform/cache/cache-entries.js';
 import { accessWorld, askFor } from '../support/access-requests.js';
 import { actor, createUser, permissionId, type Caller } from '../support/auth.js';

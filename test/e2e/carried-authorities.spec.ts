@@ -1,7 +1,7 @@
 import { jest } from '@jest/globals';
 import { DeviceAuthoritiesService } from '../../src/access-model/device-authorities.service.js';
 import { AuthoritiesService } from '../../src/authorities/authorities.service.js';
-import { CARRIED_AUTHORITIES } from '../../src/access-model/access-facts.repository.js';
+import { DEFAULT_AUTH_CONTEXT_AUTHORITIES as CARRIED_AUTHORITIES } from '../../src/platform/config/settings.js';
 import { CacheEntries } from '../../src/platform/cache/cache-entries.js';
 import { actor, permissionId, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';

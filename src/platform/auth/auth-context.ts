@@ -18,7 +18,7 @@ export interface Subject {
   readonly grants: readonly GrantFacts[];
   /**
    * The subject's own live authorities with their authority permissions (layer 3c), carried with
-   * its auth context when it holds at most `CARRIED_AUTHORITIES` of them, so a device check needs
+   * its auth context when it holds at most `AUTH_CONTEXT_AUTHORITIES` of them, so a device check needs
    * no lookup of the device's authority set; null (or absent) when it holds more or they were not
    * read: the device's set is asked then.
    */

@@ -19,6 +19,14 @@ export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' |
 export type LogFormat = 'auto' | 'json' | 'pretty';
 
 /** Every knob the service reads, parsed and validated once (part 11 of the contract). */
+/**
+ * How many live authorities a user's auth context carries by default (`AUTH_CONTEXT_AUTHORITIES`;
+ * about 250 bytes each in the cached entry): an operator acting on its devices is then decided from
+ * the context it read with its session, in the same round trip. A user holding more is decided from
+ * each device's cached authority set, one more round trip per device-scoped request.
+ */
+export const DEFAULT_AUTH_CONTEXT_AUTHORITIES = 32;
+
 export interface Settings {
   readonly port: number;
   readonly host: string;
@@ -237,7 +245,7 @@ export function loadSettings(env: Env = process.env): Settings {
     jwtIssuer: text(env, 'JWT_ISSUER') ?? 'admin-api',
     jwtAudience: text(env, 'JWT_AUDIENCE') ?? 'admin-portal',
     cacheTtlSeconds: integer(env, 'CACHE_TTL_SECONDS', 300, 1, 86_400),
-    authContextAuthorities: integer(env, 'AUTH_CONTEXT_AUTHORITIES', 32, 0, 256),
+    authContextAuthorities: integer(env, 'AUTH_CONTEXT_AUTHORITIES', DEFAULT_AUTH_CONTEXT_AUTHORITIES, 0, 256),
     listCache: flag(env, 'LIST_CACHE', true),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
     authFailureLimitPerMinute: integer(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 30, 1, 1_000_000),
