@@ -26,6 +26,7 @@ import { AccessEvents1765756800000 } from './1765756800000-access-events.js';
 import { AccessPathUses1765843200000 } from './1765843200000-access-path-uses.js';
 import { AccessReviews1765929600000 } from './1765929600000-access-reviews.js';
 import { AuthorityPermissionHolders1766016000000 } from './1766016000000-authority-permission-holders.js';
+import { Groups1766102400000 } from './1766102400000-groups.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -57,6 +58,7 @@ export const MIGRATIONS = [
   AccessPathUses1765843200000,
   AccessReviews1765929600000,
   AuthorityPermissionHolders1766016000000,
+  Groups1766102400000,
 ];
 
 /**

@@ -7,6 +7,7 @@ import { AuthoritiesModule } from './authorities/authorities.module.js';
 import { CacheAdminModule } from './cache-admin/cache-admin.module.js';
 import { EventsModule } from './events/events.module.js';
 import { GrantsModule } from './grants/grants.module.js';
+import { GroupsModule } from './groups/groups.module.js';
 import { HealthModule } from './health/health.module.js';
 import { InboxModule } from './inbox/inbox.module.js';
 import { JobsModule } from './jobs/jobs.module.js';
@@ -52,6 +53,7 @@ export class AppModule {
         UsersModule,
         AuthoritiesModule,
         GrantsModule,
+        GroupsModule,
         AccessModule,
         AccessRequestsModule,
         AccessReviewsModule,

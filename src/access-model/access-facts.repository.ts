@@ -1,7 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { SETTINGS, type Settings } from '../platform/config/settings.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
-import type { GrantFacts } from '../platform/auth/auth-context.js';
+import type { GrantFacts, GroupFacts } from '../platform/auth/auth-context.js';
+import { groupGrantsJson, normalisedGroup, userGroupsJson } from './group-facts.repository.js';
+import { permissionCodeOf } from '../platform/auth/permissions.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 
 /** The user fields that decide authentication and authorization, with the live grants. */
@@ -11,7 +13,10 @@ export interface AuthUserRow {
   readonly is_deleted: boolean;
   /** users.version + the user's grants version: both only grow, so their sum labels the projection. */
   readonly version: number;
+  /** The user's own live grants, then those of its groups (with `group_id` and `via`). */
   readonly grants: GrantFacts[];
+  /** The groups the user belongs to now (nested included), one lasting chain each. */
+  readonly groups: GroupFacts[];
   /** The user's live authorities, or null when it holds more than `AUTH_CONTEXT_AUTHORITIES`. */
   readonly authorities: AuthorityFacts[] | null;
 }
@@ -24,6 +29,26 @@ export interface DeviceAuthoritySet {
 }
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+
+/** A grant held by one of the user's groups, as the statement reads it. */
+export interface GroupGrantRow {
+  readonly id: number;
+  readonly permission_id: number;
+  readonly expires_at: string | null;
+  readonly group_id: number;
+  readonly via: number[];
+}
+
+/** A group's grant as the rules take it: its code from the catalogue (ids are fixed). */
+export function groupGrant(row: GroupGrantRow): GrantFacts {
+  return {
+    id: Number(row.id),
+    code: permissionCodeOf(Number(row.permission_id)) ?? `unknown:${row.permission_id}`,
+    expires_at: row.expires_at,
+    group_id: Number(row.group_id),
+    via: row.via.map(Number),
+  };
+}
 
 // Trusted text producing `AuthorityFacts` for `authorities a`. Permissions already expired are left
 // out; the others carry their expiry, which the rules judge at decision time (a cached set is read
@@ -59,20 +84,28 @@ export class AccessFactsRepository {
   }
 
   /** `authUser` for many users in one statement (a triggered rebuild), each row with its `id`. */
-  authUsers(userIds: readonly number[]): Promise<(AuthUserRow & { readonly id: number })[]> {
-    return this.uow.reader.query<(AuthUserRow & { id: number })[]>(
+  async authUsers(userIds: readonly number[]): Promise<(AuthUserRow & { readonly id: number })[]> {
+    const rows = await this.uow.reader.query<(AuthUserRow & { id: number; group_grants: GroupGrantRow[] })[]>(
       `SELECT u.id, u.role_id, u.status_id, u.is_deleted,
-              u.version + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user' AND v.id = u.id), 1) AS version,
+              u.version + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user' AND v.id = u.id), 1)
+                + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user_groups' AND v.id = u.id), 1) AS version,
               ARRAY(SELECT json_build_object('id', g.id, 'code', p.code, 'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', ${ISO}))
                     FROM permission_grants g JOIN permissions p ON p.id = g.permission_id
                     WHERE g.user_id = u.id AND g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now())
                     ORDER BY g.id) AS grants,
+              ${groupGrantsJson('u.id')} AS group_grants,
+              ${userGroupsJson('u.id')} AS groups,
               (SELECT CASE WHEN count(*) > $2 THEN NULL ELSE coalesce(json_agg(f ORDER BY f.device_id), '[]'::json) END
                  FROM (SELECT ${AUTHORITY_FACTS} FROM authorities a
                        WHERE a.user_id = u.id AND ${LIVE_AUTHORITY} LIMIT $2 + 1) f) AS authorities
        FROM users u WHERE u.id = ANY($1::bigint[])`,
       [[...userIds], this.carried],
     );
+    return rows.map(({ group_grants, ...row }) => ({
+      ...row,
+      groups: row.groups.map(normalisedGroup),
+      grants: [...row.grants, ...group_grants.map(groupGrant)],
+    }));
   }
 
   /** The devices' authority sets, one row per id (an empty set for a device without any). */

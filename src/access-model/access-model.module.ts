@@ -10,6 +10,8 @@ import { AuthContextService } from './auth-context.service.js';
 import { AuthorizationService } from './authorization.service.js';
 import { DeviceAuthoritiesService } from './device-authorities.service.js';
 import { SessionsService } from './sessions.service.js';
+import { GroupAccess } from './group-access.service.js';
+import { GroupFactsRepository } from './group-facts.repository.js';
 
 /**
  * The access model: who holds what now and at any moment (users' roles and standing, sessions,
@@ -30,6 +32,8 @@ import { SessionsService } from './sessions.service.js';
     AuthorizationService,
     DeviceAuthoritiesService,
     SessionsService,
+    GroupAccess,
+    GroupFactsRepository,
     AccessModelEvaluator,
     { provide: AccessEvaluator, useExisting: AccessModelEvaluator },
   ],
@@ -43,6 +47,8 @@ import { SessionsService } from './sessions.service.js';
     AuthorizationService,
     DeviceAuthoritiesService,
     SessionsService,
+    GroupAccess,
+    GroupFactsRepository,
   ],
 })
 export class AccessModelModule {}

@@ -1,4 +1,4 @@
-import type { Subject } from '../platform/auth/auth-context.js';
+import type { GrantFacts, Subject } from '../platform/auth/auth-context.js';
 import type { AuthorityFacts, HeldPermission } from '../platform/auth/authority-facts.js';
 import { DENIED, type DecidedBy, type Decision } from '../platform/auth/decision.js';
 import { isDeviceScoped } from '../platform/auth/permissions.js';
@@ -8,6 +8,10 @@ export interface AccessPath {
   readonly decided_by: DecidedBy;
   readonly authority_id: number | null;
   readonly grant_id: number | null;
+  /** The group holding the right (or conferring the role); null when the user holds it itself. */
+  readonly group_id: number | null;
+  /** The chain of groups from the user's own group to `group_id` (`[]` when the user holds it itself). */
+  readonly via: readonly number[];
   /**
    * When this way ends by itself, ISO, or null: the grant's or the authority's expiry, and for an
    * authority permission the earlier of the authority's and the permission's.
@@ -56,14 +60,41 @@ export function denialReason(subject: Subject | undefined): DenialReason {
   return 'no_path';
 }
 
+/** The role's way: through the group conferring the effective role, when one does. */
+function roleWay(subject: Subject): AccessPath {
+  const group = subject.role_group_id ?? null;
+  if (group === null) return ROLE_PATH;
+  const via = subject.groups?.find((held) => held.group_id === group)?.via ?? [group];
+  return { decided_by: 'role', authority_id: null, grant_id: null, group_id: group, via, expires_at: null };
+}
+
+/** A grant's way: the user's own (`permission_grant`) or a group's (`group_permission_grant`). */
+function grantWay(grant: GrantFacts): AccessPath {
+  const group = grant.group_id ?? null;
+  return {
+    decided_by: group === null ? 'permission_grant' : 'group_permission_grant',
+    authority_id: null,
+    grant_id: grant.id,
+    group_id: group,
+    via: group === null ? [] : (grant.via ?? [group]),
+    expires_at: grant.expires_at,
+  };
+}
+
+/** The subject's live grants of `permission` at `at`: its own first, then its groups' (the order of part 5). */
+function* liveGrants(subject: Subject, permission: string, at: number): Generator<GrantFacts> {
+  for (const own of [true, false])
+    for (const grant of subject.grants) {
+      const owned = (grant.group_id ?? null) === null;
+      if (owned === own && grant.code === permission && !expired(grant.expires_at, at)) yield grant;
+    }
+}
+
 /** Layers 3a and 3b: the ways the subject holds the permission everywhere, in the order they decide. */
 function* globalWays(subject: Subject, permission: string, at: number): Generator<AccessPath> {
   if (!admissible(subject)) return;
-  if ((subject.role.permissions as ReadonlySet<string>).has(permission))
-    yield { decided_by: 'role', authority_id: null, grant_id: null, expires_at: null };
-  for (const grant of subject.grants)
-    if (grant.code === permission && !expired(grant.expires_at, at))
-      yield { decided_by: 'permission_grant', authority_id: null, grant_id: grant.id, expires_at: grant.expires_at };
+  if ((subject.role.permissions as ReadonlySet<string>).has(permission)) yield roleWay(subject);
+  for (const grant of liveGrants(subject, permission, at)) yield grantWay(grant);
 }
 
 /** Every way the subject holds the permission everywhere (layers 3a and 3b). */
@@ -73,22 +104,31 @@ export function globalPaths(subject: Subject, permission: string, at: number): A
 
 /**
  * The decision of layers 3a and 3b, from the first way alone: the guard asks this on every
- * request, so it is `globalWays` written out without a generator (the same order of ways).
+ * request, so the common answers (the role's, no grant at all) are written out without a generator.
  */
 export function globalDecision(subject: Subject, permission: string, at: number): Decision {
   if (!admissible(subject)) return DENIED;
-  if ((subject.role.permissions as ReadonlySet<string>).has(permission)) return ROLE_DECISION;
-  for (const grant of subject.grants)
-    if (grant.code === permission && !expired(grant.expires_at, at))
-      return { allowed: true, decided_by: 'permission_grant', authority_id: null, grant_id: grant.id };
-  return DENIED;
+  if ((subject.role.permissions as ReadonlySet<string>).has(permission))
+    return (subject.role_group_id ?? null) === null ? ROLE_DECISION : decisionOf([roleWay(subject)]);
+  if (subject.grants.length === 0) return DENIED;
+  return decisionOf(globalPaths(subject, permission, at));
 }
+
+const ROLE_PATH: AccessPath = Object.freeze({
+  decided_by: 'role',
+  authority_id: null,
+  grant_id: null,
+  group_id: null,
+  via: [],
+  expires_at: null,
+});
 
 const ROLE_DECISION: Decision = Object.freeze({
   allowed: true,
   decided_by: 'role',
   authority_id: null,
   grant_id: null,
+  group_id: null,
 });
 
 /**
@@ -100,7 +140,7 @@ export function authorityPaths(authority: AuthorityFacts, permission: string, at
   if (!isDeviceScoped(permission)) return [];
   if (!authority.is_active || authority.revoked || authority.deleted || expired(authority.expires_at, at)) return [];
   const paths: AccessPath[] = [];
-  const way = { authority_id: authority.id, grant_id: null, expires_at: authority.expires_at };
+  const way = { authority_id: authority.id, grant_id: null, group_id: null, via: [], expires_at: authority.expires_at };
   if (authority.owner) paths.push({ decided_by: 'device_owner', ...way });
   const held = heldPermission(authority, permission, at);
   if (held !== undefined)
@@ -129,5 +169,11 @@ export function decisionOf(paths: readonly AccessPath[]): Decision {
   const [first] = paths;
   return first === undefined
     ? DENIED
-    : { allowed: true, decided_by: first.decided_by, authority_id: first.authority_id, grant_id: first.grant_id };
+    : {
+        allowed: true,
+        decided_by: first.decided_by,
+        authority_id: first.authority_id,
+        grant_id: first.grant_id,
+        group_id: first.group_id,
+      };
 }

@@ -1,9 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import type { GrantFacts, Subject } from '../platform/auth/auth-context.js';
+import type { GrantFacts, GroupFacts, Subject } from '../platform/auth/auth-context.js';
+import { groupGrant, type GroupGrantRow } from './access-facts.repository.js';
+import { groupGrantsJson, normalisedGroup, userGroupsJson } from './group-facts.repository.js';
+import { effectiveRole } from './group-rules.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import { permissionCodeOf, permissionIdOf } from '../platform/auth/permissions.js';
-import { roleById, USER_STATUS } from '../platform/auth/roles.js';
+import { USER_STATUS } from '../platform/auth/roles.js';
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 
@@ -36,27 +39,41 @@ export interface AccessScope {
  */
 @Injectable()
 export class AccessSnapshotRepository {
-  /** The users' subjects; a user that does not exist has none. */
-  async subjects(db: EntityManager, userIds: readonly number[]): Promise<Subject[]> {
+  /**
+   * The users' subjects, their effective roles judged at `at` (the moment the rules will judge
+   * them at); a user that does not exist has none. Groups and their grants are read with expired
+   * memberships too, like expired grants.
+   */
+  async subjects(db: EntityManager, userIds: readonly number[], at = Date.now()): Promise<Subject[]> {
     const rows = await db.query<
-      { id: string; role_id: number; status_id: number; is_deleted: boolean; grants: HeldById[] }[]
+      {
+        id: string;
+        role_id: number;
+        status_id: number;
+        is_deleted: boolean;
+        grants: HeldById[];
+        group_grants: GroupGrantRow[];
+        groups: GroupFacts[];
+      }[]
     >(
       `SELECT u.id, u.role_id, u.status_id, u.is_deleted,
               ARRAY(SELECT json_build_object('id', g.id, 'permission_id', g.permission_id, 'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', ${ISO}))
-                    FROM permission_grants g WHERE g.user_id = u.id AND g.revoked_at IS NULL ORDER BY g.id) AS grants
+                    FROM permission_grants g WHERE g.user_id = u.id AND g.revoked_at IS NULL ORDER BY g.id) AS grants,
+              ${groupGrantsJson('u.id', false)} AS group_grants,
+              ${userGroupsJson('u.id', false)} AS groups
        FROM users u WHERE u.id = ANY($1::bigint[]) ORDER BY u.id`,
       [[...new Set(userIds)]],
     );
     return rows.flatMap((row) => {
-      const role = roleById(row.role_id);
+      const groups = row.groups.map(normalisedGroup);
+      const { role, group_id } = effectiveRole(row.role_id, groups, at);
       if (role === undefined) return [];
       const active = row.status_id === USER_STATUS.active && !row.is_deleted;
-      const grants: GrantFacts[] = row.grants.map((g) => ({
-        id: Number(g.id),
-        code: codeOf(g.permission_id),
-        expires_at: g.expires_at,
-      }));
-      return [{ user_id: Number(row.id), role, active, grants }];
+      const grants: GrantFacts[] = [
+        ...row.grants.map((g) => ({ id: Number(g.id), code: codeOf(g.permission_id), expires_at: g.expires_at })),
+        ...row.group_grants.map(groupGrant),
+      ];
+      return [{ user_id: Number(row.id), role, role_group_id: group_id, groups, active, grants }];
     });
   }
 

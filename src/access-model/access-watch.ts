@@ -32,9 +32,9 @@ export class AccessWatch {
   async watch(tx: Tx, scope: AccessScope): Promise<void> {
     if (scope.users.length === 0) return;
     const at = Date.now();
-    const before = await this.facts(tx.db, scope);
+    const before = await this.facts(tx.db, scope, at);
     tx.beforeCommit(async () => {
-      const after = await this.facts(tx.db, scope);
+      const after = await this.facts(tx.db, scope, at);
       const only = scope.permissions === undefined ? undefined : new Set(scope.permissions);
       const changes = this.unannounced(
         tx,
@@ -58,8 +58,8 @@ export class AccessWatch {
   }
 
   // One connection: the two statements run one after the other either way.
-  private async facts(db: EntityManager, scope: AccessScope): Promise<Facts> {
-    const subjects = await this.snapshots.subjects(db, scope.users);
+  private async facts(db: EntityManager, scope: AccessScope, at: number): Promise<Facts> {
+    const subjects = await this.snapshots.subjects(db, scope.users, at);
     return { subjects, authorities: await this.snapshots.authorities(db, scope) };
   }
 

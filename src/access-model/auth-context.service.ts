@@ -7,9 +7,10 @@ import { ApiError } from '../platform/http/api-error.js';
 import { Prefetched } from '../platform/projections/prefetched.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { AccessFactsRepository, type AuthUserRow } from './access-facts.repository.js';
-import type { AuthContext, GrantFacts, Subject } from '../platform/auth/auth-context.js';
+import type { AuthContext, GrantFacts, GroupFacts, Subject } from '../platform/auth/auth-context.js';
+import { effectiveRole } from './group-rules.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
-import { roleById, USER_STATUS } from '../platform/auth/roles.js';
+import { USER_STATUS } from '../platform/auth/roles.js';
 import { findSession, isSessionId, liveSessionsAfter, type SessionRow } from './sessions.repository.js';
 
 interface CachedSession {
@@ -22,16 +23,19 @@ interface CachedAuthUser {
   readonly role_id: number;
   readonly status_id: number;
   readonly grants: readonly GrantFacts[];
+  /** The groups the user belongs to (nested included): their roles make its effective role. */
+  readonly groups: readonly GroupFacts[];
   /** The user's live authorities (at most `AUTH_CONTEXT_AUTHORITIES`), or null when it holds more. */
   readonly authorities: readonly AuthorityFacts[] | null;
 }
 
 const DECODE_SESSION = objectOf<CachedSession>({ user_id: 'number', expires_at: 'string', revoked: 'boolean' });
-// An entry from before the authorities were carried lacks them: a miss, reloaded in the new shape.
+// An entry from before the authorities (or the groups) were carried lacks them: a miss, reloaded in the new shape.
 const DECODE_USER = objectOf<CachedAuthUser>({
   role_id: 'number',
   status_id: 'number',
   grants: 'array',
+  groups: 'array',
   authorities: 'array|null',
 });
 
@@ -49,6 +53,7 @@ function authUserEntry(row: AuthUserRow): { version: number; deleted: boolean; j
     role_id: row.role_id,
     status_id: row.status_id,
     grants: row.grants,
+    groups: row.groups,
     authorities: row.authorities,
   };
   return { version: Number(row.version), deleted: row.is_deleted, json: JSON.stringify(projection) };
@@ -124,11 +129,13 @@ export class AuthContextService {
   async subjectOf(userId: number): Promise<Subject | undefined> {
     const read = await this.users.get(userId);
     if (read === undefined || read.entry.deleted) return undefined;
-    const role = roleById(read.value.role_id);
+    const { role, group_id } = effectiveRole(read.value.role_id, read.value.groups, Date.now());
     if (role === undefined) return undefined;
     return {
       user_id: userId,
       role,
+      role_group_id: group_id,
+      groups: read.value.groups,
       active: read.value.status_id === USER_STATUS.active,
       grants: read.value.grants,
       authorities: read.value.authorities,
@@ -189,12 +196,15 @@ export class AuthContextService {
     if (user.entry.deleted) throw sessionInvalid('user_deleted');
     const account = user.value;
     if (account.status_id !== USER_STATUS.active) throw sessionInvalid('user_not_active');
-    const role = roleById(account.role_id);
+    // The effective role now: a membership ends at its instant, with no write to rebuild the entry.
+    const { role, group_id } = effectiveRole(account.role_id, account.groups, Date.now());
     if (role === undefined) throw sessionInvalid('unknown_role');
     return {
       user_id: userId,
       session_id: sessionId,
       role,
+      role_group_id: group_id,
+      groups: account.groups,
       active: true,
       grants: account.grants,
       authorities: account.authorities,

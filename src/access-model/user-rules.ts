@@ -34,13 +34,15 @@ function escalation(targetRoleId: number, message: string): ApiError {
  */
 export function assertMayWriteUser(
   actor: Pick<Subject, 'user_id' | 'role'>,
-  target: { readonly id: number; readonly role_id: number },
+  target: { readonly id: number; readonly role_id: number; readonly effective_role_id?: number },
 ): void {
   if (actor.user_id === target.id || actor.role.id === ROLE.super_admin) return;
-  if (!outranks(actor.role.id, target.role_id)) {
+  // The target's effective role: a role given through a group protects its holder as its own does.
+  const roleId = target.effective_role_id ?? target.role_id;
+  if (!outranks(actor.role.id, roleId)) {
     throw escalation(
-      target.role_id,
-      `Your role (${actor.role.code}) does not outrank the target's role (${roleById(target.role_id)?.code ?? target.role_id})`,
+      roleId,
+      `Your role (${actor.role.code}) does not outrank the target's role (${roleById(roleId)?.code ?? roleId})`,
     );
   }
 }

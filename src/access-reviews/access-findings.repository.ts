@@ -103,7 +103,7 @@ const GRANTS = `
          (SELECT u.last_used_at FROM access_path_uses u WHERE u.kind = 'g' AND u.path_id = g.id) AS last_used_at,
          g.id AS path_id
   FROM permission_grants g
-  WHERE $2::bigint IS NULL AND g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now())
+  WHERE $2::bigint IS NULL AND g.user_id IS NOT NULL AND g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now())
     AND ($3::bigint IS NULL OR g.user_id = $3) AND ($4::int IS NULL OR g.permission_id = $4)
     AND NOT EXISTS (SELECT 1 FROM access_path_uses u WHERE u.kind = 'g' AND u.path_id = g.id AND u.last_used_at >= $1)`;
 

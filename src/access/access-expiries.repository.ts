@@ -66,7 +66,7 @@ export class AccessExpiriesRepository {
          WHERE h.expires_at > $1 AND h.expires_at <= $2
          UNION ALL
          SELECT g.expires_at, g.user_id, NULL FROM permission_grants g
-         WHERE g.expires_at > $1 AND g.expires_at <= $2
+         WHERE g.expires_at > $1 AND g.expires_at <= $2 AND g.user_id IS NOT NULL
        ), instants AS (
          SELECT DISTINCT instant FROM expiring ORDER BY instant LIMIT $3
        )

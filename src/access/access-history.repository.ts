@@ -217,7 +217,7 @@ export class AccessHistoryRepository {
   }): Promise<CandidatePage> {
     const others: string[] = [];
     if (query.via.has('permission_grant'))
-      others.push(`SELECT g.user_id FROM permission_grants g WHERE g.permission_id = $2 AND g.granted_at <= %T
+      others.push(`SELECT g.user_id FROM permission_grants g WHERE g.permission_id = $2 AND g.user_id IS NOT NULL AND g.granted_at <= %T
           AND (g.revoked_at IS NULL OR g.revoked_at > %T) AND (g.expires_at IS NULL OR g.expires_at > %T)`);
     const byOwner = query.via.has('device_owner');
     const byPermission = query.via.has('authority_permission');

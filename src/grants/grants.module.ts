@@ -1,3 +1,4 @@
+import { GroupsModule } from '../groups/groups.module.js';
 import { Module } from '@nestjs/common';
 import { AuthoritiesModule } from '../authorities/authorities.module.js';
 import { UsersModule } from '../users/users.module.js';
@@ -16,7 +17,7 @@ import { RolesController } from './roles.controller.js';
 
 /** The permission catalogue and roles, permission grants and authority permissions (parts 6.4–6.6). */
 @Module({
-  imports: [UsersModule, AuthoritiesModule],
+  imports: [UsersModule, AuthoritiesModule, GroupsModule],
   controllers: [PermissionsController, RolesController, PermissionGrantsController, AuthorityPermissionsController],
   providers: [
     PermissionReferences,

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AuthContextService } from '../access-model/auth-context.service.js';
+import { GroupAccess } from '../access-model/group-access.service.js';
 import { Projections } from '../platform/projections/projections.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';
@@ -13,7 +14,7 @@ export interface GrantRow extends PermissionGrantDto {
 
 // `is_active` depends on the clock, so it is computed on every read (see `withLiveState`).
 const ACTIVE = '(g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now()))';
-const RESOURCE_COLUMNS = `g.id, g.user_id, g.permission_id, p.code AS permission_code, g.reason, g.expires_at, g.granted_by, g.granted_at,
+const RESOURCE_COLUMNS = `g.id, g.user_id, g.group_id, g.permission_id, p.code AS permission_code, g.reason, g.expires_at, g.granted_by, g.granted_at,
   g.revoked_by, g.revoked_at, g.revoke_reason, ${ACTIVE} AS is_active`;
 const FROM = 'permission_grants g JOIN permissions p ON p.id = g.permission_id';
 // A grant changes once, when revoked: that is its version 2.
@@ -25,7 +26,7 @@ export const GRANT_LIST = listSpec({
   // `is_active` is judged at now(): a page is good until the next grant expires.
   changesAt: 'g.expires_at',
   sort: ['id', 'granted_at'],
-  filters: { user_id: 'int', permission_id: 'int', is_active: { column: ACTIVE, type: 'bool' } },
+  filters: { user_id: 'int', group_id: 'int', permission_id: 'int', is_active: { column: ACTIVE, type: 'bool' } },
 });
 
 const PERMISSION_GRANTS = table('permission_grants', {
@@ -36,9 +37,21 @@ const PERMISSION_GRANTS = table('permission_grants', {
   list: GRANT_LIST,
 });
 
+/** Who holds a grant: a user, or a group (every member it reaches). */
+export type GrantHolder =
+  | { readonly user_id: number; readonly group_id?: undefined }
+  | { readonly user_id?: undefined; readonly group_id: number };
+
+/** The holder's column and id (trusted text for the column). */
+function holderColumn(holder: GrantHolder): { column: 'user_id' | 'group_id'; id: number } {
+  return holder.group_id === undefined
+    ? { column: 'user_id', id: holder.user_id }
+    : { column: 'group_id', id: holder.group_id };
+}
+
 /** What a grant may be given. */
 export interface NewGrant {
-  readonly user_id: number;
+  readonly holder: GrantHolder;
   readonly permission_id: number;
   readonly reason: string | null;
   readonly expires_at: Date | null;
@@ -55,6 +68,7 @@ export class PermissionGrantsRepository extends ResourceTable<GrantRow> {
     uow: UnitOfWork,
     projections: Projections,
     private readonly authContexts: AuthContextService,
+    private readonly groupAccess: GroupAccess,
   ) {
     super(
       { table: PERMISSION_GRANTS, type: 'permission_grant', notFound: 'PERMISSION_GRANT_NOT_FOUND' },
@@ -63,19 +77,23 @@ export class PermissionGrantsRepository extends ResourceTable<GrantRow> {
     );
   }
 
-  /** Grants and revocations of one (user, permission) pair run one at a time. */
-  async lockPair(tx: Tx, userId: number, permissionId: number): Promise<void> {
-    await tx.db.query("SELECT pg_advisory_xact_lock(hashtextextended('permission_grant:' || $1 || ':' || $2, 0))", [
-      userId,
+  /** Grants and revocations of one (holder, permission) pair run one at a time. */
+  async lockPair(tx: Tx, holder: GrantHolder, permissionId: number): Promise<void> {
+    // A user's key is as it always was; a group's has its own prefix.
+    const prefix = holder.group_id === undefined ? 'permission_grant:' : 'permission_grant:group:';
+    await tx.db.query("SELECT pg_advisory_xact_lock(hashtextextended($3 || $1 || ':' || $2, 0))", [
+      holderColumn(holder).id,
       permissionId,
+      prefix,
     ]);
   }
 
   /** The id of the pair's effective grant, if any. */
-  async activeId(tx: Tx, userId: number, permissionId: number): Promise<number | undefined> {
+  async activeId(tx: Tx, holder: GrantHolder, permissionId: number): Promise<number | undefined> {
+    const { column, id } = holderColumn(holder);
     const [row] = await tx.db.query<{ id: number }[]>(
-      `SELECT g.id FROM permission_grants g WHERE g.user_id = $1 AND g.permission_id = $2 AND ${ACTIVE} ORDER BY g.id DESC LIMIT 1`,
-      [userId, permissionId],
+      `SELECT g.id FROM permission_grants g WHERE g.${column} = $1 AND g.permission_id = $2 AND ${ACTIVE} ORDER BY g.id DESC LIMIT 1`,
+      [id, permissionId],
     );
     return row?.id;
   }
@@ -83,8 +101,15 @@ export class PermissionGrantsRepository extends ResourceTable<GrantRow> {
   async grant(tx: Tx, grant: NewGrant): Promise<GrantRow> {
     const [inserted] = await tx.write<{ id: number }[]>(
       PERMISSION_GRANTS,
-      'INSERT INTO permission_grants (user_id, permission_id, reason, expires_at, granted_by) VALUES ($1, $2, $3, $4, $5) RETURNING id',
-      [grant.user_id, grant.permission_id, grant.reason, grant.expires_at, grant.granted_by],
+      'INSERT INTO permission_grants (user_id, group_id, permission_id, reason, expires_at, granted_by) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id',
+      [
+        grant.holder.user_id ?? null,
+        grant.holder.group_id ?? null,
+        grant.permission_id,
+        grant.reason,
+        grant.expires_at,
+        grant.granted_by,
+      ],
     );
     const created = await this.find(tx.db, inserted?.id ?? 0);
     if (created === undefined) throw new Error('grant insert returned no row');
@@ -105,15 +130,20 @@ export class PermissionGrantsRepository extends ResourceTable<GrantRow> {
     return revoked;
   }
 
-  /** The grantee's effective permissions changed: bump, then rebuild its auth context after commit. */
-  protected override onChanged(tx: Tx, rows: readonly GrantRow[]): Promise<void> {
-    tx.bumpProjections(
-      'user',
-      rows.map((row) => row.user_id),
-    );
+  /**
+   * The grantee's effective permissions changed: bump, then rebuild its auth context after commit.
+   * A group's grant changes those of every user the group reaches.
+   */
+  protected override async onChanged(tx: Tx, rows: readonly GrantRow[]): Promise<void> {
+    const users = rows.flatMap((row) => (row.user_id === null ? [] : [row.user_id]));
+    const groups = rows.flatMap((row) => (row.group_id === null ? [] : [row.group_id]));
+    tx.bumpProjections('user', users);
+    this.groupAccess.changed(tx, await this.groupAccess.reached(tx, groups), 'user');
     tx.afterCommit(async () => {
-      await Promise.all(rows.flatMap((row) => [this.refresh(row), this.authContexts.refreshUser(row.user_id)]));
+      await Promise.all([
+        ...rows.map((row) => this.refresh(row)),
+        ...users.map((user) => this.authContexts.refreshUser(user)),
+      ]);
     });
-    return Promise.resolve();
   }
 }

@@ -12,7 +12,9 @@ import { ResourceResponse, type ListResponse } from '../platform/http/responses.
 import { respondWith } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { GrantPermissionDto, PermissionGrantDto, RevokePermissionDto } from './dto/permission-grant.dto.js';
-import { PermissionGrantsRepository } from './permission-grants.repository.js';
+import { PermissionGrantsRepository, type GrantHolder } from './permission-grants.repository.js';
+import { GroupAccess } from '../access-model/group-access.service.js';
+import { GroupsRepository } from '../groups/groups.repository.js';
 import type { Prefetched } from '../platform/projections/prefetched.js';
 
 /** Judges `is_active` now: a cached grant past its `expires_at` stops being active at once. */
@@ -40,6 +42,8 @@ export class PermissionGrantsService {
     private readonly authorization: AuthorizationService,
     private readonly grants: PermissionGrantsRepository,
     private readonly access: AccessWatch,
+    private readonly groups: GroupsRepository,
+    private readonly groupAccess: GroupAccess,
   ) {}
 
   list(query: Record<string, unknown>): Promise<ListResponse<PermissionGrantDto>> {
@@ -54,22 +58,23 @@ export class PermissionGrantsService {
 
   async grant(actor: AuthContext, dto: GrantPermissionDto): Promise<ResourceResponse<PermissionGrantDto>> {
     const expiresAt = dto.expires_at === undefined ? null : futureTimestamp(dto.expires_at, 'expires_at');
-    assertNotSelf(actor, dto.user_id, 'grant');
+    const holder = holderOf(dto);
+    if (holder.user_id !== undefined) assertNotSelf(actor, holder.user_id, 'grant');
     const row = await this.uow.run(async (tx) => {
-      const code = await this.assertTarget(tx, actor, dto.user_id, dto.permission_id);
+      const { code, reached } = await this.assertTarget(tx, actor, holder, dto.permission_id);
       await this.authorization.assertMayDelegate(actor, code);
-      await this.grants.lockPair(tx, dto.user_id, dto.permission_id);
-      const active = await this.grants.activeId(tx, dto.user_id, dto.permission_id);
+      await this.grants.lockPair(tx, holder, dto.permission_id);
+      const active = await this.grants.activeId(tx, holder, dto.permission_id);
       if (active !== undefined) {
         throw new ApiError(
           'PERMISSION_ALREADY_GRANTED',
-          `User ${dto.user_id} already holds an active grant of permission ${dto.permission_id}`,
-          { grant_id: active, user_id: dto.user_id, permission_id: dto.permission_id },
+          `${holderName(holder)} already holds an active grant of permission ${dto.permission_id}`,
+          { grant_id: active, ...holder, permission_id: dto.permission_id },
         );
       }
-      await this.access.watch(tx, { users: [dto.user_id], devices: [], permissions: [code] });
+      await this.access.watch(tx, { users: reached, devices: [], permissions: [code] });
       const created = await this.grants.grant(tx, {
-        user_id: dto.user_id,
+        holder,
         permission_id: dto.permission_id,
         reason: dto.reason ?? null,
         expires_at: expiresAt,
@@ -78,7 +83,9 @@ export class PermissionGrantsService {
       await this.audit.record(tx, 'permission_grant.grant', created.id, {
         reason: dto.reason ?? null,
         changes: {
-          user_id: [null, created.user_id],
+          ...(holder.user_id === undefined
+            ? { group_id: [null, created.group_id] }
+            : { user_id: [null, created.user_id] }),
           permission_code: [null, created.permission_code],
           expires_at: [null, expiresAt?.toISOString() ?? null],
         },
@@ -90,21 +97,19 @@ export class PermissionGrantsService {
 
   /** Stamps the revocation of the active grant of the pair; none active is 404. */
   async revoke(actor: AuthContext, dto: RevokePermissionDto): Promise<ResourceResponse<PermissionGrantDto>> {
+    const holder = holderOf(dto);
     const row = await this.uow.run(async (tx) => {
-      const code = await this.assertTarget(tx, actor, dto.user_id, dto.permission_id);
-      await this.grants.lockPair(tx, dto.user_id, dto.permission_id);
-      const active = await this.grants.activeId(tx, dto.user_id, dto.permission_id);
+      const { code, reached } = await this.assertTarget(tx, actor, holder, dto.permission_id, true);
+      await this.grants.lockPair(tx, holder, dto.permission_id);
+      const active = await this.grants.activeId(tx, holder, dto.permission_id);
       if (active === undefined) {
         throw new ApiError(
           'PERMISSION_GRANT_NOT_FOUND',
-          `User ${dto.user_id} holds no active grant of permission ${dto.permission_id}`,
-          {
-            user_id: dto.user_id,
-            permission_id: dto.permission_id,
-          },
+          `${holderName(holder)} holds no active grant of permission ${dto.permission_id}`,
+          { ...holder, permission_id: dto.permission_id },
         );
       }
-      await this.access.watch(tx, { users: [dto.user_id], devices: [], permissions: [code] });
+      await this.access.watch(tx, { users: reached, devices: [], permissions: [code] });
       const revoked = await this.grants.revoke(tx, active, tx.actor, dto.reason ?? null);
       await this.audit.record(tx, 'permission_grant.revoke', active, {
         reason: dto.reason ?? null,
@@ -131,8 +136,9 @@ export class PermissionGrantsService {
     });
     const ordered = [...grants].sort((a, b) => a.user_id - b.user_id || a.permission_id - b.permission_id);
     for (const grant of ordered) {
-      await this.grants.lockPair(tx, grant.user_id, grant.permission_id);
-      if ((await this.grants.activeId(tx, grant.user_id, grant.permission_id)) !== grant.id) continue;
+      const holder = { user_id: grant.user_id };
+      await this.grants.lockPair(tx, holder, grant.permission_id);
+      if ((await this.grants.activeId(tx, holder, grant.permission_id)) !== grant.id) continue;
       const row = await this.grants.revoke(tx, grant.id, tx.actor, reason);
       await this.audit.record(tx, 'permission_grant.revoke', grant.id, {
         reason,
@@ -144,13 +150,38 @@ export class PermissionGrantsService {
   }
 
   /**
-   * 404s for the user and permission, then role rank: a grant or revoke for a user is a write on
-   * that user (part 5). Returns the permission's code.
+   * 404s for the holder and permission, then (granting) the rules of part 5: a grant to a user is a
+   * write on that user (role rank); a grant to a group hands it to every user the group reaches
+   * (self, rank and delegation through groups). Revoking is not limited. Returns the permission's
+   * code and the users whose access may change.
    */
-  private async assertTarget(tx: Tx, actor: AuthContext, userId: number, permissionId: number): Promise<string> {
-    const user = await this.userReferences.liveUser(tx.db, userId);
+  private async assertTarget(
+    tx: Tx,
+    actor: AuthContext,
+    holder: GrantHolder,
+    permissionId: number,
+    revoking = false,
+  ): Promise<{ code: string; reached: number[] }> {
+    if (holder.group_id !== undefined) {
+      await this.groups.liveGroup(tx.db, holder.group_id);
+      const permission = await this.permissionReferences.permission(tx.db, permissionId);
+      const reached = await this.groupAccess.reached(tx, [holder.group_id]);
+      if (!revoking)
+        await this.groupAccess.assertMayConfer(tx, actor, { reached, roles: [], permissions: [permission.code] });
+      return { code: permission.code, reached };
+    }
+    const user = await this.userReferences.liveUser(tx.db, holder.user_id);
     const permission = await this.permissionReferences.permission(tx.db, permissionId);
     assertMayWriteUser(actor, user);
-    return permission.code;
+    return { code: permission.code, reached: [holder.user_id] };
   }
+}
+
+/** The holder a body names (validation made sure it names exactly one). */
+function holderOf(dto: { readonly user_id?: number; readonly group_id?: number }): GrantHolder {
+  return dto.group_id === undefined ? { user_id: dto.user_id ?? 0 } : { group_id: dto.group_id };
+}
+
+function holderName(holder: GrantHolder): string {
+  return holder.group_id === undefined ? `User ${holder.user_id}` : `Group ${holder.group_id}`;
 }

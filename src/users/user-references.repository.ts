@@ -1,11 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { ApiError } from '../platform/http/api-error.js';
+import { effectiveRoleSql } from '../access-model/group-facts.repository.js';
+
+const EFFECTIVE_ROLE = effectiveRoleSql('users.id', 'users.role_id');
 
 /** What a write needs to know about a user it names in its body. */
 export interface UserReference {
   readonly id: number;
   readonly role_id: number;
+  /** The role the rank rule judges: the highest of its own and its groups' (part 5). */
+  readonly effective_role_id: number;
   readonly status_id: number;
   readonly is_deleted: boolean;
 }
@@ -19,10 +24,20 @@ export class UserReferences {
   /** The user, deleted or not; undefined when it never existed. */
   async user(db: EntityManager, id: number): Promise<UserReference | undefined> {
     const [row] = await db.query<UserReference[]>(
-      'SELECT id, role_id, status_id, is_deleted FROM users WHERE id = $1',
+      `SELECT id, role_id, ${EFFECTIVE_ROLE} AS effective_role_id, status_id, is_deleted FROM users WHERE id = $1`,
       [id],
     );
     return row;
+  }
+
+  /** Many users at once (a bulk names up to 1000), by id; ids that never existed are absent. */
+  async users(db: EntityManager, ids: readonly number[]): Promise<Map<number, UserReference>> {
+    if (ids.length === 0) return new Map();
+    const rows = await db.query<UserReference[]>(
+      `SELECT id, role_id, ${EFFECTIVE_ROLE} AS effective_role_id, status_id, is_deleted FROM users WHERE id = ANY($1::bigint[])`,
+      [[...new Set(ids)]],
+    );
+    return new Map(rows.map((row) => [Number(row.id), row]));
   }
 
   /** A live (not deleted) user; 404 `USER_NOT_FOUND` otherwise. */

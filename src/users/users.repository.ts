@@ -7,15 +7,23 @@ import { ResourceTable } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { UserDto } from './dto/user.dto.js';
 import { table } from '../platform/database/table.js';
+import { effectiveRoleSql } from '../access-model/group-facts.repository.js';
+import { GroupAccess } from '../access-model/group-access.service.js';
 
 /** A users row as read: the resource plus its version. */
 export interface UserRow extends UserDto {
   readonly version: number;
 }
 
-// `pin_hash` is never selected: only whether one is set.
-const RESOURCE_COLUMNS = `id, email, display_name, phone, role_id, status_id, pin_hash IS NOT NULL AS pin_set, pin_reset_at,
+// `pin_hash` is never selected: only whether one is set. The effective role is read through the
+// user's groups (part 6.18); a membership expiring changes it with no write, so a cached entry
+// may show the role from before until it is rebuilt or expires.
+const RESOURCE_COLUMNS = `id, email, display_name, phone, role_id, ${effectiveRoleSql('users.id', 'users.role_id')} AS effective_role_id,
+  status_id, pin_hash IS NOT NULL AS pin_set, pin_reset_at,
   created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by`;
+
+// The row version: the record's own, plus what its groups give it (`user_groups`: its effective role).
+const VERSION = `users.version + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user_groups' AND v.id = users.id), 1) - 1`;
 
 export const USER_LIST = listSpec({
   from: 'users',
@@ -24,9 +32,10 @@ export const USER_LIST = listSpec({
   filters: { status_id: 'int', role_id: 'int' },
   search: ['email', 'display_name'],
   deletedColumn: 'is_deleted',
+  alsoReads: ['group_memberships', 'groups'],
 });
 
-const USERS = table('users', { columns: RESOURCE_COLUMNS, list: USER_LIST });
+const USERS = table('users', { columns: RESOURCE_COLUMNS, version: VERSION, list: USER_LIST });
 
 /**
  * The user as the API shows it, read in the caller's transaction: what a write made outside the
@@ -60,8 +69,21 @@ export class UsersRepository extends ResourceTable<UserRow, UserColumn> {
     uow: UnitOfWork,
     projections: Projections,
     private readonly authContexts: AuthContextService,
+    groupAccess: GroupAccess,
   ) {
     super({ table: USERS, type: 'user', notFound: 'USER_NOT_FOUND' }, uow, projections);
+    // A change of groups changes the effective role each reached user's detail shows.
+    groupAccess.onUsersChanged((ids) => this.refreshMany(ids));
+  }
+
+  /** Rebuilds the detail entries of these users (after a change of their groups). */
+  async refreshMany(ids: readonly number[]): Promise<void> {
+    if (ids.length === 0) return;
+    const rows = await this.uow.reader.query<UserRow[]>(
+      `SELECT ${USERS.selected} FROM users WHERE id = ANY($1::bigint[])`,
+      [[...ids]],
+    );
+    await Promise.all(rows.map((row) => this.refresh(row)));
   }
 
   /** After commit: the detail entry and the auth context's user entry (role, status, deletion). */

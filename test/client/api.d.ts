@@ -503,7 +503,7 @@ export interface paths {
         };
         /**
          * List permission grants
-         * @description Filters `user_id`, `permission_id`, `is_active`; sort `id`, `granted_at` (default `id:asc`).
+         * @description Filters `user_id`, `group_id`, `permission_id`, `is_active`; sort `id`, `granted_at` (default `id:asc`).
          *
          *     Requires the permission `permission_grants.read`.
          */
@@ -666,6 +666,160 @@ export interface paths {
          *     Requires the permission `authority_permissions.revoke` (checked per device by the service).
          */
         post: operations["AuthorityPermissions_bulkRevoke"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List groups
+         * @description Filters `role_id`, `external_id`; `q` over name, description; sort `id`, `name`, `created_at`, `updated_at` (default `name:asc`).
+         *
+         *     Requires the permission `groups.read`.
+         */
+        get: operations["Groups_list"];
+        put?: never;
+        /**
+         * Create a group
+         * @description A `role_id` is conferred on every future member: only an actor who outranks it may give it.
+         *
+         *     Requires the permission `groups.create`.
+         */
+        post: operations["Groups_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/groups/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a group (cached)
+         * @description Requires the permission `groups.read`.
+         */
+        get: operations["Groups_get"];
+        put?: never;
+        post?: never;
+        /**
+         * Soft-delete a group (204 if already deleted)
+         * @description From that instant no member holds anything through it and it stops nesting; restore brings all back.
+         *
+         *     Requires the permission `groups.delete`.
+         */
+        delete: operations["Groups_remove"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a group’s name, description, role or external id
+         * @description A new role is handed to every user the group reaches: the self, rank and delegation rules of part 5 apply to each.
+         *
+         *     Requires the permission `groups.update`.
+         */
+        patch: operations["Groups_update"];
+        trace?: never;
+    };
+    "/v1/admin/groups/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a deleted group (204 if it is not deleted)
+         * @description Its memberships and rights return, judged as handing them again to every user it reaches.
+         *
+         *     Requires the permission `groups.restore`.
+         */
+        post: operations["Groups_restore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/groups/{id}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The group’s direct memberships, or (`transitive=true`) every user it reaches
+         * @description Direct: the membership rows (filters `member_type`, `is_active`; sort `id`, `added_at`). Transitive: one row per user who belongs directly or through nested groups, `{user_id, via, expires_at}`, by `user_id`.
+         *
+         *     Requires the permission `groups.read`.
+         */
+        get: operations["Groups_memberList"];
+        put?: never;
+        /**
+         * Add users and groups to the group (1–1000 items)
+         * @description Each item is judged alone (`added`, `already_member`, `failed`): adding hands the group’s role and rights to every user the member reaches (self, rank and delegation rules of part 5); a group that would contain itself or nest more than 5 levels fails with `GROUP_NESTING_INVALID`.
+         *
+         *     Requires the permission `groups.manage_members`.
+         */
+        post: operations["Groups_addMembers"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/groups/{id}/members/remove": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove users and groups from the group (1–1000 items)
+         * @description Per item `removed`, `not_member` or `failed`. Removing is not limited by the rules of part 5.
+         *
+         *     Requires the permission `groups.manage_members`.
+         */
+        post: operations["Groups_removeMembers"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/users/{id}/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The groups a user belongs to, directly and through nesting
+         * @description One row per group, `{group_id, via, expires_at}`: `via` runs from the user’s own group to it.
+         *
+         *     Requires the permission `groups.read`.
+         */
+        get: operations["UserGroups_list"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1703,7 +1857,7 @@ export interface components {
         };
         ErrorDto: {
             /** @enum {string} */
-            code: "VALIDATION_FAILED" | "MALFORMED_JSON" | "AUTH_TOKEN_MISSING" | "AUTH_TOKEN_INVALID" | "AUTH_TOKEN_EXPIRED" | "AUTH_SESSION_INVALID" | "ROLE_FORBIDDEN" | "PERMISSION_DENIED" | "ROLE_ESCALATION_FORBIDDEN" | "DELEGATION_FORBIDDEN" | "ROUTE_NOT_FOUND" | "USER_NOT_FOUND" | "DEVICE_NOT_FOUND" | "AUTHORITY_NOT_FOUND" | "PERMISSION_NOT_FOUND" | "PERMISSION_GRANT_NOT_FOUND" | "AUTHORITY_PERMISSION_NOT_FOUND" | "MESSAGE_NOT_FOUND" | "READ_STATE_NOT_FOUND" | "MOBILE_DEVICE_NOT_FOUND" | "JOB_NOT_FOUND" | "ROLE_NOT_FOUND" | "STATUS_NOT_FOUND" | "AUDIT_EVENT_NOT_FOUND" | "SESSION_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "ACCESS_REQUEST_NOT_FOUND" | "ACCESS_REVIEW_NOT_FOUND" | "ACCESS_REVIEW_ITEM_NOT_FOUND" | "AUTHORITY_ALREADY_EXISTS" | "USER_EMAIL_TAKEN" | "DEVICE_SERIAL_TAKEN" | "MOBILE_DEVICE_TOKEN_TAKEN" | "PERMISSION_ALREADY_GRANTED" | "AUTHORITY_PERMISSION_EXISTS" | "INVALID_STATE_TRANSITION" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "EVENT_CURSOR_EXPIRED" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "URI_TOO_LONG" | "UNSUPPORTED_MEDIA_TYPE" | "OWNER_AUTHORITY_PROTECTED" | "TRANSFER_TARGET_INVALID" | "SELF_ACTION_FORBIDDEN" | "PERMISSION_NOT_DEVICE_SCOPED" | "SNOOZE_UNTIL_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "WEBHOOK_URL_FORBIDDEN" | "HISTORY_NOT_AVAILABLE" | "ACCESS_REQUEST_INVALID" | "ACCESS_REVIEW_ITEM_NOT_REVOCABLE" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_FAILED" | "MALFORMED_JSON" | "AUTH_TOKEN_MISSING" | "AUTH_TOKEN_INVALID" | "AUTH_TOKEN_EXPIRED" | "AUTH_SESSION_INVALID" | "ROLE_FORBIDDEN" | "PERMISSION_DENIED" | "ROLE_ESCALATION_FORBIDDEN" | "DELEGATION_FORBIDDEN" | "ROUTE_NOT_FOUND" | "USER_NOT_FOUND" | "DEVICE_NOT_FOUND" | "AUTHORITY_NOT_FOUND" | "PERMISSION_NOT_FOUND" | "PERMISSION_GRANT_NOT_FOUND" | "AUTHORITY_PERMISSION_NOT_FOUND" | "MESSAGE_NOT_FOUND" | "READ_STATE_NOT_FOUND" | "MOBILE_DEVICE_NOT_FOUND" | "JOB_NOT_FOUND" | "ROLE_NOT_FOUND" | "STATUS_NOT_FOUND" | "AUDIT_EVENT_NOT_FOUND" | "SESSION_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "ACCESS_REQUEST_NOT_FOUND" | "ACCESS_REVIEW_NOT_FOUND" | "ACCESS_REVIEW_ITEM_NOT_FOUND" | "GROUP_NOT_FOUND" | "AUTHORITY_ALREADY_EXISTS" | "USER_EMAIL_TAKEN" | "DEVICE_SERIAL_TAKEN" | "MOBILE_DEVICE_TOKEN_TAKEN" | "GROUP_NAME_TAKEN" | "USER_NAME_TAKEN" | "EXTERNAL_ID_TAKEN" | "PERMISSION_ALREADY_GRANTED" | "AUTHORITY_PERMISSION_EXISTS" | "INVALID_STATE_TRANSITION" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "EVENT_CURSOR_EXPIRED" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "URI_TOO_LONG" | "UNSUPPORTED_MEDIA_TYPE" | "OWNER_AUTHORITY_PROTECTED" | "TRANSFER_TARGET_INVALID" | "SELF_ACTION_FORBIDDEN" | "PERMISSION_NOT_DEVICE_SCOPED" | "SNOOZE_UNTIL_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "WEBHOOK_URL_FORBIDDEN" | "HISTORY_NOT_AVAILABLE" | "ACCESS_REQUEST_INVALID" | "ACCESS_REVIEW_ITEM_NOT_REVOCABLE" | "GROUP_NESTING_INVALID" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
             message: string;
             /** @description Always an object; validation errors list `fields` */
             details: {
@@ -1806,6 +1960,11 @@ export interface components {
              * @example 3
              */
             role_id: number;
+            /**
+             * @description The highest ranked of `role_id` and the roles of the groups the user belongs to (part 6.18)
+             * @example 3
+             */
+            effective_role_id: number;
             /**
              * @description 1 pending, 2 active, 3 suspended
              * @example 2
@@ -2044,7 +2203,10 @@ export interface components {
         };
         PermissionGrantDto: {
             id: number;
-            user_id: number;
+            /** @description The user holding it (null for a group’s grant) */
+            user_id: number | null;
+            /** @description The group holding it: every member holds it (v1.3) */
+            group_id: number | null;
             permission_id: number;
             /** @example inbox.delete */
             permission_code: string;
@@ -2062,7 +2224,10 @@ export interface components {
             is_active: boolean;
         };
         GrantPermissionDto: {
-            user_id: number;
+            /** @description Exactly one of `user_id` and `group_id` */
+            user_id?: number;
+            /** @description A group: every member it reaches holds the permission */
+            group_id?: number;
             permission_id: number;
             reason?: string;
             /**
@@ -2072,7 +2237,10 @@ export interface components {
             expires_at?: string;
         };
         RevokePermissionDto: {
-            user_id: number;
+            /** @description Exactly one of `user_id` and `group_id` */
+            user_id?: number;
+            /** @description A group: every member it reaches holds the permission */
+            group_id?: number;
             permission_id: number;
             reason?: string;
         };
@@ -2145,13 +2313,119 @@ export interface components {
              */
             dry_run?: boolean;
         };
+        GroupDto: {
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            created_by: number | null;
+            updated_by: number | null;
+            is_deleted: boolean;
+            /** Format: date-time */
+            deleted_at: string | null;
+            deleted_by: number | null;
+            /** @example 7 */
+            id: number;
+            /** @example Night operators, building B */
+            name: string;
+            description: string | null;
+            /** @description The role the group confers on its members */
+            role_id: number | null;
+            /** @description The identity provider’s id */
+            external_id: string | null;
+            /** @description Direct members (users and groups) whose membership is live */
+            member_count: number;
+        };
+        CreateGroupDto: {
+            /** @description Unique among live and deleted groups, case-insensitive */
+            name: string;
+            description?: string;
+            /** @description Conferred on every member; the rank rule of part 5 applies */
+            role_id?: number;
+            external_id?: string;
+        };
+        UpdateGroupDto: {
+            name?: string;
+            /** @description null removes it */
+            description?: string | null;
+            /** @description null: the group confers no role */
+            role_id?: number | null;
+            external_id?: string | null;
+        };
+        MembershipDto: {
+            id: number;
+            group_id: number;
+            user_id: number | null;
+            member_group_id: number | null;
+            /** Format: date-time */
+            expires_at: string | null;
+            added_by: number | null;
+            /** Format: date-time */
+            added_at: string;
+            removed_by: number | null;
+            /** Format: date-time */
+            removed_at: string | null;
+            remove_reason: string | null;
+            /** @description Not removed and not expired (judged at read time) */
+            is_active: boolean;
+        };
+        MemberResultDto: {
+            index: number;
+            user_id: number | null;
+            group_id: number | null;
+            /** @enum {string} */
+            status: "added" | "already_member" | "removed" | "not_member" | "failed";
+            membership_id: number | null;
+            error: components["schemas"]["BulkErrorDto"] | (never | null);
+        };
+        MembersResponseDto: {
+            /** @description Items received */
+            accepted: number;
+            /** @description Items that did not fail */
+            processed: number;
+            /** @description Items that failed */
+            failed: number;
+            results: components["schemas"]["MemberResultDto"][];
+        };
+        MemberRefDto: {
+            user_id?: number;
+            /** @description A group nested in this one */
+            group_id?: number;
+        };
+        AddMembersDto: {
+            members: components["schemas"]["MemberRefDto"][];
+            /**
+             * Format: date-time
+             * @description In the future; the memberships end then
+             */
+            expires_at?: string;
+            reason?: string;
+        };
+        RemoveMembersDto: {
+            members: components["schemas"]["MemberRefDto"][];
+            reason?: string;
+        };
+        UserGroupDto: {
+            group_id: number;
+            /** @description Group ids from the user’s own group to this one */
+            via: number[];
+            /**
+             * Format: date-time
+             * @description The earliest expiry along `via`
+             */
+            expires_at: string | null;
+        };
         AccessPathDto: {
             /** @enum {string} */
-            decided_by: "role" | "permission_grant" | "device_owner" | "authority_permission";
+            decided_by: "role" | "permission_grant" | "group_permission_grant" | "device_owner" | "authority_permission" | "group_authority_permission";
             /** @description The authority, for `device_owner` and `authority_permission` */
             authority_id: number | null;
-            /** @description The grant, for `permission_grant` */
+            /** @description The grant, for `permission_grant` and `group_permission_grant` */
             grant_id: number | null;
+            /** @description The group holding the right (or conferring the role); null when the user holds it itself */
+            group_id: number | null;
+            /** @description The chain of group ids from the user’s own group to `group_id`; `[]` when the user holds it itself */
+            via: number[];
             /**
              * Format: date-time
              * @description When this way ends by itself (the grant’s or the authority’s expiry)
@@ -2164,9 +2438,11 @@ export interface components {
             device_id: number | null;
             allowed: boolean;
             /** @enum {string|null} */
-            decided_by: "role" | "permission_grant" | "device_owner" | "authority_permission" | null;
+            decided_by: "role" | "permission_grant" | "group_permission_grant" | "device_owner" | "authority_permission" | "group_authority_permission" | null;
             authority_id: number | null;
             grant_id: number | null;
+            /** @description The group holding the deciding right (or conferring the role); null when the user holds it itself */
+            group_id: number | null;
             /** @description With `explain=true`: every way it is allowed, in deciding order */
             paths?: components["schemas"]["AccessPathDto"][];
             /**
@@ -2177,11 +2453,15 @@ export interface components {
         };
         AllowedByDto: {
             /** @enum {string} */
-            decided_by: "role" | "permission_grant" | "device_owner" | "authority_permission";
+            decided_by: "role" | "permission_grant" | "group_permission_grant" | "device_owner" | "authority_permission" | "group_authority_permission";
             /** @description The authority, for `device_owner` and `authority_permission` */
             authority_id: number | null;
-            /** @description The grant, for `permission_grant` */
+            /** @description The grant, for `permission_grant` and `group_permission_grant` */
             grant_id: number | null;
+            /** @description The group holding the right (or conferring the role); null when the user holds it itself */
+            group_id: number | null;
+            /** @description The chain of group ids from the user’s own group to `group_id`; `[]` when the user holds it itself */
+            via: number[];
             /**
              * Format: date-time
              * @description When this way ends by itself (the grant’s or the authority’s expiry)
@@ -2895,7 +3175,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelopeDto"];
             };
         };
-        /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+        /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
         Error409: {
             headers: {
                 [name: string]: unknown;
@@ -2904,7 +3184,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelopeDto"];
             };
         };
-        /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+        /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
         Error422: {
             headers: {
                 [name: string]: unknown;
@@ -3111,7 +3391,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3120,7 +3400,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3199,7 +3479,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3285,7 +3565,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3303,7 +3583,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3386,7 +3666,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3395,7 +3675,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3495,7 +3775,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3590,7 +3870,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3599,7 +3879,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3696,7 +3976,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3705,7 +3985,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3725,7 +4005,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3807,7 +4087,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3816,7 +4096,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3908,7 +4188,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3990,7 +4270,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4011,7 +4291,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4161,7 +4441,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4237,7 +4517,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4317,7 +4597,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4413,7 +4693,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4434,7 +4714,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4514,7 +4794,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4668,7 +4948,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4677,7 +4957,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4688,7 +4968,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4764,7 +5044,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4850,7 +5130,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4868,7 +5148,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4948,7 +5228,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4968,7 +5248,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5057,7 +5337,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5152,7 +5432,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5161,7 +5441,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5258,7 +5538,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5267,7 +5547,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5287,7 +5567,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5372,7 +5652,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5381,7 +5661,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5401,7 +5681,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5572,6 +5852,7 @@ export interface operations {
                 /** @description `exact` always counts; `auto` estimates past 10 000 matches (`meta.total_exact: false`). */
                 count?: "exact" | "auto";
                 user_id?: number;
+                group_id?: number;
                 permission_id?: number;
                 is_active?: boolean;
             };
@@ -5686,7 +5967,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5764,7 +6045,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5773,7 +6054,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5784,7 +6065,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5865,7 +6146,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6020,7 +6301,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6029,7 +6310,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6040,7 +6321,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6113,7 +6394,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6199,7 +6480,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6407,6 +6688,910 @@ export interface operations {
             503: components["responses"]["Error503"];
         };
     };
+    Groups_list: {
+        parameters: {
+            query?: {
+                page?: number;
+                page_size?: number;
+                /** @description Comma-separated `field:asc` or `field:desc`; fields: id, name, created_at, updated_at. */
+                sort?: string;
+                /** @description Case-insensitive substring search. */
+                q?: string;
+                include_deleted?: boolean;
+                /** @description `exact` always counts; `auto` estimates past 10 000 matches (`meta.total_exact: false`). */
+                count?: "exact" | "auto";
+                role_id?: number;
+                external_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["GroupDto"][];
+                        meta: components["schemas"]["ListMetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    Groups_create: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateGroupDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["GroupDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    Groups_get: {
+        parameters: {
+            query?: {
+                /** @description Return the record even if it is deleted (part 3) */
+                include_deleted?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["GroupDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    Groups_remove: {
+        parameters: {
+            query?: {
+                /** @description true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write */
+                dry_run?: "true" | "false";
+            };
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["GroupDto"] | components["schemas"]["AccessPreviewDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description Already deleted: nothing changed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    Groups_update: {
+        parameters: {
+            query?: {
+                /** @description true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write */
+                dry_run?: "true" | "false";
+            };
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["UpdateGroupDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["GroupDto"] | components["schemas"]["AccessPreviewDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    Groups_restore: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["NoOptionsDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["GroupDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description Not deleted: nothing changed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            409: components["responses"]["Error409"];
+            /** @description `PRECONDITION_FAILED`: If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    Groups_memberList: {
+        parameters: {
+            query?: {
+                page?: number;
+                page_size?: number;
+                /** @description Totals here are always exact */
+                count?: "exact" | "auto";
+                /** @description `id`, `added_at` (`:asc` or `:desc`, comma-separated); with `transitive=true` only `user_id:asc` or `user_id:desc` */
+                sort?: string;
+                /** @description Direct memberships of users or of groups */
+                member_type?: "user" | "group";
+                /** @description Not removed and not expired */
+                is_active?: "true" | "false";
+                /** @description Every user reached, directly or through nested groups, one row per user with `via` */
+                transitive?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["MembershipDto"][];
+                        meta: components["schemas"]["ListMetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    Groups_addMembers: {
+        parameters: {
+            query?: {
+                /** @description true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write */
+                dry_run?: "true" | "false";
+            };
+            header?: {
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddMembersDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["MembersResponseDto"] | components["schemas"]["AccessPreviewDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    Groups_removeMembers: {
+        parameters: {
+            query?: {
+                /** @description true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write */
+                dry_run?: "true" | "false";
+            };
+            header?: {
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RemoveMembersDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["MembersResponseDto"] | components["schemas"]["AccessPreviewDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
+    UserGroups_list: {
+        parameters: {
+            query?: {
+                page?: number;
+                page_size?: number;
+                /** @description Totals here are always exact */
+                count?: "exact" | "auto";
+                sort?: "group_id:asc" | "group_id:desc";
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["UserGroupDto"][];
+                        meta: components["schemas"]["ListMetaDto"];
+                    };
+                };
+            };
+            /** @description `VALIDATION_FAILED`: A bad body, query or path value, or an unknown parameter or property; `MALFORMED_JSON`: The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            503: components["responses"]["Error503"];
+        };
+    };
     Authz_check: {
         parameters: {
             query: {
@@ -6466,7 +7651,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6475,7 +7660,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6560,7 +7745,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6569,7 +7754,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6652,7 +7837,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6661,7 +7846,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6744,7 +7929,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6753,7 +7938,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6904,7 +8089,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6913,7 +8098,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6924,7 +8109,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6997,7 +8182,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7082,7 +8267,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7091,7 +8276,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7111,7 +8296,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7193,7 +8378,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7202,7 +8387,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7222,7 +8407,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7304,7 +8489,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7313,7 +8498,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7547,7 +8732,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7624,7 +8809,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7708,7 +8893,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7790,7 +8975,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7799,7 +8984,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7884,7 +9069,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7893,7 +9078,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7987,7 +9172,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7996,7 +9181,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8161,7 +9346,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8241,7 +9426,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8324,7 +9509,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8413,7 +9598,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8602,7 +9787,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8697,7 +9882,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8923,7 +10108,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9005,7 +10190,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9100,7 +10285,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9195,7 +10380,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9290,7 +10475,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9311,7 +10496,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9461,7 +10646,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9470,7 +10655,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9546,7 +10731,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9628,7 +10813,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9637,7 +10822,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9731,7 +10916,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9740,7 +10925,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9825,7 +11010,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9905,7 +11090,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9914,7 +11099,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10065,7 +11250,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10297,7 +11482,7 @@ export interface operations {
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10370,7 +11555,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10446,7 +11631,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10535,7 +11720,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10555,7 +11740,7 @@ export interface operations {
             };
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
-            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review */
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10637,7 +11822,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10732,7 +11917,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10741,7 +11926,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10835,7 +12020,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10917,7 +12102,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body) */
+            /** @description `ROUTE_NOT_FOUND`: No such route; `USER_NOT_FOUND`: The user does not exist (also when referenced from a body); `DEVICE_NOT_FOUND`: The device does not exist (also when referenced from a body); `AUTHORITY_NOT_FOUND`: The authority does not exist (also when referenced from a body); `PERMISSION_NOT_FOUND`: The permission does not exist (also when referenced from a body); `PERMISSION_GRANT_NOT_FOUND`: The permission grant does not exist (also when referenced from a body); `AUTHORITY_PERMISSION_NOT_FOUND`: The authority permission does not exist (also when referenced from a body); `MESSAGE_NOT_FOUND`: The message does not exist (also when referenced from a body); `READ_STATE_NOT_FOUND`: The read state does not exist (also when referenced from a body); `MOBILE_DEVICE_NOT_FOUND`: The mobile device does not exist (also when referenced from a body); `JOB_NOT_FOUND`: The job does not exist (also when referenced from a body); `ROLE_NOT_FOUND`: The role does not exist (also when referenced from a body); `STATUS_NOT_FOUND`: The status does not exist (also when referenced from a body); `AUDIT_EVENT_NOT_FOUND`: The audit event does not exist (also when referenced from a body); `SESSION_NOT_FOUND`: The session does not exist (also when referenced from a body); `WEBHOOK_ENDPOINT_NOT_FOUND`: The webhook endpoint does not exist (also when referenced from a body); `WEBHOOK_DELIVERY_NOT_FOUND`: The webhook delivery does not exist (also when referenced from a body); `ACCESS_REQUEST_NOT_FOUND`: The access request does not exist (also when referenced from a body); `ACCESS_REVIEW_NOT_FOUND`: The access review does not exist (also when referenced from a body); `ACCESS_REVIEW_ITEM_NOT_FOUND`: The access review item does not exist (also when referenced from a body); `GROUP_NOT_FOUND`: The group does not exist (also when referenced from a body) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10926,7 +12111,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
+            /** @description `AUTHORITY_ALREADY_EXISTS`: The user already has an authority on the device (deleted or not); `USER_EMAIL_TAKEN`: The email belongs to another user; `DEVICE_SERIAL_TAKEN`: The serial number belongs to another device; `MOBILE_DEVICE_TOKEN_TAKEN`: The push token is already registered; `GROUP_NAME_TAKEN`: The name belongs to another group (live or deleted), compared case-insensitively; `USER_NAME_TAKEN`: The user name belongs to another user, compared case-insensitively; `EXTERNAL_ID_TAKEN`: The external id belongs to another user or group; `PERMISSION_ALREADY_GRANTED`: An active grant of the pair exists; `AUTHORITY_PERMISSION_EXISTS`: The authority already holds the permission; `INVALID_STATE_TRANSITION`: The action is not allowed from the current state; `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this key is still running */
             409: {
                 headers: {
                     [name: string]: unknown;

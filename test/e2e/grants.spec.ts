@@ -443,6 +443,7 @@ describe('permission grants, authority permissions, bulk and /authz/check (parts
         decided_by: 'role',
         authority_id: null,
         grant_id: null,
+        group_id: null,
       });
     });
   });

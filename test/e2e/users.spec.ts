@@ -46,6 +46,7 @@ describe('users (part 6.1)', () => {
         'display_name',
         'phone',
         'role_id',
+        'effective_role_id',
         'status_id',
         'pin_set',
         'pin_reset_at',

@@ -5,7 +5,14 @@ import { isIsoTimestamp } from '../../platform/http/list/list-query.parser.js';
 import { ListMetaDto } from '../../platform/http/openapi/envelope.dto.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../platform/http/list/list-spec.js';
 
-const DECIDED_BY = ['role', 'permission_grant', 'device_owner', 'authority_permission'];
+export const DECIDED_BY = [
+  'role',
+  'permission_grant',
+  'group_permission_grant',
+  'device_owner',
+  'authority_permission',
+  'group_authority_permission',
+];
 
 /** One way a permission is allowed. */
 export class AccessPathDto {
@@ -16,8 +23,23 @@ export class AccessPathDto {
     description: 'The authority, for `device_owner` and `authority_permission`',
   })
   authority_id!: number | null;
-  @ApiProperty({ type: Number, nullable: true, description: 'The grant, for `permission_grant`' })
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'The grant, for `permission_grant` and `group_permission_grant`',
+  })
   grant_id!: number | null;
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'The group holding the right (or conferring the role); null when the user holds it itself',
+  })
+  group_id!: number | null;
+  @ApiProperty({
+    type: [Number],
+    description: 'The chain of group ids from the user’s own group to `group_id`; `[]` when the user holds it itself',
+  })
+  via!: readonly number[];
   @ApiProperty({
     type: String,
     format: 'date-time',

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
 import { MaxLength } from '../../platform/http/text-length.js';
 import { DENIAL_REASONS, type DenialReason } from '../../access-model/access-rules.js';
-import { AccessPathDto, IsMoment } from './access.dto.js';
+import { AccessPathDto, DECIDED_BY, IsMoment } from './access.dto.js';
 
 const ID = /^[1-9]\d{0,15}$/;
 
@@ -51,11 +51,17 @@ export class AuthzDecisionDto {
   @ApiProperty({
     type: String,
     nullable: true,
-    enum: ['role', 'permission_grant', 'device_owner', 'authority_permission'],
+    enum: DECIDED_BY,
   })
   decided_by!: string | null;
   @ApiProperty({ type: Number, nullable: true }) authority_id!: number | null;
   @ApiProperty({ type: Number, nullable: true }) grant_id!: number | null;
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'The group holding the deciding right (or conferring the role); null when the user holds it itself',
+  })
+  group_id!: number | null;
   @ApiPropertyOptional({
     type: [AccessPathDto],
     description: 'With `explain=true`: every way it is allowed, in deciding order',

@@ -2,11 +2,15 @@ import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
 import { IsDateString, IsOptional, IsString } from 'class-validator';
 import { MaxLength } from '../../platform/http/text-length.js';
 import { IsCatalogueId, IsId } from '../../platform/http/id.validators.js';
+import { OneOf } from '../../platform/http/one-of.validator.js';
 
-/** A user-level grant of one permission (part 6.5); append-only except its revocation stamp. */
+/** A grant of one permission to a user or a group (part 6.5); append-only except its revocation stamp. */
 export class PermissionGrantDto {
   @ApiProperty() id!: number;
-  @ApiProperty() user_id!: number;
+  @ApiProperty({ type: Number, nullable: true, description: 'The user holding it (null for a group’s grant)' })
+  user_id!: number | null;
+  @ApiProperty({ type: Number, nullable: true, description: 'The group holding it: every member holds it (v1.3)' })
+  group_id!: number | null;
   @ApiProperty() permission_id!: number;
   @ApiProperty({ example: 'inbox.delete' }) permission_code!: string;
   @ApiProperty({ type: String, nullable: true }) reason!: string | null;
@@ -20,7 +24,16 @@ export class PermissionGrantDto {
 }
 
 export class GrantPermissionDto {
-  @ApiProperty({ minimum: 1 }) @IsId() user_id!: number;
+  @ApiPropertyOptional({ minimum: 1, description: 'Exactly one of `user_id` and `group_id`' })
+  @OneOf('group_id')
+  @IsId()
+  user_id?: number;
+
+  @ApiPropertyOptional({ minimum: 1, description: 'A group: every member it reaches holds the permission' })
+  @OneOf('user_id')
+  @IsId()
+  group_id?: number;
+
   @ApiProperty({ minimum: 1 }) @IsCatalogueId() permission_id!: number;
 
   @ApiPropertyOptional({ maxLength: 500 })
@@ -42,6 +55,7 @@ export class GrantPermissionDto {
 /** The same pair and reason as a grant; no expiry. */
 export class RevokePermissionDto extends PickType(GrantPermissionDto, [
   'user_id',
+  'group_id',
   'permission_id',
   'reason',
 ] as const) {}

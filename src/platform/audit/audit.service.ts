@@ -16,6 +16,8 @@ export interface AuditDetails {
 export interface AuditRecord extends AuditDetails {
   readonly action: AuditAction;
   readonly resource_id: number | string | null;
+  /** The feed's `data` when it is not the resource the write noted (a membership, for `group.member_add`). */
+  readonly data?: object;
 }
 
 /**
@@ -37,9 +39,10 @@ export class AuditService {
       (text, params) => tx.write([AUDIT_EVENTS, EVENTS], text, params),
       // The transaction's actor, as its rows' `*_by` stamps name it.
       { actor_id: tx.actor, request_id: context?.request_id ?? null },
-      toAuditEvents(events).map((event) => {
+      toAuditEvents(events).map((event, index) => {
         const resource =
-          event.resource_id === null ? undefined : tx.resourceAfter(event.resource_type, event.resource_id);
+          events[index]?.data ??
+          (event.resource_id === null ? undefined : tx.resourceAfter(event.resource_type, event.resource_id));
         return resource === undefined ? event : { ...event, resource };
       }),
     );

@@ -1,5 +1,11 @@
-/** Which layer of part 5 allowed a permission. */
-export type DecidedBy = 'role' | 'permission_grant' | 'device_owner' | 'authority_permission';
+/** Which layer of part 5 allowed a permission (the `group_` ways: through a group the user belongs to). */
+export type DecidedBy =
+  | 'role'
+  | 'permission_grant'
+  | 'group_permission_grant'
+  | 'device_owner'
+  | 'authority_permission'
+  | 'group_authority_permission';
 
 /** The answer of the evaluator; `/authz/check` returns it as is. */
 export interface Decision {
@@ -7,6 +13,14 @@ export interface Decision {
   readonly decided_by: DecidedBy | null;
   readonly authority_id: number | null;
   readonly grant_id: number | null;
+  /** The group holding the deciding right (or conferring the deciding role); null when the user holds it itself. */
+  readonly group_id: number | null;
 }
 
-export const DENIED: Decision = { allowed: false, decided_by: null, authority_id: null, grant_id: null };
+export const DENIED: Decision = {
+  allowed: false,
+  decided_by: null,
+  authority_id: null,
+  grant_id: null,
+  group_id: null,
+};

@@ -55,6 +55,13 @@ export const PERMISSIONS = [
   { id: 50, code: 'access_reviews.read' },
   { id: 51, code: 'access_reviews.manage' },
   { id: 52, code: 'access_reviews.decide' },
+  { id: 53, code: 'groups.read' },
+  { id: 54, code: 'groups.create' },
+  { id: 55, code: 'groups.update' },
+  { id: 56, code: 'groups.delete' },
+  { id: 57, code: 'groups.restore' },
+  { id: 58, code: 'groups.manage_members' },
+  { id: 59, code: 'scim.provision' },
 ] as const;
 
 export type PermissionCode = (typeof PERMISSIONS)[number]['code'];

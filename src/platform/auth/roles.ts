@@ -16,7 +16,13 @@ const ROLE_PERMISSIONS: Readonly<Record<RoleCode, readonly PermissionCode[]>> = 
   super_admin: PERMISSION_CODES,
   admin: PERMISSION_CODES.filter(
     (code) =>
-      !['permission_grants.grant', 'permission_grants.revoke', 'webhooks.manage', 'cache.rebuild'].includes(code),
+      ![
+        'permission_grants.grant',
+        'permission_grants.revoke',
+        'webhooks.manage',
+        'cache.rebuild',
+        'scim.provision',
+      ].includes(code),
   ),
   // Everything on devices comes from the operator's authorities (layer 3c), never from the role.
   operator: [

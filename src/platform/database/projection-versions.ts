@@ -2,10 +2,11 @@ import type { EntityManager } from 'typeorm';
 
 /**
  * Versions of cached projections that span many rows: a user's permission grants, a device's
- * authority set, a user's read-state counts. Every write that changes one bumps its version
+ * authority set, a user's read-state counts, what a user holds through its groups (`user_groups`:
+ * its effective role on its detail, and its auth context). Every write that changes one bumps its version
  * inside the write's transaction, so a rebuilt entry always outranks one loaded before the write.
  */
-export type ProjectionScope = 'user' | 'device' | 'read_counts';
+export type ProjectionScope = 'user' | 'user_groups' | 'group' | 'device' | 'read_counts';
 
 export async function bumpProjectionVersion(db: EntityManager, scope: ProjectionScope, id: number): Promise<void> {
   await db.query(

@@ -77,6 +77,7 @@ export const ERRORS = {
   ACCESS_REQUEST_NOT_FOUND: notFound('Access request', 'access_request_id'),
   ACCESS_REVIEW_NOT_FOUND: notFound('Access review', 'access_review_id'),
   ACCESS_REVIEW_ITEM_NOT_FOUND: notFound('Access review item', 'item_id'),
+  GROUP_NOT_FOUND: notFound('Group', 'group_id'),
   AUTHORITY_ALREADY_EXISTS: {
     status: 409,
     meaning: 'The user already has an authority on the device (deleted or not)',
@@ -93,6 +94,21 @@ export const ERRORS = {
     example: { serial_number: 'SN-1' },
   },
   MOBILE_DEVICE_TOKEN_TAKEN: { status: 409, meaning: 'The push token is already registered' },
+  GROUP_NAME_TAKEN: {
+    status: 409,
+    meaning: 'The name belongs to another group (live or deleted), compared case-insensitively',
+    example: { name: 'Auditors' },
+  },
+  USER_NAME_TAKEN: {
+    status: 409,
+    meaning: 'The user name belongs to another user, compared case-insensitively',
+    example: { user_name: 'ana' },
+  },
+  EXTERNAL_ID_TAKEN: {
+    status: 409,
+    meaning: 'The external id belongs to another user or group',
+    example: { external_id: '00u1abcd', resource_type: 'group' },
+  },
   PERMISSION_ALREADY_GRANTED: {
     status: 409,
     meaning: 'An active grant of the pair exists',
@@ -174,6 +190,11 @@ export const ERRORS = {
     status: 422,
     meaning: 'An owner’s or a role’s access cannot be decided `revoke` in an access review',
     example: { item_id: 12, decided_by: 'device_owner' },
+  },
+  GROUP_NESTING_INVALID: {
+    status: 422,
+    meaning: 'The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`)',
+    example: { reason: 'cycle', group_id: 4, member_group_id: 9 },
   },
   RATE_LIMITED: { status: 429, meaning: 'Too many requests; see Retry-After' },
   HEADERS_TOO_LARGE: {

@@ -8,6 +8,11 @@ export class UserDto extends SoftDeletableDto {
   @ApiProperty({ example: 'Ana Silva', minLength: 1, maxLength: 100 }) display_name!: string;
   @ApiProperty({ type: String, nullable: true, example: '+351912345678', description: 'E.164' }) phone!: string | null;
   @ApiProperty({ example: 3, description: '1 super_admin, 2 admin, 3 operator, 4 viewer, 5 member' }) role_id!: number;
+  @ApiProperty({
+    example: 3,
+    description: 'The highest ranked of `role_id` and the roles of the groups the user belongs to (part 6.18)',
+  })
+  effective_role_id!: number;
   @ApiProperty({ example: 2, description: '1 pending, 2 active, 3 suspended' }) status_id!: number;
   @ApiProperty({ description: 'Whether a PIN hash is stored (the PIN itself is never returned)' }) pin_set!: boolean;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) pin_reset_at!: string | null;

@@ -77,6 +77,8 @@ export interface ListDeclaration {
   readonly search?: readonly string[];
   readonly deletedColumn?: string;
   readonly appendOnly?: boolean;
+  /** Tables read by sub-selects of `select` (a count of members): a write to them makes the pages unusable too. */
+  readonly alsoReads?: readonly string[];
   /** See `ListSpec.exactCount`. */
   readonly exactCount?: boolean;
   /** See `ListSpec.changesAt`. */
@@ -103,9 +105,9 @@ export function listedTables(): string[] {
 
 /** The full `ListSpec` of a declaration. */
 export function listSpec(declaration: ListDeclaration): ListSpec {
-  const { alias, sort, filters = {}, defaultSort = 'id:asc', search = [], ...rest } = declaration;
+  const { alias, sort, filters = {}, defaultSort = 'id:asc', search = [], alsoReads = [], ...rest } = declaration;
   const column = (name: string): string => (alias === undefined ? name : `${alias}.${name}`);
-  const tables = tablesOf(declaration.from);
+  const tables = [...new Set([...tablesOf(declaration.from), ...alsoReads])];
   for (const table of tables) LISTED_TABLES.add(table);
   return {
     ...rest,

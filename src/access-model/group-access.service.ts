@@ -1,0 +1,154 @@
+import { Injectable } from '@nestjs/common';
+import type { Subject } from '../platform/auth/auth-context.js';
+import type { Tx } from '../platform/database/unit-of-work.js';
+import { ApiError } from '../platform/http/api-error.js';
+import { ROLE, roleById } from '../platform/auth/roles.js';
+import { AccessSnapshotRepository } from './access-snapshot.repository.js';
+import { AuthContextService } from './auth-context.service.js';
+import { AuthorizationService } from './authorization.service.js';
+import { GroupFactsRepository } from './group-facts.repository.js';
+import { assertMayWriteUser, outranks } from './user-rules.js';
+
+/** What a change hands to the users a group reaches (part 5, groups). */
+export interface Conferral {
+  /** The users who receive it: the group's members (or the new members). */
+  readonly reached: readonly number[];
+  /** Roles conferred (the group's and its ancestors', or a new role). */
+  readonly roles: readonly number[];
+  /** Permission codes conferred everywhere (the groups' grants, or a new grant). */
+  readonly permissions: readonly string[];
+}
+
+/** Users judged per statement: the rank rule reads each one's effective role. */
+const RANK_BATCH = 1000;
+
+function escalation(targetRoleId: number, message: string): ApiError {
+  return new ApiError('ROLE_ESCALATION_FORBIDDEN', message, { target_role_id: targetRoleId });
+}
+
+/**
+ * Groups in the rules of part 5 and in the cache. Putting a user into a group, nesting a group, or
+ * giving a group a role or a right hands each of those to every user it reaches: judged by the
+ * self rule, the rank rule and the delegation rule, in that order, before anything is written.
+ * After a commit that changed what a group confers, every user it reaches gets its auth context
+ * rebuilt (`user_groups` bumped in the write, so an entry loaded before can never overwrite it).
+ */
+@Injectable()
+export class GroupAccess {
+  private readonly listeners: ((users: readonly number[]) => Promise<void>)[] = [];
+
+  constructor(
+    private readonly facts: GroupFactsRepository,
+    private readonly snapshots: AccessSnapshotRepository,
+    private readonly authorization: AuthorizationService,
+    private readonly authContexts: AuthContextService,
+  ) {}
+
+  /** The users the groups reach now (read in the write, so it sees its own changes). */
+  reached(tx: Tx, groupIds: readonly number[]): Promise<number[]> {
+    return this.facts.reachedUsers(tx.db, groupIds);
+  }
+
+  /** What a group confers now: its role and its ancestors' roles, and their live grants' permissions. */
+  async conferredBy(tx: Tx, groupId: number): Promise<{ roles: number[]; permissions: string[] }> {
+    const chain = await this.facts.chainsAbove(tx.db, groupId);
+    const roles = chain.flatMap((group) => (group.role_id === null ? [] : [group.role_id]));
+    const permissions = await this.facts.grantedPermissions(
+      tx.db,
+      chain.map((group) => group.group_id),
+    );
+    return { roles, permissions };
+  }
+
+  /**
+   * The rules of part 5 for handing `conferral` to its users: 422 `SELF_ACTION_FORBIDDEN` when the
+   * actor is among them, 403 `ROLE_ESCALATION_FORBIDDEN` unless the actor outranks every user
+   * reached and every role conferred, 403 `DELEGATION_FORBIDDEN` for the first permission the actor
+   * does not hold itself.
+   */
+  async assertMayConfer(tx: Tx, actor: Subject, conferral: Conferral): Promise<void> {
+    const [problem] = await this.judge(tx, actor, conferral, [conferral.reached]);
+    if (problem !== undefined) throw problem;
+  }
+
+  /**
+   * `assertMayConfer` for many items at once (a change of members): what is conferred is the same
+   * for each, the users each item reaches differ. One read of every user's effective role; the
+   * first problem of each item, or undefined when it may go ahead.
+   */
+  async judge(
+    tx: Tx,
+    actor: Subject,
+    conferred: Omit<Conferral, 'reached'>,
+    items: readonly (readonly number[])[],
+  ): Promise<(ApiError | undefined)[]> {
+    const shared = await this.conferredProblem(actor, conferred);
+    const everyone = [...new Set(items.flat())].filter((id) => id !== actor.user_id);
+    const roles = new Map<number, number>();
+    for (let start = 0; start < everyone.length; start += RANK_BATCH)
+      for (const subject of await this.snapshots.subjects(tx.db, everyone.slice(start, start + RANK_BATCH)))
+        roles.set(subject.user_id, subject.role.id);
+    return items.map((reached) => {
+      if (reached.includes(actor.user_id))
+        return new ApiError(
+          'SELF_ACTION_FORBIDDEN',
+          'You cannot give rights to a group you are or would become a member of',
+          { action: 'group_conferral', user_id: actor.user_id },
+        );
+      for (const userId of reached) {
+        const roleId = roles.get(userId);
+        if (roleId === undefined) continue;
+        try {
+          assertMayWriteUser(actor, { id: userId, role_id: roleId });
+        } catch (error) {
+          if (error instanceof ApiError) return error;
+          throw error;
+        }
+      }
+      return shared;
+    });
+  }
+
+  /** The rank of the roles conferred, then delegation of the permissions: the same for every item. */
+  private async conferredProblem(actor: Subject, conferred: Omit<Conferral, 'reached'>): Promise<ApiError | undefined> {
+    try {
+      for (const roleId of conferred.roles) this.assertMayConferRole(actor, roleId);
+      for (const permission of conferred.permissions) await this.authorization.assertMayDelegate(actor, permission);
+      return undefined;
+    } catch (error) {
+      if (error instanceof ApiError) return error;
+      throw error;
+    }
+  }
+
+  /** A role is conferred only by an actor who outranks it (a super_admin may confer any). */
+  assertMayConferRole(actor: Subject, roleId: number): void {
+    if (roleById(roleId) === undefined)
+      throw new ApiError('ROLE_NOT_FOUND', `Role ${roleId} does not exist`, { role_id: roleId });
+    if (actor.role.id === ROLE.super_admin || outranks(actor.role.id, roleId)) return;
+    throw escalation(roleId, `Your role (${actor.role.code}) must outrank the role a group confers`);
+  }
+
+  /**
+   * In the write: the users whose groups changed get a new `user_groups` version (their detail's
+   * effective role and their auth context), or, for a change of a group's rights alone, a new
+   * `user` version (their auth context); after commit their contexts are rebuilt.
+   */
+  changed(tx: Tx, users: readonly number[], scope: 'user_groups' | 'user' = 'user_groups'): void {
+    if (users.length === 0) return;
+    tx.bumpProjections(scope, users);
+    tx.afterCommit(() => this.refresh(users));
+  }
+
+  /** Registers what else to rebuild for users whose groups changed (the users module: their details). */
+  onUsersChanged(listener: (users: readonly number[]) => Promise<void>): void {
+    this.listeners.push(listener);
+  }
+
+  private async refresh(users: readonly number[]): Promise<void> {
+    for (let start = 0; start < users.length; start += RANK_BATCH) {
+      const batch = users.slice(start, start + RANK_BATCH);
+      await Promise.all([this.authContexts.refreshUsers(batch), ...this.listeners.map((listener) => listener(batch))]);
+    }
+  }
+}
