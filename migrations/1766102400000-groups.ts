@@ -210,15 +210,27 @@ export class Groups1766102400000 implements MigrationInterface {
     await db.query('DROP TABLE group_membership_history');
     await db.query('DROP TABLE group_history');
     await db.query(commitStep(false));
-    await db.query('DROP FUNCTION group_memberships_access_versions()');
-    await db.query('DROP FUNCTION groups_access_versions()');
+    // Grants held by groups cannot outlive the column: the append-only rule stands aside for them.
+    await db.query('ALTER TABLE permission_grants DISABLE TRIGGER permission_grants_no_delete');
     await db.query('DELETE FROM permission_grants WHERE group_id IS NOT NULL');
+    await db.query('ALTER TABLE permission_grants ENABLE TRIGGER permission_grants_no_delete');
     await db.query('ALTER TABLE permission_grants DROP CONSTRAINT permission_grants_one_holder');
     await db.query('ALTER TABLE permission_grants DROP COLUMN group_id');
     await db.query('ALTER TABLE permission_grants ALTER COLUMN user_id SET NOT NULL');
+    await db.query(`CREATE OR REPLACE FUNCTION permission_grants_only_revoke() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF OLD.revoked_at IS NULL AND NEW.revoked_at IS NOT NULL
+           AND (NEW.id, NEW.user_id, NEW.permission_id, NEW.reason, NEW.expires_at, NEW.granted_by, NEW.granted_at)
+               IS NOT DISTINCT FROM (OLD.id, OLD.user_id, OLD.permission_id, OLD.reason, OLD.expires_at, OLD.granted_by, OLD.granted_at) THEN
+          RETURN NEW;
+        END IF;
+        RAISE EXCEPTION 'permission_grants is append-only: only a live grant may be revoked, once' USING ERRCODE = 'insufficient_privilege';
+      END $$`);
     await db.query('DROP TABLE group_memberships');
-    await db.query('DROP FUNCTION group_memberships_only_remove()');
     await db.query('DROP TABLE groups');
+    await db.query('DROP FUNCTION group_memberships_access_versions()');
+    await db.query('DROP FUNCTION groups_access_versions()');
+    await db.query('DROP FUNCTION group_memberships_only_remove()');
     await db.query('DELETE FROM permissions WHERE id BETWEEN 53 AND 59');
   }
 }

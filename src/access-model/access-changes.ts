@@ -16,6 +16,8 @@ export interface AccessEntry {
   readonly device_id: number | null;
   readonly permission_code: string;
   readonly decided_by: DecidedBy;
+  /** The group the way runs through, when it does (part 6.17 names it); absent otherwise. */
+  readonly group_id?: number;
 }
 
 /** One difference between two answers (part 6.17's `access_changes`, and the `access.*` events). */
@@ -50,6 +52,7 @@ export function accessEntries(
           device_id: null,
           permission_code: code,
           decided_by: decision.decided_by,
+          ...(decision.group_id === null ? {} : { group_id: decision.group_id }),
         });
     }
   for (const authority of authorities) {

@@ -88,12 +88,14 @@ export class AuthorityPermissionsController {
     returns: AuthorityPermissionDto,
     status: 201,
     errors: [400, 404, 409, 422],
+    preview: true,
   })
   create(
     @Actor() actor: AuthContext,
     @Body() dto: CreateAuthorityPermissionDto,
-  ): Promise<ResourceResponse<AuthorityPermissionDto>> {
-    return this.permissions.create(actor, dto);
+    @DryRun() dryRun: boolean,
+  ): Promise<ResourceResponse<AuthorityPermissionDto> | ResourceResponse<PreviewAnswer> | NoContent> {
+    return writeOrPreview(dryRun, () => this.permissions.create(actor, dto));
   }
 
   @Delete(':id')

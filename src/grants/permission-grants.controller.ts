@@ -57,13 +57,19 @@ export class PermissionGrantsController {
     permission: 'permission_grants.grant',
   })
   @Describe({
-    summary: 'Grant a user one permission (a new row)',
+    summary: 'Grant a user or a group one permission (a new row)',
+    description: 'A group’s grant is held by every user the group reaches: the rules of part 5 apply to each of them.',
     returns: PermissionGrantDto,
     status: 201,
     errors: [400, 404, 409, 422],
+    preview: true,
   })
-  grant(@Actor() actor: AuthContext, @Body() dto: GrantPermissionDto): Promise<ResourceResponse<PermissionGrantDto>> {
-    return this.grants.grant(actor, dto);
+  grant(
+    @Actor() actor: AuthContext,
+    @Body() dto: GrantPermissionDto,
+    @DryRun() dryRun: boolean,
+  ): Promise<ResourceResponse<PermissionGrantDto> | ResourceResponse<PreviewAnswer> | NoContent> {
+    return writeOrPreview(dryRun, () => this.grants.grant(actor, dto));
   }
 
   @Post('revoke')
@@ -71,7 +77,7 @@ export class PermissionGrantsController {
     permission: 'permission_grants.revoke',
   })
   @Describe({
-    summary: 'Revoke the active grant of a user and permission',
+    summary: 'Revoke the active grant of a user (or a group) and permission',
     returns: PermissionGrantDto,
     errors: [400, 404],
     preview: true,

@@ -147,9 +147,12 @@ export class GroupMembersService {
 
   /** 404s per item: an unknown (or deleted) user or group fails that item alone. */
   private async judgeReferences(tx: Tx, items: Item[], removing = false): Promise<void> {
-    const groups = await this.groups.liveIds(
+    // A deleted group or user may still be removed (else the nesting would return on its restore);
+    // neither can be added.
+    const groups = await this.groups.existingIds(
       tx.db,
       items.flatMap((item) => (item.group_id === null ? [] : [item.group_id])),
+      removing,
     );
     const users = await this.users.users(tx.db, userIds(items));
     for (const item of items) {
@@ -157,7 +160,6 @@ export class GroupMembersService {
         item.error = ApiError.notFound('GROUP_NOT_FOUND', item.group_id);
       if (item.user_id !== null) {
         const user = users.get(item.user_id);
-        // A deleted user may still be removed; it cannot be added.
         if (user === undefined || (user.is_deleted && !removing))
           item.error = ApiError.notFound('USER_NOT_FOUND', item.user_id);
       }

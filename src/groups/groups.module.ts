@@ -6,7 +6,7 @@ import { GroupMembershipsRepository } from './group-memberships.repository.js';
 import { GroupsController } from './groups.controller.js';
 import { GroupsRepository } from './groups.repository.js';
 import { GroupsService } from './groups.service.js';
-import { UserGroupsController } from './users/user-groups.controller.js';
+import { UserGroupsController } from './users/groups.controller.js';
 
 /** Groups and their memberships (part 6.18); what groups confer is judged by the access model. */
 @Module({

@@ -61,12 +61,12 @@ export class GroupsRepository extends ResourceTable<GroupRow, GroupColumn> {
     return row;
   }
 
-  /** Which of the ids name live groups. */
-  async liveIds(db: EntityManager, ids: readonly number[]): Promise<Set<number>> {
+  /** Which of the ids name live groups (or, with `deletedToo`, groups at all). */
+  async existingIds(db: EntityManager, ids: readonly number[], deletedToo = false): Promise<Set<number>> {
     if (ids.length === 0) return new Set();
     const rows = await db.query<{ id: string }[]>(
-      'SELECT id FROM groups WHERE id = ANY($1::bigint[]) AND NOT is_deleted',
-      [[...new Set(ids)]],
+      'SELECT id FROM groups WHERE id = ANY($1::bigint[]) AND ($2 OR NOT is_deleted)',
+      [[...new Set(ids)], deletedToo],
     );
     return new Set(rows.map((row) => Number(row.id)));
   }

@@ -546,8 +546,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Grant a user one permission (a new row)
-         * @description Requires the permission `permission_grants.grant`.
+         * Grant a user or a group one permission (a new row)
+         * @description A group’s grant is held by every user the group reaches: the rules of part 5 apply to each of them.
+         *
+         *     Requires the permission `permission_grants.grant`.
          */
         post: operations["PermissionGrants_grant"];
         delete?: never;
@@ -566,7 +568,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Revoke the active grant of a user and permission
+         * Revoke the active grant of a user (or a group) and permission
          * @description Requires the permission `permission_grants.revoke`.
          */
         post: operations["PermissionGrants_revoke"];
@@ -5990,7 +5992,10 @@ export interface operations {
     };
     PermissionGrants_grant: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write */
+                dry_run?: "true" | "false";
+            };
             header?: {
                 /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
                 "Idempotency-Key"?: string;
@@ -6013,7 +6018,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["PermissionGrantDto"];
+                        data: components["schemas"]["PermissionGrantDto"] | components["schemas"]["AccessPreviewDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -6246,7 +6251,10 @@ export interface operations {
     };
     AuthorityPermissions_create: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: write nothing and answer 200 `{dry_run, outcome, access_changes}` (part 6.17); errors as the write */
+                dry_run?: "true" | "false";
+            };
             header?: {
                 /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
                 "Idempotency-Key"?: string;
@@ -6269,7 +6277,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["AuthorityPermissionDto"];
+                        data: components["schemas"]["AuthorityPermissionDto"] | components["schemas"]["AccessPreviewDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };

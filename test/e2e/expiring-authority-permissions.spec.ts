@@ -106,11 +106,15 @@ describe('expiring authority permissions', () => {
       paths: [path],
     });
     const where = await caller(a, root).get(`/v1/admin/users/${holder.user.id}/access?permission=${READ}`);
-    expect(where.body.data).toEqual([{ device_id: device, allowed_by: [{ ...path, last_used_at: null }] }]);
+    expect(where.body.data).toEqual([
+      { device_id: device, allowed_by: [{ ...path, group_id: null, via: [], last_used_at: null }] },
+    ]);
     const who = await caller(a, root).get(
       `/v1/admin/devices/${device}/access?permission=${READ}&via=authority_permission`,
     );
-    expect(who.body.data).toEqual([{ user_id: holder.user.id, allowed_by: [{ ...path, last_used_at: null }] }]);
+    expect(who.body.data).toEqual([
+      { user_id: holder.user.id, allowed_by: [{ ...path, group_id: null, via: [], last_used_at: null }] },
+    ]);
     // Held unexpired: a manual grant of the same pair is refused, in bulk too.
     const again = await caller(a, root)
       .post('/v1/admin/authority-permissions', { authority_id: authority, permission_id: permissionId(READ) })
@@ -174,7 +178,7 @@ describe('expiring authority permissions', () => {
           .get(userAccess + at(before))
           .expect(200)
       ).body.data,
-    ).toEqual([{ device_id: device, allowed_by: [{ ...path, last_used_at: null }] }]);
+    ).toEqual([{ device_id: device, allowed_by: [{ ...path, group_id: null, via: [], last_used_at: null }] }]);
     expect(
       (
         await caller(b, root)
@@ -190,7 +194,7 @@ describe('expiring authority permissions', () => {
           .get(deviceAccess + at(before))
           .expect(200)
       ).body.data,
-    ).toEqual([{ user_id: holder.user.id, allowed_by: [{ ...path, last_used_at: null }] }]);
+    ).toEqual([{ user_id: holder.user.id, allowed_by: [{ ...path, group_id: null, via: [], last_used_at: null }] }]);
 
     // The timeline: each right lost at the instant, by expiry, with no actor or event.
     const timeline = await caller(a, root)
@@ -253,6 +257,8 @@ describe('expiring authority permissions', () => {
             authority_id: authority,
             grant_id: null,
             expires_at: expect.any(String) as unknown,
+            group_id: null,
+            via: [],
             last_used_at: null,
           },
         ],

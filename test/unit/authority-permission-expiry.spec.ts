@@ -72,8 +72,15 @@ describe('an authority permission with expires_at (part 6.15): judged at the mom
     expect(authorityPaths(authority({ expires_at: later }), 'authorities.revoke', 0)[0]?.expires_at).toBe(EXPIRY);
     expect(authorityPaths(authority({ expires_at: sooner }), 'authorities.revoke', 0)[0]?.expires_at).toBe(sooner);
     expect(authorityPaths(authority({ expires_at: later, owner: true }), 'authorities.revoke', 0)).toEqual([
-      { decided_by: 'device_owner', authority_id: 7, grant_id: null, expires_at: later },
-      { decided_by: 'authority_permission', authority_id: 7, grant_id: null, expires_at: EXPIRY },
+      { decided_by: 'device_owner', authority_id: 7, grant_id: null, group_id: null, via: [], expires_at: later },
+      {
+        decided_by: 'authority_permission',
+        authority_id: 7,
+        grant_id: null,
+        group_id: null,
+        via: [],
+        expires_at: EXPIRY,
+      },
     ]);
     expect(earlierExpiry(null, null)).toBeNull();
     expect(earlierExpiry(null, EXPIRY)).toBe(EXPIRY);

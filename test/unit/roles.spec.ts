@@ -5,9 +5,9 @@ import { assertTransition } from '../../src/users/user-lifecycle.js';
 describe('role → permission table (part 5)', () => {
   const permissionsOf = (id: number): string[] => [...(roleById(id)?.permissions ?? [])].sort();
 
-  it('has the 52 permissions of the contract with ids 1..52, the newest in the contract’s order', () => {
-    expect(PERMISSIONS.map((permission) => permission.id)).toEqual(Array.from({ length: 52 }, (_, index) => index + 1));
-    expect(new Set(PERMISSION_CODES).size).toBe(52);
+  it('has the 59 permissions of the contract with ids 1..59, the newest in the contract’s order', () => {
+    expect(PERMISSIONS.map((permission) => permission.id)).toEqual(Array.from({ length: 59 }, (_, index) => index + 1));
+    expect(new Set(PERMISSION_CODES).size).toBe(59);
     expect(PERMISSIONS.slice(40).map((permission) => permission.code)).toEqual([
       'users.revoke_sessions',
       'events.read',
@@ -21,16 +21,24 @@ describe('role → permission table (part 5)', () => {
       'access_reviews.read',
       'access_reviews.manage',
       'access_reviews.decide',
+      'groups.read',
+      'groups.create',
+      'groups.update',
+      'groups.delete',
+      'groups.restore',
+      'groups.manage_members',
+      'scim.provision',
     ]);
   });
 
-  it('gives super_admin everything and admin everything but permission grants, webhook management and cache rebuilds', () => {
+  it('gives super_admin everything and admin everything but permission grants, webhook management, cache rebuilds and SCIM', () => {
     expect(permissionsOf(ROLE.super_admin)).toEqual([...PERMISSION_CODES].sort());
     expect(PERMISSION_CODES.filter((code) => !roleById(ROLE.admin)?.permissions.has(code))).toEqual([
       'permission_grants.grant',
       'permission_grants.revoke',
       'webhooks.manage',
       'cache.rebuild',
+      'scim.provision',
     ]);
   });
 
@@ -45,6 +53,7 @@ describe('role → permission table (part 5)', () => {
         'jobs.read',
         'access_requests.read',
         'access_reviews.read',
+        'groups.read',
         'inbox.create',
         'inbox.send_push',
         'read_state.update',

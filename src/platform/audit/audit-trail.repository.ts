@@ -69,6 +69,8 @@ export interface NewAccessEvent {
   readonly permission_code: string;
   readonly decided_by: string;
   readonly change: 'gained' | 'lost';
+  /** The group the way runs through (v1.3), carried in `data` only when there is one. */
+  readonly group_id?: number;
 }
 
 /**
@@ -91,8 +93,9 @@ export async function appendAccessEvents(
      SELECT 'access.' || c.change, coalesce(c.occurred_at, now()), $1, $2, 'user', c.user_id::text,
             jsonb_build_object('user_id', c.user_id, 'device_id', c.device_id, 'permission_code', c.permission_code,
                                'decided_by', c.decided_by, 'cause', $3::text)
-     FROM unnest($4::text[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::timestamptz[])
-       WITH ORDINALITY AS c(change, user_id, device_id, permission_code, decided_by, occurred_at, ord)
+              || CASE WHEN c.group_id IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('group_id', c.group_id) END
+     FROM unnest($4::text[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::timestamptz[], $10::bigint[])
+       WITH ORDINALITY AS c(change, user_id, device_id, permission_code, decided_by, occurred_at, group_id, ord)
      ORDER BY c.ord`,
     [
       by.actor_id,
@@ -104,6 +107,7 @@ export async function appendAccessEvents(
       changes.map((change) => change.permission_code),
       changes.map((change) => change.decided_by),
       occurredAt ?? changes.map(() => null),
+      changes.map((change) => change.group_id ?? null),
     ],
   );
 }

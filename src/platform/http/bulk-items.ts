@@ -1,6 +1,6 @@
 import { applyDecorators, type Type as Class } from '@nestjs/common';
 import { Type } from 'class-transformer';
-import { getMetadataStorage, ValidateNested } from 'class-validator';
+import { getMetadataStorage, IsObject, ValidateNested } from 'class-validator';
 
 type Check = (value: unknown) => boolean;
 /** True when one item passes exactly the rules class-validator would apply. */
@@ -24,6 +24,8 @@ const ITEMS = new WeakMap<object, ItemsProperty>();
 export function EachItem(itemClass: Class): PropertyDecorator {
   return (target, property) => {
     applyDecorators(
+      // An item that is an array would be checked element by element (an empty one not at all).
+      IsObject({ each: true, message: `each item of ${String(property)} must be an object` }),
       ValidateNested({ each: true }),
       Type(() => itemClass),
     )(target, property);
@@ -57,8 +59,8 @@ export function splitBulkBody(
   return { head: { ...body, [spec.property]: items.slice(0, 1) }, property: spec.property, items };
 }
 
-/** Rules of the items property that judge the array, not each item: only these allow the fast path. */
-const ARRAY_RULES = new Set(['isArray', 'arrayMinSize', 'arrayMaxSize']);
+/** Rules of the items property that judge the array or each item's shape, which the fast path checks too. */
+const ARRAY_RULES = new Set(['isArray', 'arrayMinSize', 'arrayMaxSize', 'isObject']);
 
 /**
  * The most items the fast path takes: the property's `arrayMaxSize`; 0 (no fast path) when the
