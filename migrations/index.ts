@@ -27,6 +27,7 @@ import { AccessPathUses1765843200000 } from './1765843200000-access-path-uses.js
 import { AccessReviews1765929600000 } from './1765929600000-access-reviews.js';
 import { AuthorityPermissionHolders1766016000000 } from './1766016000000-authority-permission-holders.js';
 import { Groups1766102400000 } from './1766102400000-groups.js';
+import { GroupAuthorities1766188800000 } from './1766188800000-group-authorities.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -59,6 +60,7 @@ export const MIGRATIONS = [
   AccessReviews1765929600000,
   AuthorityPermissionHolders1766016000000,
   Groups1766102400000,
+  GroupAuthorities1766188800000,
 ];
 
 /**

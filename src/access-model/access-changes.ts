@@ -1,4 +1,4 @@
-import { authorityPaths, globalDecision } from './access-rules.js';
+import { devicePaths, globalDecision } from './access-rules.js';
 import type { Subject } from '../platform/auth/auth-context.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import type { DecidedBy } from '../platform/auth/decision.js';
@@ -55,18 +55,27 @@ export function accessEntries(
           ...(decision.group_id === null ? {} : { group_id: decision.group_id }),
         });
     }
+  // Each user's authorities on a device together (its own and its groups'), judged in deciding order.
+  const held = new Map<string, AuthorityFacts[]>();
   for (const authority of authorities) {
-    const subject = bySubject.get(authority.user_id);
+    if (authority.user_id === null) continue;
+    const key = `${authority.user_id}/${authority.device_id}`;
+    held.set(key, [...(held.get(key) ?? []), authority]);
+  }
+  for (const onDevice of held.values()) {
+    const [sample] = onDevice;
+    const subject = sample?.user_id == null ? undefined : bySubject.get(sample.user_id);
     // Layer 3c holds only for a subject allowed anything at all (globalDecision judges that too).
-    if (subject === undefined || !subject.role.admin_access || !subject.active) continue;
+    if (sample === undefined || subject === undefined || !subject.role.admin_access || !subject.active) continue;
     for (const code of deviceScoped) {
-      const [first] = authorityPaths(authority, code, at);
+      const [first] = devicePaths(onDevice, code, at);
       if (first !== undefined)
         entries.push({
-          user_id: authority.user_id,
-          device_id: authority.device_id,
+          user_id: subject.user_id,
+          device_id: sample.device_id,
           permission_code: code,
           decided_by: first.decided_by,
+          ...(first.group_id === null ? {} : { group_id: first.group_id }),
         });
     }
   }

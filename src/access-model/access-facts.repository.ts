@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { SETTINGS, type Settings } from '../platform/config/settings.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import type { GrantFacts, GroupFacts } from '../platform/auth/auth-context.js';
-import { groupGrantsJson, normalisedGroup, userGroupsJson } from './group-facts.repository.js';
+import { groupGrantsJson, normalisedGroup, userGroupChains, userGroupsJson } from './group-facts.repository.js';
 import { permissionCodeOf } from '../platform/auth/permissions.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 
@@ -50,16 +50,36 @@ export function groupGrant(row: GroupGrantRow): GrantFacts {
   };
 }
 
-// Trusted text producing `AuthorityFacts` for `authorities a`. Permissions already expired are left
-// out; the others carry their expiry, which the rules judge at decision time (a cached set is read
-// long after it was built, and no write marks the instant a permission expires).
-export const AUTHORITY_FACTS = `a.id, a.device_id, a.user_id, a.owner, a.is_active, a.revoked_at IS NOT NULL AS revoked, a.is_deleted AS deleted,
-  to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
+/**
+ * Trusted text producing `AuthorityFacts` for `authorities a`, as held by `user` (an expression;
+ * `a.user_id` for the row's own) with expiry `expiresAt`. Permissions already expired are left
+ * out; the others carry their expiry, which the rules judge at decision time (a cached set is read
+ * long after it was built, and no write marks the instant a permission expires).
+ */
+function authorityFacts(user = 'a.user_id', expiresAt = 'a.expires_at', via = 'NULL::bigint[]'): string {
+  return `a.id, a.device_id, ${user} AS user_id, a.group_id, a.owner, a.is_active, a.revoked_at IS NOT NULL AS revoked, a.is_deleted AS deleted,
+  to_char(${expiresAt} AT TIME ZONE 'UTC', ${ISO}) AS expires_at, ${via} AS via,
   ARRAY(SELECT json_build_object('code', p.code, 'expires_at', to_char(ap.expires_at AT TIME ZONE 'UTC', ${ISO}))
         FROM authority_permissions ap JOIN permissions p ON p.id = ap.permission_id
         WHERE ap.authority_id = a.id AND ap.revoked_at IS NULL AND (ap.expires_at IS NULL OR ap.expires_at > now())
         ORDER BY p.code) AS authority_permissions`;
+}
+
+export const AUTHORITY_FACTS = authorityFacts();
+
 const LIVE_AUTHORITY = 'NOT a.is_deleted AND a.revoked_at IS NULL AND a.is_active';
+
+/**
+ * Trusted text: the live authorities the user `user` holds (its own, then its groups' as it holds
+ * them: `via`, and the earlier of the authority's and the membership chain's expiry), each
+ * restricted by `filter` (a condition on `a`).
+ */
+function heldAuthorities(user: string, filter = ''): string {
+  return `SELECT ${authorityFacts()} FROM authorities a WHERE a.user_id = ${user} AND ${LIVE_AUTHORITY} ${filter}
+    UNION ALL
+    SELECT ${authorityFacts(user, 'least(a.expires_at, c.expires_at)', 'c.via')}
+    FROM (${userGroupChains(user)}) c JOIN authorities a ON a.group_id = c.group_id AND ${LIVE_AUTHORITY} ${filter}`;
+}
 
 /**
  * The reads behind authorization's projections (a user's role, status and grants; each device's
@@ -95,14 +115,14 @@ export class AccessFactsRepository {
                     ORDER BY g.id) AS grants,
               ${groupGrantsJson('u.id')} AS group_grants,
               ${userGroupsJson('u.id')} AS groups,
-              (SELECT CASE WHEN count(*) > $2 THEN NULL ELSE coalesce(json_agg(f ORDER BY f.device_id), '[]'::json) END
-                 FROM (SELECT ${AUTHORITY_FACTS} FROM authorities a
-                       WHERE a.user_id = u.id AND ${LIVE_AUTHORITY} LIMIT $2 + 1) f) AS authorities
+              (SELECT CASE WHEN count(*) > $2 THEN NULL ELSE coalesce(json_agg(f ORDER BY f.device_id, f.id), '[]'::json) END
+                 FROM (${heldAuthorities('u.id')} LIMIT $2 + 1) f) AS authorities
        FROM users u WHERE u.id = ANY($1::bigint[])`,
       [[...userIds], this.carried],
     );
     return rows.map(({ group_grants, ...row }) => ({
       ...row,
+      authorities: row.authorities === null ? null : row.authorities.map(normalisedAuthority),
       groups: row.groups.map(normalisedGroup),
       grants: [...row.grants, ...group_grants.map(groupGrant)],
     }));
@@ -120,13 +140,14 @@ export class AccessFactsRepository {
     return rows.map((row) => ({ ...row, device_id: Number(row.device_id), version: Number(row.version) }));
   }
 
-  /** A user's live authorities, optionally only on the devices `among`. */
-  liveAuthoritiesOf(userId: number, among?: readonly number[]): Promise<AuthorityFacts[]> {
+  /** A user's live authorities (its own and its groups', as it holds them), optionally only on the devices `among`. */
+  async liveAuthoritiesOf(userId: number, among?: readonly number[]): Promise<AuthorityFacts[]> {
     const filter = among === undefined ? '' : 'AND a.device_id = ANY($2::bigint[])';
-    return this.uow.reader.query<AuthorityFacts[]>(
-      `SELECT ${AUTHORITY_FACTS} FROM authorities a WHERE a.user_id = $1 AND ${LIVE_AUTHORITY} ${filter}`,
+    const rows = await this.uow.reader.query<AuthorityFacts[]>(
+      heldAuthorities('$1::bigint', filter),
       among === undefined ? [userId] : [userId, [...new Set(among)]],
     );
+    return rows.map(normalisedAuthority);
   }
 
   /** A page of device ids in order, after `afterId` (a triggered rebuild warms every device's set). */
@@ -137,4 +158,16 @@ export class AccessFactsRepository {
     );
     return rows.map((row) => Number(row.id));
   }
+}
+
+/** Authority facts as a statement gives them: bigint ids as numbers, `via` only on a group's. */
+export function normalisedAuthority(row: AuthorityFacts): AuthorityFacts {
+  const { via, group_id, ...rest } = row;
+  return {
+    ...rest,
+    id: Number(row.id),
+    device_id: Number(row.device_id),
+    user_id: row.user_id === null ? null : Number(row.user_id),
+    ...(group_id == null ? {} : { group_id: Number(group_id), via: (via ?? [group_id]).map(Number) }),
+  };
 }

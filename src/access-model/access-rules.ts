@@ -131,37 +131,88 @@ const ROLE_DECISION: Decision = Object.freeze({
   group_id: null,
 });
 
+/** The ways of layer 3c in the order they decide: the owner, the user's own, then a group's. */
+const DEVICE_ORDER: Readonly<Record<string, number>> = {
+  device_owner: 0,
+  authority_permission: 1,
+  group_authority_permission: 2,
+};
+
 /**
  * Layer 3c for one authority: effective (active, not revoked, not deleted, not expired) and the
- * owner, or holding the permission unexpired (both ways listed when both hold). Only for
+ * owner, or holding the permission unexpired (both ways listed when both hold). A group's authority
+ * (as a member holds it) is never the owner; its way is `group_authority_permission`. Only for
  * device-scoped permissions; the subject's admissibility is judged by `accessPaths`.
  */
 export function authorityPaths(authority: AuthorityFacts, permission: string, at: number): AccessPath[] {
   if (!isDeviceScoped(permission)) return [];
   if (!authority.is_active || authority.revoked || authority.deleted || expired(authority.expires_at, at)) return [];
   const paths: AccessPath[] = [];
-  const way = { authority_id: authority.id, grant_id: null, group_id: null, via: [], expires_at: authority.expires_at };
-  if (authority.owner) paths.push({ decided_by: 'device_owner', ...way });
+  const group = authority.group_id ?? null;
+  const way = {
+    authority_id: authority.id,
+    grant_id: null,
+    group_id: group,
+    via: group === null ? [] : (authority.via ?? [group]),
+    expires_at: authority.expires_at,
+  };
+  if (authority.owner && group === null) paths.push({ decided_by: 'device_owner', ...way });
   const held = heldPermission(authority, permission, at);
   if (held !== undefined)
     paths.push({
-      decided_by: 'authority_permission',
+      decided_by: group === null ? 'authority_permission' : 'group_authority_permission',
       ...way,
       expires_at: earlierExpiry(authority.expires_at, held.expires_at),
     });
   return paths;
 }
 
-/** Every way the subject is allowed the permission (on the device whose authority is given). */
+/** Layer 3c over every authority the subject holds on one device, in deciding order. */
+export function devicePaths(authorities: readonly AuthorityFacts[], permission: string, at: number): AccessPath[] {
+  const paths = authorities.flatMap((authority) => authorityPaths(authority, permission, at));
+  return paths.length < 2
+    ? paths
+    : paths.sort((a, b) => (DEVICE_ORDER[a.decided_by] ?? 9) - (DEVICE_ORDER[b.decided_by] ?? 9));
+}
+
+/**
+ * The authorities of a device's set (or any list of authorities) as the subject holds them: its
+ * own, and each group's it belongs to at `at`, seen as that member's (`user_id` the subject, `via`
+ * the chain, `expires_at` the earlier of the authority's and the membership chain's).
+ */
+export function heldBy(subject: Subject, authorities: readonly AuthorityFacts[], at: number): AuthorityFacts[] {
+  const held: AuthorityFacts[] = [];
+  for (const authority of authorities) {
+    if (authority.user_id === subject.user_id) {
+      held.push(authority);
+      continue;
+    }
+    const groupId = authority.group_id ?? null;
+    if (groupId === null) continue;
+    const group = subject.groups?.find((candidate) => candidate.group_id === groupId);
+    if (group === undefined || expired(group.expires_at, at)) continue;
+    held.push({
+      ...authority,
+      user_id: subject.user_id,
+      via: group.via,
+      expires_at: earlierExpiry(authority.expires_at, group.expires_at),
+    });
+  }
+  return held;
+}
+
+/** Every way the subject is allowed the permission (on the device whose authorities, as it holds them, are given). */
 export function accessPaths(
   subject: Subject,
-  authority: AuthorityFacts | undefined,
+  authorities: readonly AuthorityFacts[] | undefined,
   permission: string,
   at: number,
 ): AccessPath[] {
   if (!admissible(subject)) return [];
   const global = globalPaths(subject, permission, at);
-  return authority === undefined ? global : [...global, ...authorityPaths(authority, permission, at)];
+  return authorities === undefined || authorities.length === 0
+    ? global
+    : [...global, ...devicePaths(authorities, permission, at)];
 }
 
 /** The decision is the first way, in the order of part 5 (role, grant, owner, authority permission). */

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { GrantFacts, GroupFacts, Subject } from '../platform/auth/auth-context.js';
-import { groupGrant, type GroupGrantRow } from './access-facts.repository.js';
-import { groupGrantsJson, normalisedGroup, userGroupsJson } from './group-facts.repository.js';
+import { groupGrant, normalisedAuthority, type GroupGrantRow } from './access-facts.repository.js';
+import { groupGrantsJson, normalisedGroup, userGroupChains, userGroupsJson } from './group-facts.repository.js';
 import { effectiveRole } from './group-rules.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import { permissionCodeOf, permissionIdOf } from '../platform/auth/permissions.js';
@@ -89,14 +89,23 @@ export class AccessSnapshotRepository {
     const rows = await db.query<
       (Omit<AuthorityFacts, 'authority_permissions'> & { held_ids: number[]; held_expiries: (string | null)[] })[]
     >(
-      `SELECT a.id, a.device_id, a.user_id, a.owner, a.is_active, false AS revoked, false AS deleted,
-              to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
+      `SELECT a.id, a.device_id, a.user_id, NULL::bigint AS group_id, NULL::bigint[] AS via, a.owner, a.is_active,
+              false AS revoked, false AS deleted, to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
               ${held('ap.permission_id')} AS held_ids,
               ${held(`to_char(ap.expires_at AT TIME ZONE 'UTC', ${ISO})`)} AS held_expiries
        FROM authorities a
        WHERE a.user_id = ANY($1::bigint[]) AND ($2::bigint[] IS NULL OR a.device_id = ANY($2::bigint[]))
          AND a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted
-       ORDER BY a.user_id, a.device_id`,
+       UNION ALL
+       SELECT a.id, a.device_id, u.id, a.group_id, c.via, a.owner, a.is_active,
+              false, false, to_char(least(a.expires_at, c.expires_at) AT TIME ZONE 'UTC', ${ISO}),
+              ${held('ap.permission_id')}, ${held(`to_char(ap.expires_at AT TIME ZONE 'UTC', ${ISO})`)}
+       FROM unnest($1::bigint[]) AS u(id)
+       CROSS JOIN LATERAL (${userGroupChains('u.id', false)}) c
+       JOIN authorities a ON a.group_id = c.group_id
+       WHERE ($2::bigint[] IS NULL OR a.device_id = ANY($2::bigint[]))
+         AND a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted
+       ORDER BY 3, 2, 1`,
       [
         [...new Set(scope.users)],
         scope.devices === undefined ? null : [...new Set(scope.devices)],
@@ -104,10 +113,7 @@ export class AccessSnapshotRepository {
       ],
     );
     return rows.map(({ held_ids, held_expiries, ...row }) => ({
-      ...row,
-      id: Number(row.id),
-      device_id: Number(row.device_id),
-      user_id: Number(row.user_id),
+      ...normalisedAuthority({ ...row, authority_permissions: [] }),
       authority_permissions: held_ids.map((permissionId, index) => ({
         code: codeOf(permissionId),
         expires_at: held_expiries[index] ?? null,

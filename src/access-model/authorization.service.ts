@@ -7,9 +7,10 @@ import { AccessFactsRepository } from './access-facts.repository.js';
 import {
   accessPaths,
   admissible,
-  authorityPaths,
   decisionOf,
+  devicePaths,
   globalDecision,
+  heldBy,
   type AccessPath,
 } from './access-rules.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
@@ -33,9 +34,22 @@ export function delegationForbidden(permission: string, deviceId?: number): ApiE
   });
 }
 
-/** The subject's authority on the device among those its auth context carries (none: not carried, or none there). */
-function carriedAuthorityOn(subject: Subject, deviceId: number): AuthorityFacts | undefined {
-  return subject.authorities?.find((candidate) => candidate.device_id === deviceId);
+/** The subject's authorities on the device among those its auth context carries (its own and its groups'). */
+function carriedOn(subject: Subject, deviceId: number): AuthorityFacts[] {
+  return subject.authorities?.filter((candidate) => candidate.device_id === deviceId) ?? [];
+}
+
+/**
+ * Authorities read as the subject holds them (its own; its groups' already as the member's, with
+ * `via` and the chain's expiry): a group's whose membership chain ended since they were read drop out.
+ */
+function heldNow(subject: Subject, authorities: readonly AuthorityFacts[]): AuthorityFacts[] {
+  const now = Date.now();
+  return authorities.filter(
+    (authority) =>
+      authority.user_id === subject.user_id &&
+      (authority.group_id == null || authority.expires_at === null || Date.parse(authority.expires_at) > now),
+  );
 }
 
 /** One question for `decideMany`: may the subject do `permission` on `device_id`? */
@@ -80,8 +94,7 @@ export class AuthorizationService {
   /** Layer 3c from the authorities the subject's context carries alone (no round trip); the use noted when it allows. */
   admitFromContext(subject: Subject, permission: PermissionCode, deviceId: number): boolean {
     if (!isDeviceScoped(permission) || !admissible(subject)) return false;
-    const carried = carriedAuthorityOn(subject, deviceId);
-    const [way] = carried === undefined ? [] : authorityPaths(carried, permission, Date.now());
+    const [way] = devicePaths(heldNow(subject, carriedOn(subject, deviceId)), permission, Date.now());
     if (way === undefined) return false;
     this.uses.note(decisionOf([way]), permission);
     return true;
@@ -103,24 +116,21 @@ export class AuthorizationService {
     // The authorities the context carries allow at once (no round trip: an operator's everyday
     // read); a refusal is asked again of the device's set, so a context built before an authority
     // was added costs a round trip, never a wrong 403.
-    const carried = carriedAuthorityOn(subject, deviceId);
-    if (carried !== undefined) {
-      const [way] = authorityPaths(carried, permission, now);
-      if (way !== undefined) return decisionOf([way]);
-    }
-    return decisionOf(accessPaths(subject, await this.authorityOn(subject, deviceId), permission, now));
+    const [way] = devicePaths(heldNow(subject, carriedOn(subject, deviceId)), permission, now);
+    if (way !== undefined) return decisionOf([way]);
+    return decisionOf(accessPaths(subject, await this.authoritiesOn(subject, deviceId), permission, now));
   }
 
   /** Every way the subject is allowed the permission now (on the device), for `explain=true`. */
   async explain(subject: Subject, permission: PermissionCode, deviceId?: number): Promise<AccessPath[]> {
-    const authority =
-      deviceId === undefined || !isDeviceScoped(permission) ? undefined : await this.authorityOn(subject, deviceId);
-    return accessPaths(subject, authority, permission, Date.now());
+    const authorities =
+      deviceId === undefined || !isDeviceScoped(permission) ? undefined : await this.authoritiesOn(subject, deviceId);
+    return accessPaths(subject, authorities, permission, Date.now());
   }
 
-  /** The subject's authority on the device, from the device's cached authority set. */
-  private async authorityOn(subject: Subject, deviceId: number): Promise<AuthorityFacts | undefined> {
-    return (await this.devices.forDevice(deviceId)).find((candidate) => candidate.user_id === subject.user_id);
+  /** The subject's authorities on the device (its own, its groups'), from the device's cached authority set. */
+  private async authoritiesOn(subject: Subject, deviceId: number): Promise<AuthorityFacts[]> {
+    return heldBy(subject, await this.devices.forDevice(deviceId), Date.now());
   }
 
   /** The check a service makes for its route's permission on a device it knows (`check: 'service'`); the use is noted. */
@@ -152,7 +162,7 @@ export class AuthorizationService {
     const open = questions.filter((question) => !global(question.permission) && isDeviceScoped(question.permission));
     const facts =
       open.length === 0 || !admissible(subject)
-        ? new Map<number, AuthorityFacts>()
+        ? new Map<number, AuthorityFacts[]>()
         : await this.authoritiesOf(
             subject,
             open.map((question) => question.device_id),
@@ -163,8 +173,8 @@ export class AuthorizationService {
           this.uses.note(this.decideGlobally(subject, question.permission as PermissionCode, now), question.permission);
         return true;
       }
-      const authority = isDeviceScoped(question.permission) ? facts.get(question.device_id) : undefined;
-      const [way] = authority === undefined ? [] : authorityPaths(authority, question.permission, now);
+      const held = isDeviceScoped(question.permission) ? (facts.get(question.device_id) ?? []) : [];
+      const [way] = devicePaths(held, question.permission, now);
       if (way !== undefined && noteUses) this.uses.note(decisionOf([way]), question.permission);
       return way !== undefined;
     });
@@ -190,10 +200,10 @@ export class AuthorizationService {
     if (!admissible(subject) || !isDeviceScoped(permission)) return new Set();
     const facts = await this.authoritiesOf(subject, among);
     const devices = new Set<number>();
-    for (const row of facts.values()) {
-      const [way] = authorityPaths(row, permission, now);
+    for (const [deviceId, held] of facts) {
+      const [way] = devicePaths(held, permission, now);
       if (way === undefined) continue;
-      devices.add(row.device_id);
+      devices.add(deviceId);
       // A list filtered to the devices an authority allows uses each of those ways.
       if (noteUses) this.uses.note(decisionOf([way]), permission);
     }
@@ -212,18 +222,26 @@ export class AuthorizationService {
     const everywhere = DEVICE_SCOPED_CODES.filter((code) => this.decideGlobally(subject, code, now).allowed);
     const rights = new Map<number, ReadonlySet<PermissionCode>>();
     if (!admissible(subject)) return rights;
-    for (const row of (await this.authoritiesOf(subject)).values()) {
+    for (const [deviceId, held] of await this.authoritiesOf(subject)) {
       const allowed = new Set<PermissionCode>(everywhere);
       for (const code of DEVICE_SCOPED_CODES)
-        if (!allowed.has(code) && authorityPaths(row, code, now).length > 0) allowed.add(code);
-      rights.set(row.device_id, allowed);
+        if (!allowed.has(code) && devicePaths(held, code, now).length > 0) allowed.add(code);
+      rights.set(deviceId, allowed);
     }
     return rights;
   }
 
-  /** The subject's live authorities (one per device), optionally only on the devices `among`: one query. */
-  private async authoritiesOf(subject: Subject, among?: readonly number[]): Promise<Map<number, AuthorityFacts>> {
-    const rows = await this.facts.liveAuthoritiesOf(subject.user_id, among);
-    return new Map(rows.map((row) => [Number(row.device_id), row]));
+  /**
+   * The subject's live authorities by device (its own, and its groups' as it holds them),
+   * optionally only on the devices `among`: one query.
+   */
+  private async authoritiesOf(subject: Subject, among?: readonly number[]): Promise<Map<number, AuthorityFacts[]>> {
+    const rows = heldNow(subject, await this.facts.liveAuthoritiesOf(subject.user_id, among));
+    const byDevice = new Map<number, AuthorityFacts[]>();
+    for (const row of rows) {
+      const deviceId = Number(row.device_id);
+      byDevice.set(deviceId, [...(byDevice.get(deviceId) ?? []), row]);
+    }
+    return byDevice;
   }
 }

@@ -36,7 +36,9 @@ export class DeviceAuthoritiesService {
       arrayOf<AuthorityFacts>({
         id: 'number',
         device_id: 'number',
-        user_id: 'number',
+        // A group's authority has no user (v1.3); an entry from before groups lacks group_id: a miss.
+        user_id: 'number|null',
+        group_id: 'number|null',
         owner: 'boolean',
         is_active: 'boolean',
         revoked: 'boolean',

@@ -19,6 +19,9 @@ export interface Conferral {
   readonly permissions: readonly string[];
 }
 
+/** A transaction, or any manager to read through (a check made before the write's transaction). */
+type Reading = Pick<Tx, 'db'>;
+
 /** Users judged per statement: the rank rule reads each one's effective role. */
 const RANK_BATCH = 1000;
 
@@ -45,12 +48,12 @@ export class GroupAccess {
   ) {}
 
   /** The users the groups reach now (read in the write, so it sees its own changes). */
-  reached(tx: Tx, groupIds: readonly number[]): Promise<number[]> {
+  reached(tx: Reading, groupIds: readonly number[]): Promise<number[]> {
     return this.facts.reachedUsers(tx.db, groupIds);
   }
 
   /** What a group confers now: its role and its ancestors' roles, and their live grants' permissions. */
-  async conferredBy(tx: Tx, groupId: number): Promise<{ roles: number[]; permissions: string[] }> {
+  async conferredBy(tx: Reading, groupId: number): Promise<{ roles: number[]; permissions: string[] }> {
     const chain = await this.facts.chainsAbove(tx.db, groupId);
     const roles = chain.flatMap((group) => (group.role_id === null ? [] : [group.role_id]));
     const permissions = await this.facts.grantedPermissions(
@@ -66,7 +69,7 @@ export class GroupAccess {
    * reached and every role conferred, 403 `DELEGATION_FORBIDDEN` for the first permission the actor
    * does not hold itself.
    */
-  async assertMayConfer(tx: Tx, actor: Subject, conferral: Conferral): Promise<void> {
+  async assertMayConfer(tx: Reading, actor: Subject, conferral: Conferral): Promise<void> {
     const [problem] = await this.judge(tx, actor, conferral, [conferral.reached]);
     if (problem !== undefined) throw problem;
   }
@@ -77,7 +80,7 @@ export class GroupAccess {
    * first problem of each item, or undefined when it may go ahead.
    */
   async judge(
-    tx: Tx,
+    tx: Reading,
     actor: Subject,
     conferred: Omit<Conferral, 'reached'>,
     items: readonly (readonly number[])[],

@@ -139,7 +139,7 @@ export class AccessRequestRules {
     if (!effective) throw accessRequestInvalid('no_authority', details);
     const grants = (await this.contexts.subjectOf(asked.requester_id))?.grants ?? [];
     const subject: Subject = { user_id: asked.requester_id, role, active: true, grants };
-    if (accessPaths(subject, authority, asked.permission_code, now).length > 0)
+    if (accessPaths(subject, [authority], asked.permission_code, now).length > 0)
       throw accessRequestInvalid('already_allowed', { ...details, authority_id: authority.id });
   }
 

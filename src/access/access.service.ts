@@ -124,7 +124,7 @@ export class AccessService {
       deviceId === undefined || !isDeviceScoped(permission)
         ? undefined
         : (await this.history.deviceAuthoritiesAt(deviceId, moment, [userId]))[0];
-    const paths = accessPaths(subject, authority, permission, moment.getTime());
+    const paths = accessPaths(subject, authority === undefined ? [] : [authority], permission, moment.getTime());
     return { decision: decisionOf(paths), paths, denial: paths.length === 0 ? denialReason(subject) : undefined };
   }
 
@@ -186,7 +186,7 @@ export class AccessService {
       const items = candidates.ids.flatMap((userId) => {
         const subject = subjectAt(users.get(userId));
         const paths =
-          subject === undefined ? [] : accessPaths(subject, byUser.get(userId), permission.code, at.getTime());
+          subject === undefined ? [] : accessPaths(subject, listOf(byUser.get(userId)), permission.code, at.getTime());
         if (!paths.some((path) => via.has(path.decided_by))) return this.disagreement('device', deviceId, userId);
         return [{ user_id: userId, allowed_by: paths }];
       });
@@ -236,7 +236,7 @@ export class AccessService {
       const authorities = new Map(found.map((authority) => [authority.id, authority]));
       const items = candidates.ids.flatMap((authorityId) => {
         const authority: AuthorityFacts | undefined = authorities.get(authorityId);
-        const paths = accessPaths(subject, authority, permission.code, at.getTime());
+        const paths = accessPaths(subject, listOf(authority), permission.code, at.getTime());
         if (authority === undefined || !paths.some((path) => path.authority_id === authorityId))
           return this.disagreement('user', userId, authorityId);
         return [{ device_id: authority.device_id, allowed_by: paths }];
@@ -297,4 +297,9 @@ function pageOf(query: AtQueryDto & { readonly sort?: string }): {
   direction: 'asc' | 'desc';
 } {
   return { ...pageOfQuery(query), direction: directionOf(query.sort, 'asc') };
+}
+
+/** One authority as the list the rules take (none: empty). */
+function listOf(authority: AuthorityFacts | undefined): AuthorityFacts[] {
+  return authority === undefined ? [] : [authority];
 }

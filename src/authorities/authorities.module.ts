@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { UsersModule } from '../users/users.module.js';
+import { GroupsModule } from '../groups/groups.module.js';
 import { AuthorityReferences } from './authority-references.repository.js';
 import { AuthoritiesController } from './authorities.controller.js';
 import { AuthoritiesRepository } from './authorities.repository.js';
@@ -13,7 +14,7 @@ import { OwnershipService } from './ownership.service.js';
 
 /** Devices, authorities and ownership (parts 6.2 and 6.3). */
 @Module({
-  imports: [UsersModule],
+  imports: [UsersModule, GroupsModule],
   controllers: [DevicesController, AuthoritiesController],
   providers: [
     AuthorityReferences,

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AuthContextService } from '../access-model/auth-context.service.js';
 import { DeviceAuthoritiesService } from '../access-model/device-authorities.service.js';
+import { GroupAccess } from '../access-model/group-access.service.js';
 import { Projections } from '../platform/projections/projections.js';
 import type { Subject } from '../platform/auth/auth-context.js';
 import { ApiError } from '../platform/http/api-error.js';
@@ -14,14 +15,14 @@ export interface AuthorityRow extends AuthorityDto {
   readonly version: number;
 }
 
-const RESOURCE_COLUMNS = `id, device_id, user_id, owner, is_active, revoked_at, revoked_by, revoke_reason, expires_at, label, assigned_by, assigned_at,
+const RESOURCE_COLUMNS = `id, device_id, user_id, group_id, owner, is_active, revoked_at, revoked_by, revoke_reason, expires_at, label, assigned_by, assigned_at,
   created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by`;
 
 export const AUTHORITY_LIST = listSpec({
   from: 'authorities',
   select: RESOURCE_COLUMNS,
   sort: ['id', 'device_id', 'user_id', 'created_at', 'updated_at'],
-  filters: { device_id: 'int', user_id: 'int', is_active: 'bool', owner: 'bool' },
+  filters: { device_id: 'int', user_id: 'int', group_id: 'int', is_active: 'bool', owner: 'bool' },
   search: ['label'],
   deletedColumn: 'is_deleted',
 });
@@ -77,6 +78,7 @@ export function authorityState(row: Pick<AuthorityRow, 'revoked_at' | 'is_active
 type AuthorityColumn =
   | 'device_id'
   | 'user_id'
+  | 'group_id'
   | 'is_active'
   | 'revoked_at'
   | 'revoked_by'
@@ -105,21 +107,29 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow, Authority
     projections: Projections,
     private readonly deviceAuthorities: DeviceAuthoritiesService,
     private readonly authContexts: AuthContextService,
+    private readonly groupAccess: GroupAccess,
   ) {
     super({ table: AUTHORITIES, type: 'authority', notFound: 'AUTHORITY_NOT_FOUND' }, uow, projections);
   }
 
-  /** The user's authority on the device, deleted or not (there is at most one). */
+  /** The user's (or the group's) authority on the device, deleted or not (there is at most one). */
   async findPair(
     tx: Tx,
     deviceId: number,
-    userId: number,
+    holder: { readonly user_id?: number; readonly group_id?: number },
   ): Promise<{ readonly id: number; readonly is_deleted: boolean } | undefined> {
+    const column = holder.group_id === undefined ? 'user_id' : 'group_id';
     const [row] = await tx.db.query<{ id: number; is_deleted: boolean }[]>(
-      'SELECT id, is_deleted FROM authorities WHERE device_id = $1 AND user_id = $2',
-      [deviceId, userId],
+      `SELECT id, is_deleted FROM authorities WHERE device_id = $1 AND ${column} = $2`,
+      [deviceId, holder.group_id ?? holder.user_id],
     );
     return row;
+  }
+
+  /** The users who hold the authority: its user, or every user its group reaches now. */
+  async usersHolding(tx: Tx, authority: Pick<AuthorityRow, 'user_id' | 'group_id'>): Promise<number[]> {
+    if (authority.user_id !== null) return [authority.user_id];
+    return authority.group_id === null ? [] : this.groupAccess.reached(tx, [authority.group_id]);
   }
 
   /**
@@ -127,13 +137,20 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow, Authority
    * (which carries the holder's authorities) in its transaction and rebuilds both after commit,
    * unless it set only columns no authorization decision reads (a label).
    */
-  protected override onChanged(tx: Tx, rows: readonly AuthorityRow[], columns: readonly string[] = []): Promise<void> {
+  protected override async onChanged(
+    tx: Tx,
+    rows: readonly AuthorityRow[],
+    columns: readonly string[] = [],
+  ): Promise<void> {
     const authorization = columns.length === 0 || columns.some((column) => !NOT_READ_BY_AUTHORIZATION.has(column));
     const devices = rows.map((row) => row.device_id);
-    const holders = rows.map((row) => row.user_id);
+    const holders = rows.flatMap((row) => (row.user_id === null ? [] : [row.user_id]));
     if (authorization) {
       tx.bumpProjections('device', devices);
       tx.bumpProjections('user', holders);
+      // A group's authority is carried in the contexts of every member it reaches.
+      const groups = rows.flatMap((row) => (row.group_id === null ? [] : [row.group_id]));
+      if (groups.length > 0) this.groupAccess.changed(tx, await this.groupAccess.reached(tx, groups), 'user');
     }
     tx.afterCommit(async () => {
       await Promise.all([
@@ -141,7 +158,6 @@ export class AuthoritiesRepository extends ResourceTable<AuthorityRow, Authority
         ...(authorization ? [this.deviceAuthorities.refresh(devices), this.authContexts.refreshUsers(holders)] : []),
       ]);
     });
-    return Promise.resolve();
   }
 
   /**

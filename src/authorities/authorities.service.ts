@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AccessWatch } from '../access-model/access-watch.js';
+import { GroupAccess } from '../access-model/group-access.service.js';
+import { GroupsRepository } from '../groups/groups.repository.js';
 import { AuthorityReferences } from './authority-references.repository.js';
 import { UserReferences } from '../users/user-references.repository.js';
 import { creationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
@@ -25,6 +27,7 @@ import type { Prefetched } from '../platform/projections/prefetched.js';
 export const AUTHORITY_AUDITED_FIELDS = [
   'device_id',
   'user_id',
+  'group_id',
   'owner',
   'is_active',
   'expires_at',
@@ -42,6 +45,8 @@ export class AuthoritiesService {
     private readonly audit: AuditService,
     private readonly authorization: AuthorizationService,
     private readonly access: AccessWatch,
+    private readonly groups: GroupsRepository,
+    private readonly groupAccess: GroupAccess,
   ) {}
 
   async list(actor: AuthContext, query: Record<string, unknown>): Promise<ListResponse<AuthorityDto>> {
@@ -55,17 +60,23 @@ export class AuthoritiesService {
     return this.authorities.detail(id, includeDeleted, prefetched);
   }
 
-  /** 201, `owner: false`, `is_active: true`; an existing pair (deleted or not) is 409 with its id. */
+  /**
+   * 201, `owner: false`, `is_active: true`; an existing pair (deleted or not) is 409 with its id.
+   * For a user, or for a group (v1.3: every member it reaches holds it); nobody creates one for
+   * itself, nor for a group it is (through nesting) a member of.
+   */
   async create(actor: AuthContext, dto: CreateAuthorityDto): Promise<ResourceResponse<AuthorityDto>> {
     const expiresAt = dto.expires_at === undefined ? null : futureTimestamp(dto.expires_at, 'expires_at');
-    await this.assertReferences(dto.device_id, dto.user_id);
+    const holder: Holder = dto.group_id === undefined ? { user_id: dto.user_id ?? 0 } : { group_id: dto.group_id };
+    await this.assertReferences(dto.device_id, holder);
     await this.authorization.assertAllowed(actor, 'authorities.create', dto.device_id);
-    if (dto.user_id === actor.user_id)
-      throw new ApiError('SELF_ACTION_FORBIDDEN', 'You cannot create an authority for yourself', {
-        action: 'create_authority',
-        user_id: dto.user_id,
-      });
+    if (holder.user_id === actor.user_id) throw createForSelf(actor.user_id);
     const row = await this.uow.run(async (tx) => {
+      if (
+        holder.group_id !== undefined &&
+        (await this.groupAccess.reached(tx, [holder.group_id])).includes(actor.user_id)
+      )
+        throw createForSelf(actor.user_id);
       const stamp = creationStamp(tx);
       // ON CONFLICT DO NOTHING: a concurrent creator of the same pair waits for the winner and
       // then sees its committed row, so exactly one request gets the 201.
@@ -73,15 +84,18 @@ export class AuthoritiesService {
         tx,
         {
           device_id: dto.device_id,
-          user_id: dto.user_id,
+          user_id: holder.user_id ?? null,
+          group_id: holder.group_id ?? null,
           expires_at: expiresAt,
           label: dto.label ?? null,
           ...stamp,
           assigned_by: stamp.created_by,
         },
-        '(device_id, user_id) DO NOTHING',
+        holder.group_id === undefined
+          ? '(device_id, user_id) DO NOTHING'
+          : '(device_id, group_id) WHERE group_id IS NOT NULL DO NOTHING',
       );
-      if (created === undefined) throw await this.alreadyExists(tx, dto.device_id, dto.user_id);
+      if (created === undefined) throw await this.alreadyExists(tx, dto.device_id, holder);
       await this.audit.record(tx, 'authority.create', created.id, {
         changes: diffChanges(null, created, AUTHORITY_AUDITED_FIELDS),
       });
@@ -116,7 +130,10 @@ export class AuthoritiesService {
       const changes = diffChanges(before, wanted, ['expires_at', 'label']);
       if (Object.keys(changes).length === 0) return before;
       if ('expires_at' in changes)
-        await this.access.watch(tx, { users: [before.user_id], devices: [before.device_id] });
+        await this.access.watch(tx, {
+          users: await this.authorities.usersHolding(tx, before),
+          devices: [before.device_id],
+        });
       // Only the fields that change: a label alone leaves the device's authority set alone.
       const after = await this.authorities.patch(tx, id, {
         ...('expires_at' in changes ? { expires_at: wanted.expires_at } : {}),
@@ -129,24 +146,38 @@ export class AuthoritiesService {
     return respondWith(row);
   }
 
-  private async assertReferences(deviceId: number, userId: number): Promise<void> {
+  private async assertReferences(deviceId: number, holder: Holder): Promise<void> {
     await this.authorityReferences.device(this.uow.reader, deviceId);
-    await this.userReferences.liveUser(this.uow.reader, userId);
+    if (holder.group_id !== undefined) await this.groups.liveGroup(this.uow.reader, holder.group_id);
+    else await this.userReferences.liveUser(this.uow.reader, holder.user_id);
   }
 
-  private async alreadyExists(tx: Tx, deviceId: number, userId: number): Promise<ApiError> {
-    const existing = await this.authorities.findPair(tx, deviceId, userId);
+  private async alreadyExists(tx: Tx, deviceId: number, holder: Holder): Promise<ApiError> {
+    const existing = await this.authorities.findPair(tx, deviceId, holder);
+    const who = holder.group_id === undefined ? `User ${holder.user_id}` : `Group ${holder.group_id}`;
     return new ApiError(
       'AUTHORITY_ALREADY_EXISTS',
-      `User ${userId} already has an authority on device ${deviceId}${existing?.is_deleted === true ? ' (deleted; restore it)' : ''}`,
+      `${who} already has an authority on device ${deviceId}${existing?.is_deleted === true ? ' (deleted; restore it)' : ''}`,
       {
         authority_id: existing?.id ?? null,
         device_id: deviceId,
-        user_id: userId,
+        ...holder,
         is_deleted: existing?.is_deleted ?? false,
       },
     );
   }
+}
+
+/** Who an authority is created for: a user, or a group. */
+type Holder =
+  | { readonly user_id: number; readonly group_id?: undefined }
+  | { readonly user_id?: undefined; readonly group_id: number };
+
+function createForSelf(userId: number): ApiError {
+  return new ApiError('SELF_ACTION_FORBIDDEN', 'You cannot create an authority for yourself', {
+    action: 'create_authority',
+    user_id: userId,
+  });
 }
 
 /** Whether a new `expires_at` lasts longer than the current one (null is for ever). */

@@ -92,8 +92,9 @@ export class AuthorityActionsService {
   }
 
   /** What the authority's holder may do on its device, before and after the change (part 6.17). */
-  private watch(tx: Tx, authority: AuthorityRow): Promise<void> {
-    return this.access.watch(tx, { users: [authority.user_id], devices: [authority.device_id] });
+  private async watch(tx: Tx, authority: AuthorityRow): Promise<void> {
+    const users = await this.authorities.usersHolding(tx, authority);
+    await this.access.watch(tx, { users, devices: [authority.device_id] });
   }
 
   /** 404 (deleted too), owner protection (422), If-Match (412), then the state rule (409). */

@@ -8,7 +8,9 @@ import { ApiError } from '../platform/http/api-error.js';
 export interface AuthorityReference {
   readonly id: number;
   readonly device_id: number;
-  readonly user_id: number;
+  /** The user holding it, or null for a group's authority (v1.3). */
+  readonly user_id: number | null;
+  readonly group_id: number | null;
 }
 
 /** The devices and authorities named in other modules' request bodies; a missing one is its contract 404. */
@@ -17,7 +19,7 @@ export class AuthorityReferences {
   /** A live (not deleted) authority; 404 `AUTHORITY_NOT_FOUND` otherwise. */
   async liveAuthority(db: EntityManager, id: number): Promise<AuthorityReference> {
     const [row] = await db.query<AuthorityReference[]>(
-      'SELECT id, device_id, user_id FROM authorities WHERE id = $1 AND NOT is_deleted',
+      'SELECT id, device_id, user_id, group_id FROM authorities WHERE id = $1 AND NOT is_deleted',
       [id],
     );
     if (row === undefined) throw ApiError.notFound('AUTHORITY_NOT_FOUND', id);

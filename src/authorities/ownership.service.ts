@@ -72,7 +72,8 @@ export class OwnershipService {
       await this.assertTarget(tx, device, dto.new_owner_user_id);
       const actor = tx.actor;
       const previous = await this.authorities.lockOwnerOf(tx, deviceId);
-      const holders = [dto.new_owner_user_id, ...(previous === undefined ? [] : [previous.user_id])];
+      // An owner's authority is always a user's (a group's is never the owner).
+      const holders = [dto.new_owner_user_id, ...(previous?.user_id == null ? [] : [previous.user_id])];
       await this.access.watch(tx, { users: holders, devices: [deviceId] });
       // Demote first: the unique index allows one owner per device at every statement.
       const demoted = previous === undefined ? undefined : await this.demote(tx, previous, dto, actor);

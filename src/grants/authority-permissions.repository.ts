@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { ApiError } from '../platform/http/api-error.js';
 import { DeviceAuthoritiesService } from '../access-model/device-authorities.service.js';
 import { AuthContextService } from '../access-model/auth-context.service.js';
+import { GroupAccess } from '../access-model/group-access.service.js';
 import { Projections } from '../platform/projections/projections.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable, withoutVersion } from '../platform/projections/resource-table.js';
@@ -59,6 +60,8 @@ export interface Resolved {
   readonly ord: number;
   readonly device_id: number | null;
   readonly authority_user_id: number | null;
+  /** The group holding the authority (v1.3), or null for a user's. */
+  readonly authority_group_id: number | null;
   readonly authority_deleted: boolean | null;
   readonly code: string | null;
   readonly device_scoped: boolean | null;
@@ -67,7 +70,7 @@ export interface Resolved {
 
 /** Exported for the benchmark's raw-pg baseline, which must run the very same statement. */
 export const RESOLVE = `
-  SELECT i.ord::int AS ord, a.device_id, a.user_id AS authority_user_id, a.is_deleted AS authority_deleted, p.code, p.device_scoped,
+  SELECT i.ord::int AS ord, a.device_id, a.user_id AS authority_user_id, a.group_id AS authority_group_id, a.is_deleted AS authority_deleted, p.code, p.device_scoped,
          (SELECT ap.id FROM authority_permissions ap WHERE ap.authority_id = i.authority_id AND ap.permission_id = i.permission_id AND ${LIVE_NOW}
           ORDER BY ap.id DESC LIMIT 1) AS active_id
   FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS i(authority_id, permission_id, ord)
@@ -95,6 +98,7 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     projections: Projections,
     private readonly deviceAuthorities: DeviceAuthoritiesService,
     private readonly authContexts: AuthContextService,
+    private readonly groupAccess: GroupAccess,
   ) {
     super(
       { table: AUTHORITY_PERMISSIONS, type: 'authority_permission', notFound: 'AUTHORITY_PERMISSION_NOT_FOUND' },
@@ -163,15 +167,25 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
    * revoked or has expired (it allows nothing, and its expiry stays what ended it), 404 when missing.
    */
   /** Whose authority, on which device, holds the row (undefined: no such row). */
-  async holderOf(tx: Tx, id: number): Promise<{ user_id: number; device_id: number; code: string } | undefined> {
-    const [row] = await tx.db.query<{ user_id: string; device_id: string; permission_id: number }[]>(
-      'SELECT a.user_id, a.device_id, ap.permission_id FROM authority_permissions ap JOIN authorities a ON a.id = ap.authority_id WHERE ap.id = $1',
+  async holderOf(
+    tx: Tx,
+    id: number,
+  ): Promise<{ user_id: number | null; group_id: number | null; device_id: number; code: string } | undefined> {
+    const [row] = await tx.db.query<
+      { user_id: string | null; group_id: string | null; device_id: string; permission_id: number }[]
+    >(
+      'SELECT a.user_id, a.group_id, a.device_id, ap.permission_id FROM authority_permissions ap JOIN authorities a ON a.id = ap.authority_id WHERE ap.id = $1',
       [id],
     );
     const code = row === undefined ? undefined : permissionCodeOf(row.permission_id);
     return row === undefined || code === undefined
       ? undefined
-      : { user_id: Number(row.user_id), device_id: Number(row.device_id), code };
+      : {
+          user_id: row.user_id === null ? null : Number(row.user_id),
+          group_id: row.group_id === null ? null : Number(row.group_id),
+          device_id: Number(row.device_id),
+          code,
+        };
   }
 
   async revoke(
@@ -268,10 +282,22 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     });
   }
 
-  /** The users whose authorities hold the rows. */
+  /** The users holding the rows' authorities: their users, and every user their groups reach. */
   private async holdersOf(tx: Tx, rows: readonly AuthorityPermissionRow[]): Promise<number[]> {
+    const groups = await tx.db.query<{ group_id: string }[]>(
+      'SELECT DISTINCT group_id FROM authorities WHERE id = ANY($1::bigint[]) AND group_id IS NOT NULL',
+      [[...new Set(rows.map((row) => row.authority_id))]],
+    );
+    const reached = await this.groupAccess.reached(
+      tx,
+      groups.map((group) => Number(group.group_id)),
+    );
+    return [...reached, ...(await this.userHoldersOf(tx, rows))];
+  }
+
+  private async userHoldersOf(tx: Tx, rows: readonly AuthorityPermissionRow[]): Promise<number[]> {
     const holders = await tx.db.query<{ user_id: string }[]>(
-      'SELECT DISTINCT user_id FROM authorities WHERE id = ANY($1::bigint[])',
+      'SELECT DISTINCT user_id FROM authorities WHERE id = ANY($1::bigint[]) AND user_id IS NOT NULL',
       [[...new Set(rows.map((row) => row.authority_id))]],
     );
     return holders.map((holder) => Number(holder.user_id));

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AccessWatch } from '../access-model/access-watch.js';
+import { GroupAccess } from '../access-model/group-access.service.js';
 import type { AccessScope } from '../access-model/access-snapshot.repository.js';
 import { AuthorityReferences } from '../authorities/authority-references.repository.js';
 import { PermissionReferences } from './permission-references.repository.js';
@@ -52,6 +53,7 @@ export class AuthorityPermissionsService {
     private readonly authorityReferences: AuthorityReferences,
     private readonly permissionReferences: PermissionReferences,
     private readonly access: AccessWatch,
+    private readonly groupAccess: GroupAccess,
   ) {}
 
   async list(actor: AuthContext, query: Record<string, unknown>): Promise<ListResponse<AuthorityPermissionDto>> {
@@ -74,19 +76,27 @@ export class AuthorityPermissionsService {
     const authority = await this.authorityReferences.liveAuthority(this.uow.reader, dto.authority_id);
     const permission = await this.permissionReferences.permission(this.uow.reader, dto.permission_id);
     if (!permission.device_scoped) throw notDeviceScoped(dto.permission_id, permission.code);
-    const target = { device_id: authority.device_id, holder: authority.user_id, code: permission.code };
+    const target = { device_id: authority.device_id, code: permission.code };
     await this.authorization.assertAllowed(actor, 'authority_permissions.grant', target.device_id);
-    if (target.holder === actor.user_id) {
+    // A group's authority is held by every user the group reaches: the self and rank rules apply to each.
+    const users = await this.usersHolding(authority);
+    if (users.includes(actor.user_id)) {
       throw new ApiError(
         'SELF_ACTION_FORBIDDEN',
         'You cannot grant an authority permission to an authority of your own',
         { action: 'grant', authority_id: dto.authority_id, user_id: actor.user_id },
       );
     }
+    if (authority.group_id !== null) {
+      const [problem] = await this.groupAccess.judge({ db: this.uow.reader }, actor, { roles: [], permissions: [] }, [
+        users,
+      ]);
+      if (problem !== undefined) throw problem;
+    }
     await this.authorization.assertMayDelegate(actor, target.code, target.device_id);
     const row = await this.uow.run((tx) =>
       this.grantIn(tx, {
-        holder: { users: [authority.user_id], devices: [authority.device_id], permissions: [target.code] },
+        holder: { users, devices: [authority.device_id], permissions: [target.code] },
         authorityId: dto.authority_id,
         permissionId: dto.permission_id,
         code: target.code,
@@ -112,9 +122,19 @@ export class AuthorityPermissionsService {
     const authority = await this.authorityReferences.liveAuthority(tx.db, grant.authorityId);
     const permission = await this.permissionReferences.permission(tx.db, grant.permissionId);
     if (!permission.device_scoped) throw notDeviceScoped(grant.permissionId, permission.code);
-    const holder = { users: [authority.user_id], devices: [authority.device_id], permissions: [permission.code] };
+    const users = await this.usersHolding(authority, tx);
+    const holder = { users, devices: [authority.device_id], permissions: [permission.code] };
     const row = await this.grantIn(tx, { ...grant, code: permission.code, holder });
     return withoutVersion(row);
+  }
+
+  /** The users holding an authority: its user, or every user its group reaches. */
+  private usersHolding(
+    authority: { readonly user_id: number | null; readonly group_id: number | null },
+    tx: Pick<Tx, 'db'> = { db: this.uow.reader },
+  ): Promise<number[]> {
+    if (authority.user_id !== null) return Promise.resolve([authority.user_id]);
+    return authority.group_id === null ? Promise.resolve([]) : this.groupAccess.reached(tx, [authority.group_id]);
   }
 
   /** The one grant write: lock the authority, insert unless held unexpired (409), audit. */
@@ -151,7 +171,7 @@ export class AuthorityPermissionsService {
       const holder = await this.rows.holderOf(tx, id);
       if (holder !== undefined)
         await this.access.watch(tx, {
-          users: [holder.user_id],
+          users: await this.usersHolding(holder, tx),
           devices: [holder.device_id],
           permissions: [holder.code],
         });

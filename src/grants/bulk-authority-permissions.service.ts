@@ -1,5 +1,7 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { AccessWatch } from '../access-model/access-watch.js';
+import { GroupAccess } from '../access-model/group-access.service.js';
+import { GroupFactsRepository } from '../access-model/group-facts.repository.js';
 import { AuditService, type AuditAction, type AuditRecord } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
 import { AuthorizationService, type DeviceQuestion } from '../access-model/authorization.service.js';
@@ -53,6 +55,8 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
     private readonly authorization: AuthorizationService,
     private readonly jobs: BulkJobs,
     private readonly access: AccessWatch,
+    private readonly groupAccess: GroupAccess,
+    private readonly groupFacts: GroupFactsRepository,
   ) {}
 
   onModuleInit(): void {
@@ -95,6 +99,10 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
     const permission: PermissionCode =
       mode === 'grant' ? 'authority_permissions.grant' : 'authority_permissions.revoke';
     const allowed = await this.allowedPerItem(actor, mode, permission, resolved);
+    // The groups whose authorities reach the actor: granting on them is granting to oneself.
+    const actorInGroup = new Set(
+      mode === 'grant' ? (await this.groupFacts.groupsOf(tx.db, actor.user_id)).map((group) => group.group_id) : [],
+    );
     const results = dto.items.map((item, index): BulkResultDto => {
       const row = resolved[index];
       const base = {
@@ -130,7 +138,7 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
           error: failure('PERMISSION_DENIED', `Missing the permission ${permission} on device ${row.device_id}`),
         };
       if (mode === 'grant') {
-        if (row.authority_user_id === actor.user_id)
+        if (row.authority_user_id === actor.user_id || actorInGroup.has(Number(row.authority_group_id)))
           return {
             ...base,
             status: 'failed',
@@ -166,7 +174,13 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
     });
     // Only the items' permissions can change, and only on their devices.
     await this.access.watch(tx, {
-      users: writing.map((row) => Number(row.authority_user_id)),
+      users: [
+        ...writing.flatMap((row) => (row.authority_user_id === null ? [] : [Number(row.authority_user_id)])),
+        ...(await this.groupAccess.reached(
+          tx,
+          writing.flatMap((row) => (row.authority_group_id === null ? [] : [Number(row.authority_group_id)])),
+        )),
+      ],
       devices: writing.map((row) => Number(row.device_id)),
       permissions: [...new Set(writing.flatMap((row) => (row.code === null ? [] : [row.code])))],
     });

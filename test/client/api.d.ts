@@ -323,7 +323,7 @@ export interface paths {
          * List authorities
          * @description Without the global `authorities.read`, only rows of devices where an authority gives it.
          *
-         *     Filters `device_id`, `user_id`, `is_active`, `owner`; `q` over label; sort `id`, `device_id`, `user_id`, `created_at`, `updated_at` (default `id:asc`).
+         *     Filters `device_id`, `user_id`, `group_id`, `is_active`, `owner`; `q` over label; sort `id`, `device_id`, `user_id`, `created_at`, `updated_at` (default `id:asc`).
          *
          *     Requires the permission `authorities.read` (checked per device by the service).
          */
@@ -2117,7 +2117,10 @@ export interface components {
             /** @example 42 */
             id: number;
             device_id: number;
-            user_id: number;
+            /** @description The user holding it; null for a group’s authority */
+            user_id: number | null;
+            /** @description The group holding it (every member holds it); null for a user’s authority (v1.3) */
+            group_id: number | null;
             /** @description Read-only; set only by transfer-owner */
             owner: boolean;
             /** @description False whenever the authority is revoked */
@@ -2166,7 +2169,10 @@ export interface components {
         };
         CreateAuthorityDto: {
             device_id: number;
-            user_id: number;
+            /** @description Exactly one of `user_id` and `group_id` */
+            user_id?: number;
+            /** @description A group: every member it reaches holds the authority */
+            group_id?: number;
             /**
              * Format: date-time
              * @description Must be in the future; the authority stops counting at once when it passes
@@ -4831,6 +4837,7 @@ export interface operations {
                 count?: "exact" | "auto";
                 device_id?: number;
                 user_id?: number;
+                group_id?: number;
                 is_active?: boolean;
                 owner?: boolean;
             };

@@ -4,6 +4,7 @@ import { actor, createUser, permissionId, tokenFor, type Caller } from '../suppo
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { caller } from '../support/requests.js';
+import { createAuthority, createDevice } from '../support/devices.js';
 
 const unique = (prefix: string): string => `${prefix} ${randomUUID().slice(0, 8)}`;
 
@@ -336,6 +337,125 @@ describe('groups (part 6.18) and groups in the rules of part 5', () => {
         [true, 'expired'],
         [false, null],
       ]);
+    });
+  });
+
+  describe('a group’s authorities (part 6.3, v1.3)', () => {
+    it('an authority for a group: user_id null, 409 for the pair, exactly one holder, filter group_id', async () => {
+      const device = await createDevice();
+      const team = await group();
+      const created = await caller(t, root)
+        .post('/v1/admin/authorities', { device_id: device.id, group_id: team, label: 'night shift' })
+        .expect(201);
+      expect(created.body.data).toMatchObject({ device_id: device.id, user_id: null, group_id: team, owner: false });
+      const again = await caller(t, root)
+        .post('/v1/admin/authorities', { device_id: device.id, group_id: team })
+        .expect(409);
+      expect(again.body.error).toMatchObject({
+        code: 'AUTHORITY_ALREADY_EXISTS',
+        details: { authority_id: created.body.data.id, group_id: team },
+      });
+      await caller(t, root)
+        .post('/v1/admin/authorities', { device_id: device.id, group_id: team, user_id: root.user.id })
+        .expect(400);
+      await caller(t, root).post('/v1/admin/authorities', { device_id: device.id }).expect(400);
+      const missing = await caller(t, root)
+        .post('/v1/admin/authorities', { device_id: device.id, group_id: 999999999 })
+        .expect(404);
+      expect(missing.body.error.code).toBe('GROUP_NOT_FOUND');
+      const listed = await caller(t, root).get(`/v1/admin/authorities?group_id=${team}`).expect(200);
+      expect(listed.body.data.map((a: { id: number }) => a.id)).toEqual([created.body.data.id]);
+    });
+
+    it('a member acts on the device through its nested group’s authority permission, and stops at once when removed', async () => {
+      const operator = await actor('operator');
+      const device = await createDevice();
+      const target = await createAuthority(device.id, (await createUser()).id);
+      const [outer, middle, inner] = [await group(), await group(), await group()];
+      await add(inner, [{ user_id: operator.user.id }]).expect(200);
+      await add(middle, [{ group_id: inner }]).expect(200);
+      await add(outer, [{ group_id: middle }]).expect(200);
+      await caller(t, operator).get(`/v1/admin/authorities/${target}`).expect(403);
+      const teamAuthority = await caller(t, root)
+        .post('/v1/admin/authorities', { device_id: device.id, group_id: outer })
+        .expect(201);
+      const granted = await caller(t, root)
+        .post('/v1/admin/authority-permissions', {
+          authority_id: teamAuthority.body.data.id,
+          permission_id: permissionId('authorities.read'),
+        })
+        .expect(201);
+      expect(granted.body.data.device_id).toBe(device.id);
+      await caller(t, operator).get(`/v1/admin/authorities/${target}`).expect(200);
+      const check = await caller(t, root)
+        .get(
+          `/v1/admin/authz/check?user_id=${operator.user.id}&permission=authorities.read&device_id=${device.id}&explain=true`,
+        )
+        .expect(200);
+      expect(check.body.data).toMatchObject({
+        allowed: true,
+        decided_by: 'group_authority_permission',
+        authority_id: teamAuthority.body.data.id,
+        group_id: outer,
+      });
+      expect(check.body.data.paths).toEqual([
+        expect.objectContaining({
+          decided_by: 'group_authority_permission',
+          group_id: outer,
+          via: [inner, middle, outer],
+        }),
+      ]);
+      // Row filtering: the device's authorities are listed to the member through the group.
+      const listed = await caller(t, operator).get(`/v1/admin/authorities?device_id=${device.id}`).expect(200);
+      expect(listed.body.data.map((a: { id: number }) => a.id)).toContain(target);
+      await caller(t, root)
+        .post(`/v1/admin/groups/${middle}/members/remove`, { members: [{ group_id: inner }] })
+        .expect(200);
+      await caller(t, operator).get(`/v1/admin/authorities/${target}`).expect(403);
+    });
+
+    it('self: nobody creates an authority for a group it is in, nor grants a permission to that group’s authority', async () => {
+      const admin = await actor('admin');
+      const device = await createDevice();
+      const mine = await group();
+      await add(mine, [{ user_id: admin.user.id }]).expect(200);
+      const refused = await caller(t, admin)
+        .post('/v1/admin/authorities', { device_id: device.id, group_id: mine })
+        .expect(422);
+      expect(refused.body.error.code).toBe('SELF_ACTION_FORBIDDEN');
+      const theirs = await caller(t, root)
+        .post('/v1/admin/authorities', { device_id: device.id, group_id: mine })
+        .expect(201);
+      const grant = await caller(t, admin)
+        .post('/v1/admin/authority-permissions', {
+          authority_id: theirs.body.data.id,
+          permission_id: permissionId('authorities.revoke'),
+        })
+        .expect(422);
+      expect(grant.body.error.code).toBe('SELF_ACTION_FORBIDDEN');
+      const bulk = await caller(t, admin)
+        .post('/v1/admin/authority-permissions/bulk-grant', {
+          items: [{ authority_id: theirs.body.data.id, permission_id: permissionId('authorities.revoke') }],
+        })
+        .expect(200);
+      expect(bulk.body.data.results[0].error.code).toBe('SELF_ACTION_FORBIDDEN');
+    });
+
+    it('rank: an admin cannot grant a device permission to the authority of a group that reaches a super_admin', async () => {
+      const admin = await actor('admin');
+      const device = await createDevice();
+      const bosses = await group();
+      await add(bosses, [{ user_id: (await createUser({ role: 'super_admin' })).id }]).expect(200);
+      const authority = await caller(t, root)
+        .post('/v1/admin/authorities', { device_id: device.id, group_id: bosses })
+        .expect(201);
+      const refused = await caller(t, admin)
+        .post('/v1/admin/authority-permissions', {
+          authority_id: authority.body.data.id,
+          permission_id: permissionId('authorities.read'),
+        })
+        .expect(403);
+      expect(refused.body.error.code).toBe('ROLE_ESCALATION_FORBIDDEN');
     });
   });
 

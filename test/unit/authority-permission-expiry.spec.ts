@@ -28,8 +28,8 @@ describe('an authority permission with expires_at (part 6.15): judged at the mom
     expect(authorityPaths(authority(), 'authorities.revoke', INSTANT - 1)).toHaveLength(1);
     expect(authorityPaths(authority(), 'authorities.revoke', INSTANT)).toEqual([]);
     expect(authorityPaths(authority(), 'authorities.revoke', INSTANT + 60_000)).toEqual([]);
-    expect(decisionOf(accessPaths(operator(), authority(), 'authorities.revoke', INSTANT)).allowed).toBe(false);
-    expect(decisionOf(accessPaths(operator(), authority(), 'authorities.revoke', INSTANT - 1))).toMatchObject({
+    expect(decisionOf(accessPaths(operator(), [authority()], 'authorities.revoke', INSTANT)).allowed).toBe(false);
+    expect(decisionOf(accessPaths(operator(), [authority()], 'authorities.revoke', INSTANT - 1))).toMatchObject({
       allowed: true,
       decided_by: 'authority_permission',
       authority_id: 7,

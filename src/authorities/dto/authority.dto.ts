@@ -2,13 +2,21 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsDateString, IsOptional, IsString } from 'class-validator';
 import { MaxLength } from '../../platform/http/text-length.js';
 import { IsId } from '../../platform/http/id.validators.js';
+import { OneOf } from '../../platform/http/one-of.validator.js';
 import { SoftDeletableDto } from '../../platform/http/openapi/audit-fields.dto.js';
 
-/** A user's relationship to a device (part 6.3). */
+/** A user's or a group's relationship to a device (part 6.3). */
 export class AuthorityDto extends SoftDeletableDto {
   @ApiProperty({ example: 42 }) id!: number;
   @ApiProperty() device_id!: number;
-  @ApiProperty() user_id!: number;
+  @ApiProperty({ type: Number, nullable: true, description: 'The user holding it; null for a group’s authority' })
+  user_id!: number | null;
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'The group holding it (every member holds it); null for a user’s authority (v1.3)',
+  })
+  group_id!: number | null;
   @ApiProperty({ description: 'Read-only; set only by transfer-owner' }) owner!: boolean;
   @ApiProperty({ description: 'False whenever the authority is revoked' }) is_active!: boolean;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) revoked_at!: string | null;
@@ -28,7 +36,16 @@ export class AuthorityDto extends SoftDeletableDto {
 
 export class CreateAuthorityDto {
   @ApiProperty({ minimum: 1 }) @IsId() device_id!: number;
-  @ApiProperty({ minimum: 1 }) @IsId() user_id!: number;
+
+  @ApiPropertyOptional({ minimum: 1, description: 'Exactly one of `user_id` and `group_id`' })
+  @OneOf('group_id')
+  @IsId()
+  user_id?: number;
+
+  @ApiPropertyOptional({ minimum: 1, description: 'A group: every member it reaches holds the authority' })
+  @OneOf('user_id')
+  @IsId()
+  group_id?: number;
 
   @ApiPropertyOptional({
     type: String,

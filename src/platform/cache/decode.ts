@@ -6,7 +6,7 @@
 export type Decode<T> = (json: string) => T | undefined;
 
 type Shape = Readonly<
-  Record<string, 'number' | 'string' | 'boolean' | 'object' | 'array' | 'array|null' | 'string|null'>
+  Record<string, 'number' | 'string' | 'boolean' | 'object' | 'array' | 'array|null' | 'string|null' | 'number|null'>
 >;
 
 function matches(value: unknown, shape: Shape): boolean {
@@ -17,6 +17,7 @@ function matches(value: unknown, shape: Shape): boolean {
     if (kind === 'array') return Array.isArray(field);
     if (kind === 'array|null') return field === null || Array.isArray(field);
     if (kind === 'string|null') return field === null || typeof field === 'string';
+    if (kind === 'number|null') return field === null || typeof field === 'number';
     if (kind === 'object') return typeof field === 'object' && field !== null;
     return typeof field === kind;
   });
