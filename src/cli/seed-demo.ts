@@ -121,7 +121,53 @@ const DEMO_ROWS = `SELECT
   (SELECT count(*) FROM authorities a JOIN devices d ON d.id = a.device_id WHERE d.serial_number LIKE 'DEMO-%')::int AS authorities,
   (SELECT count(*) FROM permission_grants WHERE reason = 'demo data')::int AS permission_grants,
   (SELECT count(*) FROM inbox_messages WHERE data ? 'demo_key')::int AS inbox_messages,
-  (SELECT count(*) FROM mobile_devices WHERE push_token LIKE 'demo-token-%')::int AS mobile_devices`;
+  (SELECT count(*) FROM mobile_devices WHERE push_token LIKE 'demo-token-%')::int AS mobile_devices,
+  (SELECT count(*) FROM groups WHERE name LIKE 'Demo %')::int AS groups,
+  (SELECT count(*) FROM group_memberships WHERE reason = 'demo data')::int AS group_memberships`;
+
+/**
+ * Demo teams, once for the whole seed (stable names, so a re-run adds nothing twice): night
+ * operators (the operator role, for members whose own role is member), a nested team of them in
+ * building B holding an authority on the first demo device with two authority permissions, and
+ * auditors holding a grant of `audit.read`. Members are drawn from the first 200 demo users.
+ */
+async function seedGroups(db: EntityManager): Promise<void> {
+  await db.query(`INSERT INTO groups (name, description, role_id) VALUES
+      ('Demo night operators', 'Everyone on the night shift', 3),
+      ('Demo night operators, building B', 'The night shift of building B (nested in Demo night operators)', NULL),
+      ('Demo auditors', 'Read the audit trail', 4)
+    ON CONFLICT ((lower(name))) DO NOTHING`);
+  const ids = `(SELECT id FROM groups WHERE name = 'Demo night operators') AS night,
+      (SELECT id FROM groups WHERE name = 'Demo night operators, building B') AS building_b,
+      (SELECT id FROM groups WHERE name = 'Demo auditors') AS auditors`;
+  // Users whose demo number n (1–200) falls in the team; each team once per user.
+  await db.query(`WITH g AS (SELECT ${ids}),
+      wanted AS (
+        SELECT CASE WHEN n % 10 = 6 THEN g.night WHEN n % 10 = 7 THEN g.building_b ELSE g.auditors END AS group_id, u.id AS user_id
+        FROM users u CROSS JOIN g
+        CROSS JOIN LATERAL (SELECT substring(u.email from 'demo-user-(\\d+)@')::int AS n) d
+        WHERE u.email LIKE 'demo-user-%@demo.example.com' AND d.n <= 200 AND d.n % 10 IN (6, 7, 8))
+    INSERT INTO group_memberships (group_id, user_id, reason)
+    SELECT w.group_id, w.user_id, 'demo data' FROM wanted w
+    WHERE NOT EXISTS (SELECT 1 FROM group_memberships m WHERE m.group_id = w.group_id AND m.user_id = w.user_id AND m.removed_at IS NULL)`);
+  await db.query(`WITH g AS (SELECT ${ids})
+    INSERT INTO group_memberships (group_id, member_group_id, reason)
+    SELECT g.night, g.building_b, 'demo data' FROM g
+    WHERE NOT EXISTS (SELECT 1 FROM group_memberships m WHERE m.group_id = g.night AND m.member_group_id = g.building_b AND m.removed_at IS NULL)`);
+  await db.query(`WITH g AS (SELECT ${ids})
+    INSERT INTO authorities (device_id, group_id, label)
+    SELECT d.id, g.building_b, 'demo team authority' FROM g
+    CROSS JOIN (SELECT id FROM devices WHERE serial_number LIKE 'DEMO-%' ORDER BY id LIMIT 1) d
+    ON CONFLICT (device_id, group_id) WHERE group_id IS NOT NULL DO NOTHING`);
+  await db.query(`INSERT INTO authority_permissions (authority_id, permission_id)
+    SELECT a.id, p.id FROM authorities a JOIN groups g ON g.id = a.group_id AND g.name = 'Demo night operators, building B'
+    JOIN permissions p ON p.code IN ('authorities.read', 'devices.read')
+    WHERE NOT EXISTS (SELECT 1 FROM authority_permissions x WHERE x.authority_id = a.id AND x.permission_id = p.id AND x.revoked_at IS NULL)`);
+  await db.query(`INSERT INTO permission_grants (group_id, permission_id, reason)
+    SELECT g.id, p.id, 'demo data' FROM groups g JOIN permissions p ON p.code = 'audit.read'
+    WHERE g.name = 'Demo auditors'
+      AND NOT EXISTS (SELECT 1 FROM permission_grants x WHERE x.group_id = g.id AND x.permission_id = p.id AND x.revoked_at IS NULL)`);
+}
 
 /** The first active demo super_admin (else admin) and a demo device, for hints with real ids. */
 const DEMO_HINTS = `SELECT
@@ -165,6 +211,7 @@ export const SEED_DEMO: Command = {
         await dataSource.transaction((db) => seedChunk(db, from, to));
         report(to);
       }
+      await dataSource.transaction((db) => seedGroups(db));
       await caches.inTransaction(dataSource.manager);
       const [after = {}] = await dataSource.query<Counts[]>(DEMO_ROWS);
       const [hints] =

@@ -6016,6 +6016,20 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The preview (`dry_run=true`): nothing written */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AccessPreviewDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
             /** @description Success envelope */
             201: {
                 headers: {
@@ -6025,7 +6039,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["PermissionGrantDto"] | components["schemas"]["AccessPreviewDto"];
+                        data: components["schemas"]["PermissionGrantDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -6275,6 +6289,20 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The preview (`dry_run=true`): nothing written */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AccessPreviewDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
             /** @description Success envelope */
             201: {
                 headers: {
@@ -6284,7 +6312,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["AuthorityPermissionDto"] | components["schemas"]["AccessPreviewDto"];
+                        data: components["schemas"]["AuthorityPermissionDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };

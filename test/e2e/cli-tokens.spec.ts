@@ -165,6 +165,17 @@ describe('CLI token commands (part 11)', () => {
     expect(after).toEqual([{ users: 30, messages: 90, devices: 15 }]);
     expect(first.stderr).toMatch(/users +30 added, +0 already there/);
     expect(first.stderr).toMatch(/devices +15 added, +0 already there/);
+    // Teams: three groups (one nested in another), 9 users in them and the nesting, a group's
+    // authority with two authority permissions, a group's grant.
+    expect(first.stderr).toMatch(/groups +3 added, +0 already there/);
+    expect(first.stderr).toMatch(/group_memberships +10 added, +0 already there/);
+    expect(
+      await sql(
+        `SELECT (SELECT count(*) FROM authority_permissions ap JOIN authorities a ON a.id = ap.authority_id
+                 JOIN groups g ON g.id = a.group_id WHERE g.name = 'Demo night operators, building B')::int AS team_rights,
+                (SELECT count(*) FROM permission_grants pg JOIN groups g ON g.id = pg.group_id WHERE g.name = 'Demo auditors')::int AS team_grants`,
+      ),
+    ).toEqual([{ team_rights: 2, team_grants: 1 }]);
     // Its hint names a real, active demo admin (30 users: no super_admin among them) and a real device.
     const [admin] = await sql<{ id: number }>(
       "SELECT id FROM users WHERE email LIKE 'demo-user-%' AND role_id = 2 AND status_id = 2 ORDER BY id LIMIT 1",
@@ -180,6 +191,7 @@ describe('CLI token commands (part 11)', () => {
     expect(await count()).toEqual(after);
     expect(second.stderr).toMatch(/users +0 added, +30 already there/);
     expect(second.stderr).toMatch(/inbox_messages +0 added, +90 already there/);
+    expect(second.stderr).toMatch(/group_memberships +0 added, +10 already there/);
     expect((await runCli(['seed-demo', '--users', 'lots'], env)).code).toBe(2);
   }, 60_000);
 

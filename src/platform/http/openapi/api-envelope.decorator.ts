@@ -38,10 +38,12 @@ export interface EnvelopeOptions {
 /** Documents a route's success envelope around `model` and its error envelopes. */
 export function ApiEnvelope(model: Type, options: EnvelopeOptions = {}): MethodDecorator & ClassDecorator {
   const list = options.list === true || options.listMeta !== undefined;
+  // A write answering 201 previews with a 200 of its own; one answering 200 shares it.
+  const separatePreview = options.preview === true && (options.status ?? 200) !== 200;
   const data =
     list || options.feed === true
       ? { type: 'array', items: { $ref: getSchemaPath(model) } }
-      : options.preview === true
+      : options.preview === true && !separatePreview
         ? { oneOf: [{ $ref: getSchemaPath(model) }, { $ref: getSchemaPath(AccessPreviewDto) }] }
         : { $ref: getSchemaPath(model) };
   const metaModel = options.feed === true ? FeedMetaDto : list ? (options.listMeta ?? ListMetaDto) : MetaDto;
@@ -58,6 +60,23 @@ export function ApiEnvelope(model: Type, options: EnvelopeOptions = {}): MethodD
       },
     }),
     ...(options.noContent === undefined ? [] : [ApiResponse({ status: 204, description: options.noContent })]),
+    ...(separatePreview
+      ? [
+          ApiResponse({
+            status: 200,
+            description: 'The preview (`dry_run=true`): nothing written',
+            schema: {
+              type: 'object',
+              required: ['success', 'data', 'meta'],
+              properties: {
+                success: { type: 'boolean', enum: [true] },
+                data: { $ref: getSchemaPath(AccessPreviewDto) },
+                meta: { $ref: getSchemaPath(MetaDto) },
+              },
+            },
+          }),
+        ]
+      : []),
     ...(options.preview === true
       ? [
           ApiExtraModels(AccessPreviewDto, AccessChangeDto),
