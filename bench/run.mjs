@@ -18,6 +18,7 @@ import { seedMillion } from './lib/seed.mjs';
 import {
   benchAdminSession,
   benchOperatorSession,
+  benchGroupMemberSession,
   createBenchDatabase,
   flushBenchRedis,
   JWT_SECRET,
@@ -54,6 +55,7 @@ try {
       ...seed,
       session,
       operatorSession: await benchOperatorSession(client, 'bench-operator@example.com', authorityId),
+      groupMemberSession: await benchGroupMemberSession(client, 'bench-group-member@example.com', authorityId),
       authorityId,
       hotId: (await pick(seed.users[1], 1))[0],
       writeIds: await pick(seed.users[3], 50),
@@ -90,6 +92,11 @@ try {
       id: seeded.operatorSession.id,
       user_id: Number(seeded.operatorSession.user_id),
       expires_at: seeded.operatorSession.expires_at,
+    }),
+    groupMemberToken: signAccessToken(settings, {
+      id: seeded.groupMemberSession.id,
+      user_id: Number(seeded.groupMemberSession.user_id),
+      expires_at: seeded.groupMemberSession.expires_at,
     }),
     authorityId: seeded.authorityId,
     hotId: seeded.hotId,

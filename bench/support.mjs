@@ -82,6 +82,50 @@ export async function benchOperatorSession(client, email, authorityId) {
   ).rows[0];
 }
 
+/**
+ * A user allowed on the authority's device only through a group: an operator in 20 groups (18
+ * directly, and through a chain of 3: g1 ⊂ g19 ⊂ g20), where g20 holds an authority on the device
+ * with `authorities.read` (issue 40's first speed row).
+ */
+export async function benchGroupMemberSession(client, email, authorityId) {
+  const member = (
+    await client.query(
+      "INSERT INTO users (email, display_name, role_id, status_id) VALUES ($1, 'Bench Group Member', 3, 2) RETURNING id",
+      [email],
+    )
+  ).rows[0];
+  const groups = (
+    await client.query(
+      "INSERT INTO groups (name) SELECT 'bench group ' || g FROM generate_series(1, 20) g ORDER BY g RETURNING id",
+    )
+  ).rows.map((row) => Number(row.id));
+  await client.query(
+    'INSERT INTO group_memberships (group_id, user_id) SELECT unnest($1::bigint[]), $2',
+    [groups.slice(0, 18), member.id],
+  );
+  await client.query('INSERT INTO group_memberships (group_id, member_group_id) VALUES ($1, $2), ($3, $1)', [
+    groups[18],
+    groups[0],
+    groups[19],
+  ]);
+  const team = (
+    await client.query(
+      'INSERT INTO authorities (device_id, group_id, is_active) SELECT device_id, $2, true FROM authorities WHERE id = $1 RETURNING id',
+      [authorityId, groups[19]],
+    )
+  ).rows[0];
+  await client.query(
+    "INSERT INTO authority_permissions (authority_id, permission_id) SELECT $1, id FROM permissions WHERE code = 'authorities.read'",
+    [team.id],
+  );
+  return (
+    await client.query(
+      "INSERT INTO auth_sessions (user_id, expires_at) VALUES ($1, now() + interval '2 hours') RETURNING id, user_id, expires_at",
+      [member.id],
+    )
+  ).rows[0];
+}
+
 export async function flushBenchRedis() {
   const redis = createClient({ url: REDIS_URL });
   await redis.connect();

@@ -1,8 +1,9 @@
 // 1. Cached detail read, and 6. memory: GET /v1/admin/authorities/{id} with a valid token and a
 // cache hit, 50 connections, against the physical baseline (bench/baselines/detail-server.mjs:
 // bare node:http + HS256 checked with node:crypto + two plain Redis GETs + the envelope), by a
-// super_admin (allowed everywhere by its role) and by an operator allowed on the authority's
-// device only through an authority permission (layer 3c). Three alternating runs of each, the
+// super_admin (allowed everywhere by its role), by an operator allowed on the authority's
+// device only through an authority permission (layer 3c), and by a member of 20 groups (nested 3
+// deep) allowed there only through a group's authority permission. Three alternating runs of each, the
 // ratio of the medians; then the Redis server's own CPU per read over a counted number of reads
 // of each; the service's RSS after each of its runs and when idle after start.
 import { createClient } from '@keyv/redis';
@@ -46,8 +47,12 @@ export async function detailAndMemory(ctx) {
   const operatorHeaders = { authorization: `Bearer ${ctx.operatorToken}` };
   const asOperator = await fetch(url, { headers: operatorHeaders });
   if (asOperator.status !== 200) throw new Error(`the operator's read answered ${asOperator.status}`);
+  const memberHeaders = { authorization: `Bearer ${ctx.groupMemberToken}` };
+  const asMember = await fetch(url, { headers: memberHeaders });
+  if (asMember.status !== 200) throw new Error(`the group member's read answered ${asMember.status}`);
   const runs = [];
   const operatorRuns = [];
+  const memberRuns = [];
   const bases = [];
   const memory = [];
   let cpu;
@@ -58,11 +63,13 @@ export async function detailAndMemory(ctx) {
       throw new Error('the baseline does not send the same resource');
     await load(url, { headers, connections: 50, duration: 2 });
     await load(url, { headers: operatorHeaders, connections: 50, duration: 2 });
+    await load(url, { headers: memberHeaders, connections: 50, duration: 2 });
     await load(baseUrl, { headers, connections: 50, duration: 2 });
     for (let repeat = 0; repeat < 3; repeat += 1) {
       runs.push(await load(url, { headers, connections: 50, duration: ctx.duration }));
       bases.push(await load(baseUrl, { headers, connections: 50, duration: ctx.duration }));
       operatorRuns.push(await load(url, { headers: operatorHeaders, connections: 50, duration: ctx.duration }));
+      memberRuns.push(await load(url, { headers: memberHeaders, connections: 50, duration: ctx.duration }));
       memory.push(rssMb(ctx.servicePid));
     }
     // Three counted rounds, the median of each; each round starts with another server, since the
@@ -121,6 +128,12 @@ export async function detailAndMemory(ctx) {
   return [
     readRow('1 cached detail read, super_admin (50 conn)', 'super_admin', runs, 0.75),
     readRow('1c cached detail read, operator via authority permission', 'operator', operatorRuns, 0.65),
+    readRow(
+      '1e cached detail read, member of 20 groups (depth 3) via a group authority permission',
+      'member',
+      memberRuns,
+      0.6,
+    ),
     cpuRow('1b Redis CPU per cached read, super_admin', cpu.service, cpu.rounds.service),
     cpuRow('1d Redis CPU per cached read, operator', cpu.operator, cpu.rounds.operator),
     {

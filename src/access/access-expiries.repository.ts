@@ -12,11 +12,19 @@ const ANNOUNCEMENTS = table('access_expiry_announcements');
  */
 const SETTLED = "interval '1 second'";
 
-/** One instant at which something of a user's expired, and on which devices (none: a grant). */
+/**
+ * One instant at which something of a user's expired, and on which devices (none: a grant); or
+ * (`user_id` null) something of groups' expired at it: a membership (of `members`, or of a nested
+ * group, named in `groups`), a group's grant, a group's authority or authority permission.
+ */
 export interface DueExpiry {
   readonly instant: Date;
-  readonly user_id: number;
+  readonly user_id: number | null;
   readonly devices: number[];
+  /** The groups whose members may have lost something (a group's expiry). */
+  readonly groups: number[];
+  /** Users whose own membership expired. */
+  readonly members: number[];
 }
 
 /**
@@ -57,23 +65,40 @@ export class AccessExpiriesRepository {
     );
     if (mark === undefined) throw new Error('access_expiry_announcements has no row');
     if (!mark.ahead) return { expiries: [], until: undefined };
-    const rows = await tx.db.query<{ instant: Date; last: string; user_id: string; devices: string[] }[]>(
+    const rows = await tx.db.query<
+      { instant: Date; last: string; user_id: string | null; devices: string[]; groups: string[]; members: string[] }[]
+    >(
       `WITH expiring AS (
-         SELECT h.expires_at AS instant, h.user_id, h.device_id FROM authority_history h
-         WHERE h.expires_at > $1 AND h.expires_at <= $2
+         SELECT h.expires_at AS instant, h.user_id, h.device_id, NULL::bigint AS group_id, NULL::bigint AS member
+         FROM authority_history h WHERE h.expires_at > $1 AND h.expires_at <= $2 AND h.user_id IS NOT NULL
          UNION ALL
-         SELECT h.expires_at, h.user_id, h.device_id FROM authority_permission_history h
-         WHERE h.expires_at > $1 AND h.expires_at <= $2
+         SELECT h.expires_at, h.user_id, h.device_id, NULL, NULL FROM authority_permission_history h
+         WHERE h.expires_at > $1 AND h.expires_at <= $2 AND h.user_id IS NOT NULL
          UNION ALL
-         SELECT g.expires_at, g.user_id, NULL FROM permission_grants g
+         SELECT g.expires_at, g.user_id, NULL, NULL, NULL FROM permission_grants g
          WHERE g.expires_at > $1 AND g.expires_at <= $2 AND g.user_id IS NOT NULL
+         UNION ALL
+         -- Groups (v1.3): what a group held or a membership gave, announced for the members reached.
+         SELECT h.expires_at, NULL, h.device_id, a.group_id, NULL FROM authority_history h
+         JOIN authorities a ON a.id = h.authority_id WHERE h.expires_at > $1 AND h.expires_at <= $2 AND h.user_id IS NULL
+         UNION ALL
+         SELECT h.expires_at, NULL, h.device_id, a.group_id, NULL FROM authority_permission_history h
+         JOIN authorities a ON a.id = h.authority_id WHERE h.expires_at > $1 AND h.expires_at <= $2 AND h.user_id IS NULL
+         UNION ALL
+         SELECT g.expires_at, NULL, NULL, g.group_id, NULL FROM permission_grants g
+         WHERE g.expires_at > $1 AND g.expires_at <= $2 AND g.group_id IS NOT NULL
+         UNION ALL
+         SELECT m.expires_at, NULL, NULL, m.member_group_id, m.user_id FROM group_memberships m
+         WHERE m.expires_at > $1 AND m.expires_at <= $2
        ), instants AS (
          SELECT DISTINCT instant FROM expiring ORDER BY instant LIMIT $3
        )
        SELECT e.instant, (SELECT max(instant) FROM instants)::text AS last, e.user_id,
-              array_remove(array_agg(DISTINCT e.device_id), NULL) AS devices
+              array_remove(array_agg(DISTINCT e.device_id), NULL) AS devices,
+              array_remove(array_agg(DISTINCT e.group_id), NULL) AS groups,
+              array_remove(array_agg(DISTINCT e.member), NULL) AS members
        FROM expiring e JOIN instants i ON i.instant = e.instant
-       GROUP BY e.instant, e.user_id ORDER BY e.instant, e.user_id`,
+       GROUP BY e.instant, e.user_id ORDER BY e.instant, e.user_id NULLS LAST`,
       [mark.since, mark.settled, limit],
     );
     const instants = new Set(rows.map((row) => row.instant.getTime()));
@@ -81,8 +106,10 @@ export class AccessExpiriesRepository {
     return {
       expiries: rows.map((row) => ({
         instant: row.instant,
-        user_id: Number(row.user_id),
+        user_id: row.user_id === null ? null : Number(row.user_id),
         devices: row.devices.map(Number),
+        groups: row.groups.map(Number),
+        members: row.members.map(Number),
       })),
       until,
     };

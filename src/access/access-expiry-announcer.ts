@@ -1,6 +1,13 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { appendAccessEvents, EVENTS } from '../platform/audit/audit-trail.repository.js';
-import { accessDifference, accessEntries, type AccessEntry } from '../access-model/access-changes.js';
+import {
+  accessDifference,
+  accessEntries,
+  type AccessChange,
+  type AccessEntry,
+} from '../access-model/access-changes.js';
+import { AccessSnapshotRepository } from '../access-model/access-snapshot.repository.js';
+import { GroupAccess } from '../access-model/group-access.service.js';
 import type { Subject } from '../platform/auth/auth-context.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { SETTINGS, type Settings } from '../platform/config/settings.js';
@@ -38,6 +45,8 @@ export class AccessExpiryAnnouncer implements OnApplicationBootstrap, OnModuleDe
     private readonly uow: UnitOfWork,
     private readonly expiries: AccessExpiriesRepository,
     private readonly history: AccessHistoryRepository,
+    private readonly snapshots: AccessSnapshotRepository,
+    private readonly groupAccess: GroupAccess,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -88,10 +97,13 @@ export class AccessExpiryAnnouncer implements OnApplicationBootstrap, OnModuleDe
 
   private async announce(tx: Tx, expiry: DueExpiry): Promise<number> {
     const at = expiry.instant.getTime();
-    const changes = accessDifference(
-      await this.entriesAt(expiry, new Date(at - 1)),
-      await this.entriesAt(expiry, expiry.instant),
-    ).filter((change) => change.change === 'lost');
+    const changes =
+      expiry.user_id === null
+        ? await this.groupChanges(tx, expiry)
+        : accessDifference(
+            await this.entriesAt(expiry.user_id, expiry.devices, new Date(at - 1)),
+            await this.entriesAt(expiry.user_id, expiry.devices, expiry.instant),
+          ).filter((change) => change.change === 'lost');
     await appendAccessEvents(
       (text, params) => tx.write(EVENTS, text, params),
       { actor_id: null, request_id: null },
@@ -103,14 +115,32 @@ export class AccessExpiryAnnouncer implements OnApplicationBootstrap, OnModuleDe
   }
 
   /** The user's access at the moment, from the history (its standing, grants and authorities then). */
-  private async entriesAt(expiry: DueExpiry, moment: Date): Promise<AccessEntry[]> {
-    const subject: Subject | undefined = subjectAt(
-      (await this.history.usersAt([expiry.user_id], moment)).get(expiry.user_id),
-    );
+  private async entriesAt(userId: number, devices: readonly number[], moment: Date): Promise<AccessEntry[]> {
+    const subject: Subject | undefined = subjectAt((await this.history.usersAt([userId], moment)).get(userId));
     if (subject === undefined) return [];
     const authorities = [];
-    for (const device of expiry.devices)
-      authorities.push(...(await this.history.deviceAuthoritiesAt(device, moment, [expiry.user_id])));
+    for (const device of devices)
+      authorities.push(...(await this.history.deviceAuthoritiesAt(device, moment, [userId])));
     return accessEntries([subject], authorities, moment.getTime());
+  }
+
+  /**
+   * What expiries through groups took at the instant: the access of every member reached (the users
+   * whose membership ended, and the members of the groups named), judged just before the instant
+   * and at it from the facts as they are now (the group history is not yet read as of a moment):
+   * the losses that went through a group. A member removed since the instant is not announced.
+   */
+  private async groupChanges(tx: Tx, expiry: DueExpiry): Promise<AccessChange[]> {
+    const users = [...new Set([...expiry.members, ...(await this.groupAccess.reached(tx, expiry.groups))])];
+    if (users.length === 0) return [];
+    const at = expiry.instant.getTime();
+    const subjects = await this.snapshots.subjects(tx.db, users, at - 1);
+    const authorities = await this.snapshots.authorities(tx.db, { users });
+    const before = accessEntries(subjects, authorities, at - 1);
+    const after = accessEntries(await this.snapshots.subjects(tx.db, users, at), authorities, at);
+    this.groupAccess.changed(tx, users);
+    return accessDifference(before, after).filter(
+      (change) => change.change === 'lost' && change.group_id !== undefined,
+    );
   }
 }

@@ -4,6 +4,7 @@ import { actor, createUser, permissionId, tokenFor, type Caller } from '../suppo
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { caller } from '../support/requests.js';
+import { AccessExpiryAnnouncer } from '../../src/access/access-expiry-announcer.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 
 const unique = (prefix: string): string => `${prefix} ${randomUUID().slice(0, 8)}`;
@@ -525,6 +526,40 @@ describe('groups (part 6.18) and groups in the rules of part 5', () => {
       await add(admins, [{ user_id: target.id }]).expect(200);
       const refused = await caller(t, admin).post(`/v1/admin/users/${target.id}/suspend`, {}).expect(403);
       expect(refused.body.error).toMatchObject({ code: 'ROLE_ESCALATION_FORBIDDEN', details: { target_role_id: 2 } });
+    });
+  });
+
+  describe('expiry through groups (part 6.17)', () => {
+    it('a membership that expires is announced as access.lost at its instant, with group_id, once', async () => {
+      const member = await createUser({ role: 'member' });
+      const team = await group({ role_id: 4 });
+      const [clock] = await sql<{ now: Date }>('SELECT clock_timestamp() AS now');
+      const instant = new Date((clock?.now ?? new Date()).getTime() + 1500);
+      await add(team, [{ user_id: member.id }], root, { expires_at: instant.toISOString() }).expect(200);
+      // The announcer stays a second behind the clock: wait on the database's clock until the
+      // instant is that far behind.
+      await sql('SELECT pg_sleep(greatest(0, extract(epoch FROM ($1::timestamptz - clock_timestamp()))) + 1.05)', [
+        instant,
+      ]);
+      const announcer = t.app.get(AccessExpiryAnnouncer);
+      await announcer.run();
+      await announcer.run();
+      const lost = await sql<{ occurred_at: Date; data: { permission_code: string; group_id: number; cause: string } }>(
+        `SELECT occurred_at, data FROM events WHERE type = 'access.lost' AND resource_id = $1 ORDER BY id`,
+        [String(member.id)],
+      );
+      const gained = await sql<{ data: { permission_code: string } }>(
+        `SELECT data FROM events WHERE type = 'access.gained' AND resource_id = $1`,
+        [String(member.id)],
+      );
+      expect(lost.map((event) => event.data.permission_code).sort()).toEqual(
+        gained.map((event) => event.data.permission_code).sort(),
+      );
+      expect(lost.length).toBeGreaterThan(0);
+      for (const event of lost) {
+        expect(event.data).toMatchObject({ group_id: team, cause: 'expired' });
+        expect(event.occurred_at.getTime()).toBe(instant.getTime());
+      }
     });
   });
 
