@@ -99,10 +99,10 @@ export async function benchGroupMemberSession(client, email, authorityId) {
       "INSERT INTO groups (name) SELECT 'bench group ' || g FROM generate_series(1, 20) g ORDER BY g RETURNING id",
     )
   ).rows.map((row) => Number(row.id));
-  await client.query(
-    'INSERT INTO group_memberships (group_id, user_id) SELECT unnest($1::bigint[]), $2',
-    [groups.slice(0, 18), member.id],
-  );
+  await client.query('INSERT INTO group_memberships (group_id, user_id) SELECT unnest($1::bigint[]), $2', [
+    groups.slice(0, 18),
+    member.id,
+  ]);
   await client.query('INSERT INTO group_memberships (group_id, member_group_id) VALUES ($1, $2), ($3, $1)', [
     groups[18],
     groups[0],
