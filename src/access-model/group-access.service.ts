@@ -39,6 +39,7 @@ function escalation(targetRoleId: number, message: string): ApiError {
 @Injectable()
 export class GroupAccess {
   private readonly listeners: ((users: readonly number[]) => Promise<void>)[] = [];
+  private readonly groupListeners: ((tx: Tx, groups: readonly number[]) => void)[] = [];
 
   constructor(
     private readonly facts: GroupFactsRepository,
@@ -141,6 +142,16 @@ export class GroupAccess {
     if (users.length === 0) return;
     tx.bumpProjections(scope, users);
     tx.afterCommit(() => this.refresh(users));
+  }
+
+  /** Registers what to rebuild for groups whose members changed with no write of theirs (an expiry). */
+  onGroupsChanged(listener: (tx: Tx, groups: readonly number[]) => void): void {
+    this.groupListeners.push(listener);
+  }
+
+  /** In the write: the groups' members changed (their details are rebuilt by the groups module). */
+  groupsChanged(tx: Tx, groups: readonly number[]): void {
+    if (groups.length > 0) for (const listener of this.groupListeners) listener(tx, groups);
   }
 
   /** Registers what else to rebuild for users whose groups changed (the users module: their details). */

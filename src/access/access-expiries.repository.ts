@@ -25,6 +25,8 @@ export interface DueExpiry {
   readonly groups: number[];
   /** Users whose own membership expired. */
   readonly members: number[];
+  /** The groups a membership of which expired (their member counts change). */
+  readonly containers: number[];
 }
 
 /**
@@ -66,29 +68,38 @@ export class AccessExpiriesRepository {
     if (mark === undefined) throw new Error('access_expiry_announcements has no row');
     if (!mark.ahead) return { expiries: [], until: undefined };
     const rows = await tx.db.query<
-      { instant: Date; last: string; user_id: string | null; devices: string[]; groups: string[]; members: string[] }[]
+      {
+        instant: Date;
+        last: string;
+        user_id: string | null;
+        devices: string[];
+        groups: string[];
+        members: string[];
+        containers: string[];
+      }[]
     >(
       `WITH expiring AS (
-         SELECT h.expires_at AS instant, h.user_id, h.device_id, NULL::bigint AS group_id, NULL::bigint AS member
+         SELECT h.expires_at AS instant, h.user_id, h.device_id, NULL::bigint AS group_id, NULL::bigint AS member,
+                NULL::bigint AS container
          FROM authority_history h WHERE h.expires_at > $1 AND h.expires_at <= $2 AND h.user_id IS NOT NULL
          UNION ALL
-         SELECT h.expires_at, h.user_id, h.device_id, NULL, NULL FROM authority_permission_history h
+         SELECT h.expires_at, h.user_id, h.device_id, NULL, NULL, NULL FROM authority_permission_history h
          WHERE h.expires_at > $1 AND h.expires_at <= $2 AND h.user_id IS NOT NULL
          UNION ALL
-         SELECT g.expires_at, g.user_id, NULL, NULL, NULL FROM permission_grants g
+         SELECT g.expires_at, g.user_id, NULL, NULL, NULL, NULL FROM permission_grants g
          WHERE g.expires_at > $1 AND g.expires_at <= $2 AND g.user_id IS NOT NULL
          UNION ALL
          -- Groups (v1.3): what a group held or a membership gave, announced for the members reached.
-         SELECT h.expires_at, NULL, h.device_id, a.group_id, NULL FROM authority_history h
+         SELECT h.expires_at, NULL, h.device_id, a.group_id, NULL, NULL FROM authority_history h
          JOIN authorities a ON a.id = h.authority_id WHERE h.expires_at > $1 AND h.expires_at <= $2 AND h.user_id IS NULL
          UNION ALL
-         SELECT h.expires_at, NULL, h.device_id, a.group_id, NULL FROM authority_permission_history h
+         SELECT h.expires_at, NULL, h.device_id, a.group_id, NULL, NULL FROM authority_permission_history h
          JOIN authorities a ON a.id = h.authority_id WHERE h.expires_at > $1 AND h.expires_at <= $2 AND h.user_id IS NULL
          UNION ALL
-         SELECT g.expires_at, NULL, NULL, g.group_id, NULL FROM permission_grants g
+         SELECT g.expires_at, NULL, NULL, g.group_id, NULL, NULL FROM permission_grants g
          WHERE g.expires_at > $1 AND g.expires_at <= $2 AND g.group_id IS NOT NULL
          UNION ALL
-         SELECT m.expires_at, NULL, NULL, m.member_group_id, m.user_id FROM group_memberships m
+         SELECT m.expires_at, NULL, NULL, m.member_group_id, m.user_id, m.group_id FROM group_memberships m
          WHERE m.expires_at > $1 AND m.expires_at <= $2
        ), instants AS (
          SELECT DISTINCT instant FROM expiring ORDER BY instant LIMIT $3
@@ -96,7 +107,8 @@ export class AccessExpiriesRepository {
        SELECT e.instant, (SELECT max(instant) FROM instants)::text AS last, e.user_id,
               array_remove(array_agg(DISTINCT e.device_id), NULL) AS devices,
               array_remove(array_agg(DISTINCT e.group_id), NULL) AS groups,
-              array_remove(array_agg(DISTINCT e.member), NULL) AS members
+              array_remove(array_agg(DISTINCT e.member), NULL) AS members,
+              array_remove(array_agg(DISTINCT e.container), NULL) AS containers
        FROM expiring e JOIN instants i ON i.instant = e.instant
        GROUP BY e.instant, e.user_id ORDER BY e.instant, e.user_id NULLS LAST`,
       [mark.since, mark.settled, limit],
@@ -110,6 +122,7 @@ export class AccessExpiriesRepository {
         devices: row.devices.map(Number),
         groups: row.groups.map(Number),
         members: row.members.map(Number),
+        containers: row.containers.map(Number),
       })),
       until,
     };

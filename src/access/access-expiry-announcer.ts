@@ -131,6 +131,7 @@ export class AccessExpiryAnnouncer implements OnApplicationBootstrap, OnModuleDe
    * the losses that went through a group. A member removed since the instant is not announced.
    */
   private async groupChanges(tx: Tx, expiry: DueExpiry): Promise<AccessChange[]> {
+    this.groupAccess.groupsChanged(tx, expiry.containers);
     const users = [...new Set([...expiry.members, ...(await this.groupAccess.reached(tx, expiry.groups))])];
     if (users.length === 0) return [];
     const at = expiry.instant.getTime();

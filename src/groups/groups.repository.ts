@@ -6,6 +6,7 @@ import { ResourceTable } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { table } from '../platform/database/table.js';
 import { ApiError } from '../platform/http/api-error.js';
+import { GroupAccess } from '../access-model/group-access.service.js';
 import type { GroupDto } from './dto/group.dto.js';
 
 export interface GroupRow extends GroupDto {
@@ -50,8 +51,10 @@ type GroupColumn =
 /** Groups (part 6.18): a soft-deletable resource table with cached details and list pages. */
 @Injectable()
 export class GroupsRepository extends ResourceTable<GroupRow, GroupColumn> {
-  constructor(uow: UnitOfWork, projections: Projections) {
+  constructor(uow: UnitOfWork, projections: Projections, groupAccess: GroupAccess) {
     super({ table: GROUPS, type: 'group', notFound: 'GROUP_NOT_FOUND' }, uow, projections);
+    // A membership that expires changes its group's member_count with no write of the group's.
+    groupAccess.onGroupsChanged((tx, ids) => this.membersChanged(tx, ids));
   }
 
   /** A live group referenced from a body or a path (404 `GROUP_NOT_FOUND` otherwise), locked when in a write. */
