@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AccessWatch } from '../access-model/access-watch.js';
 import { GroupAccess } from '../access-model/group-access.service.js';
+import { holderName, holderOf, type Holder } from '../access-model/holder.js';
 import { GroupsRepository } from '../groups/groups.repository.js';
 import { AuthorityReferences } from './authority-references.repository.js';
 import { UserReferences } from '../users/user-references.repository.js';
@@ -67,7 +68,7 @@ export class AuthoritiesService {
    */
   async create(actor: AuthContext, dto: CreateAuthorityDto): Promise<ResourceResponse<AuthorityDto>> {
     const expiresAt = dto.expires_at === undefined ? null : futureTimestamp(dto.expires_at, 'expires_at');
-    const holder: Holder = dto.group_id === undefined ? { user_id: dto.user_id ?? 0 } : { group_id: dto.group_id };
+    const holder = holderOf(dto);
     await this.assertReferences(dto.device_id, holder);
     await this.authorization.assertAllowed(actor, 'authorities.create', dto.device_id);
     if (holder.user_id === actor.user_id) throw createForSelf(actor.user_id);
@@ -154,10 +155,9 @@ export class AuthoritiesService {
 
   private async alreadyExists(tx: Tx, deviceId: number, holder: Holder): Promise<ApiError> {
     const existing = await this.authorities.findPair(tx, deviceId, holder);
-    const who = holder.group_id === undefined ? `User ${holder.user_id}` : `Group ${holder.group_id}`;
     return new ApiError(
       'AUTHORITY_ALREADY_EXISTS',
-      `${who} already has an authority on device ${deviceId}${existing?.is_deleted === true ? ' (deleted; restore it)' : ''}`,
+      `${holderName(holder)} already has an authority on device ${deviceId}${existing?.is_deleted === true ? ' (deleted; restore it)' : ''}`,
       {
         authority_id: existing?.id ?? null,
         device_id: deviceId,
@@ -167,11 +167,6 @@ export class AuthoritiesService {
     );
   }
 }
-
-/** Who an authority is created for: a user, or a group. */
-type Holder =
-  | { readonly user_id: number; readonly group_id?: undefined }
-  | { readonly user_id?: undefined; readonly group_id: number };
 
 function createForSelf(userId: number): ApiError {
   return new ApiError('SELF_ACTION_FORBIDDEN', 'You cannot create an authority for yourself', {

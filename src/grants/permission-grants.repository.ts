@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AuthContextService } from '../access-model/auth-context.service.js';
 import { GroupAccess } from '../access-model/group-access.service.js';
+import type { Holder } from '../access-model/holder.js';
 import { Projections } from '../platform/projections/projections.js';
 import { listSpec } from '../platform/http/list/list-spec.js';
 import { ResourceTable } from '../platform/projections/resource-table.js';
@@ -38,9 +39,7 @@ const PERMISSION_GRANTS = table('permission_grants', {
 });
 
 /** Who holds a grant: a user, or a group (every member it reaches). */
-export type GrantHolder =
-  | { readonly user_id: number; readonly group_id?: undefined }
-  | { readonly user_id?: undefined; readonly group_id: number };
+export type GrantHolder = Holder;
 
 /** The holder's column and id (trusted text for the column). */
 function holderColumn(holder: GrantHolder): { column: 'user_id' | 'group_id'; id: number } {

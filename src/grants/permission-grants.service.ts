@@ -14,6 +14,7 @@ import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { GrantPermissionDto, PermissionGrantDto, RevokePermissionDto } from './dto/permission-grant.dto.js';
 import { PermissionGrantsRepository, type GrantHolder } from './permission-grants.repository.js';
 import { GroupAccess } from '../access-model/group-access.service.js';
+import { holderName, holderOf } from '../access-model/holder.js';
 import { GroupsRepository } from '../groups/groups.repository.js';
 import type { Prefetched } from '../platform/projections/prefetched.js';
 
@@ -175,13 +176,4 @@ export class PermissionGrantsService {
     assertMayWriteUser(actor, user);
     return { code: permission.code, reached: [holder.user_id] };
   }
-}
-
-/** The holder a body names (validation made sure it names exactly one). */
-function holderOf(dto: { readonly user_id?: number; readonly group_id?: number }): GrantHolder {
-  return dto.group_id === undefined ? { user_id: dto.user_id ?? 0 } : { group_id: dto.group_id };
-}
-
-function holderName(holder: GrantHolder): string {
-  return holder.group_id === undefined ? `User ${holder.user_id}` : `Group ${holder.group_id}`;
 }

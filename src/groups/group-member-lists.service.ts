@@ -3,7 +3,7 @@ import { GroupFactsRepository } from '../access-model/group-facts.repository.js'
 import { directionOf, pageOf } from '../access/dto/access.dto.js';
 import { ApiError } from '../platform/http/api-error.js';
 import type { ListResponse } from '../platform/http/responses.js';
-import { ListPages } from '../platform/projections/list-pages.js';
+import { ListPages, type ComputedPage } from '../platform/projections/list-pages.js';
 import { Projections } from '../platform/projections/projections.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { UserReferences } from '../users/user-references.repository.js';
@@ -24,6 +24,22 @@ const GROUP_TABLES = ['group_memberships', 'groups', 'users'];
 function earliest(expiries: readonly (string | null)[]): number | undefined {
   const times = expiries.flatMap((at) => (at === null ? [] : [Date.parse(at)]));
   return times.length === 0 ? undefined : Math.min(...times);
+}
+
+/** One page of rows computed whole (a group's reach, a user's groups), good until the first expiry among them. */
+function pageFrom<Row extends { readonly expires_at: string | null }>(
+  all: readonly Row[],
+  page: { readonly page: number; readonly page_size: number },
+  direction: 'asc' | 'desc',
+): ComputedPage<Row> {
+  const ordered = direction === 'asc' ? all : [...all].reverse();
+  const start = (page.page - 1) * page.page_size;
+  return {
+    items: ordered.slice(start, start + page.page_size),
+    total: all.length,
+    total_exact: true,
+    changesAt: earliest(all.map((row) => row.expires_at)),
+  };
 }
 
 /** 400 for a parameter that only the direct list takes, asked with `transitive=true`. */
@@ -61,17 +77,9 @@ export class GroupMemberListsService {
       throw notTransitive('sort', 'with transitive=true, sort is user_id:asc or user_id:desc');
     const page = pageOf(query);
     const direction = directionOf(query.sort, 'asc');
-    return this.pages.readComputed({ route: 'group-members', groupId, direction, ...page }, GROUP_TABLES, async () => {
-      const all = await this.facts.members(this.uow.reader, groupId);
-      const ordered = direction === 'asc' ? all : [...all].reverse();
-      const start = (page.page - 1) * page.page_size;
-      return {
-        items: ordered.slice(start, start + page.page_size),
-        total: all.length,
-        total_exact: true,
-        changesAt: earliest(all.map((member) => member.expires_at)),
-      };
-    });
+    return this.pages.readComputed({ route: 'group-members', groupId, direction, ...page }, GROUP_TABLES, async () =>
+      pageFrom(await this.facts.members(this.uow.reader, groupId), page, direction),
+    );
   }
 
   async groupsOf(userId: number, query: UserGroupsQueryDto): Promise<ListResponse<UserGroupDto>> {
@@ -79,18 +87,16 @@ export class GroupMemberListsService {
     if (user === undefined || user.is_deleted) throw ApiError.notFound('USER_NOT_FOUND', userId);
     const page = pageOf(query);
     const direction = directionOf(query.sort, 'asc');
-    return this.pages.readComputed({ route: 'user-groups', userId, direction, ...page }, GROUP_TABLES, async () => {
-      const all = await this.facts.groupsOf(this.uow.reader, userId);
-      const ordered = direction === 'asc' ? all : [...all].reverse();
-      const start = (page.page - 1) * page.page_size;
-      return {
-        items: ordered
-          .slice(start, start + page.page_size)
-          .map((group) => ({ group_id: group.group_id, via: [...group.via], expires_at: group.expires_at })),
-        total: all.length,
-        total_exact: true,
-        changesAt: earliest(all.map((group) => group.expires_at)),
-      };
-    });
+    return this.pages.readComputed({ route: 'user-groups', userId, direction, ...page }, GROUP_TABLES, async () =>
+      pageFrom(
+        (await this.facts.groupsOf(this.uow.reader, userId)).map((group) => ({
+          group_id: group.group_id,
+          via: [...group.via],
+          expires_at: group.expires_at,
+        })),
+        page,
+        direction,
+      ),
+    );
   }
 }

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
 import {
   ArrayMaxSize,
   ArrayMinSize,
@@ -112,20 +112,8 @@ export class AddMembersDto {
   reason?: string;
 }
 
-export class RemoveMembersDto {
-  @ApiProperty({ type: [MemberRefDto], minItems: 1, maxItems: 1000 })
-  @IsArray()
-  @ArrayMinSize(1)
-  @ArrayMaxSize(1000)
-  @EachItem(MemberRefDto)
-  members!: MemberRefDto[];
-
-  @ApiPropertyOptional({ maxLength: 500 })
-  @IsOptional()
-  @IsString()
-  @MaxLength(500)
-  reason?: string;
-}
+/** The same members and reason as an addition; no expiry. */
+export class RemoveMembersDto extends PickType(AddMembersDto, ['members', 'reason'] as const) {}
 
 /** A membership of a user or a group in a group, append-only (part 6.18). */
 export class MembershipDto {
