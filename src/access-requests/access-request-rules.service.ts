@@ -119,7 +119,9 @@ export class AccessRequestRules {
     authority: AuthorityFacts | undefined,
   ): Promise<void> {
     const details = { device_id: asked.device_id, permission_code: asked.permission_code };
-    const role = user === undefined ? undefined : roleById(user.role_id);
+    // The requester as the guards judge it: its effective role (its groups' included), its grants.
+    const live = user === undefined ? undefined : await this.contexts.subjectOf(asked.requester_id);
+    const role = live?.role ?? (user === undefined ? undefined : roleById(user.role_id));
     // A role without admin access (a member) is allowed nothing at all (layer 2): not a requester to grant.
     if (
       user === undefined ||
@@ -137,10 +139,13 @@ export class AccessRequestRules {
       !authority.deleted &&
       (authority.expires_at === null || Date.parse(authority.expires_at) > now);
     if (!effective) throw accessRequestInvalid('no_authority', details);
-    const grants = (await this.contexts.subjectOf(asked.requester_id))?.grants ?? [];
-    const subject: Subject = { user_id: asked.requester_id, role, active: true, grants };
-    if (accessPaths(subject, [authority], asked.permission_code, now).length > 0)
-      throw accessRequestInvalid('already_allowed', { ...details, authority_id: authority.id });
+    const subject: Subject = { ...(live ?? { user_id: asked.requester_id, grants: [] }), role, active: true };
+    // Its own authority as locked, and (through the evaluator) what its groups hold on the device.
+    const allowed =
+      accessPaths(subject, [authority], asked.permission_code, now).length > 0 ||
+      (isPermissionCode(asked.permission_code) &&
+        (await this.authorization.decide(subject, asked.permission_code, asked.device_id)).allowed);
+    if (allowed) throw accessRequestInvalid('already_allowed', { ...details, authority_id: authority.id });
   }
 
   /**

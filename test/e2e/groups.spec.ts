@@ -415,6 +415,37 @@ describe('groups (part 6.18) and groups in the rules of part 5', () => {
       await caller(t, operator).get(`/v1/admin/authorities/${target}`).expect(403);
     });
 
+    it('an access request for a right a group already gives is 422 already_allowed; a role from a group makes a requester', async () => {
+      const member = await createUser({ role: 'member' });
+      const auth = { auth: `Bearer ${await tokenFor(member)}` };
+      const device = await createDevice();
+      await createAuthority(device.id, member.id);
+      const operators = await group({ role_id: 3 });
+      await add(operators, [{ user_id: member.id }]).expect(200);
+      const teamAuthority = await caller(t, root)
+        .post('/v1/admin/authorities', { device_id: device.id, group_id: operators })
+        .expect(201);
+      await caller(t, root)
+        .post('/v1/admin/authority-permissions', {
+          authority_id: teamAuthority.body.data.id,
+          permission_id: permissionId('authorities.read'),
+        })
+        .expect(201);
+      const ask = (code: string) =>
+        caller(t, auth).post('/v1/admin/access-requests', {
+          device_id: device.id,
+          permission_id: permissionId(code),
+          reason: 'night shift',
+          duration_seconds: 3600,
+        });
+      const already = await ask('authorities.read').expect(422);
+      expect(already.body.error).toMatchObject({
+        code: 'ACCESS_REQUEST_INVALID',
+        details: { reason: 'already_allowed' },
+      });
+      await ask('authorities.revoke').expect(201);
+    });
+
     it('self: nobody creates an authority for a group it is in, nor grants a permission to that group’s authority', async () => {
       const admin = await actor('admin');
       const device = await createDevice();
