@@ -53,8 +53,10 @@ export function assertNotExtendingOwn(
   actor: Subject,
   row: Pick<AuthorityRow, 'id' | 'user_id' | 'device_id'>,
   allowedGlobally: boolean,
+  holders: readonly number[] = row.user_id === null ? [] : [row.user_id],
 ): void {
-  if (row.user_id !== actor.user_id || allowedGlobally) return;
+  // Its own: its user's, or (a group's) held by every user the group reaches.
+  if (!holders.includes(actor.user_id) || allowedGlobally) return;
   throw new ApiError('SELF_ACTION_FORBIDDEN', 'You cannot extend your own authority through a right on that device', {
     action: 'extend_authority',
     authority_id: row.id,

@@ -120,7 +120,12 @@ export class AuthoritiesService {
       // An expiry on the owner's authority would strip the owner of every right on the device.
       if (before.owner && expiresAt !== undefined && expiresAt !== null) throw ownerProtected(before, 'expire');
       if (expiresAt !== undefined && extends_(before.expires_at, expiresAt)) {
-        assertNotExtendingOwn(actor, before, this.authorization.decideGlobally(actor, 'authorities.update').allowed);
+        assertNotExtendingOwn(
+          actor,
+          before,
+          this.authorization.decideGlobally(actor, 'authorities.update').allowed,
+          await this.authorities.usersHolding(tx, before),
+        );
       }
       assertIfMatch(ifMatch, before.version);
       const wanted = {

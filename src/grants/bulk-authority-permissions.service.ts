@@ -9,6 +9,7 @@ import type { PermissionCode } from '../platform/auth/permissions.js';
 import { writeOrRollBack } from '../platform/database/write-or-preview.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { BulkJobs } from '../platform/jobs/bulk-jobs.service.js';
+import type { ApiError } from '../platform/http/api-error.js';
 import { AuthorityPermissionsRepository, type Resolved } from './authority-permissions.repository.js';
 import type { BulkAuthorityPermissionsDto, BulkResponseDto, BulkResultDto } from './dto/authority-permission.dto.js';
 
@@ -103,6 +104,8 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
     const actorInGroup = new Set(
       mode === 'grant' ? (await this.groupFacts.groupsOf(tx.db, actor.user_id)).map((group) => group.group_id) : [],
     );
+    // A group's authority is held by every user the group reaches: the rank rule over each, per group.
+    const outranked = mode === 'grant' ? await this.rankProblems(tx, actor, resolved) : new Map<number, ApiError>();
     const results = dto.items.map((item, index): BulkResultDto => {
       const row = resolved[index];
       const base = {
@@ -147,6 +150,8 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
               'You cannot grant an authority permission to an authority of your own',
             ),
           };
+        const rank = row.authority_group_id === null ? undefined : outranked.get(Number(row.authority_group_id));
+        if (rank !== undefined) return { ...base, status: 'failed', error: failure(rank.code, rank.message) };
         if (verdict.delegation !== true)
           return {
             ...base,
@@ -213,6 +218,27 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
     );
     await this.recordChanged(tx, done, 'authority_permission.revoke', reason);
     return new Set(done);
+  }
+
+  /** For each group whose authority an item names: the rank rule's refusal over the users it reaches, if any. */
+  private async rankProblems(
+    tx: Tx,
+    actor: AuthContext,
+    resolved: readonly Resolved[],
+  ): Promise<Map<number, ApiError>> {
+    const groups = [
+      ...new Set(resolved.flatMap((row) => (row.authority_group_id === null ? [] : [Number(row.authority_group_id)]))),
+    ];
+    const problems = new Map<number, ApiError>();
+    if (groups.length === 0) return problems;
+    const reached = await Promise.all(groups.map((group) => this.groupAccess.reached(tx, [group])));
+    const judged = await this.groupAccess.judge(tx, actor, { roles: [], permissions: [] }, reached);
+    groups.forEach((group, index) => {
+      const problem = judged[index];
+      // The self rule is the item's own check (its message names the authority); rank is judged here.
+      if (problem !== undefined && problem.code !== 'SELF_ACTION_FORBIDDEN') problems.set(group, problem);
+    });
+    return problems;
   }
 
   /**
