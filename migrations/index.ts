@@ -28,6 +28,7 @@ import { AccessReviews1765929600000 } from './1765929600000-access-reviews.js';
 import { AuthorityPermissionHolders1766016000000 } from './1766016000000-authority-permission-holders.js';
 import { Groups1766102400000 } from './1766102400000-groups.js';
 import { GroupAuthorities1766188800000 } from './1766188800000-group-authorities.js';
+import { GroupHistoryReads1766275200000 } from './1766275200000-group-history-reads.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -61,6 +62,7 @@ export const MIGRATIONS = [
   AuthorityPermissionHolders1766016000000,
   Groups1766102400000,
   GroupAuthorities1766188800000,
+  GroupHistoryReads1766275200000,
 ];
 
 /**

@@ -116,7 +116,10 @@ export class AccessExpiryAnnouncer implements OnApplicationBootstrap, OnModuleDe
 
   /** The user's access at the moment, from the history (its standing, grants and authorities then). */
   private async entriesAt(userId: number, devices: readonly number[], moment: Date): Promise<AccessEntry[]> {
-    const subject: Subject | undefined = subjectAt((await this.history.usersAt([userId], moment)).get(userId));
+    const subject: Subject | undefined = subjectAt(
+      (await this.history.usersAt([userId], moment)).get(userId),
+      moment.getTime(),
+    );
     if (subject === undefined) return [];
     const authorities = [];
     for (const device of devices)

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import type { GrantFacts } from '../platform/auth/auth-context.js';
+import type { GrantFacts, GroupFacts } from '../platform/auth/auth-context.js';
+import { normalisedGroup } from '../access-model/group-facts.repository.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import { USER_STATUS } from '../platform/auth/roles.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
@@ -13,6 +14,10 @@ export interface UserFactsAt {
   readonly is_deleted: boolean;
   /** Grants held at the moment (granted, not yet revoked); their expiry is judged by the rules. */
   readonly grants: GrantFacts[];
+  /** The groups the user belonged to at the moment (one lasting chain each), with their roles then. */
+  readonly groups?: GroupFacts[];
+  /** The grants its groups held then, as the rules take them (`group_id`, `via`, the chain's expiry). */
+  readonly group_grants?: GrantFacts[];
 }
 
 /** Every version of what decides a device's authority layer, oldest first (µs instants). */
@@ -146,18 +151,42 @@ export class AccessHistoryRepository {
                 ARRAY(SELECT json_build_object('id', g.id, 'code', p.code, 'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', ${ISO}))
                       FROM permission_grants g JOIN permissions p ON p.id = g.permission_id
                       WHERE g.user_id = u.id AND g.granted_at <= %T AND (g.revoked_at IS NULL OR g.revoked_at > %T)
-                      ORDER BY g.id) AS grants
+                      ORDER BY g.id) AS grants,
+                (SELECT coalesce(json_agg(json_build_object('group_id', c.group_id, 'role_id', c.role_id, 'via', c.via,
+                          'expires_at', to_char(c.expires_at AT TIME ZONE 'UTC', ${ISO})) ORDER BY c.group_id), '[]'::json)
+                 FROM user_groups_at(u.id, %T) c) AS groups,
+                (SELECT coalesce(json_agg(json_build_object('id', g.id, 'code', p.code, 'group_id', c.group_id, 'via', c.via,
+                          'expires_at', to_char(least(g.expires_at, c.expires_at) AT TIME ZONE 'UTC', ${ISO})) ORDER BY g.id), '[]'::json)
+                 FROM user_groups_at(u.id, %T) c JOIN permission_grants g ON g.group_id = c.group_id
+                 JOIN permissions p ON p.id = g.permission_id
+                 WHERE g.granted_at <= %T AND (g.revoked_at IS NULL OR g.revoked_at > %T)) AS group_grants
          FROM unnest($1::bigint[]) AS u(id) CROSS JOIN LATERAL ${USER_VERSION_AT.replace('%U', 'u.id')} v`,
         '$2',
       ),
       [[...new Set(userIds)], moment],
     );
-    return new Map(rows.map((row) => [Number(row.user_id), { ...row, user_id: Number(row.user_id) }]));
+    return new Map(
+      rows.map((row) => [
+        Number(row.user_id),
+        {
+          ...row,
+          user_id: Number(row.user_id),
+          groups: (row.groups ?? []).map(normalisedGroup),
+          group_grants: (row.group_grants ?? []).map((grant) => ({
+            ...grant,
+            id: Number(grant.id),
+            group_id: Number(grant.group_id),
+            via: (grant.via ?? []).map(Number),
+          })),
+        },
+      ]),
+    );
   }
 
   /** The authorities on a device at T (only those of `userIds`, when given), with their permissions then. */
   async deviceAuthoritiesAt(deviceId: number, moment: Date, userIds?: readonly number[]): Promise<AuthorityFacts[]> {
-    const only = userIds === undefined ? '' : 'AND h.user_id = ANY($3::bigint[])';
+    // A group's authorities (no user) are the members' too: the caller sees which through their groups.
+    const only = userIds === undefined ? '' : 'AND (h.user_id = ANY($3::bigint[]) OR h.user_id IS NULL)';
     return this.authorityFacts(
       `SELECT DISTINCT ON (h.authority_id) h.* FROM authority_history h
        WHERE h.device_id = $1 AND h.valid_from <= %T ${only}
@@ -179,7 +208,9 @@ export class AccessHistoryRepository {
   private async authorityFacts(versions: string, params: unknown[]): Promise<AuthorityFacts[]> {
     const rows = await this.db.query<AuthorityFacts[]>(
       at(
-        `SELECT a.authority_id AS id, a.device_id, a.user_id, a.owner, a.is_active, a.revoked, a.is_deleted AS deleted,
+        `SELECT a.authority_id AS id, a.device_id, a.user_id,
+                (SELECT g.group_id FROM authorities g WHERE g.id = a.authority_id) AS group_id,
+                a.owner, a.is_active, a.revoked, a.is_deleted AS deleted,
                 to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
                 ARRAY(SELECT json_build_object('code', p.code, 'expires_at', to_char(x.expires_at AT TIME ZONE 'UTC', ${ISO}))
                       FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x
@@ -193,7 +224,8 @@ export class AccessHistoryRepository {
       ...row,
       id: Number(row.id),
       device_id: Number(row.device_id),
-      user_id: Number(row.user_id),
+      user_id: row.user_id === null ? null : Number(row.user_id),
+      group_id: row.group_id == null ? null : Number(row.group_id),
     }));
   }
 
@@ -225,20 +257,42 @@ export class AccessHistoryRepository {
     others.push(`SELECT a.user_id FROM (
           SELECT DISTINCT ON (h.authority_id) h.* FROM authority_history h WHERE h.device_id = $1 AND h.valid_from <= %T
           ORDER BY h.authority_id, h.valid_from DESC, h.id DESC) a
-        WHERE ${EFFECTIVE('a')} AND (${byOwner ? 'a.owner' : 'false'} OR (${byPermission ? 'true' : 'false'} AND EXISTS (
+        WHERE a.user_id IS NOT NULL AND ${EFFECTIVE('a')} AND (${byOwner ? 'a.owner' : 'false'} OR (${byPermission ? 'true' : 'false'} AND EXISTS (
           SELECT 1 FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x WHERE x.held AND x.permission_id = $2)))`);
-    // By role: the users who ever had one of the roles (an index range), kept only where their
-    // version at T has it. With no role to look for ($3 empty) it reads nothing.
+    // Through groups: the users reached at T by a group that held a grant of the permission then, or
+    // an effective authority on the device holding it.
+    const holding: string[] = [];
+    if (query.via.has('group_permission_grant'))
+      holding.push(`SELECT g.group_id FROM permission_grants g WHERE g.permission_id = $2 AND g.group_id IS NOT NULL
+          AND g.granted_at <= %T AND (g.revoked_at IS NULL OR g.revoked_at > %T) AND (g.expires_at IS NULL OR g.expires_at > %T)`);
+    if (query.via.has('group_authority_permission'))
+      holding.push(`SELECT au.group_id FROM (
+          SELECT DISTINCT ON (h.authority_id) h.* FROM authority_history h WHERE h.device_id = $1 AND h.valid_from <= %T
+          ORDER BY h.authority_id, h.valid_from DESC, h.id DESC) a JOIN authorities au ON au.id = a.authority_id
+        WHERE a.user_id IS NULL AND ${EFFECTIVE('a')} AND EXISTS (
+          SELECT 1 FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x WHERE x.held AND x.permission_id = $2)`);
+    if (holding.length > 0)
+      others.push(
+        `SELECT r.user_id FROM (${holding.join(' UNION ')}) hg CROSS JOIN LATERAL group_users_at(hg.group_id, %T) r`,
+      );
+    // By role: the users who ever had one of the roles (an index range), and those a group that ever
+    // conferred one reaches at T; each kept only where its effective role at T has it. With no role
+    // to look for ($3 empty) it reads nothing.
     return this.candidatePage(
       `WITH by_role AS (
          SELECT DISTINCT h.user_id FROM user_access_history h
-         WHERE cardinality($3::int[]) > 0 AND h.role_id = ANY($3::int[]) AND h.valid_from <= %T),
+         WHERE cardinality($3::int[]) > 0 AND h.role_id = ANY($3::int[]) AND h.valid_from <= %T
+         UNION
+         SELECT r.user_id FROM (SELECT DISTINCT gh.group_id FROM group_history gh
+           WHERE cardinality($3::int[]) > 0 AND gh.role_id = ANY($3::int[]) AND gh.valid_from <= %T) rg
+         CROSS JOIN LATERAL group_users_at(rg.group_id, %T) r),
        others AS (${others.join(' UNION ')}),
        candidates AS (SELECT user_id FROM by_role UNION SELECT user_id FROM others),
        admissible AS (
          SELECT c.user_id AS id FROM candidates c CROSS JOIN LATERAL ${USER_VERSION_AT.replace('%U', 'c.user_id')} u
-         WHERE u.role_id = ANY($4::int[]) AND u.status_id = ${USER_STATUS.active} AND NOT u.is_deleted
-           AND (u.role_id = ANY($3::int[]) OR c.user_id IN (SELECT user_id FROM others)))`,
+         CROSS JOIN LATERAL (SELECT least(u.role_id, (SELECT min(gr.role_id) FROM user_groups_at(c.user_id, %T) gr)) AS role_id) e
+         WHERE e.role_id = ANY($4::int[]) AND u.status_id = ${USER_STATUS.active} AND NOT u.is_deleted
+           AND (e.role_id = ANY($3::int[]) OR c.user_id IN (SELECT user_id FROM others)))`,
       [query.deviceId, query.permissionId, query.via.has('role') ? [...query.roleIds] : [], [...query.adminRoleIds]],
       query,
     );
@@ -274,12 +328,24 @@ export class AccessHistoryRepository {
     const current = (alias: string, id: string): string => `${alias}.user_id = $1 AND ${alias}.permission_id = ${id}
        AND ${alias}.held AND ${alias}.usable AND (${alias}.expires_at IS NULL OR ${alias}.expires_at > %T)`;
     // An owner may also hold the permission: counted once, as owned (no hashing of the whole answer).
+    // Through its groups at T: their effective authorities holding the permission then, on devices
+    // where the user has no way of its own (one row per device: the answer's).
+    const grouped = `SELECT DISTINCT ON (r.device_id) r.authority_id, r.device_id FROM (
+         SELECT DISTINCT ON (r.authority_id) r.authority_id, r.device_id, r.held, r.usable, r.expires_at
+         FROM user_groups_at($1, %T) ug JOIN authorities au ON au.group_id = ug.group_id
+         JOIN authority_right_history r ON r.authority_id = au.id AND r.permission_id = $2 AND r.valid_from <= %T
+         ORDER BY r.authority_id, r.valid_from DESC, r.id DESC) r
+       WHERE r.held AND r.usable AND (r.expires_at IS NULL OR r.expires_at > %T)
+       ORDER BY r.device_id, r.authority_id`;
     return this.candidatePage(
-      `WITH owned AS (${usable('0')}), held AS (${usable('$2')}),
+      `WITH owned AS (${usable('0')}), held AS (${usable('$2')}), grouped AS (${grouped}),
        admissible AS (
          SELECT authority_id AS id, device_id FROM owned
          UNION ALL
-         SELECT authority_id, device_id FROM held WHERE authority_id NOT IN (SELECT authority_id FROM owned))`,
+         SELECT authority_id, device_id FROM held WHERE authority_id NOT IN (SELECT authority_id FROM owned)
+         UNION ALL
+         SELECT authority_id, device_id FROM grouped
+         WHERE device_id NOT IN (SELECT device_id FROM owned UNION SELECT device_id FROM held))`,
       [query.userId, query.permissionId],
       {
         ...query,
@@ -288,7 +354,9 @@ export class AccessHistoryRepository {
           query.moment !== null
             ? undefined
             : {
-                later: `SELECT 1 FROM authority_rights c WHERE c.user_id = $1 AND c.valid_from > %T AND c.permission_id IN (0, $2)`,
+                // The newest versions answer for the user's own rights only: one in a group reads the history.
+                later: `SELECT 1 FROM authority_rights c WHERE c.user_id = $1 AND c.valid_from > %T AND c.permission_id IN (0, $2)
+                  UNION ALL SELECT 1 FROM user_groups_at($1, %T)`,
                 parts: [
                   `SELECT c.authority_id AS id, c.device_id FROM authority_rights c WHERE ${current('c', '0')}`,
                   `SELECT c.authority_id AS id, c.device_id FROM authority_rights c WHERE ${current('c', '$2')}
@@ -400,7 +468,8 @@ export class AccessHistoryRepository {
     const [row] = await this.db.query<{ at: Date | null }[]>(
       `SELECT least((SELECT min(expires_at) FROM permission_grants WHERE expires_at > now() AND revoked_at IS NULL),
                     (SELECT min(expires_at) FROM authorities WHERE expires_at > now()),
-                    (SELECT min(expires_at) FROM authority_permissions WHERE expires_at > now() AND revoked_at IS NULL)) AS at`,
+                    (SELECT min(expires_at) FROM authority_permissions WHERE expires_at > now() AND revoked_at IS NULL),
+                    (SELECT min(expires_at) FROM group_memberships WHERE expires_at > now() AND removed_at IS NULL)) AS at`,
     );
     return row?.at == null ? undefined : row.at.getTime();
   }

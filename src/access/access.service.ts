@@ -5,6 +5,7 @@ import {
   decisionOf,
   denialReason,
   globalDecision,
+  heldBy,
   type AccessPath,
   type DenialReason,
 } from '../access-model/access-rules.js';
@@ -12,7 +13,8 @@ import type { Subject } from '../platform/auth/auth-context.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import type { Decision } from '../platform/auth/decision.js';
 import { isDeviceScoped, PERMISSIONS, type PermissionCode } from '../platform/auth/permissions.js';
-import { roleById, ROLES, USER_STATUS } from '../platform/auth/roles.js';
+import { ROLES, USER_STATUS } from '../platform/auth/roles.js';
+import { effectiveRole } from '../access-model/group-rules.js';
 import { ApiError } from '../platform/http/api-error.js';
 import type { ListResponse } from '../platform/http/responses.js';
 import { ListPages } from '../platform/projections/list-pages.js';
@@ -37,20 +39,36 @@ const ACCESS_TABLES = [
   'permission_grants',
   'authorities',
   'authority_permissions',
+  'groups',
+  'group_memberships',
   // Not an access fact, but the answers show each way's last use (part 6.16).
   'access_path_uses',
 ] as const;
-const WAYS = ['role', 'permission_grant', 'device_owner', 'authority_permission'] as const;
+const WAYS = [
+  'role',
+  'permission_grant',
+  'group_permission_grant',
+  'device_owner',
+  'authority_permission',
+  'group_authority_permission',
+] as const;
 
-/** The subject of the rules at a moment, from the facts then (undefined: no such user then). */
-export function subjectAt(facts: UserFactsAt | undefined): Subject | undefined {
-  const role = facts === undefined ? undefined : roleById(facts.role_id);
-  if (facts === undefined || role === undefined) return undefined;
+/**
+ * The subject of the rules at a moment, from the facts then (undefined: no such user then): its
+ * effective role among its own and its groups' then, its grants and its groups' grants.
+ */
+export function subjectAt(facts: UserFactsAt | undefined, at?: number): Subject | undefined {
+  if (facts === undefined) return undefined;
+  const groups = facts.groups ?? [];
+  const { role, group_id } = effectiveRole(facts.role_id, groups, at ?? Date.now());
+  if (role === undefined) return undefined;
   return {
     user_id: facts.user_id,
     role,
+    role_group_id: group_id,
+    groups,
     active: facts.status_id === USER_STATUS.active && !facts.is_deleted,
-    grants: facts.grants,
+    grants: [...facts.grants, ...(facts.group_grants ?? [])],
   };
 }
 
@@ -116,15 +134,15 @@ export class AccessService {
   ): Promise<{ decision: Decision; paths: AccessPath[]; denial: DenialReason | undefined }> {
     await this.assertUser(userId, true);
     const createdAt = deviceId === undefined ? undefined : await this.deviceCreatedAt(deviceId);
-    const subject = subjectAt((await this.history.usersAt([userId], moment)).get(userId));
+    const subject = subjectAt((await this.history.usersAt([userId], moment)).get(userId), moment.getTime());
     // Before the device existed, nothing was allowed on it.
     if (subject === undefined || (createdAt !== undefined && moment < createdAt))
       return { decision: decisionOf([]), paths: [], denial: denialReason(subject) };
-    const authority =
+    const authorities =
       deviceId === undefined || !isDeviceScoped(permission)
-        ? undefined
-        : (await this.history.deviceAuthoritiesAt(deviceId, moment, [userId]))[0];
-    const paths = accessPaths(subject, authority === undefined ? [] : [authority], permission, moment.getTime());
+        ? []
+        : await this.history.deviceAuthoritiesAt(deviceId, moment, [userId]);
+    const paths = accessPaths(subject, heldBy(subject, authorities, moment.getTime()), permission, moment.getTime());
     return { decision: decisionOf(paths), paths, denial: paths.length === 0 ? denialReason(subject) : undefined };
   }
 
@@ -182,11 +200,12 @@ export class AccessService {
         this.history.usersAt(candidates.ids, at),
         this.history.deviceAuthoritiesAt(deviceId, at, candidates.ids),
       ]);
-      const byUser = new Map(authorities.map((authority) => [authority.user_id, authority]));
       const items = candidates.ids.flatMap((userId) => {
-        const subject = subjectAt(users.get(userId));
+        const subject = subjectAt(users.get(userId), at.getTime());
         const paths =
-          subject === undefined ? [] : accessPaths(subject, listOf(byUser.get(userId)), permission.code, at.getTime());
+          subject === undefined
+            ? []
+            : accessPaths(subject, heldBy(subject, authorities, at.getTime()), permission.code, at.getTime());
         if (!paths.some((path) => via.has(path.decided_by))) return this.disagreement('device', deviceId, userId);
         return [{ user_id: userId, allowed_by: paths }];
       });
@@ -228,7 +247,7 @@ export class AccessService {
         this.history.usersAt([userId], at),
         this.history.authoritiesAt(candidates.ids, at),
       ]);
-      const subject = subjectAt(users.get(userId));
+      const subject = subjectAt(users.get(userId), at.getTime());
       const everywhere = subject !== undefined && globalDecision(subject, permission.code, at.getTime()).allowed;
       const meta = { at: at.toISOString(), scope: everywhere ? 'all' : 'devices' };
       if (subject === undefined || !admissible(subject))
@@ -236,7 +255,12 @@ export class AccessService {
       const authorities = new Map(found.map((authority) => [authority.id, authority]));
       const items = candidates.ids.flatMap((authorityId) => {
         const authority: AuthorityFacts | undefined = authorities.get(authorityId);
-        const paths = accessPaths(subject, listOf(authority), permission.code, at.getTime());
+        const paths = accessPaths(
+          subject,
+          heldBy(subject, listOf(authority), at.getTime()),
+          permission.code,
+          at.getTime(),
+        );
         if (authority === undefined || !paths.some((path) => path.authority_id === authorityId))
           return this.disagreement('user', userId, authorityId);
         return [{ device_id: authority.device_id, allowed_by: paths }];

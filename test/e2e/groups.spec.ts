@@ -560,6 +560,100 @@ describe('groups (part 6.18) and groups in the rules of part 5', () => {
     });
   });
 
+  describe('the access questions through groups (part 6.13)', () => {
+    it('who may act on a device lists each member reached, with the group and the chain; where a member may act; as of a moment', async () => {
+      const device = await createDevice();
+      const [member, other] = [await createUser({ role: 'operator' }), await createUser({ role: 'operator' })];
+      const [outer, inner] = [await group(), await group()];
+      await add(inner, [{ user_id: member.id }]).expect(200);
+      const [clock] = await sql<{ now: Date }>('SELECT clock_timestamp() AS now');
+      const beforeNesting = (clock?.now ?? new Date()).toISOString();
+      await add(outer, [{ group_id: inner }, { user_id: other.id }]).expect(200);
+      const team = await caller(t, root)
+        .post('/v1/admin/authorities', { device_id: device.id, group_id: outer })
+        .expect(201);
+      await caller(t, root)
+        .post('/v1/admin/authority-permissions', {
+          authority_id: team.body.data.id,
+          permission_id: permissionId('authorities.revoke'),
+        })
+        .expect(201);
+      const who = await caller(t, root)
+        .get(`/v1/admin/devices/${device.id}/access?permission=authorities.revoke&via=group_authority_permission`)
+        .expect(200);
+      expect(who.body.data).toEqual([
+        {
+          user_id: member.id,
+          allowed_by: [
+            expect.objectContaining({
+              decided_by: 'group_authority_permission',
+              authority_id: team.body.data.id,
+              group_id: outer,
+              via: [inner, outer],
+            }),
+          ],
+        },
+        {
+          user_id: other.id,
+          allowed_by: [
+            expect.objectContaining({ decided_by: 'group_authority_permission', group_id: outer, via: [outer] }),
+          ],
+        },
+      ]);
+      const where = await caller(t, root)
+        .get(`/v1/admin/users/${member.id}/access?permission=authorities.revoke`)
+        .expect(200);
+      expect(where.body.data).toEqual([
+        {
+          device_id: device.id,
+          allowed_by: [expect.objectContaining({ decided_by: 'group_authority_permission', group_id: outer })],
+        },
+      ]);
+      // Before the nesting, the member was not reached (the group history answers).
+      const then = await caller(t, root)
+        .get(
+          `/v1/admin/authz/check?user_id=${member.id}&permission=authorities.revoke&device_id=${device.id}&at=${encodeURIComponent(beforeNesting)}`,
+        )
+        .expect(200);
+      expect(then.body.data.allowed).toBe(false);
+      const now = await caller(t, root)
+        .get(
+          `/v1/admin/authz/check?user_id=${member.id}&permission=authorities.revoke&device_id=${device.id}&at=${encodeURIComponent(new Date().toISOString())}`,
+        )
+        .expect(200);
+      expect(now.body.data).toMatchObject({ allowed: true, decided_by: 'group_authority_permission', group_id: outer });
+    });
+
+    it('a group’s grant and a group’s role make their members appear, each decided through the group', async () => {
+      const device = await createDevice();
+      const member = await createUser({ role: 'member' });
+      const granted = await createUser({ role: 'operator' });
+      const admins = await group({ role_id: 2 });
+      const readers = await group();
+      await add(admins, [{ user_id: member.id }]).expect(200);
+      await add(readers, [{ user_id: granted.id }]).expect(200);
+      await caller(t, root)
+        .post('/v1/admin/permission-grants/grant', { group_id: readers, permission_id: permissionId('devices.read') })
+        .expect(201);
+      const byGrant = await caller(t, root)
+        .get(`/v1/admin/devices/${device.id}/access?permission=devices.read&via=group_permission_grant`)
+        .expect(200);
+      expect(byGrant.body.data.map((row: { user_id: number }) => row.user_id)).toContain(granted.id);
+      const byRole = await caller(t, root)
+        .get(`/v1/admin/devices/${device.id}/access?permission=devices.read&via=role&page_size=100&count=exact`)
+        .expect(200);
+      // The member's own role has no admin access: it is listed through the group's role.
+      let row: { user_id: number; allowed_by: { group_id: number | null }[] } | undefined;
+      for (let page = 1; row === undefined && page <= Math.ceil(byRole.body.meta.total / 100); page += 1) {
+        const listed = await caller(t, root)
+          .get(`/v1/admin/devices/${device.id}/access?permission=devices.read&via=role&page_size=100&page=${page}`)
+          .expect(200);
+        row = listed.body.data.find((candidate: { user_id: number }) => candidate.user_id === member.id);
+      }
+      expect(row?.allowed_by[0]).toMatchObject({ decided_by: 'role', group_id: admins });
+    });
+  });
+
   describe('expiry through groups (part 6.17)', () => {
     it('a membership that expires is announced as access.lost at its instant, with group_id, once', async () => {
       const member = await createUser({ role: 'member' });

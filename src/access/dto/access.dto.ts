@@ -14,6 +14,8 @@ export const DECIDED_BY = [
   'group_authority_permission',
 ];
 
+const WAY_PATTERN = DECIDED_BY.join('|');
+
 /** One way a permission is allowed. */
 export class AccessPathDto {
   @ApiProperty({ enum: DECIDED_BY }) decided_by!: string;
@@ -184,11 +186,8 @@ export class DeviceAccessQueryDto extends PermissionAtQueryDto {
   })
   @IsOptional()
   @IsString()
-  @Matches(
-    /^(role|permission_grant|device_owner|authority_permission)(,(role|permission_grant|device_owner|authority_permission))*$/,
-    {
-      message: 'via must be a comma-separated list of role, permission_grant, device_owner, authority_permission',
-    },
-  )
+  @Matches(new RegExp(`^(${WAY_PATTERN})(,(${WAY_PATTERN}))*$`), {
+    message: `via must be a comma-separated list of ${DECIDED_BY.join(', ')}`,
+  })
   via?: string;
 }
