@@ -195,6 +195,19 @@ export class AccessHistoryRepository {
     );
   }
 
+  /**
+   * Every authority on these devices that the user held at T, its own or a group's (which of the
+   * groups' it held then is the rules' to tell, through its groups then), with their permissions then.
+   */
+  userAuthoritiesOnDevicesAt(userId: number, deviceIds: readonly number[], moment: Date): Promise<AuthorityFacts[]> {
+    return this.authorityFacts(
+      `SELECT DISTINCT ON (h.authority_id) h.* FROM authority_history h
+       WHERE h.device_id = ANY($1::bigint[]) AND (h.user_id = $3 OR h.user_id IS NULL) AND h.valid_from <= %T
+       ORDER BY h.authority_id, h.valid_from DESC, h.id DESC`,
+      [[...new Set(deviceIds)], moment, userId],
+    );
+  }
+
   /** The given authorities at T, with their permissions then. */
   authoritiesAt(authorityIds: readonly number[], moment: Date): Promise<AuthorityFacts[]> {
     return this.authorityFacts(

@@ -253,14 +253,17 @@ export class AccessService {
       if (subject === undefined || !admissible(subject))
         return { items: [], total: 0, total_exact: true, changesAt, meta };
       const authorities = new Map(found.map((authority) => [authority.id, authority]));
+      // Each row's ways: every authority the user held on its device then (its own and its groups'),
+      // as `/devices/{id}/access` and `/authz/check` judge them.
+      const onDevices = await this.history.userAuthoritiesOnDevicesAt(
+        userId,
+        found.map((authority) => authority.device_id),
+        at,
+      );
       const items = candidates.ids.flatMap((authorityId) => {
         const authority: AuthorityFacts | undefined = authorities.get(authorityId);
-        const paths = accessPaths(
-          subject,
-          heldBy(subject, listOf(authority), at.getTime()),
-          permission.code,
-          at.getTime(),
-        );
+        const held = onDevices.filter((candidate) => candidate.device_id === authority?.device_id);
+        const paths = accessPaths(subject, heldBy(subject, held, at.getTime()), permission.code, at.getTime());
         if (authority === undefined || !paths.some((path) => path.authority_id === authorityId))
           return this.disagreement('user', userId, authorityId);
         return [{ device_id: authority.device_id, allowed_by: paths }];
@@ -321,9 +324,4 @@ function pageOf(query: AtQueryDto & { readonly sort?: string }): {
   direction: 'asc' | 'desc';
 } {
   return { ...pageOfQuery(query), direction: directionOf(query.sort, 'asc') };
-}
-
-/** One authority as the list the rules take (none: empty). */
-function listOf(authority: AuthorityFacts | undefined): AuthorityFacts[] {
-  return authority === undefined ? [] : [authority];
 }
