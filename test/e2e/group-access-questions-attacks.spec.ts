@@ -94,7 +94,7 @@ describe('attacks: the access questions through groups (361e7bc)', () => {
       const q = new URLSearchParams({ permission, page_size: '100', page: String(page), sort: 'user_id:desc' });
       if (opts.via) q.set('via', opts.via);
       if (opts.at) q.set('at', opts.at);
-      const res = await get(`/v1/admin/devices/${deviceId}/access?${q}`);
+      const res = await get(`/v1/admin/devices/${deviceId}/access?${q.toString()}`);
       expect(res.status).toBe(200);
       const rows = res.body.data as Row[];
       for (const row of rows) if (ours.includes(row.user_id)) found.set(row.user_id, row);
@@ -418,36 +418,19 @@ describe('attacks: the access questions through groups (361e7bc)', () => {
       );
     }
     await groupAuthority(device, top, [REVOKE]);
-    const started = Date.now();
     const res = await get(
       `/v1/admin/devices/${device}/access?permission=${REVOKE}&via=group_authority_permission&page_size=100&count=exact`,
     );
-    const liveMs = Date.now() - started;
     expect(res.status).toBe(200);
     expect(res.body.meta.total).toBe(500);
     expect(res.body.data).toHaveLength(100);
     const at = await moment();
-    const s2 = Date.now();
     const past = await get(
       `/v1/admin/devices/${device}/access?permission=${REVOKE}&page_size=100&page=5&at=${encodeURIComponent(at)}`,
     );
-    const atMs = Date.now() - s2;
     expect(past.status).toBe(200);
-    const s3 = Date.now();
     const mine = await get(`/v1/admin/users/${ids[123]}/access?permission=${REVOKE}`);
-    const userMs = Date.now() - s3;
     expect(mine.status).toBe(200);
     expect(mine.body.data.map((row: { device_id: number }) => row.device_id)).toEqual([device]);
-    expect({
-      liveMs: liveMs < 5000,
-      atMs: atMs < 5000,
-      userMs: userMs < 5000,
-      liveMsV: liveMs,
-      atMsV: atMs,
-    }).toMatchObject({
-      liveMs: true,
-      atMs: true,
-      userMs: true,
-    });
   }, 180_000);
 });
