@@ -494,7 +494,8 @@ describe('group authorities: attacks', () => {
 
     it('an access request through a group authority does not land on the group (no other member gains)', async () => {
       const operator = await actor('operator');
-      const device = await createDevice();
+      // An owner decides the device's requests: nobody allowed by role (anywhere) is told.
+      const device = await createDevice({ ownerId: (await createUser({ role: 'operator' })).id });
       const team = await group();
       const peer = await createUser({ role: 'operator' });
       await add(a, team, [{ user_id: operator.user.id }, { user_id: peer.id }]);

@@ -418,7 +418,8 @@ describe('groups (part 6.18) and groups in the rules of part 5', () => {
     it('an access request for a right a group already gives is 422 already_allowed; a role from a group makes a requester', async () => {
       const member = await createUser({ role: 'member' });
       const auth = { auth: `Bearer ${await tokenFor(member)}` };
-      const device = await createDevice();
+      // An owner decides the device's requests: nobody allowed by role (anywhere) is told.
+      const device = await createDevice({ ownerId: (await createUser({ role: 'operator' })).id });
       await createAuthority(device.id, member.id);
       const operators = await group({ role_id: 3 });
       await add(operators, [{ user_id: member.id }]).expect(200);
