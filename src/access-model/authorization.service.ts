@@ -40,16 +40,11 @@ function carriedOn(subject: Subject, deviceId: number): AuthorityFacts[] {
 }
 
 /**
- * Authorities read as the subject holds them (its own; its groups' already as the member's, with
- * `via` and the chain's expiry): a group's whose membership chain ended since they were read drop out.
+ * The authorities read as the subject holds them (its own, and its groups' already as the member's,
+ * with `via` and the chain's expiry, which the rules judge at the moment asked).
  */
 function heldNow(subject: Subject, authorities: readonly AuthorityFacts[]): AuthorityFacts[] {
-  const now = Date.now();
-  return authorities.filter(
-    (authority) =>
-      authority.user_id === subject.user_id &&
-      (authority.group_id == null || authority.expires_at === null || Date.parse(authority.expires_at) > now),
-  );
+  return authorities.filter((authority) => authority.user_id === subject.user_id);
 }
 
 /** One question for `decideMany`: may the subject do `permission` on `device_id`? */

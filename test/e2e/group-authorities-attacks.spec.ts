@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
-import { randomUUID } from 'node:crypto';
-import { actor as anyActor, createUser, permissionId, type Caller } from '../support/auth.js';
+import { trackedActors, unique } from '../support/groups.js';
+import { createUser, permissionId, type Caller } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { caller } from '../support/requests.js';
@@ -13,17 +13,10 @@ import { DEFAULT_AUTH_CONTEXT_AUTHORITIES as CAP } from '../../src/platform/conf
  * 6.3, 6.6, 6.17, 6.18). Each test states what a client would notice.
  */
 
-const unique = (prefix: string): string => `${prefix} ${randomUUID().slice(0, 8)}`;
 const realNow = Date.now;
 type Who = { auth: string };
 
-/** Every actor this file makes, so that counts of what was written are this file's own. */
-const mine: number[] = [];
-async function actor(role?: Parameters<typeof anyActor>[0]): Promise<Caller> {
-  const made = await anyActor(role);
-  mine.push(made.user.id);
-  return made;
-}
+const { actor } = trackedActors();
 
 describe('group authorities: attacks', () => {
   afterEach(() => jest.restoreAllMocks());
@@ -431,6 +424,7 @@ describe('group authorities: attacks', () => {
       expect(bulk.body.data.results[0].error?.code).toBe('DELEGATION_FORBIDDEN');
     });
 
+    // Skipped until issue 42 item 1 (the delegation cap of part 5) lands; it fails today, for users too.
     it.skip('(issue 42, part 5 delegation cap) delegation: rights held through a group authority can be handed on only as far as held, and capped by the chain’s expiry', async () => {
       // The granter holds authority_permissions.grant and authorities.read through a group whose
       // membership ends in 10 minutes: what it hands to another user's authority ends then too.
@@ -451,6 +445,7 @@ describe('group authorities: attacks', () => {
       expect(res.body.data.expires_at).toBe(expires.toISOString());
     });
 
+    // Skipped until issue 42 item 1 (the delegation cap of part 5) lands; it fails today, for users too.
     it.skip('(issue 42, part 5 delegation cap) control (no group): the delegation cap from the actor’s own expiring authority', async () => {
       const operator = await actor('operator');
       const device = await createDevice();

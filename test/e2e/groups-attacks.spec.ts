@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
-import { randomUUID } from 'node:crypto';
-import { actor as anyActor, createUser, permissionId, tokenFor, type Caller, type TestUser } from '../support/auth.js';
+import { trackedActors, unique } from '../support/groups.js';
+import { createUser, permissionId, tokenFor, type Caller, type TestUser } from '../support/auth.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { caller } from '../support/requests.js';
@@ -11,18 +11,12 @@ import { AccessExpiryAnnouncer } from '../../src/access/access-expiry-announcer.
  * (6.17), group grants (6.5). Each test states what a client would notice.
  */
 
-const unique = (prefix: string): string => `${prefix} ${randomUUID().slice(0, 8)}`;
 const realNow = Date.now;
 
 type Who = { auth: string };
 
 /** Every actor this file makes, so that counts of what was written are this file's own. */
-const mine: number[] = [];
-async function actor(role?: Parameters<typeof anyActor>[0]): Promise<Caller> {
-  const made = await anyActor(role);
-  mine.push(made.user.id);
-  return made;
-}
+const { mine, actor } = trackedActors();
 
 describe('groups: attacks', () => {
   afterEach(() => jest.restoreAllMocks());
@@ -289,6 +283,7 @@ describe('groups: attacks', () => {
       });
     });
 
+    // Skipped until issue 42 item 1 (the delegation cap of part 5, through memberships too) lands.
     it.skip('(issue 42, part 5 cap through groups) a right held only until an instant is not laundered into a permanent membership', async () => {
       // The actor holds groups.manage_members and users.delete only through an expiring grant;
       // the group hands users.delete on. A permanent membership would outlive what the actor holds.
@@ -452,6 +447,7 @@ describe('groups: attacks', () => {
       expect(await sql('SELECT 1 FROM groups WHERE name LIKE $1', [`${name}%`])).toEqual([]);
     });
 
+    // Skipped until issue 42 item 3 (NUL refused with rule `nul` in every body field) lands.
     it.skip('(issue 42, NUL everywhere) part 1: a NUL in a group name is refused with rule `nul` and the field name, before the database', async () => {
       const raw = `{"name":"${unique('nul')}\\u0000"}`;
       const res = await t

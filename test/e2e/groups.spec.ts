@@ -4,10 +4,9 @@ import { actor, createUser, permissionId, tokenFor, type Caller } from '../suppo
 import { startApp, type TestApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { caller } from '../support/requests.js';
+import { unique } from '../support/groups.js';
 import { AccessExpiryAnnouncer } from '../../src/access/access-expiry-announcer.js';
 import { createAuthority, createDevice } from '../support/devices.js';
-
-const unique = (prefix: string): string => `${prefix} ${randomUUID().slice(0, 8)}`;
 
 const realNow = Date.now;
 
