@@ -29,6 +29,7 @@ import { AuthorityPermissionHolders1766016000000 } from './1766016000000-authori
 import { Groups1766102400000 } from './1766102400000-groups.js';
 import { GroupAuthorities1766188800000 } from './1766188800000-group-authorities.js';
 import { GroupHistoryReads1766275200000 } from './1766275200000-group-history-reads.js';
+import { GroupReviews1766361600000 } from './1766361600000-group-reviews.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -63,6 +64,7 @@ export const MIGRATIONS = [
   Groups1766102400000,
   GroupAuthorities1766188800000,
   GroupHistoryReads1766275200000,
+  GroupReviews1766361600000,
 ];
 
 /**

@@ -1,7 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 
-/** Uses noted by an instance since its last flush: grants by id, authority permissions by their pair. */
+/**
+ * Uses noted by an instance since its last flush: grants by id, authority permissions by their
+ * pair, memberships by their user and group.
+ */
 export interface PathUses {
   readonly grants: readonly { readonly grant_id: number; readonly at: Date }[];
   readonly authorityPermissions: readonly {
@@ -9,6 +12,7 @@ export interface PathUses {
     readonly permission_id: number;
     readonly at: Date;
   }[];
+  readonly memberships?: readonly { readonly user_id: number; readonly group_id: number; readonly at: Date }[];
 }
 
 /**
@@ -22,7 +26,8 @@ export class AccessUsesRepository {
   /**
    * Records a batch; an authority permission is found by its pair as it was at the use (granted
    * before it, neither revoked nor expired then): the row a guard allowed through, not an expired
-   * one beside it or a later one that replaced it.
+   * one beside it or a later one that replaced it. A membership likewise: the user's membership of
+   * the group live at the use.
    */
   async record(uses: PathUses): Promise<void> {
     await this.uow.reader.query(
@@ -34,6 +39,11 @@ export class AccessUsesRepository {
          JOIN authority_permissions ap ON ap.authority_id = n.authority_id AND ap.permission_id = n.permission_id
           AND ap.revoked_at IS NULL AND ap.granted_at <= n.at AND (ap.expires_at IS NULL OR ap.expires_at > n.at)
          GROUP BY ap.id
+       UNION ALL
+       SELECT 'm', m.id, max(n.at) FROM unnest($6::bigint[], $7::bigint[], $8::timestamptz[]) AS n(user_id, group_id, at)
+         JOIN group_memberships m ON m.user_id = n.user_id AND m.group_id = n.group_id AND m.added_at <= n.at
+          AND (m.removed_at IS NULL OR m.removed_at > n.at) AND (m.expires_at IS NULL OR m.expires_at > n.at)
+         GROUP BY m.id
        ORDER BY 1, 2
        ON CONFLICT (kind, path_id) DO UPDATE SET last_used_at = greatest(u.last_used_at, EXCLUDED.last_used_at)`,
       [
@@ -42,6 +52,9 @@ export class AccessUsesRepository {
         uses.authorityPermissions.map((use) => use.authority_id),
         uses.authorityPermissions.map((use) => use.permission_id),
         uses.authorityPermissions.map((use) => use.at),
+        (uses.memberships ?? []).map((use) => use.user_id),
+        (uses.memberships ?? []).map((use) => use.group_id),
+        (uses.memberships ?? []).map((use) => use.at),
       ],
     );
   }

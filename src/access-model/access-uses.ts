@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { TableGenerations } from '../platform/cache/table-generations.js';
 import { SETTINGS, type Settings } from '../platform/config/settings.js';
+import type { Subject } from '../platform/auth/auth-context.js';
 import type { Decision } from '../platform/auth/decision.js';
 import { permissionIdOf } from '../platform/auth/permissions.js';
 import { AccessUsesRepository } from './access-uses.repository.js';
@@ -15,11 +16,15 @@ interface Noted {
   readonly grant_id?: number;
   readonly authority_id?: number;
   readonly permission_id?: number;
+  /** A membership's use: the user, and its own group at the foot of the chain to the right. */
+  readonly user_id?: number;
+  readonly group_id?: number;
 }
 
 /**
  * The last use of revocable paths (part 6.16): the guard notes each request allowed through a
- * permission grant or an authority permission; a path is noted at most once a minute on this
+ * permission grant or an authority permission (its own or a group's, and then the membership it
+ * came through); a path is noted at most once a minute on this
  * instance, and the notes are written together a few seconds later, by a timer, never by a
  * request. Noting is a map lookup; a failed write drops its batch and is counted (`stats`), and
  * no request ever waits for it. Role and ownership are not revocable paths: nothing is noted.
@@ -39,20 +44,30 @@ export class AccessUses implements OnModuleDestroy {
     @Inject(SETTINGS) private readonly settings: Pick<Settings, 'accessUseRecording'>,
   ) {}
 
-  /** Notes the path of an allowing decision of `permission` (a no-op for any other decision). */
-  note(decision: Decision, permission: string): void {
+  /**
+   * Notes the path of the subject's allowing decision of `permission` (a no-op for any other
+   * decision). A right held by a group also notes the membership it came through: the subject's
+   * own membership at the foot of the chain (part 6.16, unused memberships).
+   */
+  note(subject: Pick<Subject, 'user_id' | 'groups'>, decision: Decision, permission: string): void {
     if (!decision.allowed || !this.settings.accessUseRecording) return;
-    let key: string;
-    let path: Omit<Noted, 'at'>;
-    if (decision.decided_by === 'permission_grant' && decision.grant_id !== null) {
-      key = `g:${decision.grant_id}`;
-      path = { grant_id: decision.grant_id };
-    } else if (decision.decided_by === 'authority_permission' && decision.authority_id !== null) {
+    const by = decision.decided_by;
+    if ((by === 'permission_grant' || by === 'group_permission_grant') && decision.grant_id !== null)
+      this.notePath(`g:${decision.grant_id}`, { grant_id: decision.grant_id });
+    else if ((by === 'authority_permission' || by === 'group_authority_permission') && decision.authority_id !== null) {
       const permissionId = permissionIdOf(permission);
       if (permissionId === undefined) return;
-      key = `a:${decision.authority_id}:${permissionId}`;
-      path = { authority_id: decision.authority_id, permission_id: permissionId };
+      this.notePath(`a:${decision.authority_id}:${permissionId}`, {
+        authority_id: decision.authority_id,
+        permission_id: permissionId,
+      });
     } else return;
+    if (decision.group_id === null) return;
+    const own = subject.groups?.find((group) => group.group_id === decision.group_id)?.via[0];
+    if (own !== undefined) this.notePath(`m:${subject.user_id}:${own}`, { user_id: subject.user_id, group_id: own });
+  }
+
+  private notePath(key: string, path: Omit<Noted, 'at'>): void {
     const now = Date.now();
     const last = this.lastNoted.get(key);
     if (last !== undefined && now - last < NOTE_EVERY_MS) return;
@@ -86,6 +101,11 @@ export class AccessUses implements OnModuleDestroy {
           use.authority_id === undefined || use.permission_id === undefined
             ? []
             : [{ authority_id: use.authority_id, permission_id: use.permission_id, at: use.at }],
+        ),
+        memberships: batch.flatMap((use) =>
+          use.user_id === undefined || use.group_id === undefined
+            ? []
+            : [{ user_id: use.user_id, group_id: use.group_id, at: use.at }],
         ),
       });
       this.stats.recorded += batch.length;

@@ -75,7 +75,7 @@ export class AuthorizationService {
    */
   admitGlobally(subject: Subject, permission: PermissionCode): Decision {
     const decision = this.decideGlobally(subject, permission);
-    this.uses.note(decision, permission);
+    this.uses.note(subject, decision, permission);
     return decision;
   }
 
@@ -83,7 +83,7 @@ export class AuthorizationService {
   async admitOnDevice(subject: Subject, permission: PermissionCode, deviceId: number): Promise<void> {
     const decision = await this.decide(subject, permission, deviceId);
     if (!decision.allowed) throw permissionDenied(permission, deviceId);
-    this.uses.note(decision, permission);
+    this.uses.note(subject, decision, permission);
   }
 
   /** Layer 3c from the authorities the subject's context carries alone (no round trip); the use noted when it allows. */
@@ -91,7 +91,7 @@ export class AuthorizationService {
     if (!isDeviceScoped(permission) || !admissible(subject)) return false;
     const [way] = devicePaths(heldNow(subject, carriedOn(subject, deviceId)), permission, Date.now());
     if (way === undefined) return false;
-    this.uses.note(decisionOf([way]), permission);
+    this.uses.note(subject, decisionOf([way]), permission);
     return true;
   }
 
@@ -132,7 +132,7 @@ export class AuthorizationService {
   async assertAllowed(subject: Subject, permission: PermissionCode, deviceId?: number): Promise<void> {
     const decision = await this.decide(subject, permission, deviceId);
     if (!decision.allowed) throw permissionDenied(permission, deviceId);
-    this.uses.note(decision, permission);
+    this.uses.note(subject, decision, permission);
   }
 
   /**
@@ -165,12 +165,16 @@ export class AuthorizationService {
     return questions.map((question) => {
       if (global(question.permission)) {
         if (noteUses)
-          this.uses.note(this.decideGlobally(subject, question.permission as PermissionCode, now), question.permission);
+          this.uses.note(
+            subject,
+            this.decideGlobally(subject, question.permission as PermissionCode, now),
+            question.permission,
+          );
         return true;
       }
       const held = isDeviceScoped(question.permission) ? (facts.get(question.device_id) ?? []) : [];
       const [way] = devicePaths(held, question.permission, now);
-      if (way !== undefined && noteUses) this.uses.note(decisionOf([way]), question.permission);
+      if (way !== undefined && noteUses) this.uses.note(subject, decisionOf([way]), question.permission);
       return way !== undefined;
     });
   }
@@ -189,7 +193,7 @@ export class AuthorizationService {
     const now = Date.now();
     const global = this.decideGlobally(subject, permission, now);
     if (global.allowed) {
-      if (noteUses) this.uses.note(global, permission);
+      if (noteUses) this.uses.note(subject, global, permission);
       return 'all';
     }
     if (!admissible(subject) || !isDeviceScoped(permission)) return new Set();
@@ -200,7 +204,7 @@ export class AuthorizationService {
       if (way === undefined) continue;
       devices.add(deviceId);
       // A list filtered to the devices an authority allows uses each of those ways.
-      if (noteUses) this.uses.note(decisionOf([way]), permission);
+      if (noteUses) this.uses.note(subject, decisionOf([way]), permission);
     }
     return devices;
   }

@@ -16,7 +16,14 @@ const OVER_CAP_KEPT = 1000;
  * The tables whose writes can take a path off the findings (a revocation, an authority revoked or
  * deleted, a recorded use): a count past the cap is trusted only while their generations stand.
  */
-const FINDINGS_TABLES = ['permission_grants', 'authorities', 'authority_permissions', 'access_path_uses'];
+const FINDINGS_TABLES = [
+  'permission_grants',
+  'authorities',
+  'authority_permissions',
+  'access_path_uses',
+  'groups',
+  'group_memberships',
+];
 
 interface OverCap {
   readonly until: number;
@@ -51,9 +58,10 @@ export class AccessFindingsService {
       deviceId: id(query.device_id),
       userId: id(query.user_id),
       permissionId: id(query.permission_id),
+      groupId: id(query.group_id),
     };
     const exact = query.count === 'exact';
-    const key = `${days}:${filter.deviceId}:${filter.userId}:${filter.permissionId}`;
+    const key = `${days}:${filter.deviceId}:${filter.userId}:${filter.permissionId}:${filter.groupId}`;
     // Read before the count: a write answered after this read bumps past it.
     const generations = exact ? undefined : await this.projections.generations.current(FINDINGS_TABLES);
     const remembered = this.overCap.get(key);
@@ -84,13 +92,16 @@ export class AccessFindingsService {
 function finding(row: FindingRow): AccessFindingDto {
   const id = (value: string | null): number | null => (value === null ? null : Number(value));
   return {
-    user_id: Number(row.user_id),
+    user_id: id(row.user_id),
+    group_id: id(row.group_id),
     device_id: id(row.device_id),
-    permission_code: permissionCodeOf(row.permission_id) ?? String(row.permission_id),
+    permission_code:
+      row.permission_id === null ? null : (permissionCodeOf(row.permission_id) ?? String(row.permission_id)),
     decided_by: row.decided_by,
     authority_id: id(row.authority_id),
     grant_id: id(row.grant_id),
     authority_permission_id: id(row.authority_permission_id),
+    membership_id: id(row.membership_id),
     granted_at: row.granted_at.toISOString(),
     last_used_at: row.last_used_at?.toISOString() ?? null,
   };

@@ -2,6 +2,8 @@ import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { Job } from 'pg-boss';
 import { BulkAuthorityPermissionsService } from '../grants/bulk-authority-permissions.service.js';
 import { PermissionGrantsService } from '../grants/permission-grants.service.js';
+import { GroupMembersService } from '../groups/group-members.service.js';
+import type { Holder } from '../access-model/holder.js';
 import { AuditService } from '../platform/audit/audit.service.js';
 import { AuthContextService } from '../access-model/auth-context.service.js';
 import { rankRefusal } from './access-review-decisions.service.js';
@@ -48,6 +50,7 @@ export class AccessReviewClose implements OnModuleInit {
     private readonly audit: AuditService,
     private readonly authorityPermissions: BulkAuthorityPermissionsService,
     private readonly grants: PermissionGrantsService,
+    private readonly members: GroupMembersService,
     private readonly contexts: AuthContextService,
   ) {}
 
@@ -140,7 +143,7 @@ export class AccessReviewClose implements OnModuleInit {
         const closer = await this.contexts.subjectOf(closerId);
         const refused = new Set(
           revoking
-            .filter((item) => item.kind === 'g')
+            .filter((item) => item.kind === 'g' && item.user_id !== null)
             .filter((item) => {
               if (item.decision === null) return closer === undefined || rankRefusal(closer, item) !== undefined;
               const role = item.reviewer_role_id === null ? undefined : roleById(item.reviewer_role_id);
@@ -163,6 +166,11 @@ export class AccessReviewClose implements OnModuleInit {
           revoking.filter((item) => item.kind === 'g' && !refused.has(item.id)).map((item) => reviewedGrant(item)),
           reason,
         );
+        await this.members.removeReviewed(
+          tx,
+          revoking.filter((item) => item.kind === 'm').map((item) => reviewedMembership(item)),
+          reason,
+        );
         // Revoked now, or no longer live (revoked by hand, expired): either way the path is gone.
         const outcomes = new Map<number, Outcome>(chunk.map((item) => [item.id, 'kept']));
         for (const item of revoking) outcomes.set(item.id, refused.has(item.id) ? 'failed' : 'revoked');
@@ -180,17 +188,26 @@ function codeOf(item: ItemFacts): string {
   return code;
 }
 
+/** The item's holder: its user, or the group holding the right. */
+function holderOf(item: ItemFacts): Holder {
+  return item.user_id === null ? { group_id: item.group_id ?? 0 } : { user_id: item.user_id };
+}
+
+function reviewedMembership(item: ItemFacts): { id: number; group_id: number; user_id: number } {
+  return { id: item.path_id, group_id: item.group_id ?? 0, user_id: item.user_id ?? 0 };
+}
+
 function reviewedPath(item: ItemFacts): {
   id: number;
   authority_id: number;
-  user_id: number;
+  holder: Holder;
   device_id: number;
   permission_code: string;
 } {
   return {
     id: item.path_id,
     authority_id: item.authority_id ?? 0,
-    user_id: item.user_id,
+    holder: holderOf(item),
     device_id: item.device_id ?? 0,
     permission_code: codeOf(item),
   };
@@ -198,13 +215,13 @@ function reviewedPath(item: ItemFacts): {
 
 function reviewedGrant(item: ItemFacts): {
   id: number;
-  user_id: number;
+  holder: Holder;
   permission_id: number;
   permission_code: string;
 } {
   return {
     id: item.path_id,
-    user_id: item.user_id,
+    holder: holderOf(item),
     permission_id: item.permission_id ?? 0,
     permission_code: codeOf(item),
   };

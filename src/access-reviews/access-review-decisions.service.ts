@@ -22,6 +22,8 @@ const DECIDE = 'access_reviews.decide';
  * as for a manual revoke. Answers the refusal, if any.
  */
 export function rankRefusal(decider: Pick<Subject, 'user_id' | 'role'>, item: ItemFacts): ApiError | undefined {
+  // A group's right, or a membership, is not a write on one user: removing is not limited (part 5).
+  if (item.kind !== 'g' || item.user_id === null || item.user_role_id === null) return undefined;
   try {
     assertMayWriteUser(decider, { id: item.user_id, role_id: item.user_role_id });
     return undefined;
@@ -87,12 +89,21 @@ export class AccessReviewDecisions {
             ...failed(
               'PERMISSION_DENIED',
               fact.device_id === null
-                ? `Missing the permission ${DECIDE} (by role or grant) for a permission grant`
+                ? `Missing the permission ${DECIDE} (by role or grant) for a ${fact.kind === 'm' ? 'membership' : 'permission grant'}`
                 : `Missing the permission ${DECIDE} on device ${fact.device_id}`,
             ),
           };
         if (fact.user_id === actor.user_id)
           return { ...base, ...failed('SELF_ACTION_FORBIDDEN', 'You cannot decide on your own access') };
+        // A group's right is the access of everyone the group reaches: a member may not judge it.
+        if (fact.user_id === null && (actor.groups ?? []).some((group) => group.group_id === fact.group_id))
+          return {
+            ...base,
+            ...failed(
+              'SELF_ACTION_FORBIDDEN',
+              `You cannot decide on a right of group ${fact.group_id}: you belong to it`,
+            ),
+          };
         const outranked = item.decision === 'revoke' && fact.kind === 'g' ? rankRefusal(actor, fact) : undefined;
         if (outranked !== undefined) return { ...base, ...failed(outranked.code, outranked.message) };
         if (item.decision === 'revoke' && fact.kind === 'o')

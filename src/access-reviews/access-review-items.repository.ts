@@ -6,7 +6,14 @@ import type { Scope } from '../platform/http/list/list-sql.js';
 import { ListPages } from '../platform/projections/list-pages.js';
 import { Projections } from '../platform/projections/projections.js';
 import type { ListResponse } from '../platform/http/responses.js';
-import { REVIEW_DECISIONS, type AccessReviewItemDto, type ReviewDecision } from './dto/access-review.dto.js';
+import {
+  REVIEW_DECISIONS,
+  REVIEW_ITEM_KINDS,
+  type AccessReviewItemDto,
+  type ReviewDecision,
+} from './dto/access-review.dto.js';
+import { effectiveRoleSql, userGroupChains } from '../access-model/group-facts.repository.js';
+import { MAX_GROUP_DEPTH } from '../access-model/group-rules.js';
 
 const ITEMS = table('access_review_items');
 
@@ -14,10 +21,16 @@ const ITEMS = table('access_review_items');
 const RECOMMENDATION = `CASE WHEN i.kind <> 'o' AND (u.last_used_at IS NULL
   OR u.last_used_at < now() - make_interval(days => r.unused_days)) THEN 'revoke' ELSE 'keep' END`;
 
-const ITEM_COLUMNS = `i.id, i.user_id, i.device_id, p.code AS permission_code,
-  CASE i.kind WHEN 'g' THEN 'permission_grant' WHEN 'a' THEN 'authority_permission' ELSE 'device_owner' END AS decided_by,
-  i.authority_id, CASE WHEN i.kind = 'g' THEN i.path_id END AS grant_id,
-  CASE WHEN i.kind = 'a' THEN i.path_id END AS authority_permission_id, u.last_used_at,
+const DECIDED_BY = `CASE i.kind
+    WHEN 'g' THEN CASE WHEN i.group_id IS NULL THEN 'permission_grant' ELSE 'group_permission_grant' END
+    WHEN 'a' THEN CASE WHEN i.group_id IS NULL THEN 'authority_permission' ELSE 'group_authority_permission' END
+    WHEN 'm' THEN 'group_membership' ELSE 'device_owner' END`;
+const KIND = `CASE i.kind WHEN 'g' THEN 'grant' WHEN 'a' THEN 'authority_permission' WHEN 'm' THEN 'membership' ELSE 'owner' END`;
+
+const ITEM_COLUMNS = `i.id, ${KIND} AS kind, i.user_id, i.group_id, i.device_id, p.code AS permission_code,
+  ${DECIDED_BY} AS decided_by, i.authority_id, CASE WHEN i.kind = 'g' THEN i.path_id END AS grant_id,
+  CASE WHEN i.kind = 'a' THEN i.path_id END AS authority_permission_id,
+  CASE WHEN i.kind = 'm' THEN i.path_id END AS membership_id, u.last_used_at,
   ${RECOMMENDATION} AS recommendation, i.kind <> 'o' AS revocable, i.decision, i.note, i.reviewer_id, i.decided_at`;
 
 export const ACCESS_REVIEW_ITEM_LIST = listSpec({
@@ -31,6 +44,8 @@ export const ACCESS_REVIEW_ITEM_LIST = listSpec({
     decision: { column: `coalesce(i.decision, 'none')`, type: { enum: [...REVIEW_DECISIONS, 'none'] } },
     device_id: 'int',
     user_id: 'int',
+    group_id: 'int',
+    kind: { column: `(${KIND})`, type: { enum: REVIEW_ITEM_KINDS } },
     recommendation: { column: `(${RECOMMENDATION})`, type: { enum: REVIEW_DECISIONS } },
   },
 });
@@ -40,6 +55,10 @@ export interface SnapshotScope {
   readonly deviceIds: readonly number[] | null;
   readonly permissionIds: readonly number[] | null;
   readonly userIds: readonly number[] | null;
+  /** Only the rights of these groups and memberships in them (no user's own paths). */
+  readonly groupIds: readonly number[] | null;
+  /** The roles that confer something in scope: a group carrying one makes its members' memberships items. */
+  readonly roleIds: readonly number[];
   /** Owner authorities are items unless the scope names only permissions that are not device-scoped. */
   readonly owners: boolean;
 }
@@ -48,14 +67,17 @@ export interface SnapshotScope {
 export interface ItemFacts {
   readonly id: number;
   readonly review_id: number;
-  readonly kind: 'g' | 'a' | 'o';
+  readonly kind: 'g' | 'a' | 'o' | 'm';
   readonly path_id: number;
-  readonly user_id: number;
+  /** null for a group's right. */
+  readonly user_id: number | null;
+  /** The group holding the right, or the group of the membership; null for a user's own path. */
+  readonly group_id: number | null;
   readonly device_id: number | null;
   readonly permission_id: number | null;
   readonly authority_id: number | null;
   readonly decision: ReviewDecision | null;
-  readonly user_role_id: number;
+  readonly user_role_id: number | null;
   /** Who decided it (null: undecided), and that user's role now (deleted or not). */
   readonly reviewer_id: number | null;
   readonly reviewer_role_id: number | null;
@@ -66,40 +88,77 @@ export type Outcome = 'revoked' | 'kept' | 'failed';
 const LIVE_AUTHORITY = `a.revoked_at IS NULL AND NOT a.is_deleted AND (a.expires_at IS NULL OR a.expires_at > now())`;
 const LIVE_USER = 'EXISTS (SELECT 1 FROM users usr WHERE usr.id = a.user_id AND NOT usr.is_deleted)';
 
+const LIVE_GROUP = (column: string): string =>
+  `EXISTS (SELECT 1 FROM groups grp WHERE grp.id = ${column} AND NOT grp.is_deleted)`;
+const LIVE_AP = '(ap.revoked_at IS NULL AND (ap.expires_at IS NULL OR ap.expires_at > now()))';
+const LIVE_GRANT = '(g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now()))';
+const LIVE_MEMBERSHIP = '(m.removed_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > now()))';
+
+/**
+ * Trusted text: the live groups whose members receive something in scope, each with the groups
+ * nested below it (as deep as nesting goes): groups carrying a role of `$7`, holding a live grant
+ * in scope (unless devices are named) or a live authority with a live authority permission in
+ * scope. $2 devices, $3 permissions, $7 roles.
+ */
+const CONFERRING = `conferring(group_id, depth, via) AS (
+    SELECT grp.id, 1, ARRAY[grp.id] FROM groups grp
+    WHERE NOT grp.is_deleted AND (grp.role_id = ANY($7::int[])
+      OR ($2::bigint[] IS NULL AND EXISTS (SELECT 1 FROM permission_grants g WHERE g.group_id = grp.id AND ${LIVE_GRANT}
+            AND ($3::int[] IS NULL OR g.permission_id = ANY($3))))
+      OR EXISTS (SELECT 1 FROM authorities a JOIN authority_permissions ap ON ap.authority_id = a.id
+            WHERE a.group_id = grp.id AND ${LIVE_AUTHORITY} AND ${LIVE_AP}
+              AND ($2::bigint[] IS NULL OR a.device_id = ANY($2)) AND ($3::int[] IS NULL OR ap.permission_id = ANY($3))))
+    UNION ALL
+    SELECT m.member_group_id, c.depth + 1, c.via || m.member_group_id
+    FROM conferring c JOIN group_memberships m ON m.group_id = c.group_id AND m.member_group_id IS NOT NULL AND ${LIVE_MEMBERSHIP}
+    WHERE c.depth < ${MAX_GROUP_DEPTH} AND m.member_group_id <> ALL (c.via) AND ${LIVE_GROUP('m.member_group_id')})`;
+
 /**
  * The snapshot, in one statement: live authority permissions on live authorities, owner
- * authorities, and live permission grants (unless devices are named), of undeleted users.
- * Ordered by device then user, so a device's items are neighbours in id order.
- * $1 review, $2 devices, $3 permissions, $4 users, $5 owners.
+ * authorities, and live permission grants (unless devices are named), of undeleted users and of
+ * live groups, and the live memberships of undeleted users in groups that confer something in
+ * scope. Named users keep their own paths and memberships; named groups keep their rights and
+ * the memberships in them. Ordered by device then holder, so a device's items are neighbours in
+ * id order. $1 review, $2 devices, $3 permissions, $4 users, $5 owners, $6 groups, $7 roles.
  */
 const SNAPSHOT = `
-  INSERT INTO access_review_items (review_id, kind, path_id, user_id, device_id, permission_id, authority_id, granted_at)
-  SELECT $1, kind, path_id, user_id, device_id, permission_id, authority_id, granted_at FROM (
-    SELECT 'a' AS kind, ap.id AS path_id, a.user_id, a.device_id, ap.permission_id, a.id AS authority_id, ap.granted_at
+  INSERT INTO access_review_items (review_id, kind, path_id, user_id, group_id, device_id, permission_id, authority_id, granted_at)
+  WITH RECURSIVE ${CONFERRING}
+  SELECT $1, kind, path_id, user_id, group_id, device_id, permission_id, authority_id, granted_at FROM (
+    SELECT 'a' AS kind, ap.id AS path_id, a.user_id, a.group_id, a.device_id, ap.permission_id, a.id AS authority_id, ap.granted_at
     FROM authority_permissions ap JOIN authorities a ON a.id = ap.authority_id
-    WHERE ap.revoked_at IS NULL AND (ap.expires_at IS NULL OR ap.expires_at > now()) AND ${LIVE_AUTHORITY} AND ${LIVE_USER}
+    WHERE ${LIVE_AP} AND ${LIVE_AUTHORITY}
+      AND ((a.user_id IS NOT NULL AND $6::bigint[] IS NULL AND ${LIVE_USER} AND ($4::bigint[] IS NULL OR a.user_id = ANY($4)))
+        OR (a.group_id IS NOT NULL AND $4::bigint[] IS NULL AND ${LIVE_GROUP('a.group_id')} AND ($6::bigint[] IS NULL OR a.group_id = ANY($6))))
       AND ($2::bigint[] IS NULL OR a.device_id = ANY($2)) AND ($3::int[] IS NULL OR ap.permission_id = ANY($3))
-      AND ($4::bigint[] IS NULL OR a.user_id = ANY($4))
     UNION ALL
-    SELECT 'o', a.id, a.user_id, a.device_id, NULL, a.id, a.created_at
+    SELECT 'o', a.id, a.user_id, NULL, a.device_id, NULL, a.id, a.created_at
     FROM authorities a
-    WHERE $5 AND a.owner AND ${LIVE_AUTHORITY} AND ${LIVE_USER}
+    WHERE $5 AND $6::bigint[] IS NULL AND a.owner AND ${LIVE_AUTHORITY} AND ${LIVE_USER}
       AND ($2::bigint[] IS NULL OR a.device_id = ANY($2)) AND ($4::bigint[] IS NULL OR a.user_id = ANY($4))
     UNION ALL
-    SELECT 'g', g.id, g.user_id, NULL, g.permission_id, NULL, g.granted_at
+    SELECT 'g', g.id, g.user_id, g.group_id, NULL, g.permission_id, NULL, g.granted_at
     FROM permission_grants g
-    WHERE $2::bigint[] IS NULL AND g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now())
-      AND EXISTS (SELECT 1 FROM users usr WHERE usr.id = g.user_id AND NOT usr.is_deleted)
-      AND ($3::int[] IS NULL OR g.permission_id = ANY($3)) AND ($4::bigint[] IS NULL OR g.user_id = ANY($4))
+    WHERE $2::bigint[] IS NULL AND ${LIVE_GRANT}
+      AND ((g.user_id IS NOT NULL AND $6::bigint[] IS NULL AND ($4::bigint[] IS NULL OR g.user_id = ANY($4))
+            AND EXISTS (SELECT 1 FROM users usr WHERE usr.id = g.user_id AND NOT usr.is_deleted))
+        OR (g.group_id IS NOT NULL AND $4::bigint[] IS NULL AND ${LIVE_GROUP('g.group_id')} AND ($6::bigint[] IS NULL OR g.group_id = ANY($6))))
+      AND ($3::int[] IS NULL OR g.permission_id = ANY($3))
+    UNION ALL
+    SELECT 'm', m.id, m.user_id, m.group_id, NULL, NULL, NULL, m.added_at
+    FROM group_memberships m
+    WHERE m.user_id IS NOT NULL AND ${LIVE_MEMBERSHIP} AND m.group_id IN (SELECT group_id FROM conferring)
+      AND ${LIVE_GROUP('m.group_id')} AND EXISTS (SELECT 1 FROM users usr WHERE usr.id = m.user_id AND NOT usr.is_deleted)
+      AND ($4::bigint[] IS NULL OR m.user_id = ANY($4)) AND ($6::bigint[] IS NULL OR m.group_id = ANY($6))
   ) paths
-  ORDER BY device_id NULLS FIRST, user_id, kind DESC, path_id
+  ORDER BY device_id NULLS FIRST, user_id NULLS LAST, group_id, kind DESC, path_id
   ON CONFLICT (review_id, kind, path_id) DO NOTHING`;
 
-// The user's role, for the rank rule on a grant's item (judged at the decision, and again at the
+// The user's effective role, for the rank rule on a grant's item (judged at the decision, and again at the
 // close: roles may have changed in between), and the reviewer's.
-const FACTS = `id, review_id, kind, path_id, user_id, device_id, permission_id, authority_id, decision, reviewer_id,
-  (SELECT usr.role_id FROM users usr WHERE usr.id = access_review_items.user_id) AS user_role_id,
-  (SELECT usr.role_id FROM users usr WHERE usr.id = access_review_items.reviewer_id) AS reviewer_role_id`;
+const FACTS = `id, review_id, kind, path_id, user_id, group_id, device_id, permission_id, authority_id, decision, reviewer_id,
+  (SELECT ${effectiveRoleSql('usr.id', 'usr.role_id')} FROM users usr WHERE usr.id = access_review_items.user_id) AS user_role_id,
+  (SELECT ${effectiveRoleSql('usr.id', 'usr.role_id')} FROM users usr WHERE usr.id = access_review_items.reviewer_id) AS reviewer_role_id`;
 
 /** The items of access reviews: the snapshot, the decisions and the close's outcomes. */
 @Injectable()
@@ -133,7 +192,15 @@ export class AccessReviewItemsRepository {
     const [row] = await tx.write<{ n: number }[]>(
       ITEMS,
       `WITH taken AS (${SNAPSHOT} RETURNING 1) SELECT count(*)::int AS n FROM taken`,
-      [reviewId, nullable(scope.deviceIds), nullable(scope.permissionIds), nullable(scope.userIds), scope.owners],
+      [
+        reviewId,
+        nullable(scope.deviceIds),
+        nullable(scope.permissionIds),
+        nullable(scope.userIds),
+        scope.owners,
+        nullable(scope.groupIds),
+        [...scope.roleIds],
+      ],
     );
     return row?.n ?? 0;
   }
@@ -198,11 +265,12 @@ export class AccessReviewItemsRepository {
   }
 
   /**
-   * Who may be told of a campaign: active users of a role with admin access (`adminRoleIds`: a
-   * member's every admin call is 403, whatever it holds), after `after` in id order, allowed
-   * `access_reviews.decide` by an admin role (`roleIds`) or a live grant (`decideId`), or holding
-   * a live, active authority (an inactive one allows nothing: part 5) on a device of its items
-   * that is the owner's or carries the permission.
+   * Who may be told of a campaign: active users whose effective role (its own, or a group's) has
+   * admin access (`adminRoleIds`: a member's every admin call is 403, whatever it holds), after
+   * `after` in id order, allowed `access_reviews.decide` by an admin role (`roleIds`) or a live
+   * grant (`decideId`, its own or a group's), or holding a live, active authority (an inactive one
+   * allows nothing: part 5), its own or a group's, on a device of its items that is the owner's or
+   * carries the permission.
    */
   async reviewers(
     reviewId: number,
@@ -215,16 +283,18 @@ export class AccessReviewItemsRepository {
   ): Promise<number[]> {
     const rows = await this.uow.reader.query<{ id: string }[]>(
       `SELECT usr.id FROM users usr
-       WHERE NOT usr.is_deleted AND usr.status_id = $4 AND usr.id > $5 AND usr.role_id = ANY($7::int[])
-         AND (usr.role_id = ANY($2::int[])
-              OR EXISTS (SELECT 1 FROM permission_grants g WHERE g.user_id = usr.id AND g.permission_id = $3
-                           AND g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now()))
+       CROSS JOIN LATERAL (SELECT ${effectiveRoleSql('usr.id', 'usr.role_id')} AS role_id) eff
+       WHERE NOT usr.is_deleted AND usr.status_id = $4 AND usr.id > $5 AND eff.role_id = ANY($7::int[])
+         AND (eff.role_id = ANY($2::int[])
+              OR EXISTS (SELECT 1 FROM permission_grants g WHERE g.user_id = usr.id AND g.permission_id = $3 AND ${LIVE_GRANT})
+              OR EXISTS (SELECT 1 FROM (${userGroupChains('usr.id')}) c JOIN permission_grants g ON g.group_id = c.group_id
+                           AND g.permission_id = $3 AND ${LIVE_GRANT})
               OR EXISTS (SELECT 1 FROM authorities a
-                         WHERE a.user_id = usr.id AND ${LIVE_AUTHORITY} AND a.is_active
+                         WHERE (a.user_id = usr.id OR a.group_id IN (SELECT c.group_id FROM (${userGroupChains('usr.id')}) c))
+                           AND ${LIVE_AUTHORITY} AND a.is_active
                            AND a.device_id IN (SELECT device_id FROM access_review_items WHERE review_id = $1 AND device_id IS NOT NULL)
                            AND (a.owner OR EXISTS (SELECT 1 FROM authority_permissions ap WHERE ap.authority_id = a.id
-                                  AND ap.permission_id = $3 AND ap.revoked_at IS NULL
-                                  AND (ap.expires_at IS NULL OR ap.expires_at > now())))))
+                                  AND ap.permission_id = $3 AND ${LIVE_AP}))))
        ORDER BY usr.id LIMIT $6`,
       [reviewId, [...roleIds], decideId, activeId, after, limit, [...adminRoleIds]],
     );

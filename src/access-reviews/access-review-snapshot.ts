@@ -2,6 +2,7 @@ import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { Job } from 'pg-boss';
 import { AuditService } from '../platform/audit/audit.service.js';
 import { isDeviceScoped, permissionIdOf } from '../platform/auth/permissions.js';
+import { ROLES } from '../platform/auth/roles.js';
 import { NOW, type ColumnValues } from '../platform/projections/resource-table.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { runInRequestContext } from '../platform/http/request-context.js';
@@ -11,6 +12,19 @@ import { AccessReviewNotices, DUE_NOTICE_HOURS } from './access-review-notices.j
 import { AccessReviewsRepository } from './access-reviews.repository.js';
 
 export const SNAPSHOT_QUEUE = 'access-review-snapshot';
+
+/**
+ * The roles a group may carry that give its members something in scope: any permission of the
+ * scope's (every permission when it names none), a device-scoped one when it names devices (a
+ * role allows it on every device, those named included).
+ */
+export function conferringRoles(codes: readonly string[] | undefined, devicesNamed: boolean): number[] {
+  return ROLES.filter((role) =>
+    [...role.permissions].some(
+      (code) => (codes === undefined || codes.includes(code)) && (!devicesNamed || isDeviceScoped(code)),
+    ),
+  ).map((role) => role.id);
+}
 
 /** What a campaign's jobs carry: the campaign, and the request that asked (for the audit trail). */
 export interface ReviewJobData {
@@ -67,6 +81,8 @@ export class AccessReviewSnapshot implements OnModuleInit {
         deviceIds: review.scope.device_ids ?? null,
         permissionIds,
         userIds: review.scope.user_ids ?? null,
+        groupIds: review.scope.group_ids ?? null,
+        roleIds: conferringRoles(codes, review.scope.device_ids !== undefined),
         owners: codes === undefined || codes.some((code) => isDeviceScoped(code)),
       });
       const dueSoon = review.due_at.getTime() <= Date.now() + DUE_NOTICE_HOURS * 3_600_000;

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { GrantsModule } from '../grants/grants.module.js';
+import { GroupsModule } from '../groups/groups.module.js';
 import { InboxModule } from '../inbox/inbox.module.js';
 import { AccessFindingsController } from './access-findings.controller.js';
 import { AccessFindingsRepository } from './access-findings.repository.js';
@@ -15,11 +16,11 @@ import { AccessReviewsService } from './access-reviews.service.js';
 
 /**
  * Access reviews and unused access (part 6.16): the findings (revocable paths nobody has used
- * for a while, from the last uses the guard records in `platform/auth/access-uses.ts`), and
- * certification campaigns whose close revokes through the grants module's own writes.
+ * for a while, from the last uses the guard records in `access-model/access-uses.ts`), and
+ * certification campaigns whose close revokes through the grants and groups modules' own writes.
  */
 @Module({
-  imports: [GrantsModule, InboxModule],
+  imports: [GrantsModule, GroupsModule, InboxModule],
   controllers: [AccessFindingsController, AccessReviewsController],
   providers: [
     AccessFindingsRepository,

@@ -87,11 +87,12 @@ export class AccessReviewsRepository extends ResourceTable<AccessReviewRow, Acce
   }
 
   /** The smallest of `ids` naming no device (or no undeleted user), if any: a scope's 404. */
-  async firstMissing(kind: 'device' | 'user', ids: readonly number[]): Promise<number | undefined> {
-    const exists =
-      kind === 'device'
-        ? 'SELECT 1 FROM devices d WHERE d.id = x'
-        : 'SELECT 1 FROM users usr WHERE usr.id = x AND NOT usr.is_deleted';
+  async firstMissing(kind: 'device' | 'user' | 'group', ids: readonly number[]): Promise<number | undefined> {
+    const exists = {
+      device: 'SELECT 1 FROM devices d WHERE d.id = x',
+      user: 'SELECT 1 FROM users usr WHERE usr.id = x AND NOT usr.is_deleted',
+      group: 'SELECT 1 FROM groups grp WHERE grp.id = x AND NOT grp.is_deleted',
+    }[kind];
     const [row] = await this.uow.reader.query<{ id: number | null }[]>(
       `SELECT min(x) AS id FROM unnest($1::bigint[]) AS x WHERE NOT EXISTS (${exists})`,
       [[...ids]],

@@ -83,12 +83,15 @@ export class AccessReviewsService {
     if (device !== undefined) throw ApiError.notFound('DEVICE_NOT_FOUND', device);
     const user = await this.reviews.firstMissing('user', scope.user_ids ?? []);
     if (user !== undefined) throw ApiError.notFound('USER_NOT_FOUND', user);
+    const group = await this.reviews.firstMissing('group', scope.group_ids ?? []);
+    if (group !== undefined) throw ApiError.notFound('GROUP_NOT_FOUND', group);
     const stored = {
       ...(scope.device_ids === undefined ? {} : { device_ids: [...new Set(scope.device_ids)].sort((a, b) => a - b) }),
       ...(scope.permission_codes === undefined
         ? {}
         : { permission_codes: [...new Set(scope.permission_codes)].sort() }),
       ...(scope.user_ids === undefined ? {} : { user_ids: [...new Set(scope.user_ids)].sort((a, b) => a - b) }),
+      ...(scope.group_ids === undefined ? {} : { group_ids: [...new Set(scope.group_ids)].sort((a, b) => a - b) }),
     };
     const accepted = await this.uow.run(async (tx) => {
       const created = await this.reviews.insert(tx, {

@@ -1,3 +1,4 @@
+import type { Holder } from '../access-model/holder.js';
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { AccessWatch } from '../access-model/access-watch.js';
 import { GroupAccess } from '../access-model/group-access.service.js';
@@ -19,7 +20,8 @@ type Mode = 'grant' | 'revoke';
 export interface ReviewedPath {
   readonly id: number;
   readonly authority_id: number;
-  readonly user_id: number;
+  /** The authority's holder: a user, or a group (then every user it reaches). */
+  readonly holder: Holder;
   readonly device_id: number;
   readonly permission_code: string;
 }
@@ -206,8 +208,12 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
       tx,
       paths.map((path) => path.authority_id),
     );
+    const groups = paths.flatMap((path) => (path.holder.group_id === undefined ? [] : [path.holder.group_id]));
     await this.access.watch(tx, {
-      users: paths.map((path) => path.user_id),
+      users: [
+        ...paths.flatMap((path) => (path.holder.user_id === undefined ? [] : [path.holder.user_id])),
+        ...(await this.groupAccess.reached(tx, groups)),
+      ],
       devices: paths.map((path) => path.device_id),
       permissions: [...new Set(paths.map((path) => path.permission_code))],
     });

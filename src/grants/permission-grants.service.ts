@@ -14,7 +14,7 @@ import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { GrantPermissionDto, PermissionGrantDto, RevokePermissionDto } from './dto/permission-grant.dto.js';
 import { PermissionGrantsRepository, type GrantHolder } from './permission-grants.repository.js';
 import { GroupAccess } from '../access-model/group-access.service.js';
-import { holderName, holderOf } from '../access-model/holder.js';
+import { holderName, holderOf, type Holder } from '../access-model/holder.js';
 import { GroupsRepository } from '../groups/groups.repository.js';
 import type { Prefetched } from '../platform/projections/prefetched.js';
 
@@ -27,7 +27,7 @@ function withLiveState(grant: PermissionGrantDto): PermissionGrantDto {
 /** A permission grant an access review revokes. */
 export interface ReviewedGrant {
   readonly id: number;
-  readonly user_id: number;
+  readonly holder: Holder;
   readonly permission_id: number;
   readonly permission_code: string;
 }
@@ -130,14 +130,24 @@ export class PermissionGrantsService {
   async revokeReviewed(tx: Tx, grants: readonly ReviewedGrant[], reason: string): Promise<Set<number>> {
     const revoked = new Set<number>();
     if (grants.length === 0) return revoked;
+    const groups = grants.flatMap((grant) => (grant.holder.group_id === undefined ? [] : [grant.holder.group_id]));
     await this.access.watch(tx, {
-      users: grants.map((grant) => grant.user_id),
+      users: [
+        ...grants.flatMap((grant) => (grant.holder.user_id === undefined ? [] : [grant.holder.user_id])),
+        ...(await this.groupAccess.reached(tx, groups)),
+      ],
       devices: [],
       permissions: [...new Set(grants.map((grant) => grant.permission_code))],
     });
-    const ordered = [...grants].sort((a, b) => a.user_id - b.user_id || a.permission_id - b.permission_id);
+    // Users' pairs, then groups', each in id order: concurrent closes lock pairs in one order.
+    const order = (holder: Holder): [number, number] =>
+      holder.group_id === undefined ? [0, holder.user_id] : [1, holder.group_id];
+    const ordered = [...grants].sort((a, b) => {
+      const [x, y] = [order(a.holder), order(b.holder)];
+      return x[0] - y[0] || x[1] - y[1] || a.permission_id - b.permission_id;
+    });
     for (const grant of ordered) {
-      const holder = { user_id: grant.user_id };
+      const holder = grant.holder;
       await this.grants.lockPair(tx, holder, grant.permission_id);
       if ((await this.grants.activeId(tx, holder, grant.permission_id)) !== grant.id) continue;
       const row = await this.grants.revoke(tx, grant.id, tx.actor, reason);

@@ -145,6 +145,36 @@ export class GroupMembersService {
     });
   }
 
+  /**
+   * An access review's close (part 6.16): removes each user's membership that is still live, as
+   * `remove` writes it (access watched, one audit event per membership with `reason`), inside the
+   * close's transaction; the review's decisions authorized them. Answers the ids it removed; the
+   * others had already ended.
+   */
+  async removeReviewed(
+    tx: Tx,
+    memberships: readonly { readonly id: number; readonly group_id: number; readonly user_id: number }[],
+    reason: string,
+  ): Promise<Set<number>> {
+    if (memberships.length === 0) return new Set();
+    const byGroup = new Map<number, number[]>();
+    for (const membership of memberships)
+      byGroup.set(membership.group_id, [...(byGroup.get(membership.group_id) ?? []), membership.id]);
+    const groups = [...byGroup.keys()].sort((a, b) => a - b);
+    // Deleted groups too: a membership left in one would return with its restore.
+    for (const groupId of groups) await this.groups.lock(tx, groupId);
+    const users = [...new Set(memberships.map((membership) => membership.user_id))];
+    await this.access.watch(tx, { users });
+    const removed = new Set<number>();
+    for (const groupId of groups) {
+      const ids = await this.memberships.removeLive(tx, byGroup.get(groupId) ?? [], reason);
+      ids.forEach((id) => removed.add(id));
+      const of = memberships.filter((membership) => ids.includes(membership.id)).map((m) => m.user_id);
+      await this.finish(tx, groupId, ids, 'group.member_remove', reason, of);
+    }
+    return removed;
+  }
+
   /** 404s per item: an unknown (or deleted) user or group fails that item alone. */
   private async judgeReferences(tx: Tx, items: Item[], removing = false): Promise<void> {
     // A deleted group or user may still be removed (else the nesting would return on its restore);

@@ -130,6 +130,20 @@ export class GroupMembershipsRepository {
     );
   }
 
+  /** Removes those of the memberships still live (neither removed nor expired); answers their ids. */
+  async removeLive(tx: Tx, ids: readonly number[], reason: string | null): Promise<number[]> {
+    if (ids.length === 0) return [];
+    // An UPDATE … RETURNING answers [rows, count] through TypeORM.
+    const [rows] = await tx.write<[{ id: string }[], number]>(
+      MEMBERSHIPS,
+      `UPDATE group_memberships SET removed_at = now(), removed_by = $2, remove_reason = $3
+       WHERE id = ANY($1::bigint[]) AND removed_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+       RETURNING id`,
+      [[...ids], tx.actor, reason],
+    );
+    return rows.map((row) => Number(row.id)).sort((a, b) => a - b);
+  }
+
   /** The memberships as the API shows them (the feed's and the audit's `data`). */
   async presented(tx: Tx, ids: readonly number[]): Promise<MembershipDto[]> {
     if (ids.length === 0) return [];

@@ -19,6 +19,6 @@ import { UserGroupsController } from './users/groups.controller.js';
     GroupMembersService,
     GroupMemberListsService,
   ],
-  exports: [GroupsRepository],
+  exports: [GroupsRepository, GroupMembersService],
 })
 export class GroupsModule {}

@@ -55,12 +55,14 @@ describe('access findings', () => {
     expect(now).toEqual([
       {
         user_id: world.operator.user.id,
+        group_id: null,
         device_id: world.device,
         permission_code: 'devices.read',
         decided_by: 'authority_permission',
         authority_id: world.authority,
         grant_id: null,
         authority_permission_id: unused,
+        membership_id: null,
         granted_at: expect.any(String),
         last_used_at: null,
       },

@@ -4,15 +4,39 @@ import { AccessPageQueryDto, SortParam } from '../../access/dto/access.dto.js';
 
 /** A revocable path nobody has used for a while (part 6.16). */
 export class AccessFindingDto {
-  @ApiProperty() user_id!: number;
-  @ApiProperty({ type: Number, nullable: true, description: 'null for a permission grant (it allows on every device)' })
+  @ApiProperty({ type: Number, nullable: true, description: 'null for a group’s right (unused by every member)' })
+  user_id!: number | null;
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'The group holding the right, or the group of a membership; null for a user’s own path',
+  })
+  group_id!: number | null;
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'null for a permission grant (it allows on every device) and for a membership',
+  })
   device_id!: number | null;
-  @ApiProperty() permission_code!: string;
-  @ApiProperty({ enum: ['permission_grant', 'authority_permission'] }) decided_by!: string;
+  @ApiProperty({ type: String, nullable: true, description: 'null for a membership' })
+  permission_code!: string | null;
+  @ApiProperty({
+    enum: [
+      'permission_grant',
+      'group_permission_grant',
+      'authority_permission',
+      'group_authority_permission',
+      'group_membership',
+    ],
+    description: '`group_membership`: a member that used none of the rights its group confers',
+  })
+  decided_by!: string;
   @ApiProperty({ type: Number, nullable: true }) authority_id!: number | null;
   @ApiProperty({ type: Number, nullable: true }) grant_id!: number | null;
   @ApiProperty({ type: Number, nullable: true }) authority_permission_id!: number | null;
-  @ApiProperty({ type: String, format: 'date-time' }) granted_at!: string;
+  @ApiProperty({ type: Number, nullable: true }) membership_id!: number | null;
+  @ApiProperty({ type: String, format: 'date-time', description: 'For a membership: when the member was added' })
+  granted_at!: string;
   @ApiProperty({
     type: String,
     format: 'date-time',
@@ -54,10 +78,23 @@ export class AccessFindingsQueryDto extends AccessPageQueryDto {
   @Matches(ID, { message: 'device_id must be a positive integer' })
   device_id?: string;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1 })
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    description: 'The user’s own paths and its memberships (groups’ rights are left out)',
+  })
   @IsOptional()
   @Matches(ID, { message: 'user_id must be a positive integer' })
   user_id?: string;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    description: 'The group’s rights and the memberships in it (users’ own paths are left out)',
+  })
+  @IsOptional()
+  @Matches(ID, { message: 'group_id must be a positive integer' })
+  group_id?: string;
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1 })
   @IsOptional()

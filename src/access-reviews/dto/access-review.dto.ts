@@ -24,6 +24,7 @@ export const ACCESS_REVIEW_STATES = ['preparing', 'open', 'closing', 'closed', '
 export type AccessReviewState = (typeof ACCESS_REVIEW_STATES)[number];
 export const REVIEW_DECISIONS = ['keep', 'revoke'] as const;
 export type ReviewDecision = (typeof REVIEW_DECISIONS)[number];
+export const REVIEW_ITEM_KINDS = ['authority_permission', 'owner', 'grant', 'membership'] as const;
 
 /** How many ids or codes one scope list may name. */
 export const MAX_SCOPE_ENTRIES = 1000;
@@ -59,6 +60,20 @@ export class AccessReviewScopeDto {
   @Min(1, { each: true })
   @Max(Number.MAX_SAFE_INTEGER, { each: true })
   user_ids?: number[];
+
+  @ApiPropertyOptional({
+    type: [Number],
+    maxItems: MAX_SCOPE_ENTRIES,
+    description: 'Only these groups’ rights and the memberships in them (no user’s own paths)',
+  })
+  @Present()
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(MAX_SCOPE_ENTRIES)
+  @IsInt({ each: true })
+  @Min(1, { each: true })
+  @Max(Number.MAX_SAFE_INTEGER, { each: true })
+  group_ids?: number[];
 }
 
 export class AccessReviewCountsDto {
@@ -122,18 +137,38 @@ export class CreateAccessReviewDto {
 /** One item of a campaign (part 6.16). */
 export class AccessReviewItemDto {
   @ApiProperty() id!: number;
-  @ApiProperty() user_id!: number;
-  @ApiProperty({ type: Number, nullable: true, description: 'null for a permission grant' }) device_id!: number | null;
+  @ApiProperty({ enum: REVIEW_ITEM_KINDS }) kind!: (typeof REVIEW_ITEM_KINDS)[number];
+  @ApiProperty({ type: Number, nullable: true, description: 'null for a group’s right' }) user_id!: number | null;
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'The group holding the right, or the group of a membership; null for a user’s own path',
+  })
+  group_id!: number | null;
+  @ApiProperty({ type: Number, nullable: true, description: 'null for a permission grant or a membership' })
+  device_id!: number | null;
   @ApiProperty({
     type: String,
     nullable: true,
-    description: 'null for an owner’s authority (every device-scoped right)',
+    description: 'null for an owner’s authority (every device-scoped right) and for a membership',
   })
   permission_code!: string | null;
-  @ApiProperty({ enum: ['permission_grant', 'authority_permission', 'device_owner'] }) decided_by!: string;
+  @ApiProperty({
+    enum: [
+      'permission_grant',
+      'group_permission_grant',
+      'authority_permission',
+      'group_authority_permission',
+      'device_owner',
+      'group_membership',
+    ],
+  })
+  decided_by!: string;
   @ApiProperty({ type: Number, nullable: true }) authority_id!: number | null;
   @ApiProperty({ type: Number, nullable: true }) grant_id!: number | null;
   @ApiProperty({ type: Number, nullable: true }) authority_permission_id!: number | null;
+  @ApiProperty({ type: Number, nullable: true, description: 'A membership’s item: the membership' })
+  membership_id!: number | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) last_used_at!: string | null;
   @ApiProperty({ enum: REVIEW_DECISIONS, description: '`revoke` when unused for the campaign’s UNUSED_ACCESS_DAYS' })
   recommendation!: ReviewDecision;
