@@ -1115,7 +1115,7 @@ export interface paths {
          * List a campaign’s items in id order (by device, then user)
          * @description An actor not allowed `access_reviews.decide` by role or grant sees only the items on devices where it may decide. `recommendation` is `revoke` when the path was not used within the campaign’s `UNUSED_ACCESS_DAYS` (never used included).
          *
-         *     Filters `decision`, `device_id`, `user_id`, `recommendation`; sort `id` (default `id:asc`).
+         *     Filters `decision`, `device_id`, `user_id`, `group_id`, `kind`, `recommendation`; sort `id` (default `id:asc`).
          *
          *     Requires the permission `access_reviews.read`.
          */
@@ -2630,16 +2630,27 @@ export interface components {
             reason?: string;
         };
         AccessFindingDto: {
-            user_id: number;
-            /** @description null for a permission grant (it allows on every device) */
+            /** @description null for a group’s right (unused by every member) */
+            user_id: number | null;
+            /** @description The group holding the right, or the group of a membership; null for a user’s own path */
+            group_id: number | null;
+            /** @description null for a permission grant (it allows on every device) and for a membership */
             device_id: number | null;
-            permission_code: string;
-            /** @enum {string} */
-            decided_by: "permission_grant" | "authority_permission";
+            /** @description null for a membership */
+            permission_code: string | null;
+            /**
+             * @description `group_membership`: a member that used none of the rights its group confers
+             * @enum {string}
+             */
+            decided_by: "permission_grant" | "group_permission_grant" | "authority_permission" | "group_authority_permission" | "group_membership";
             authority_id: number | null;
             grant_id: number | null;
             authority_permission_id: number | null;
-            /** Format: date-time */
+            membership_id: number | null;
+            /**
+             * Format: date-time
+             * @description For a membership: when the member was added
+             */
             granted_at: string;
             /**
              * Format: date-time
@@ -2657,6 +2668,8 @@ export interface components {
              */
             permission_codes?: string[];
             user_ids?: number[];
+            /** @description Only these groups’ rights and the memberships in them (no user’s own paths) */
+            group_ids?: number[];
         };
         AccessReviewCountsDto: {
             items: number;
@@ -2717,16 +2730,23 @@ export interface components {
         };
         AccessReviewItemDto: {
             id: number;
-            user_id: number;
-            /** @description null for a permission grant */
+            /** @enum {string} */
+            kind: "authority_permission" | "owner" | "grant" | "membership";
+            /** @description null for a group’s right */
+            user_id: number | null;
+            /** @description The group holding the right, or the group of a membership; null for a user’s own path */
+            group_id: number | null;
+            /** @description null for a permission grant or a membership */
             device_id: number | null;
-            /** @description null for an owner’s authority (every device-scoped right) */
+            /** @description null for an owner’s authority (every device-scoped right) and for a membership */
             permission_code: string | null;
             /** @enum {string} */
-            decided_by: "permission_grant" | "authority_permission" | "device_owner";
+            decided_by: "permission_grant" | "group_permission_grant" | "authority_permission" | "group_authority_permission" | "device_owner" | "group_membership";
             authority_id: number | null;
             grant_id: number | null;
             authority_permission_id: number | null;
+            /** @description A membership’s item: the membership */
+            membership_id: number | null;
             /** Format: date-time */
             last_used_at: string | null;
             /**
@@ -8586,7 +8606,10 @@ export interface operations {
                 unused_for_days?: number;
                 /** @description Paths on this device (grants, which hold everywhere, are left out) */
                 device_id?: number;
+                /** @description The user’s own paths and its memberships (groups’ rights are left out) */
                 user_id?: number;
+                /** @description The group’s rights and the memberships in it (users’ own paths are left out) */
+                group_id?: number;
                 permission_id?: number;
             };
             header?: never;
@@ -8885,6 +8908,8 @@ export interface operations {
                 decision?: "keep" | "revoke" | "none";
                 device_id?: number;
                 user_id?: number;
+                group_id?: number;
+                kind?: "authority_permission" | "owner" | "grant" | "membership";
                 recommendation?: "keep" | "revoke";
             };
             header?: never;
