@@ -108,6 +108,14 @@ const momentOf = (parameter: string): string =>
  * start). The rules are applied by the caller (`access-rules.ts`); the candidate queries here
  * narrow with the same conditions so that pages and totals are right.
  */
+/**
+ * Trusted text (in `admissible` of the device question): the effective role `e` comes from group
+ * $5 at T, as the rules name the group conferring it (`effectiveRole`): it outranks the user's own,
+ * and $5 is the lowest-numbered of the user's groups at T that carry it.
+ */
+const ROLE_FROM_GROUP = `e.role_id < u.role_id
+  AND (SELECT min(gr.group_id) FROM user_groups_at(c.user_id, %T) gr WHERE gr.role_id = e.role_id) = $5`;
+
 @Injectable()
 export class AccessHistoryRepository {
   private startsAt: Date | undefined;
@@ -254,15 +262,18 @@ export class AccessHistoryRepository {
     readonly roleIds: readonly number[];
     readonly adminRoleIds: readonly number[];
     readonly via: ReadonlySet<string>;
+    /** Only ways that group holds (a right, or the role it confers): `group_id=`. Null: any. */
+    readonly groupId: number | null;
     /** Null: now. */
     readonly moment: Date | null;
     readonly offset: number;
     readonly limit: number;
     readonly direction: 'asc' | 'desc';
   }): Promise<CandidatePage> {
+    // $5, the group asked for, leaves out the users' own ways and keeps those its rights and role give.
     const others: string[] = [];
     if (query.via.has('permission_grant'))
-      others.push(`SELECT g.user_id FROM permission_grants g WHERE g.permission_id = $2 AND g.user_id IS NOT NULL AND g.granted_at <= %T
+      others.push(`SELECT g.user_id FROM permission_grants g WHERE $5::bigint IS NULL AND g.permission_id = $2 AND g.user_id IS NOT NULL AND g.granted_at <= %T
           AND (g.revoked_at IS NULL OR g.revoked_at > %T) AND (g.expires_at IS NULL OR g.expires_at > %T)`);
     const byOwner = query.via.has('device_owner');
     const byPermission = query.via.has('authority_permission');
@@ -270,19 +281,20 @@ export class AccessHistoryRepository {
     others.push(`SELECT a.user_id FROM (
           SELECT DISTINCT ON (h.authority_id) h.* FROM authority_history h WHERE h.device_id = $1 AND h.valid_from <= %T
           ORDER BY h.authority_id, h.valid_from DESC, h.id DESC) a
-        WHERE a.user_id IS NOT NULL AND ${EFFECTIVE('a')} AND (${byOwner ? 'a.owner' : 'false'} OR (${byPermission ? 'true' : 'false'} AND EXISTS (
+        WHERE $5::bigint IS NULL AND a.user_id IS NOT NULL AND ${EFFECTIVE('a')} AND (${byOwner ? 'a.owner' : 'false'} OR (${byPermission ? 'true' : 'false'} AND EXISTS (
           SELECT 1 FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x WHERE x.held AND x.permission_id = $2)))`);
     // Through groups: the users reached at T by a group that held a grant of the permission then, or
     // an effective authority on the device holding it.
     const holding: string[] = [];
     if (query.via.has('group_permission_grant'))
       holding.push(`SELECT g.group_id FROM permission_grants g WHERE g.permission_id = $2 AND g.group_id IS NOT NULL
+          AND ($5::bigint IS NULL OR g.group_id = $5)
           AND g.granted_at <= %T AND (g.revoked_at IS NULL OR g.revoked_at > %T) AND (g.expires_at IS NULL OR g.expires_at > %T)`);
     if (query.via.has('group_authority_permission'))
       holding.push(`SELECT au.group_id FROM (
           SELECT DISTINCT ON (h.authority_id) h.* FROM authority_history h WHERE h.device_id = $1 AND h.valid_from <= %T
           ORDER BY h.authority_id, h.valid_from DESC, h.id DESC) a JOIN authorities au ON au.id = a.authority_id
-        WHERE a.user_id IS NULL AND ${EFFECTIVE('a')} AND EXISTS (
+        WHERE a.user_id IS NULL AND ($5::bigint IS NULL OR au.group_id = $5) AND ${EFFECTIVE('a')} AND EXISTS (
           SELECT 1 FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x WHERE x.held AND x.permission_id = $2)`);
     if (holding.length > 0)
       others.push(
@@ -294,10 +306,11 @@ export class AccessHistoryRepository {
     return this.candidatePage(
       `WITH by_role AS (
          SELECT DISTINCT h.user_id FROM user_access_history h
-         WHERE cardinality($3::int[]) > 0 AND h.role_id = ANY($3::int[]) AND h.valid_from <= %T
+         WHERE $5::bigint IS NULL AND cardinality($3::int[]) > 0 AND h.role_id = ANY($3::int[]) AND h.valid_from <= %T
          UNION
          SELECT r.user_id FROM (SELECT DISTINCT gh.group_id FROM group_history gh
-           WHERE cardinality($3::int[]) > 0 AND gh.role_id = ANY($3::int[]) AND gh.valid_from <= %T) rg
+           WHERE cardinality($3::int[]) > 0 AND gh.role_id = ANY($3::int[]) AND gh.valid_from <= %T
+             AND ($5::bigint IS NULL OR gh.group_id = $5)) rg
          CROSS JOIN LATERAL group_users_at(rg.group_id, %T) r),
        others AS (${others.join(' UNION ')}),
        candidates AS (SELECT user_id FROM by_role UNION SELECT user_id FROM others),
@@ -305,8 +318,15 @@ export class AccessHistoryRepository {
          SELECT c.user_id AS id FROM candidates c CROSS JOIN LATERAL ${USER_VERSION_AT.replace('%U', 'c.user_id')} u
          CROSS JOIN LATERAL (SELECT least(u.role_id, (SELECT min(gr.role_id) FROM user_groups_at(c.user_id, %T) gr)) AS role_id) e
          WHERE e.role_id = ANY($4::int[]) AND u.status_id = ${USER_STATUS.active} AND NOT u.is_deleted
-           AND (e.role_id = ANY($3::int[]) OR c.user_id IN (SELECT user_id FROM others)))`,
-      [query.deviceId, query.permissionId, query.via.has('role') ? [...query.roleIds] : [], [...query.adminRoleIds]],
+           AND ((e.role_id = ANY($3::int[]) AND ($5::bigint IS NULL OR ${ROLE_FROM_GROUP}))
+                OR c.user_id IN (SELECT user_id FROM others)))`,
+      [
+        query.deviceId,
+        query.permissionId,
+        query.via.has('role') ? [...query.roleIds] : [],
+        [...query.adminRoleIds],
+        query.groupId,
+      ],
       query,
     );
   }

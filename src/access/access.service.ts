@@ -163,6 +163,10 @@ export class AccessService {
     const createdAt = await this.deviceCreatedAt(deviceId);
     const permission = permissionOf(query.permission, true);
     const via = new Set<string>(query.via?.split(',') ?? WAYS);
+    const groupId = query.group_id === undefined ? null : Number(query.group_id);
+    // A way counts when it is one of `via` and, with `group_id=`, that group holds it.
+    const kept = (path: { decided_by: string; group_id: number | null }): boolean =>
+      via.has(path.decided_by) && (groupId === null || path.group_id === groupId);
     const moment = await this.momentOf(query.at);
     const page = pageOf(query);
     // Before the device existed nobody could act on it.
@@ -177,6 +181,7 @@ export class AccessService {
       deviceId,
       permission: permission.code,
       via: [...via].sort(),
+      group_id: groupId,
       at: moment?.toISOString() ?? null,
       ...page,
     };
@@ -190,6 +195,7 @@ export class AccessService {
         ),
         adminRoleIds: ROLES.filter((role) => role.admin_access).map((role) => role.id),
         via,
+        groupId,
         moment: moment ?? null,
         offset: (page.page - 1) * page.page_size,
         limit: page.page_size,
@@ -206,7 +212,7 @@ export class AccessService {
           subject === undefined
             ? []
             : accessPaths(subject, heldBy(subject, authorities, at.getTime()), permission.code, at.getTime());
-        if (!paths.some((path) => via.has(path.decided_by))) return this.disagreement('device', deviceId, userId);
+        if (!paths.some(kept)) return this.disagreement('device', deviceId, userId);
         return [{ user_id: userId, allowed_by: paths }];
       });
       return {

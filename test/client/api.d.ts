@@ -7758,6 +7758,8 @@ export interface operations {
                 sort?: "user_id:asc" | "user_id:desc";
                 /** @description Comma-separated ways to keep: users allowed by at least one of them */
                 via?: string;
+                /** @description Only users allowed by a way this group holds: its grant, its authority’s permission, or the role it confers (the `group_id` of `allowed_by`) */
+                group_id?: number;
             };
             header?: never;
             path: {

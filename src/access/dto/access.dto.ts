@@ -190,4 +190,14 @@ export class DeviceAccessQueryDto extends PermissionAtQueryDto {
     message: `via must be a comma-separated list of ${DECIDED_BY.join(', ')}`,
   })
   via?: string;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    description:
+      'Only users allowed by a way this group holds: its grant, its authority’s permission, or the role it confers (the `group_id` of `allowed_by`)',
+  })
+  @IsOptional()
+  @Matches(/^[1-9]\d{0,14}$/, { message: 'group_id must be a positive integer' })
+  group_id?: string;
 }

@@ -1,0 +1,99 @@
+import { permissionId, type Caller } from '../support/auth.js';
+import { useApp } from '../support/app.js';
+import { sql } from '../support/db.js';
+import { createAuthority, createDevice } from '../support/devices.js';
+import { trackedActors, unique } from '../support/groups.js';
+import { caller } from '../support/requests.js';
+import { testCachePrefix } from '../support/test-env.js';
+
+/** `group_id=` on `/devices/{id}/access` (part 6.13): only the ways a group holds. */
+
+const { actor } = trackedActors();
+const READ = 'authorities.read';
+
+interface Row {
+  user_id: number;
+  allowed_by: { decided_by: string; group_id: number | null }[];
+}
+
+describe('the device question narrowed to one group', () => {
+  const app = useApp({ widgets: false, cachePrefix: testCachePrefix('group-access-filters') });
+  const call = (who: Caller = app.root) => caller(app.t, who);
+
+  async function group(body: object = {}): Promise<number> {
+    return (
+      await call()
+        .post('/v1/admin/groups', { name: unique('filter'), ...body })
+        .expect(201)
+    ).body.data.id;
+  }
+  async function add(groupId: number, members: object[]): Promise<void> {
+    await call().post(`/v1/admin/groups/${groupId}/members`, { members }).expect(200);
+  }
+  const listed = async (device: number, query: string): Promise<Row[]> =>
+    (await call().get(`/v1/admin/devices/${device}/access?permission=${READ}&page_size=100&${query}`).expect(200)).body
+      .data;
+  const users = (rows: readonly Row[]): number[] => rows.map((row) => row.user_id);
+
+  it('keeps users a way of that group allows (its authority, its grant, the role it confers), now and at=', async () => {
+    const [own, viaAuthority, viaBoth, viaRole] = [
+      await actor('operator'),
+      await actor('operator'),
+      await actor('operator'),
+      await actor('viewer'),
+    ];
+    const device = (await createDevice()).id;
+    await createAuthority(device, own.user.id, { permissions: [READ] });
+    const team = await group();
+    const other = await group();
+    const admins = await group({ role_id: 2 });
+    const authority = (await call().post('/v1/admin/authorities', { device_id: device, group_id: team }).expect(201))
+      .body.data.id;
+    await call()
+      .post('/v1/admin/authority-permissions', { authority_id: authority, permission_id: permissionId(READ) })
+      .expect(201);
+    await call()
+      .post('/v1/admin/permission-grants/grant', { group_id: other, permission_id: permissionId(READ) })
+      .expect(201);
+    await add(team, [{ user_id: viaAuthority.user.id }, { user_id: viaBoth.user.id }]);
+    await add(other, [{ user_id: viaBoth.user.id }]);
+    await add(admins, [{ user_id: viaRole.user.id }]);
+    const [{ at }] = await sql<{ at: Date }>('SELECT clock_timestamp() AS at');
+
+    const byTeam = await listed(device, `group_id=${team}&count=exact`);
+    expect(users(byTeam)).toEqual([viaAuthority.user.id, viaBoth.user.id].sort((a, b) => a - b));
+    // Every way of a listed user is shown, as with via=.
+    const both = byTeam.find((row) => row.user_id === viaBoth.user.id);
+    expect(both?.allowed_by.map((way) => [way.decided_by, way.group_id])).toEqual(
+      expect.arrayContaining([
+        ['group_permission_grant', other],
+        ['group_authority_permission', team],
+      ]),
+    );
+    expect(users(await listed(device, `group_id=${other}`))).toEqual([viaBoth.user.id]);
+    expect(users(await listed(device, `group_id=${admins}`))).toEqual([viaRole.user.id]);
+    expect(users(await listed(device, `group_id=${team}&via=group_permission_grant`))).toEqual([]);
+    expect(users(await listed(device, `group_id=${other}&via=group_permission_grant`))).toEqual([viaBoth.user.id]);
+    // A group that holds nothing here: nobody (not a 404: it is a filter).
+    expect(await listed(device, `group_id=${await group()}`)).toEqual([]);
+    expect(await listed(device, 'group_id=999999999999')).toEqual([]);
+
+    // The member leaves: gone from the team's list at once; the moment before still lists it.
+    await call()
+      .post(`/v1/admin/groups/${team}/members/remove`, { members: [{ user_id: viaAuthority.user.id }] })
+      .expect(200);
+    expect(users(await listed(device, `group_id=${team}`))).toEqual([viaBoth.user.id]);
+    expect(users(await listed(device, `group_id=${team}&at=${encodeURIComponent(at.toISOString())}`))).toEqual(
+      [viaAuthority.user.id, viaBoth.user.id].sort((a, b) => a - b),
+    );
+  });
+
+  it('refuses a group_id that is not a positive integer with the envelope', async () => {
+    const device = (await createDevice()).id;
+    for (const bad of ['0', '-1', 'abc', '1.5', '1e3', '99999999999999999999']) {
+      const res = await call().get(`/v1/admin/devices/${device}/access?permission=${READ}&group_id=${bad}`).expect(400);
+      expect(res.body.error.code).toBe('VALIDATION_FAILED');
+      expect(JSON.stringify(res.body.error.details)).toContain('group_id');
+    }
+  });
+});
