@@ -58,7 +58,8 @@ describe('the device question narrowed to one group', () => {
     await add(team, [{ user_id: viaAuthority.user.id }, { user_id: viaBoth.user.id }]);
     await add(other, [{ user_id: viaBoth.user.id }]);
     await add(admins, [{ user_id: viaRole.user.id }]);
-    const [{ at }] = await sql<{ at: Date }>('SELECT clock_timestamp() AS at');
+    const [moment] = await sql<{ at: Date }>('SELECT clock_timestamp() AS at');
+    const at = moment?.at ?? new Date();
 
     const byTeam = await listed(device, `group_id=${team}&count=exact`);
     expect(users(byTeam)).toEqual([viaAuthority.user.id, viaBoth.user.id].sort((a, b) => a - b));
