@@ -15,15 +15,14 @@ export const SNAPSHOT_QUEUE = 'access-review-snapshot';
 
 /**
  * The roles a group may carry that give its members something in scope: any permission of the
- * scope's (every permission when it names none), a device-scoped one when it names devices (a
- * role allows it on every device, those named included).
+ * scope's (every permission when it names none). None when the scope names devices: a role, like a
+ * grant, holds everywhere and is not a device's item (part 6.16: no grants when devices are named).
  */
 export function conferringRoles(codes: readonly string[] | undefined, devicesNamed: boolean): number[] {
-  return ROLES.filter((role) =>
-    [...role.permissions].some(
-      (code) => (codes === undefined || codes.includes(code)) && (!devicesNamed || isDeviceScoped(code)),
-    ),
-  ).map((role) => role.id);
+  if (devicesNamed) return [];
+  return ROLES.filter((role) => [...role.permissions].some((code) => codes === undefined || codes.includes(code))).map(
+    (role) => role.id,
+  );
 }
 
 /** What a campaign's jobs carry: the campaign, and the request that asked (for the audit trail). */

@@ -24,7 +24,9 @@ export interface UserFactsAt {
 export interface DeviceHistory {
   readonly authorities: readonly {
     readonly authority_id: number;
-    readonly user_id: number;
+    /** The holder: a user, or a group (`group_id`, fixed for the authority's life). */
+    readonly user_id: number | null;
+    readonly group_id: number | null;
     readonly owner: boolean;
     readonly is_active: boolean;
     readonly revoked: boolean;
@@ -49,6 +51,27 @@ export interface DeviceHistory {
     readonly user_id: number;
     readonly role_id: number;
     readonly status_id: number;
+    readonly is_deleted: boolean;
+    readonly from: number;
+    readonly xid: string;
+    readonly actor_id: number | null;
+  }[];
+  /** The versions of the memberships through which users reach the groups holding authorities here, or their roles. */
+  readonly memberships: readonly {
+    readonly membership_id: number;
+    readonly group_id: number;
+    readonly user_id: number | null;
+    readonly member_group_id: number | null;
+    readonly is_active: boolean;
+    readonly expires_at: number | null;
+    readonly from: number;
+    readonly xid: string;
+    readonly actor_id: number | null;
+  }[];
+  /** The versions of those groups (role, deletion). */
+  readonly groups: readonly {
+    readonly group_id: number;
+    readonly role_id: number | null;
     readonly is_deleted: boolean;
     readonly from: number;
     readonly xid: string;
@@ -456,11 +479,13 @@ export class AccessHistoryRepository {
   /** The whole access history of a device's authorities and of their holders, with its events. */
   async deviceHistory(deviceId: number): Promise<DeviceHistory> {
     const MICROS = '(extract(epoch FROM valid_from) * 1000000)::bigint';
+    const EXPIRES = '(extract(epoch FROM expires_at) * 1000000)::bigint::float8';
     const authorities = await this.db.query<DeviceHistory['authorities'][number][]>(
-      `SELECT authority_id::int, user_id::int, owner, is_active, revoked, is_deleted,
-              (extract(epoch FROM expires_at) * 1000000)::bigint::float8 AS expires_at, ${MICROS}::float8 AS "from",
-              xid::text, actor_id::int
-       FROM authority_history WHERE device_id = $1 ORDER BY valid_from, id`,
+      `SELECT h.authority_id::int, h.user_id::int, au.group_id::int, h.owner, h.is_active, h.revoked, h.is_deleted,
+              ${EXPIRES.replace('expires_at', 'h.expires_at')} AS expires_at,
+              ${MICROS.replace('valid_from', 'h.valid_from')}::float8 AS "from", h.xid::text, h.actor_id::int
+       FROM authority_history h JOIN authorities au ON au.id = h.authority_id
+       WHERE h.device_id = $1 ORDER BY h.valid_from, h.id`,
       [deviceId],
     );
     const permissions = await this.db.query<DeviceHistory['permissions'][number][]>(
@@ -472,13 +497,50 @@ export class AccessHistoryRepository {
        WHERE h.device_id = $1 ORDER BY h.valid_from, h.id`,
       [deviceId],
     );
-    const holders = [...new Set(authorities.map((row) => row.user_id))];
-    const users = await this.db.query<DeviceHistory['users'][number][]>(
-      `SELECT user_id::int, role_id, status_id, is_deleted, ${MICROS}::float8 AS "from", xid::text, actor_id::int
-       FROM user_access_history WHERE user_id = ANY($1::bigint[]) ORDER BY valid_from, id`,
-      [holders],
+    // Whom the device's group authorities ever reached (through groups ever nested in theirs), and
+    // every group any of its users (theirs or its own holders) was ever in, for the roles.
+    const [reach] = await this.db.query<{ users: number[]; groups: number[] }[]>(
+      `WITH RECURSIVE down(group_id) AS (
+          SELECT au.group_id FROM authorities au WHERE au.device_id = $1 AND au.group_id IS NOT NULL
+          UNION
+          SELECT h.member_group_id FROM group_membership_history h JOIN down d ON h.group_id = d.group_id
+          WHERE h.member_group_id IS NOT NULL),
+        members AS (
+          SELECT h.user_id FROM group_membership_history h
+          WHERE h.group_id IN (SELECT group_id FROM down) AND h.user_id IS NOT NULL
+          UNION
+          SELECT h.user_id FROM authority_history h WHERE h.device_id = $1 AND h.user_id IS NOT NULL),
+        up(group_id) AS (
+          SELECT h.group_id FROM group_membership_history h WHERE h.user_id IN (SELECT user_id FROM members)
+          UNION
+          SELECT h.group_id FROM group_membership_history h JOIN up u ON h.member_group_id = u.group_id)
+       SELECT ARRAY(SELECT user_id::int FROM members) AS users,
+              ARRAY(SELECT group_id::int FROM up UNION SELECT group_id::int FROM down) AS groups`,
+      [deviceId],
     );
-    const xids = [...new Set([...authorities, ...permissions, ...users].map((row) => row.xid))];
+    const [users, memberships, groups] = await Promise.all([
+      this.db.query<DeviceHistory['users'][number][]>(
+        `SELECT user_id::int, role_id, status_id, is_deleted, ${MICROS}::float8 AS "from", xid::text, actor_id::int
+         FROM user_access_history WHERE user_id = ANY($1::bigint[]) ORDER BY valid_from, id`,
+        [reach?.users ?? []],
+      ),
+      this.db.query<DeviceHistory['memberships'][number][]>(
+        `SELECT membership_id::int, group_id::int, user_id::int, member_group_id::int, is_active,
+                ${EXPIRES} AS expires_at, ${MICROS}::float8 AS "from", xid::text, actor_id::int
+         FROM group_membership_history
+         WHERE group_id = ANY($2::bigint[]) AND (user_id = ANY($1::bigint[]) OR member_group_id = ANY($2::bigint[]))
+         ORDER BY valid_from, id`,
+        [reach?.users ?? [], reach?.groups ?? []],
+      ),
+      this.db.query<DeviceHistory['groups'][number][]>(
+        `SELECT group_id::int, role_id, is_deleted, ${MICROS}::float8 AS "from", xid::text, actor_id::int
+         FROM group_history WHERE group_id = ANY($1::bigint[]) ORDER BY valid_from, id`,
+        [reach?.groups ?? []],
+      ),
+    ]);
+    const xids = [
+      ...new Set([...authorities, ...permissions, ...users, ...memberships, ...groups].map((row) => row.xid)),
+    ];
     const events = await this.db.query<{ key: string; id: string; actor_id: number | null }[]>(
       `SELECT e.xid::text || '/' || e.resource_type || '/' || e.resource_id AS key,
               lpad(e.seq::text, 20, '0') || '-' || lpad(e.id::text, 20, '0') AS id, e.actor_id::int
@@ -489,6 +551,8 @@ export class AccessHistoryRepository {
       authorities,
       permissions,
       users,
+      memberships,
+      groups,
       events: firstEvents(events),
     };
   }

@@ -2511,12 +2511,14 @@ export interface components {
             /** @enum {string} */
             change: "gained" | "lost";
             /**
-             * @description What made the change: `history_started` (the state when the history began), `authority_created`, `ownership_transferred`, `revoked`, `unrevoked`, `activated`, `deactivated`, `authority_deleted`, `authority_restored`, `expiry_changed`, `expired`, `permission_granted`, `permission_revoked`, `user_created`, `user_status_changed`, `role_changed`, `user_deleted`, `user_restored`
+             * @description What made the change: `history_started` (the state when the history began), `authority_created`, `ownership_transferred`, `revoked`, `unrevoked`, `activated`, `deactivated`, `authority_deleted`, `authority_restored`, `expiry_changed`, `expired`, `permission_granted`, `permission_revoked`, `user_created`, `user_status_changed`, `role_changed`, `user_deleted`, `user_restored`, `group_member_added`, `group_member_removed`, `group_created`, `group_deleted`, `group_restored`, `group_role_changed`
              * @example revoked
              */
             cause: string;
             /** @example authorities.revoke */
             permission_code: string;
+            /** @description The group the right came or went through: the group holding the authority, else the group whose membership or role changed; null for a user’s own way */
+            group_id: number | null;
             /** @description Who made the change (null for an expiry or a system flow) */
             actor_id: number | null;
             /** @description The feed event of the change (`GET /events`), null for an expiry or when it has been purged */

@@ -590,6 +590,7 @@ describe('access questions: errors, timeline, cache and history (part 6.13)', ()
             change: 'gained',
             cause: 'history_started',
             permission_code: REVOKE,
+            group_id: null,
             actor_id: null,
             event_id: null,
           },

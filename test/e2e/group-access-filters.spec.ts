@@ -6,7 +6,10 @@ import { trackedActors, unique } from '../support/groups.js';
 import { caller } from '../support/requests.js';
 import { testCachePrefix } from '../support/test-env.js';
 
-/** `group_id=` on `/devices/{id}/access` (part 6.13): only the ways a group holds. */
+/**
+ * `group_id=` on `/devices/{id}/access` (part 6.13): only the ways a group holds; and the access
+ * timeline's causes through groups.
+ */
 
 const { actor } = trackedActors();
 const READ = 'authorities.read';
@@ -96,5 +99,54 @@ describe('the device question narrowed to one group', () => {
       expect(res.body.error.code).toBe('VALIDATION_FAILED');
       expect(JSON.stringify(res.body.error.details)).toContain('group_id');
     }
+  });
+  it('the access timeline names the group and the group change behind each gain and loss', async () => {
+    const [u1, u2, u3] = [await actor('operator'), await actor('operator'), await actor('member')];
+    const device = (await createDevice()).id;
+    const team = await group();
+    const inner = await group();
+    const operators = await group({ role_id: 3 });
+    const authority = (await call().post('/v1/admin/authorities', { device_id: device, group_id: team }).expect(201))
+      .body.data.id;
+    const ap = (
+      await call()
+        .post('/v1/admin/authority-permissions', { authority_id: authority, permission_id: permissionId(READ) })
+        .expect(201)
+    ).body.data.id;
+    // u3's own authority allows nothing while its role (member) has no admin access.
+    await createAuthority(device, u3.user.id, { permissions: [READ] });
+    await add(team, [{ user_id: u1.user.id }]);
+    await add(inner, [{ user_id: u2.user.id }]);
+    await add(team, [{ group_id: inner }]);
+    await call().delete(`/v1/admin/groups/${inner}`).expect(200);
+    await call().post(`/v1/admin/groups/${inner}/restore`).expect(200);
+    await call()
+      .post(`/v1/admin/groups/${team}/members/remove`, { members: [{ user_id: u1.user.id }] })
+      .expect(200);
+    await add(operators, [{ user_id: u3.user.id }]);
+    await call().delete(`/v1/admin/authority-permissions/${ap}`).expect(200);
+
+    const timeline = async (user: number) =>
+      (
+        await call()
+          .get(`/v1/admin/devices/${device}/access-timeline?user_id=${user}&permission=${READ}&sort=occurred_at:asc`)
+          .expect(200)
+      ).body.data as { change: string; cause: string; group_id: number | null; actor_id: number; event_id: string }[];
+    const told = (rows: Awaited<ReturnType<typeof timeline>>) =>
+      rows.map((row) => [row.change, row.cause, row.group_id]);
+    const one = await timeline(u1.user.id);
+    expect(told(one)).toEqual([
+      ['gained', 'group_member_added', team],
+      ['lost', 'group_member_removed', team],
+    ]);
+    expect(one.every((row) => row.actor_id === app.root.user.id && row.event_id !== null)).toBe(true);
+    expect(told(await timeline(u2.user.id))).toEqual([
+      ['gained', 'group_member_added', team],
+      ['lost', 'group_deleted', team],
+      ['gained', 'group_restored', team],
+      ['lost', 'permission_revoked', team],
+    ]);
+    // Its own authority, made usable by the role a group gave it.
+    expect(told(await timeline(u3.user.id))).toEqual([['gained', 'group_member_added', operators]]);
   });
 });

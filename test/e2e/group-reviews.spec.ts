@@ -174,9 +174,8 @@ describe('groups in access reviews and findings', () => {
         ['membership', 'group_membership', w.u2.user.id, w.inner],
       ].sort(byShape),
     );
-    // Devices named: the group authority's right on the device and the memberships it reaches, and
-    // the memberships of role groups whose role allows a device-scoped right (viewer: reads on every
-    // device, this one included; other files' role groups too, so only this world's are compared).
+    // Devices named: the group authority's right on the device and the memberships it reaches; no
+    // grants and no roles (they hold everywhere, not on a device).
     const onDevice = await open({ device_ids: [w.device] });
     const queries = [w.owner, w.u1, w.u2, w.u3, w.u4].map((who) => `&user_id=${who.user.id}`);
     const listed: ReviewItem[] = [];
@@ -187,7 +186,6 @@ describe('groups in access reviews and findings', () => {
         ['authority_permission', 'group_authority_permission', null, w.team],
         ['membership', 'group_membership', w.u1.user.id, w.team],
         ['membership', 'group_membership', w.u2.user.id, w.inner],
-        ['membership', 'group_membership', w.u3.user.id, w.roleGroup],
         ['owner', 'device_owner', w.owner.user.id, null],
       ].sort(byShape),
     );
@@ -273,7 +271,9 @@ describe('groups in access reviews and findings', () => {
     // u2 holds authorities.read on the device through Inner ⊂ T before the close.
     const listed = async (): Promise<number[]> =>
       (
-        await call().get(`/v1/admin/devices/${w.device}/access?permission=authorities.read&page_size=100`).expect(200)
+        await call()
+          .get(`/v1/admin/devices/${w.device}/access?permission=authorities.read&via=group_authority_permission`)
+          .expect(200)
       ).body.data.map((row: { user_id: number }) => row.user_id);
     expect(await listed()).toEqual(expect.arrayContaining([w.u1.user.id, w.u2.user.id]));
 

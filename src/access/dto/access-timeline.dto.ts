@@ -11,10 +11,17 @@ export class AccessTimelineEntryDto {
   @ApiProperty({
     example: 'revoked',
     description:
-      'What made the change: `history_started` (the state when the history began), `authority_created`, `ownership_transferred`, `revoked`, `unrevoked`, `activated`, `deactivated`, `authority_deleted`, `authority_restored`, `expiry_changed`, `expired`, `permission_granted`, `permission_revoked`, `user_created`, `user_status_changed`, `role_changed`, `user_deleted`, `user_restored`',
+      'What made the change: `history_started` (the state when the history began), `authority_created`, `ownership_transferred`, `revoked`, `unrevoked`, `activated`, `deactivated`, `authority_deleted`, `authority_restored`, `expiry_changed`, `expired`, `permission_granted`, `permission_revoked`, `user_created`, `user_status_changed`, `role_changed`, `user_deleted`, `user_restored`, `group_member_added`, `group_member_removed`, `group_created`, `group_deleted`, `group_restored`, `group_role_changed`',
   })
   cause!: string;
   @ApiProperty({ example: 'authorities.revoke' }) permission_code!: string;
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description:
+      'The group the right came or went through: the group holding the authority, else the group whose membership or role changed; null for a user’s own way',
+  })
+  group_id!: number | null;
   @ApiProperty({
     type: Number,
     nullable: true,
