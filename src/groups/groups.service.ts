@@ -101,7 +101,7 @@ export class GroupsService {
           reached = await this.groupAccess.reached(tx, [id]);
           if (wanted.role_id !== null)
             await this.assertMayChangeRole(tx, actor, before.role_id, wanted.role_id, reached);
-          await this.access.watch(tx, { users: reached, devices: [] });
+          await this.access.watch(tx, { users: reached });
         }
         const after = await this.groups.patch(tx, id, {
           ...('name' in changes ? { name: wanted.name } : {}),
@@ -127,7 +127,7 @@ export class GroupsService {
       if (before.is_deleted) return unchanged(ifMatch, before.version);
       assertIfMatch(ifMatch, before.version);
       const reached = await this.groupAccess.reached(tx, [id]);
-      await this.access.watch(tx, { users: reached, devices: [] });
+      await this.access.watch(tx, { users: reached });
       const after = await this.groups.patch(tx, id, deletionStamp(tx));
       this.groupAccess.changed(tx, reached);
       await this.audit.record(tx, 'group.delete', id, { changes: { is_deleted: [false, true] } });
@@ -145,7 +145,7 @@ export class GroupsService {
       if (!before.is_deleted) return unchanged(ifMatch, before.version);
       assertIfMatch(ifMatch, before.version);
       const reached = await this.groupAccess.reached(tx, [id]);
-      await this.access.watch(tx, { users: reached, devices: [] });
+      await this.access.watch(tx, { users: reached });
       const after = await this.groups.patch(tx, id, restorationStamp(tx));
       await this.groupAccess.assertMayConfer(tx, actor, {
         reached,

@@ -9,8 +9,8 @@ import { createOwnDatabase } from '../support/own-database.js';
 import { testCachePrefix } from '../support/test-env.js';
 
 /*
- * Part 6.17 as a property: in a small random world, for random writes among the ten previewable
- * routes, the preview's `access_changes` equal the difference between the access questions of
+ * Part 6.17 as a property: in a small random world (with nested groups holding roles, grants and
+ * authorities), for random writes among the sixteen previewable routes, the preview's `access_changes` equal the difference between the access questions of
  * part 6.13 asked before and after the real write, and the real write's `access.gained` /
  * `access.lost` events equal them too. A preview that answers an error is answered the same by the
  * write, which then changes nobody's access.
@@ -31,6 +31,8 @@ interface Entry {
   device_id: number | null;
   permission_code: string;
   decided_by: string;
+  /** The group the way comes through (null: the user's own). */
+  group_id: number | null;
 }
 
 interface Change extends Entry {
@@ -50,14 +52,15 @@ function difference(before: Answer, after: Answer): Change[] {
   return changes;
 }
 
-/** Exactly the five fields of a change, in one order (the comparisons are order-insensitive). */
+/** Exactly the six fields of a change, in one order (the comparisons are order-insensitive). */
 const normal = (changes: readonly Change[]): Change[] =>
   changes
-    .map(({ user_id, device_id, permission_code, decided_by, change }) => ({
+    .map(({ user_id, device_id, permission_code, decided_by, group_id, change }) => ({
       user_id,
       device_id,
       permission_code,
       decided_by,
+      group_id: group_id ?? null,
       change,
     }))
     .sort((x, y) => `${keyOf(x)}/${x.change}`.localeCompare(`${keyOf(y)}/${y.change}`));
@@ -93,6 +96,8 @@ async function inParallel<T>(tasks: readonly (() => Promise<T>)[], width = 8): P
 }
 
 const DEVICE_SCOPED = PERMISSIONS.map((permission) => permission.code).filter(isDeviceScoped);
+/** The device layer's ways, in the order the rules decide by. */
+const DEVICE_WAYS = ['device_owner', 'authority_permission', 'group_authority_permission'];
 /** Held through a grant: some device-scoped (everywhere then), some not. */
 const GRANT_CODES = [
   'audit.read',
@@ -127,6 +132,13 @@ const KINDS = [
   'revoke-grant',
   'revoke-authority-permission',
   'approve',
+  'add-member',
+  'nest-group',
+  'remove-member',
+  'group-role',
+  'delete-group',
+  'grant-to-group',
+  'group-authority-permission',
 ] as const;
 type Kind = (typeof KINDS)[number];
 
@@ -167,6 +179,21 @@ const worldArbitrary = fc.record({
     minLength: 1,
     maxLength: 2,
   }),
+  // Three groups: group i may sit in group i - 1 (a chain up to three deep); each may carry a
+  // role, grants, an authority on a device, and users (some memberships ending by themselves).
+  groups: fc.array(
+    fc.record({
+      role: fc.constantFrom(...([null, null, 4, 3, 2] as const)),
+      nested: fc.boolean(),
+      grants: fc.subarray(GRANT_CODES, { maxLength: 1 }),
+      authority: fc.option(
+        fc.record({ device: fc.nat(2), permissions: fc.subarray(AUTHORITY_CODES, { minLength: 1, maxLength: 2 }) }),
+        { freq: 2 },
+      ),
+      members: fc.array(fc.record({ user: fc.nat(3), expiring: fc.boolean() }), { maxLength: 2 }),
+    }),
+    { minLength: 3, maxLength: 3 },
+  ),
 });
 type WorldSpec = typeof worldArbitrary extends fc.Arbitrary<infer T> ? T : never;
 
@@ -181,6 +208,7 @@ type WriteSpec = typeof writeArbitrary extends fc.Arbitrary<infer T> ? T : never
 interface World {
   readonly users: TestUser[];
   readonly devices: number[];
+  readonly groups: number[];
   readonly requests: number[];
   /** What became of each access request asked for (for the trace). */
   readonly asked: string[];
@@ -247,6 +275,7 @@ describe('previews and access-change events, as a property (part 6.17)', () => {
           device_id: null,
           permission_code: code,
           decided_by: check.body.data.decided_by,
+          group_id: check.body.data.group_id ?? null,
         });
     });
     const perDevice = await inParallel(
@@ -257,16 +286,18 @@ describe('previews and access-change events, as a property (part 6.17)', () => {
           expect(listed.status).toBe(200);
           // `meta.scope` and `/authz/check` answer the same question: allowed everywhere?
           expect(`${code}: ${listed.body.meta.scope}`).toBe(`${code}: ${everywhere.get(code) ? 'all' : 'devices'}`);
-          for (const item of listed.body.data as { device_id: number; allowed_by: { decided_by: string }[] }[]) {
-            const way = item.allowed_by.find(
-              (path) => path.decided_by === 'device_owner' || path.decided_by === 'authority_permission',
-            );
+          for (const item of listed.body.data as {
+            device_id: number;
+            allowed_by: { decided_by: string; group_id: number | null }[];
+          }[]) {
+            const way = item.allowed_by.find((path) => DEVICE_WAYS.includes(path.decided_by));
             expect(way).toBeDefined();
             found.push({
               user_id: userId,
               device_id: item.device_id,
               permission_code: code,
               decided_by: way?.decided_by ?? '',
+              group_id: way?.group_id ?? null,
             });
           }
           if (page * 100 >= Number(listed.body.meta.total)) break;
@@ -381,7 +412,53 @@ describe('previews and access-change events, as a property (part 6.17)', () => {
       if (answer.status === 201) requests.push(Number(answer.body.data.id));
       else expect([409, 422]).toContain(answer.status);
     }
-    return { users, devices, requests, asked };
+    const groups = await buildGroups(spec, users, devices);
+    return { users, devices, groups, requests, asked };
+  }
+
+  /** The world's groups, made through the API as a client would (root outranks every user). */
+  async function buildGroups(
+    spec: WorldSpec,
+    users: readonly TestUser[],
+    devices: readonly number[],
+  ): Promise<number[]> {
+    const call = (method: 'post' | 'patch', path: string, body: object) =>
+      t.http()[method](path).set('Authorization', root.auth).send(body);
+    const groups: number[] = [];
+    for (const [index, group] of spec.groups.entries()) {
+      const made = await call('post', '/v1/admin/groups', {
+        name: `property ${randomUUID().slice(0, 8)}`,
+        ...(group.role === null ? {} : { role_id: group.role }),
+      }).expect(201);
+      const id = Number(made.body.data.id);
+      groups.push(id);
+      const parent = groups[index - 1];
+      if (group.nested && parent !== undefined)
+        await call('post', `/v1/admin/groups/${parent}/members`, { members: [{ group_id: id }] }).expect(200);
+      for (const code of group.grants)
+        await call('post', '/v1/admin/permission-grants/grant', {
+          group_id: id,
+          permission_id: permissionId(code),
+        }).expect(201);
+      const device = group.authority === null ? undefined : devices[group.authority.device];
+      if (group.authority !== null && device !== undefined) {
+        const authority = await call('post', '/v1/admin/authorities', { device_id: device, group_id: id }).expect(201);
+        for (const code of group.authority.permissions)
+          await call('post', '/v1/admin/authority-permissions', {
+            authority_id: authority.body.data.id,
+            permission_id: permissionId(code),
+          }).expect(201);
+      }
+      for (const [position, member] of group.members.entries()) {
+        const user = users[member.user];
+        if (user === undefined || group.members.findIndex((other) => other.user === member.user) !== position) continue;
+        const expiry = member.expiring ? { expires_at: new Date(Date.now() + 86_400_000).toISOString() } : {};
+        await call('post', `/v1/admin/groups/${id}/members`, { members: [{ user_id: user.id }], ...expiry }).expect(
+          200,
+        );
+      }
+    }
+    return groups;
   }
 
   /** The concrete write a random choice stands for, in the world as it is now. */
@@ -393,6 +470,7 @@ describe('previews and access-change events, as a property (part 6.17)', () => {
       ])
     ).map((row) => Number(row.id));
     const authority = pick(authorities, spec.a) ?? 999_999_999;
+    const group = pick(world.groups, spec.a) ?? 999_999_999;
     const kind: Kind = spec.kind;
     switch (kind) {
       case 'transfer':
@@ -449,6 +527,65 @@ describe('previews and access-change events, as a property (part 6.17)', () => {
           path: `/v1/admin/access-requests/${pick(world.requests, spec.a) ?? 999_999_999}/approve`,
           body: { reason: 'property' },
         };
+      case 'add-member':
+        return {
+          method: 'post',
+          path: `/v1/admin/groups/${group}/members`,
+          body: { members: [{ user_id: pick(world.users, spec.b)?.id }], reason: 'property' },
+        };
+      case 'nest-group':
+        // Any pair: a cycle or a group in itself is refused alike by the preview and the write.
+        return {
+          method: 'post',
+          path: `/v1/admin/groups/${group}/members`,
+          body: { members: [{ group_id: pick(world.groups, spec.b) }] },
+        };
+      case 'remove-member': {
+        const members = await sql<{ user_id: string | null; member_group_id: string | null }>(
+          `SELECT user_id, member_group_id FROM group_memberships WHERE group_id = $1 AND removed_at IS NULL ORDER BY id`,
+          [group],
+        );
+        const member = pick(members, spec.b);
+        return {
+          method: 'post',
+          path: `/v1/admin/groups/${group}/members/remove`,
+          body: {
+            members: [
+              member?.member_group_id != null
+                ? { group_id: Number(member.member_group_id) }
+                : { user_id: Number(member?.user_id ?? pick(world.users, spec.b)?.id) },
+            ],
+          },
+        };
+      }
+      case 'group-role':
+        return {
+          method: 'patch',
+          path: `/v1/admin/groups/${group}`,
+          body: { role_id: spec.flag ? null : (spec.b % 4) + 2 },
+        };
+      case 'delete-group':
+        return { method: 'delete', path: `/v1/admin/groups/${group}` };
+      case 'grant-to-group':
+        return {
+          method: 'post',
+          path: '/v1/admin/permission-grants/grant',
+          body: { group_id: group, permission_id: permissionId(pick(GRANT_CODES, spec.b) ?? 'audit.read') },
+        };
+      case 'group-authority-permission': {
+        const held = await sql<{ id: string }>(
+          'SELECT id FROM authorities WHERE group_id = ANY($1::bigint[]) ORDER BY id',
+          [world.groups],
+        );
+        return {
+          method: 'post',
+          path: '/v1/admin/authority-permissions',
+          body: {
+            authority_id: Number(pick(held, spec.a)?.id ?? 999_999_999),
+            permission_id: permissionId(pick(AUTHORITY_CODES, spec.b) ?? 'devices.read'),
+          },
+        };
+      }
     }
   }
 
@@ -540,7 +677,7 @@ describe('previews and access-change events, as a property (part 6.17)', () => {
           async (spec, writes) => {
             const world = await buildWorld(spec);
             const trail: string[] = [
-              `world: users ${world.users.map((user) => `${user.id}(role ${user.role_id}, status ${user.status_id})`).join(' ')}, devices ${world.devices.join(' ')}, requests ${world.requests.join(' ') || 'none'} (${world.asked.join(', ')})`,
+              `world: users ${world.users.map((user) => `${user.id}(role ${user.role_id}, status ${user.status_id})`).join(' ')}, devices ${world.devices.join(' ')}, groups ${world.groups.join(' ')}, requests ${world.requests.join(' ') || 'none'} (${world.asked.join(', ')})`,
             ];
             let answer = await answerOf(world);
             for (const write of writes) {

@@ -92,6 +92,39 @@ describe('the device question narrowed to one group', () => {
     );
   });
 
+  it('a nested group deleted, or given a role: the preview and the events name the device rights its members lose or gain through the group above (found by the property test)', async () => {
+    const [member, plain] = [await actor('operator'), await actor('member')];
+    const device = (await createDevice()).id;
+    const top = await group();
+    const nested = await group();
+    const authority = (await call().post('/v1/admin/authorities', { device_id: device, group_id: top }).expect(201))
+      .body.data.id;
+    await call()
+      .post('/v1/admin/authority-permissions', { authority_id: authority, permission_id: permissionId(READ) })
+      .expect(201);
+    await add(top, [{ group_id: nested }]);
+    await add(nested, [{ user_id: member.user.id }, { user_id: plain.user.id }]);
+    const onDevice = (changes: { device_id: number | null; user_id: number; change: string }[]) =>
+      changes.filter((change) => change.device_id === device).map((change) => [change.user_id, change.change]);
+
+    const preview = await call().delete(`/v1/admin/groups/${nested}?dry_run=true`).expect(200);
+    expect(onDevice(preview.body.data.access_changes)).toEqual([[member.user.id, 'lost']]);
+    const deleted = await call().delete(`/v1/admin/groups/${nested}`).set('X-Request-Id', `del-${nested}`).expect(200);
+    expect(deleted.body.data.is_deleted).toBe(true);
+    const events = await sql<{ type: string; user_id: string; device_id: string | null }>(
+      `SELECT type, data->>'user_id' AS user_id, data->>'device_id' AS device_id FROM events
+       WHERE request_id = $1 AND type LIKE 'access.%'`,
+      [`del-${nested}`],
+    );
+    expect(
+      events.filter((row) => Number(row.device_id) === device).map((row) => [Number(row.user_id), row.type]),
+    ).toEqual([[member.user.id, 'access.lost']]);
+    await call().post(`/v1/admin/groups/${nested}/restore`).expect(200);
+    // The member-role user gains the device right once the nested group gives it an admin-access role.
+    const role = await call().patch(`/v1/admin/groups/${nested}?dry_run=true`, { role_id: 3 }).expect(200);
+    expect(onDevice(role.body.data.access_changes)).toEqual([[plain.user.id, 'gained']]);
+  });
+
   it('refuses a group_id that is not a positive integer with the envelope', async () => {
     const device = (await createDevice()).id;
     for (const bad of ['0', '-1', 'abc', '1.5', '1e3', '99999999999999999999']) {
