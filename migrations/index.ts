@@ -30,6 +30,7 @@ import { Groups1766102400000 } from './1766102400000-groups.js';
 import { GroupAuthorities1766188800000 } from './1766188800000-group-authorities.js';
 import { GroupHistoryReads1766275200000 } from './1766275200000-group-history-reads.js';
 import { GroupReviews1766361600000 } from './1766361600000-group-reviews.js';
+import { AccessEventDeferrals1766448000000 } from './1766448000000-access-event-deferrals.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -65,6 +66,7 @@ export const MIGRATIONS = [
   GroupAuthorities1766188800000,
   GroupHistoryReads1766275200000,
   GroupReviews1766361600000,
+  AccessEventDeferrals1766448000000,
 ];
 
 /**

@@ -1,6 +1,8 @@
 import { Global, Module } from '@nestjs/common';
 import { AccessEvaluator } from '../platform/auth/access-evaluator.js';
+import { AccessEventDeferralsRepository } from './access-event-deferrals.repository.js';
 import { AccessFactsRepository } from './access-facts.repository.js';
+import { DeferredAccessEvents } from './deferred-access-events.js';
 import { AccessModelEvaluator } from './access-model-evaluator.js';
 import { AccessSnapshotRepository } from './access-snapshot.repository.js';
 import { AccessUses } from './access-uses.js';
@@ -23,6 +25,8 @@ import { GroupFactsRepository } from './group-facts.repository.js';
 @Global()
 @Module({
   providers: [
+    AccessEventDeferralsRepository,
+    DeferredAccessEvents,
     AccessFactsRepository,
     AccessSnapshotRepository,
     AccessWatch,
@@ -39,6 +43,7 @@ import { GroupFactsRepository } from './group-facts.repository.js';
   ],
   exports: [
     AccessEvaluator,
+    DeferredAccessEvents,
     AccessWatch,
     AccessUses,
     AccessUsesRepository,

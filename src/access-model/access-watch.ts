@@ -7,6 +7,12 @@ import { accessDifference, accessEntries, type AccessChange } from './access-cha
 import type { Subject } from '../platform/auth/auth-context.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import { AccessSnapshotRepository, type AccessScope } from './access-snapshot.repository.js';
+import { AccessEventDeferralsRepository } from './access-event-deferrals.repository.js';
+import { DEFERRED_EVENTS_QUEUE } from './deferred-access-events.js';
+import { JobQueue } from '../platform/jobs/job-queue.js';
+
+/** More changes than this in one watch are appended after the commit, by a job (part 6.17). */
+export const DEFER_ABOVE = 1000;
 
 /** The facts a watch read before the write, judged only once the write is done. */
 interface Facts {
@@ -20,14 +26,19 @@ interface Facts {
  * are judged by the rules at one moment, the watch's start, so only the write's own changes
  * differ (something expiring while the write ran is the expiry announcer's: it judges the history
  * at the instant). The difference becomes `access.gained` / `access.lost` events in the same
- * transaction or, in a preview, the preview's `access_changes`.
+ * transaction (more than 1 000: stored, and appended by `DeferredAccessEvents` after the commit)
+ * or, in a preview, the preview's `access_changes`.
  */
 @Injectable()
 export class AccessWatch {
   // A change seen by two watches of one transaction (a write made of writes) is announced once.
   private readonly announced = new WeakMap<Tx, Set<string>>();
 
-  constructor(private readonly snapshots: AccessSnapshotRepository) {}
+  constructor(
+    private readonly snapshots: AccessSnapshotRepository,
+    private readonly deferrals: AccessEventDeferralsRepository,
+    private readonly queue: JobQueue,
+  ) {}
 
   async watch(tx: Tx, scope: AccessScope): Promise<void> {
     if (scope.users.length === 0) return;
@@ -48,6 +59,15 @@ export class AccessWatch {
         return;
       }
       const context = currentRequest();
+      const by = { actor_id: tx.actor, request_id: context?.request_id ?? null };
+      if (changes.length > DEFER_ABOVE) {
+        // Thousands of events in the write's own transaction would hold the feed's commit lock
+        // through all of them: stored now, appended by a job within seconds of the commit.
+        await this.deferrals.defer(tx, by, changes);
+        await this.queue.enqueue(tx, DEFERRED_EVENTS_QUEUE, {}, null);
+        tx.afterCommit(() => Promise.resolve(this.queue.wake(DEFERRED_EVENTS_QUEUE)));
+        return;
+      }
       await appendAccessEvents(
         (text, params) => tx.write(EVENTS, text, params),
         { actor_id: tx.actor, request_id: context?.request_id ?? null },

@@ -2007,7 +2007,9 @@ export interface components {
              * @description The way that allows it after the write (gained) or allowed it before (lost)
              * @enum {string}
              */
-            decided_by: "role" | "permission_grant" | "device_owner" | "authority_permission";
+            decided_by: "role" | "permission_grant" | "group_permission_grant" | "device_owner" | "authority_permission" | "group_authority_permission";
+            /** @description The group the change comes through (absent when the user holds the way itself) */
+            group_id?: number;
         };
         AccessPreviewDto: {
             /** @enum {boolean} */
@@ -2016,8 +2018,10 @@ export interface components {
             outcome: {
                 [key: string]: unknown;
             } | null;
-            /** @description Every access the write would give or take (part 6.17) */
+            /** @description The access the write would give or take (part 6.17): the first 1 000 */
             access_changes: components["schemas"]["AccessChangeDto"][];
+            /** @description How many changes the write would make in all (more than listed when over 1 000) */
+            access_changes_total: number;
         };
         UpdateUserDto: {
             email?: string;

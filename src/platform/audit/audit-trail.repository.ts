@@ -77,14 +77,15 @@ export interface NewAccessEvent {
  * Appends `access.gained` / `access.lost` feed events (not audit events: the write that caused
  * them has its own) in one statement. `cause` is `"expired"`, or `"write"`, which the feed's
  * commit step replaces with the id of the transaction's first other event, the write's own
- * (an id exists only once the transaction commits). `occurredAt` defaults to the transaction's
- * time; an expiry passes its instant.
+ * (an id exists only once the transaction commits), or an event id already known (changes
+ * appended after their write committed). `occurredAt` defaults to the transaction's time; an
+ * expiry passes its instant.
  */
 export async function appendAccessEvents(
   run: StatementRunner,
   by: { readonly actor_id: number | null; readonly request_id: string | null },
   changes: readonly NewAccessEvent[],
-  cause: 'write' | 'expired',
+  cause: string,
   occurredAt?: readonly string[],
 ): Promise<void> {
   if (changes.length === 0) return;

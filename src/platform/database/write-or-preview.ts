@@ -6,7 +6,11 @@ export interface PreviewAnswer {
   readonly dry_run: true;
   readonly outcome: object | null;
   readonly access_changes: object[];
+  readonly access_changes_total: number;
 }
+
+/** A preview lists at most this many changes (part 6.17); `access_changes_total` counts them all. */
+export const PREVIEW_CHANGES_LISTED = 1000;
 
 /**
  * The write, or (`dryRun`) its preview answered in the write's own shape (the bulk routes, whose
@@ -33,7 +37,8 @@ export async function writeOrPreview<T extends object>(
   const answer: PreviewAnswer = {
     dry_run: true,
     outcome: data instanceof RawJson ? (JSON.parse(data.json) as object) : data,
-    access_changes: preview.access_changes,
+    access_changes: preview.access_changes.slice(0, PREVIEW_CHANGES_LISTED),
+    access_changes_total: preview.access_changes.length,
   };
   return new ResourceResponse(answer, { status: 200 });
 }

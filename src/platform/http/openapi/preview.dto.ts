@@ -11,10 +11,23 @@ export class AccessChangeDto {
   @ApiProperty() permission_code!: string;
   @ApiProperty({ enum: ['gained', 'lost'] }) change!: 'gained' | 'lost';
   @ApiProperty({
-    enum: ['role', 'permission_grant', 'device_owner', 'authority_permission'],
+    enum: [
+      'role',
+      'permission_grant',
+      'group_permission_grant',
+      'device_owner',
+      'authority_permission',
+      'group_authority_permission',
+    ],
     description: 'The way that allows it after the write (gained) or allowed it before (lost)',
   })
   decided_by!: string;
+  @ApiProperty({
+    type: Number,
+    required: false,
+    description: 'The group the change comes through (absent when the user holds the way itself)',
+  })
+  group_id?: number;
 }
 
 export class AccessPreviewDto {
@@ -26,6 +39,12 @@ export class AccessPreviewDto {
     description: 'The `data` the write would answer (null where it would answer 204)',
   })
   outcome!: object | null;
-  @ApiProperty({ type: [AccessChangeDto], description: 'Every access the write would give or take (part 6.17)' })
+  @ApiProperty({
+    type: [AccessChangeDto],
+    maxItems: 1000,
+    description: 'The access the write would give or take (part 6.17): the first 1 000',
+  })
   access_changes!: AccessChangeDto[];
+  @ApiProperty({ description: 'How many changes the write would make in all (more than listed when over 1 000)' })
+  access_changes_total!: number;
 }
