@@ -14,6 +14,7 @@ import { stampede } from './scenarios/stampede.mjs';
 import { writeThenRead } from './scenarios/write-read.mjs';
 import { webhookDelivery } from './scenarios/webhooks.mjs';
 import { accessQuestions } from './scenarios/access.mjs';
+import { groupsAtScale } from './scenarios/groups.mjs';
 import { seedMillion } from './lib/seed.mjs';
 import {
   benchAdminSession,
@@ -137,6 +138,7 @@ try {
     ['7 heavy bulk job', heavyBulk],
     ['8 webhooks', webhookDelivery],
     ['9 access questions', accessQuestions],
+    ['10 groups at scale', groupsAtScale],
   ]) {
     if (only !== undefined && !only.some((number) => name.split(' ')[0].split('+').includes(number))) continue;
     log(`scenario ${name}…`);

@@ -190,6 +190,25 @@ export class GroupFactsRepository {
     return rows.map((row) => ({ user_id: Number(row.user_id), via: row.via.map(Number), expires_at: row.expires_at }));
   }
 
+  /**
+   * The groups the user belongs to through live memberships, deleted groups included (a restore
+   * brings their rights back): whom a group's right would reach again, for the self rule.
+   */
+  async groupsEvenDeleted(db: EntityManager, userId: number): Promise<number[]> {
+    const rows = await db.query<{ group_id: string }[]>(
+      `WITH RECURSIVE up(group_id, via) AS (
+          SELECT m.group_id, ARRAY[m.group_id] FROM group_memberships m
+          WHERE m.user_id = $1 AND m.removed_at IS NULL AND ${LIVE_NOW}
+          UNION ALL
+          SELECT m.group_id, u.via || m.group_id FROM up u
+          JOIN group_memberships m ON m.member_group_id = u.group_id AND m.removed_at IS NULL AND ${LIVE_NOW}
+          WHERE cardinality(u.via) < ${MAX_GROUP_DEPTH} AND m.group_id <> ALL (u.via))
+       SELECT DISTINCT group_id FROM up ORDER BY group_id`,
+      [userId],
+    );
+    return rows.map((row) => Number(row.group_id));
+  }
+
   /** The groups the user belongs to now, one lasting chain each, by group id. */
   async groupsOf(db: EntityManager, userId: number): Promise<GroupFacts[]> {
     const rows = await db.query<{ groups: GroupFacts[] }[]>(`SELECT ${userGroupsJson('$1::bigint')} AS groups`, [

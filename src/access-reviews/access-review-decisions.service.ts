@@ -3,6 +3,7 @@ import { AuditService } from '../platform/audit/audit.service.js';
 import type { AuthContext, Subject } from '../platform/auth/auth-context.js';
 import { assertMayWriteUser } from '../access-model/user-rules.js';
 import { AuthorizationService, type DeviceQuestion } from '../access-model/authorization.service.js';
+import { GroupFactsRepository } from '../access-model/group-facts.repository.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { AccessReviewItemsRepository, type ItemFacts } from './access-review-items.repository.js';
@@ -51,6 +52,7 @@ export class AccessReviewDecisions {
     private readonly items: AccessReviewItemsRepository,
     private readonly audit: AuditService,
     private readonly authorization: AuthorizationService,
+    private readonly groupFacts: GroupFactsRepository,
   ) {}
 
   async decide(actor: AuthContext, id: number, dto: ReviewDecisionsDto): Promise<ReviewDecisionsResponseDto> {
@@ -75,6 +77,11 @@ export class AccessReviewDecisions {
       const facts = new Map(
         (await this.items.lockFacts(tx, [...seen])).filter((row) => row.review_id === id).map((row) => [row.id, row]),
       );
+      const mine = new Set(
+        [...facts.values()].some((fact) => fact.user_id === null)
+          ? await this.groupFacts.groupsEvenDeleted(tx.db, actor.user_id)
+          : [],
+      );
       const answered = dto.items.map((item, index): ReviewDecisionResultDto => {
         const base = { index, item_id: item.item_id, decision: item.decision, error: null };
         const fact = facts.get(item.item_id);
@@ -95,8 +102,9 @@ export class AccessReviewDecisions {
           };
         if (fact.user_id === actor.user_id)
           return { ...base, ...failed('SELF_ACTION_FORBIDDEN', 'You cannot decide on your own access') };
-        // A group's right is the access of everyone the group reaches: a member may not judge it.
-        if (fact.user_id === null && (actor.groups ?? []).some((group) => group.group_id === fact.group_id))
+        // A group's right is the access of everyone the group reaches: a member may not judge it
+        // (a member of a deleted group too: its restore brings the right back to it).
+        if (fact.user_id === null && fact.group_id !== null && mine.has(fact.group_id))
           return {
             ...base,
             ...failed(

@@ -1,3 +1,4 @@
+import { MAX_GROUP_DEPTH } from '../access-model/group-rules.js';
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { GrantFacts, GroupFacts } from '../platform/auth/auth-context.js';
@@ -132,12 +133,17 @@ const momentOf = (parameter: string): string =>
  * narrow with the same conditions so that pages and totals are right.
  */
 /**
- * Trusted text (in `admissible` of the device question): the effective role `e` comes from group
- * $5 at T, as the rules name the group conferring it (`effectiveRole`): it outranks the user's own,
- * and $5 is the lowest-numbered of the user's groups at T that carry it.
+ * Trusted text (in `admissible` of the device question): the effective role `e` comes through group
+ * $5 at T: it outranks the user's own, the group conferring it as the rules name it (the
+ * lowest-numbered of the user's groups at T that carry it) is $5 or a group above it (`through`),
+ * and $5 reaches the user.
  */
 const ROLE_FROM_GROUP = `e.role_id < u.role_id
-  AND (SELECT min(gr.group_id) FROM user_groups_at(c.user_id, %T) gr WHERE gr.role_id = e.role_id) = $5`;
+  AND (SELECT min(gr.group_id) FROM user_groups_at(c.user_id, %T) gr WHERE gr.role_id = e.role_id) IN (SELECT group_id FROM through)
+  AND c.user_id IN (SELECT r.user_id FROM group_users_at($5::bigint, %T) r)`;
+
+/** Trusted text: with a group asked for ($5), the user `r` is one it reaches at T. */
+const REACHED_BY_ASKED = `($5::bigint IS NULL OR r.user_id IN (SELECT x.user_id FROM group_users_at($5::bigint, %T) x))`;
 
 @Injectable()
 export class AccessHistoryRepository {
@@ -285,7 +291,10 @@ export class AccessHistoryRepository {
     readonly roleIds: readonly number[];
     readonly adminRoleIds: readonly number[];
     readonly via: ReadonlySet<string>;
-    /** Only ways that group holds (a right, or the role it confers): `group_id=`. Null: any. */
+    /**
+     * Only ways through that group (`group_id=`): users it reaches, by a right or a role held by
+     * it or by a group it sits in (directly or through others) at T. Null: any way.
+     */
     readonly groupId: number | null;
     /** Null: now. */
     readonly moment: Date | null;
@@ -293,7 +302,8 @@ export class AccessHistoryRepository {
     readonly limit: number;
     readonly direction: 'asc' | 'desc';
   }): Promise<CandidatePage> {
-    // $5, the group asked for, leaves out the users' own ways and keeps those its rights and role give.
+    // $5, the group asked for, leaves out the users' own ways and keeps the ways held by a group of
+    // `through` (it and the groups above it at T) for the users it reaches at T.
     const others: string[] = [];
     if (query.via.has('permission_grant'))
       others.push(`SELECT g.user_id FROM permission_grants g WHERE $5::bigint IS NULL AND g.permission_id = $2 AND g.user_id IS NOT NULL AND g.granted_at <= %T
@@ -311,30 +321,37 @@ export class AccessHistoryRepository {
     const holding: string[] = [];
     if (query.via.has('group_permission_grant'))
       holding.push(`SELECT g.group_id FROM permission_grants g WHERE g.permission_id = $2 AND g.group_id IS NOT NULL
-          AND ($5::bigint IS NULL OR g.group_id = $5)
+          AND ($5::bigint IS NULL OR g.group_id IN (SELECT group_id FROM through))
           AND g.granted_at <= %T AND (g.revoked_at IS NULL OR g.revoked_at > %T) AND (g.expires_at IS NULL OR g.expires_at > %T)`);
     if (query.via.has('group_authority_permission'))
       holding.push(`SELECT au.group_id FROM (
           SELECT DISTINCT ON (h.authority_id) h.* FROM authority_history h WHERE h.device_id = $1 AND h.valid_from <= %T
           ORDER BY h.authority_id, h.valid_from DESC, h.id DESC) a JOIN authorities au ON au.id = a.authority_id
-        WHERE a.user_id IS NULL AND ($5::bigint IS NULL OR au.group_id = $5) AND ${EFFECTIVE('a')} AND EXISTS (
+        WHERE a.user_id IS NULL AND ($5::bigint IS NULL OR au.group_id IN (SELECT group_id FROM through))
+          AND ${EFFECTIVE('a')} AND EXISTS (
           SELECT 1 FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x WHERE x.held AND x.permission_id = $2)`);
     if (holding.length > 0)
       others.push(
-        `SELECT r.user_id FROM (${holding.join(' UNION ')}) hg CROSS JOIN LATERAL group_users_at(hg.group_id, %T) r`,
+        `SELECT r.user_id FROM (${holding.join(' UNION ')}) hg CROSS JOIN LATERAL group_users_at(hg.group_id, %T) r
+         WHERE ${REACHED_BY_ASKED}`,
       );
     // By role: the users who ever had one of the roles (an index range), and those a group that ever
     // conferred one reaches at T; each kept only where its effective role at T has it. With no role
     // to look for ($3 empty) it reads nothing.
     return this.candidatePage(
-      `WITH by_role AS (
+      `WITH RECURSIVE through(group_id, depth) AS (
+         SELECT $5::bigint, 1 WHERE $5::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM group_role_at($5::bigint, %T))
+         UNION
+         SELECT m.group_id, t.depth + 1 FROM through t CROSS JOIN LATERAL group_memberships_at(t.group_id, %T) m
+         WHERE t.depth < ${MAX_GROUP_DEPTH}),
+       by_role AS (
          SELECT DISTINCT h.user_id FROM user_access_history h
          WHERE $5::bigint IS NULL AND cardinality($3::int[]) > 0 AND h.role_id = ANY($3::int[]) AND h.valid_from <= %T
          UNION
          SELECT r.user_id FROM (SELECT DISTINCT gh.group_id FROM group_history gh
            WHERE cardinality($3::int[]) > 0 AND gh.role_id = ANY($3::int[]) AND gh.valid_from <= %T
-             AND ($5::bigint IS NULL OR gh.group_id = $5)) rg
-         CROSS JOIN LATERAL group_users_at(rg.group_id, %T) r),
+             AND ($5::bigint IS NULL OR gh.group_id IN (SELECT group_id FROM through))) rg
+         CROSS JOIN LATERAL group_users_at(rg.group_id, %T) r WHERE ${REACHED_BY_ASKED}),
        others AS (${others.join(' UNION ')}),
        candidates AS (SELECT user_id FROM by_role UNION SELECT user_id FROM others),
        admissible AS (

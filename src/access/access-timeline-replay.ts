@@ -326,7 +326,12 @@ export function replay(history: DeviceHistory, nowMicros: number, startMicros: n
         byUser.set(row.user_id, causeOf(userCause(state.users.get(row.user_id), row), row, `user/${row.user_id}`));
       } else if (change.kind === 'group') {
         const { row } = change;
-        const cause = causeOf(groupCause(state.groups.get(row.group_id), row), row, `group/${row.group_id}`);
+        const cause = causeOf(
+          groupCause(state.groups.get(row.group_id), row),
+          row,
+          `group/${row.group_id}`,
+          row.group_id,
+        );
         // Those the group reaches, before and after (a deleted group reaches no one after).
         for (const user of state.usersBelow(row.group_id, instant - 1)) byGroup.set(user, cause);
       } else if (change.kind === 'membership') {

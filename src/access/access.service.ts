@@ -1,3 +1,4 @@
+import { DECIDED_BY } from '../platform/auth/decision.js';
 import { Injectable, Logger } from '@nestjs/common';
 import {
   accessPaths,
@@ -44,14 +45,7 @@ const ACCESS_TABLES = [
   // Not an access fact, but the answers show each way's last use (part 6.16).
   'access_path_uses',
 ] as const;
-const WAYS = [
-  'role',
-  'permission_grant',
-  'group_permission_grant',
-  'device_owner',
-  'authority_permission',
-  'group_authority_permission',
-] as const;
+const WAYS = DECIDED_BY;
 
 /**
  * The subject of the rules at a moment, from the facts then (undefined: no such user then): its
@@ -164,9 +158,10 @@ export class AccessService {
     const permission = permissionOf(query.permission, true);
     const via = new Set<string>(query.via?.split(',') ?? WAYS);
     const groupId = query.group_id === undefined ? null : Number(query.group_id);
-    // A way counts when it is one of `via` and, with `group_id=`, that group holds it.
+    // A way counts when it is one of `via` and, with `group_id=`, runs through a group (which groups
+    // the asked one reaches, at the moment, is the candidates' SQL).
     const kept = (path: { decided_by: string; group_id: number | null }): boolean =>
-      via.has(path.decided_by) && (groupId === null || path.group_id === groupId);
+      via.has(path.decided_by) && (groupId === null || path.group_id !== null);
     const moment = await this.momentOf(query.at);
     const page = pageOf(query);
     // Before the device existed nobody could act on it.

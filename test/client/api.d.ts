@@ -7764,7 +7764,7 @@ export interface operations {
                 sort?: "user_id:asc" | "user_id:desc";
                 /** @description Comma-separated ways to keep: users allowed by at least one of them */
                 via?: string;
-                /** @description Only users allowed by a way this group holds: its grant, its authority’s permission, or the role it confers (the `group_id` of `allowed_by`) */
+                /** @description Only users allowed by a way through this group: a grant, an authority’s permission or a role held by it or by a group it sits in, for the users it reaches */
                 group_id?: number;
             };
             header?: never;

@@ -1,3 +1,4 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
@@ -30,16 +31,23 @@ export const REVIEW_ITEM_KINDS = ['authority_permission', 'owner', 'grant', 'mem
 export const MAX_SCOPE_ENTRIES = 1000;
 const NOT_BLANK = /\S/;
 
+/** An optional scope list of ids: present means 1–1000 positive integers. */
+function ScopeIds(): PropertyDecorator {
+  return applyDecorators(
+    Present(),
+    IsArray(),
+    ArrayMinSize(1),
+    ArrayMaxSize(MAX_SCOPE_ENTRIES),
+    IsInt({ each: true }),
+    Min(1, { each: true }),
+    Max(Number.MAX_SAFE_INTEGER, { each: true }),
+  );
+}
+
 /** What a campaign reviews (part 6.16); every list optional, an empty scope is everything. */
 export class AccessReviewScopeDto {
   @ApiPropertyOptional({ type: [Number], maxItems: MAX_SCOPE_ENTRIES, description: 'Only these devices (no grants)' })
-  @Present()
-  @IsArray()
-  @ArrayMinSize(1)
-  @ArrayMaxSize(MAX_SCOPE_ENTRIES)
-  @IsInt({ each: true })
-  @Min(1, { each: true })
-  @Max(Number.MAX_SAFE_INTEGER, { each: true })
+  @ScopeIds()
   device_ids?: number[];
 
   @ApiPropertyOptional({ type: [String], maxItems: MAX_SCOPE_ENTRIES, example: ['authorities.revoke'] })
@@ -52,13 +60,7 @@ export class AccessReviewScopeDto {
   permission_codes?: string[];
 
   @ApiPropertyOptional({ type: [Number], maxItems: MAX_SCOPE_ENTRIES })
-  @Present()
-  @IsArray()
-  @ArrayMinSize(1)
-  @ArrayMaxSize(MAX_SCOPE_ENTRIES)
-  @IsInt({ each: true })
-  @Min(1, { each: true })
-  @Max(Number.MAX_SAFE_INTEGER, { each: true })
+  @ScopeIds()
   user_ids?: number[];
 
   @ApiPropertyOptional({
@@ -66,13 +68,7 @@ export class AccessReviewScopeDto {
     maxItems: MAX_SCOPE_ENTRIES,
     description: 'Only these groups’ rights and the memberships in them (no user’s own paths)',
   })
-  @Present()
-  @IsArray()
-  @ArrayMinSize(1)
-  @ArrayMaxSize(MAX_SCOPE_ENTRIES)
-  @IsInt({ each: true })
-  @Min(1, { each: true })
-  @Max(Number.MAX_SAFE_INTEGER, { each: true })
+  @ScopeIds()
   group_ids?: number[];
 }
 

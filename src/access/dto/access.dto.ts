@@ -5,14 +5,8 @@ import { isIsoTimestamp } from '../../platform/http/list/list-query.parser.js';
 import { ListMetaDto } from '../../platform/http/openapi/envelope.dto.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../platform/http/list/list-spec.js';
 
-export const DECIDED_BY = [
-  'role',
-  'permission_grant',
-  'group_permission_grant',
-  'device_owner',
-  'authority_permission',
-  'group_authority_permission',
-];
+export { DECIDED_BY } from '../../platform/auth/decision.js';
+import { DECIDED_BY } from '../../platform/auth/decision.js';
 
 const WAY_PATTERN = DECIDED_BY.join('|');
 
@@ -195,7 +189,7 @@ export class DeviceAccessQueryDto extends PermissionAtQueryDto {
     type: 'integer',
     minimum: 1,
     description:
-      'Only users allowed by a way this group holds: its grant, its authority’s permission, or the role it confers (the `group_id` of `allowed_by`)',
+      'Only users allowed by a way through this group: a grant, an authority’s permission or a role held by it or by a group it sits in, for the users it reaches',
   })
   @IsOptional()
   @Matches(/^[1-9]\d{0,14}$/, { message: 'group_id must be a positive integer' })

@@ -1,11 +1,13 @@
-/** Which layer of part 5 allowed a permission (the `group_` ways: through a group the user belongs to). */
-export type DecidedBy =
-  | 'role'
-  | 'permission_grant'
-  | 'group_permission_grant'
-  | 'device_owner'
-  | 'authority_permission'
-  | 'group_authority_permission';
+/** Which layer of part 5 allows a permission (the `group_` ways: through a group the user belongs to), in order of precedence. */
+export const DECIDED_BY = [
+  'role',
+  'permission_grant',
+  'group_permission_grant',
+  'device_owner',
+  'authority_permission',
+  'group_authority_permission',
+] as const;
+export type DecidedBy = (typeof DECIDED_BY)[number];
 
 /** The answer of the evaluator; `/authz/check` returns it as is. */
 export interface Decision {

@@ -1,4 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
+import { DECIDED_BY } from '../../auth/decision.js';
 
 export class AccessChangeDto {
   @ApiProperty() user_id!: number;
@@ -11,14 +12,7 @@ export class AccessChangeDto {
   @ApiProperty() permission_code!: string;
   @ApiProperty({ enum: ['gained', 'lost'] }) change!: 'gained' | 'lost';
   @ApiProperty({
-    enum: [
-      'role',
-      'permission_grant',
-      'group_permission_grant',
-      'device_owner',
-      'authority_permission',
-      'group_authority_permission',
-    ],
+    enum: DECIDED_BY,
     description: 'The way that allows it after the write (gained) or allowed it before (lost)',
   })
   decided_by!: string;
