@@ -1,5 +1,4 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { DECIDED_BY } from '../../auth/decision.js';
 
 export class AccessChangeDto {
   @ApiProperty() user_id!: number;
@@ -12,7 +11,15 @@ export class AccessChangeDto {
   @ApiProperty() permission_code!: string;
   @ApiProperty({ enum: ['gained', 'lost'] }) change!: 'gained' | 'lost';
   @ApiProperty({
-    enum: DECIDED_BY,
+    // The ways of part 5 (platform/auth's DECIDED_BY: http sits below auth, so they are named here).
+    enum: [
+      'role',
+      'permission_grant',
+      'group_permission_grant',
+      'device_owner',
+      'authority_permission',
+      'group_authority_permission',
+    ],
     description: 'The way that allows it after the write (gained) or allowed it before (lost)',
   })
   decided_by!: string;
