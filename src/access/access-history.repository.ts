@@ -138,8 +138,12 @@ const momentOf = (parameter: string): string =>
  * lowest-numbered of the user's groups at T that carry it) is $5 or a group above it (`through`),
  * and $5 reaches the user.
  */
-const ROLE_FROM_GROUP = `e.role_id < u.role_id
-  AND (SELECT min(gr.group_id) FROM user_groups_at(c.user_id, %T) gr WHERE gr.role_id = e.role_id) IN (SELECT group_id FROM through)
+/** Trusted text: the effective role at T of candidate `c` whose version at T is `u`. */
+const EFFECTIVE_ROLE = `least(u.role_id, (SELECT min(gr.role_id) FROM user_groups_at(c.user_id, %T) gr))`;
+
+const ROLE_FROM_GROUP = `${EFFECTIVE_ROLE} < u.role_id
+  AND (SELECT min(gr.group_id) FROM user_groups_at(c.user_id, %T) gr WHERE gr.role_id = ${EFFECTIVE_ROLE})
+    IN (SELECT group_id FROM through)
   AND c.user_id IN (SELECT r.user_id FROM group_users_at($5::bigint, %T) r)`;
 
 /** Trusted text: with a group asked for ($5), the user `r` is one it reaches at T. */
@@ -356,10 +360,14 @@ export class AccessHistoryRepository {
        candidates AS (SELECT user_id FROM by_role UNION SELECT user_id FROM others),
        admissible AS (
          SELECT c.user_id AS id FROM candidates c CROSS JOIN LATERAL ${USER_VERSION_AT.replace('%U', 'c.user_id')} u
-         CROSS JOIN LATERAL (SELECT least(u.role_id, (SELECT min(gr.role_id) FROM user_groups_at(c.user_id, %T) gr)) AS role_id) e
-         WHERE e.role_id = ANY($4::int[]) AND u.status_id = ${USER_STATUS.active} AND NOT u.is_deleted
-           AND ((e.role_id = ANY($3::int[]) AND ($5::bigint IS NULL OR ${ROLE_FROM_GROUP}))
-                OR c.user_id IN (SELECT user_id FROM others)))`,
+         WHERE u.status_id = ${USER_STATUS.active} AND NOT u.is_deleted
+           -- Admin access by the effective role: the roles with it are a prefix of the ranks, so its
+           -- own role or one of its groups' has it. The groups are read only when the own role has not.
+           AND (u.role_id = ANY($4::int[])
+                OR EXISTS (SELECT 1 FROM user_groups_at(c.user_id, %T) gr WHERE gr.role_id = ANY($4::int[])))
+           -- Allowed by another way, or else by the effective role (its groups read only then).
+           AND (c.user_id IN (SELECT user_id FROM others)
+                OR (${EFFECTIVE_ROLE} = ANY($3::int[]) AND ($5::bigint IS NULL OR ${ROLE_FROM_GROUP}))))`,
       [
         query.deviceId,
         query.permissionId,
