@@ -65,6 +65,22 @@ export class GroupAccess {
   }
 
   /**
+   * What a change of the group's members can change, for a watch: every permission when the group
+   * or a group above it carries a role (a role moves the effective role, hence everything),
+   * otherwise only the permissions their grants and authority permissions hold. Undefined: all.
+   */
+  async membershipScope(tx: Reading, groupId: number): Promise<string[] | undefined> {
+    const chain = await this.facts.chainsAbove(tx.db, groupId);
+    if (chain.some((group) => group.role_id !== null)) return undefined;
+    const groups = chain.map((group) => group.group_id);
+    const codes = [
+      ...(await this.facts.grantedPermissions(tx.db, groups)),
+      ...(await this.facts.authorityPermissionCodes(tx.db, groups)),
+    ];
+    return [...new Set(codes)];
+  }
+
+  /**
    * The rules of part 5 for handing `conferral` to its users: 422 `SELF_ACTION_FORBIDDEN` when the
    * actor is among them, 403 `ROLE_ESCALATION_FORBIDDEN` unless the actor outranks every user
    * reached and every role conferred, 403 `DELEGATION_FORBIDDEN` for the first permission the actor

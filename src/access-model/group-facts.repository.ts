@@ -168,6 +168,22 @@ export class GroupFactsRepository {
     });
   }
 
+  /** The permission codes of the live authority permissions on the groups' live authorities. */
+  async authorityPermissionCodes(db: EntityManager, groupIds: readonly number[]): Promise<string[]> {
+    if (groupIds.length === 0) return [];
+    const rows = await db.query<{ permission_id: number }[]>(
+      `SELECT DISTINCT ap.permission_id FROM authorities a JOIN authority_permissions ap ON ap.authority_id = a.id
+       WHERE a.group_id = ANY($1::bigint[]) AND a.revoked_at IS NULL AND NOT a.is_deleted
+         AND ap.revoked_at IS NULL AND (ap.expires_at IS NULL OR ap.expires_at > now())
+       ORDER BY ap.permission_id`,
+      [[...groupIds]],
+    );
+    return rows.flatMap((row) => {
+      const code = permissionCodeOf(Number(row.permission_id));
+      return code === undefined ? [] : [code];
+    });
+  }
+
   /** Every user the group reaches now, with the lasting chain that reaches it, by user id. */
   async members(db: EntityManager, groupId: number): Promise<ReachedMember[]> {
     const rows = await db.query<{ user_id: string; via: string[]; expires_at: string | null }[]>(

@@ -96,7 +96,7 @@ export class GroupMembersService {
       await this.judgeConferral(tx, actor, groupId, items);
       const accepted = items.filter((item) => item.error === undefined && item.status === undefined);
       const reached = [...new Set(accepted.flatMap((item) => item.reached ?? []))];
-      await this.access.watch(tx, { users: reached });
+      await this.watch(tx, groupId, reached);
       const unique = dedupe(accepted);
       await this.memberships.closeExpired(tx, groupId, userIds(unique), groupIds(unique));
       const ids = await this.memberships.add(
@@ -137,7 +137,7 @@ export class GroupMembersService {
         }
       }
       const reached = await this.reachedBy(tx, [...removing.values()]);
-      await this.access.watch(tx, { users: reached });
+      await this.watch(tx, groupId, reached);
       const ids = [...removing.keys()];
       await this.memberships.remove(tx, ids, dto.reason ?? null);
       await this.finish(tx, groupId, ids, 'group.member_remove', dto.reason ?? null, reached);
@@ -173,6 +173,17 @@ export class GroupMembersService {
       await this.finish(tx, groupId, ids, 'group.member_remove', reason, of);
     }
     return removed;
+  }
+
+  /**
+   * Watches the users a change of members reaches, for only what the group's chain confers (a
+   * group of 100 000 that confers one right is judged on that right, not on all 60).
+   */
+  private async watch(tx: Tx, groupId: number, reached: readonly number[]): Promise<void> {
+    if (reached.length === 0) return;
+    const permissions = await this.groupAccess.membershipScope(tx, groupId);
+    if (permissions?.length === 0) return;
+    await this.access.watch(tx, { users: [...reached], ...(permissions === undefined ? {} : { permissions }) });
   }
 
   /** 404s per item: an unknown (or deleted) user or group fails that item alone. */
