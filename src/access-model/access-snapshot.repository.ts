@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { GrantFacts, GroupFacts, Subject } from '../platform/auth/auth-context.js';
 import { groupGrant, normalisedAuthority, type GroupGrantRow } from './access-facts.repository.js';
-import { groupGrantsJson, normalisedGroup, userGroupChains, userGroupsJson } from './group-facts.repository.js';
+import { normalisedGroup, usersGroupChains } from './group-facts.repository.js';
 import { effectiveRole } from './group-rules.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import { permissionCodeOf, permissionIdOf } from '../platform/auth/permissions.js';
@@ -56,12 +56,27 @@ export class AccessSnapshotRepository {
         groups: GroupFacts[];
       }[]
     >(
-      `SELECT u.id, u.role_id, u.status_id, u.is_deleted,
-              ARRAY(SELECT json_build_object('id', g.id, 'permission_id', g.permission_id, 'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', ${ISO}))
-                    FROM permission_grants g WHERE g.user_id = u.id AND g.revoked_at IS NULL ORDER BY g.id) AS grants,
-              ${groupGrantsJson('u.id', false)} AS group_grants,
-              ${userGroupsJson('u.id', false)} AS groups
-       FROM users u WHERE u.id = ANY($1::bigint[]) ORDER BY u.id`,
+      // Set-based (each part aggregated by user, then joined): a snapshot of 100 000 users is one
+      // recursion over their memberships, not 100 000.
+      `WITH chains AS MATERIALIZED (${usersGroupChains('$1::bigint[]', false)}),
+       own AS (
+         SELECT g.user_id, array_agg(json_build_object('id', g.id, 'permission_id', g.permission_id,
+                  'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', ${ISO})) ORDER BY g.id) AS grants
+         FROM permission_grants g WHERE g.user_id = ANY($1::bigint[]) AND g.revoked_at IS NULL GROUP BY g.user_id),
+       reached AS (
+         SELECT c.user_id, json_agg(json_build_object('group_id', c.group_id, 'role_id', c.role_id, 'via', c.via,
+                  'expires_at', to_char(c.expires_at AT TIME ZONE 'UTC', ${ISO})) ORDER BY c.group_id) AS groups
+         FROM chains c GROUP BY c.user_id),
+       held AS (
+         SELECT c.user_id, json_agg(json_build_object('id', pg.id, 'permission_id', pg.permission_id,
+                  'expires_at', to_char(least(pg.expires_at, c.expires_at) AT TIME ZONE 'UTC', ${ISO}),
+                  'group_id', c.group_id, 'via', c.via) ORDER BY pg.id) AS group_grants
+         FROM chains c JOIN permission_grants pg ON pg.group_id = c.group_id AND pg.revoked_at IS NULL GROUP BY c.user_id)
+       SELECT u.id, u.role_id, u.status_id, u.is_deleted, coalesce(own.grants, '{}'::json[]) AS grants,
+              coalesce(held.group_grants, '[]'::json) AS group_grants, coalesce(reached.groups, '[]'::json) AS groups
+       FROM users u LEFT JOIN own ON own.user_id = u.id LEFT JOIN reached ON reached.user_id = u.id
+       LEFT JOIN held ON held.user_id = u.id
+       WHERE u.id = ANY($1::bigint[]) ORDER BY u.id`,
       [[...new Set(userIds)]],
     );
     return rows.flatMap((row) => {
@@ -97,11 +112,10 @@ export class AccessSnapshotRepository {
        WHERE a.user_id = ANY($1::bigint[]) AND ($2::bigint[] IS NULL OR a.device_id = ANY($2::bigint[]))
          AND a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted
        UNION ALL
-       SELECT a.id, a.device_id, u.id, a.group_id, c.via, a.owner, a.is_active,
+       SELECT a.id, a.device_id, c.user_id, a.group_id, c.via, a.owner, a.is_active,
               false, false, to_char(least(a.expires_at, c.expires_at) AT TIME ZONE 'UTC', ${ISO}),
               ${held('ap.permission_id')}, ${held(`to_char(ap.expires_at AT TIME ZONE 'UTC', ${ISO})`)}
-       FROM unnest($1::bigint[]) AS u(id)
-       CROSS JOIN LATERAL (${userGroupChains('u.id', false)}) c
+       FROM (${usersGroupChains('$1::bigint[]', false)}) c
        JOIN authorities a ON a.group_id = c.group_id
        WHERE ($2::bigint[] IS NULL OR a.device_id = ANY($2::bigint[]))
          AND a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted
