@@ -190,8 +190,10 @@ const LOADER = process.env.BENCH_LOAD === 'wrk' ? 'wrk' : 'autocannon';
 export const loadGenerator = () => LOADER;
 
 /** A timed wrk run: requests/s, p50/p99 (ms), non-2xx answers and socket errors. */
-function wrk(url, { headers, connections, duration }) {
+function wrk(url, { headers, connections, duration, timeout }) {
   const args = ['-t1', `-c${connections}`, `-d${duration}s`, '--latency'];
+  // wrk gives up on a request after 2 s by default (counted as an error, not in the latency).
+  if (timeout !== undefined) args.push('--timeout', `${timeout}s`);
   for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}: ${value}`);
   const run = spawnSync('wrk', [...args, url], { encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr || run.error}`);
@@ -219,8 +221,9 @@ function wrk(url, { headers, connections, duration }) {
  * One run for `duration` seconds (wrk or autocannon, see LOADER), or exactly `amount` requests
  * (autocannon); returns requests/s and latency percentiles, and counts non-2xx answers.
  */
-export function load(url, { headers = {}, connections = 50, duration = 10, amount } = {}) {
-  if (LOADER === 'wrk' && amount === undefined) return Promise.resolve(wrk(url, { headers, connections, duration }));
+export function load(url, { headers = {}, connections = 50, duration = 10, amount, timeout } = {}) {
+  if (LOADER === 'wrk' && amount === undefined)
+    return Promise.resolve(wrk(url, { headers, connections, duration, timeout }));
   return new Promise((resolve, reject) => {
     autocannon(
       { url, headers, connections, ...(amount === undefined ? { duration } : { amount }) },
