@@ -8,6 +8,7 @@ import {
 } from '@nestjs/common';
 import { appendAccessEvents, EVENTS } from '../platform/audit/audit-trail.repository.js';
 import { SETTINGS, type Settings } from '../platform/config/settings.js';
+import { repeatEvery, type Repeating } from '../platform/jobs/every.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { JobQueue } from '../platform/jobs/job-queue.js';
 import { AccessEventDeferralsRepository } from './access-event-deferrals.repository.js';
@@ -27,8 +28,7 @@ const SWEEP_EVERY_MS = 15_000;
 @Injectable()
 export class DeferredAccessEvents implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('AccessEvents');
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> = Promise.resolve();
+  private repeating: Repeating | undefined;
 
   constructor(
     @Inject(SETTINGS) private readonly settings: Pick<Settings, 'jobWorkers'>,
@@ -50,21 +50,19 @@ export class DeferredAccessEvents implements OnModuleInit, OnApplicationBootstra
 
   onApplicationBootstrap(): void {
     if (!this.settings.jobWorkers) return;
-    this.timer = setInterval(() => {
-      this.running = this.running
-        .then(() => this.drain())
-        .catch((error: unknown) =>
-          this.logger.error({
-            msg: 'appending deferred access events failed; the next sweep resumes',
-            err: String(error),
-          }),
-        );
-    }, SWEEP_EVERY_MS).unref();
+    this.repeating = repeatEvery(
+      SWEEP_EVERY_MS,
+      () => this.drain(),
+      (error: unknown) =>
+        this.logger.error({
+          msg: 'appending deferred access events failed; the next sweep resumes',
+          err: String(error),
+        }),
+    );
   }
 
   async onModuleDestroy(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+    await this.repeating?.stop();
   }
 
   /** Appends every chunk waiting (and visible); answers how many events. */

@@ -1,3 +1,4 @@
+import { repeatEvery, type Repeating } from '../platform/jobs/every.js';
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { appendAccessEvents, EVENTS } from '../platform/audit/audit-trail.repository.js';
 import {
@@ -37,8 +38,7 @@ const EVERY_MS = 20_000;
 @Injectable()
 export class AccessExpiryAnnouncer implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('AccessExpiry');
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> = Promise.resolve();
+  private repeating: Repeating | undefined;
 
   constructor(
     @Inject(SETTINGS) private readonly settings: Pick<Settings, 'jobWorkers'>,
@@ -51,22 +51,19 @@ export class AccessExpiryAnnouncer implements OnApplicationBootstrap, OnModuleDe
 
   onApplicationBootstrap(): void {
     if (!this.settings.jobWorkers) return;
-    // One run at a time on this instance: a slow one delays the next rather than overlapping it.
-    this.timer = setInterval(() => {
-      this.running = this.running
-        .then(() => this.run())
-        .catch((error: unknown) =>
-          this.logger.error({
-            msg: 'announcing expired access failed; the next run resumes from the mark',
-            err: String(error),
-          }),
-        );
-    }, EVERY_MS).unref();
+    this.repeating = repeatEvery(
+      EVERY_MS,
+      () => this.run(),
+      (error: unknown) =>
+        this.logger.error({
+          msg: 'announcing expired access failed; the next run resumes from the mark',
+          err: String(error),
+        }),
+    );
   }
 
   async onModuleDestroy(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+    await this.repeating?.stop();
   }
 
   /** Announces everything expired up to a settled moment; answers how many changes. */
