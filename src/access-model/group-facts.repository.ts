@@ -17,25 +17,13 @@ const LIVE_NOW = '(m.expires_at IS NULL OR m.expires_at > now())';
  * their expiry at the moment asked). Chains are at most `MAX_GROUP_DEPTH` groups long.
  */
 export function userGroupChains(userExpr: string, liveNow = true): string {
-  const live = liveNow ? `AND ${LIVE_NOW}` : '';
-  return `SELECT DISTINCT ON (r.group_id) r.group_id, r.role_id, r.via, r.expires_at
-    FROM (WITH RECURSIVE reach(group_id, role_id, via, expires_at) AS (
-        SELECT m.group_id, g.role_id, ARRAY[m.group_id], m.expires_at
-        FROM group_memberships m JOIN groups g ON g.id = m.group_id AND NOT g.is_deleted
-        WHERE m.user_id = ${userExpr} AND m.removed_at IS NULL ${live}
-        UNION ALL
-        SELECT m.group_id, g.role_id, r.via || m.group_id, least(r.expires_at, m.expires_at)
-        FROM reach r JOIN group_memberships m ON m.member_group_id = r.group_id AND m.removed_at IS NULL ${live}
-        JOIN groups g ON g.id = m.group_id AND NOT g.is_deleted
-        WHERE cardinality(r.via) < ${MAX_GROUP_DEPTH} AND m.group_id <> ALL (r.via)
-      ) SELECT * FROM reach) r
-    ORDER BY r.group_id, r.expires_at DESC NULLS FIRST, cardinality(r.via)`;
+  return `SELECT c.group_id, c.role_id, c.via, c.expires_at FROM (${usersGroupChains(`ARRAY[${userExpr}]`, liveNow)}) c`;
 }
 
 /**
- * Trusted text: `userGroupChains` for every user of the array `usersExpr` at once, one row per
- * user and group reached (`user_id` first): one set-based recursion rather than one per user, for
- * snapshots of many users (a group of 100 000 changing).
+ * Trusted text: the chains of `userGroupChains` for every user of the array `usersExpr` at once,
+ * one row per user and group reached (`user_id` first): one set-based recursion rather than one per
+ * user, for snapshots of many users (a group of 100 000 changing).
  */
 export function usersGroupChains(usersExpr: string, liveNow = true): string {
   const live = liveNow ? `AND ${LIVE_NOW}` : '';

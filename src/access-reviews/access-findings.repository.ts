@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { MAX_GROUP_DEPTH } from '../access-model/group-rules.js';
+import { conferringGroups } from './conferring-groups.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 
 export interface FindingsFilter {
@@ -159,20 +159,11 @@ function authorityPermissions(group: boolean): string {
  * unused.
  */
 const MEMBERSHIPS = `
-  WITH RECURSIVE conferring(group_id, depth, via) AS (
-    SELECT grp.id, 1, ARRAY[grp.id] FROM groups grp
-    WHERE NOT grp.is_deleted AND (
-      ($2::bigint IS NULL AND EXISTS (SELECT 1 FROM permission_grants g WHERE g.group_id = grp.id AND g.revoked_at IS NULL
-         AND (g.expires_at IS NULL OR g.expires_at > now()) AND ($4::int IS NULL OR g.permission_id = $4)))
-      OR EXISTS (SELECT 1 FROM authorities a JOIN authority_permissions ap ON ap.authority_id = a.id
-         WHERE a.group_id = grp.id AND ${LIVE_AUTHORITY} AND ap.revoked_at IS NULL
-           AND (ap.expires_at IS NULL OR ap.expires_at > now())
-           AND ($2::bigint IS NULL OR a.device_id = $2) AND ($4::int IS NULL OR ap.permission_id = $4)))
-    UNION ALL
-    SELECT m.member_group_id, c.depth + 1, c.via || m.member_group_id
-    FROM conferring c JOIN group_memberships m ON m.group_id = c.group_id AND m.member_group_id IS NOT NULL
-      AND m.removed_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())
-    WHERE c.depth < ${MAX_GROUP_DEPTH} AND m.member_group_id <> ALL (c.via) AND ${LIVE_GROUP('m.member_group_id')})
+  WITH RECURSIVE ${conferringGroups({
+    devicesNamed: '$2::bigint IS NOT NULL',
+    onDevice: (column) => `($2::bigint IS NULL OR ${column} = $2)`,
+    permitted: (column) => `($4::int IS NULL OR ${column} = $4)`,
+  })}
   SELECT m.user_id, m.group_id, NULL::bigint, NULL::int, 'group_membership', NULL::bigint, NULL::bigint, NULL::bigint,
          m.id, m.added_at, ${LAST_USE('m', 'm.id')}, m.id
   FROM group_memberships m

@@ -13,7 +13,7 @@ import {
   type ReviewDecision,
 } from './dto/access-review.dto.js';
 import { effectiveRoleSql, userGroupChains } from '../access-model/group-facts.repository.js';
-import { MAX_GROUP_DEPTH } from '../access-model/group-rules.js';
+import { conferringGroups } from './conferring-groups.js';
 
 const ITEMS = table('access_review_items');
 
@@ -94,24 +94,13 @@ const LIVE_AP = '(ap.revoked_at IS NULL AND (ap.expires_at IS NULL OR ap.expires
 const LIVE_GRANT = '(g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > now()))';
 const LIVE_MEMBERSHIP = '(m.removed_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > now()))';
 
-/**
- * Trusted text: the live groups whose members receive something in scope, each with the groups
- * nested below it (as deep as nesting goes): groups carrying a role of `$7`, holding a live grant
- * in scope (unless devices are named) or a live authority with a live authority permission in
- * scope. $2 devices, $3 permissions, $7 roles.
- */
-const CONFERRING = `conferring(group_id, depth, via) AS (
-    SELECT grp.id, 1, ARRAY[grp.id] FROM groups grp
-    WHERE NOT grp.is_deleted AND (grp.role_id = ANY($7::int[])
-      OR ($2::bigint[] IS NULL AND EXISTS (SELECT 1 FROM permission_grants g WHERE g.group_id = grp.id AND ${LIVE_GRANT}
-            AND ($3::int[] IS NULL OR g.permission_id = ANY($3))))
-      OR EXISTS (SELECT 1 FROM authorities a JOIN authority_permissions ap ON ap.authority_id = a.id
-            WHERE a.group_id = grp.id AND ${LIVE_AUTHORITY} AND ${LIVE_AP}
-              AND ($2::bigint[] IS NULL OR a.device_id = ANY($2)) AND ($3::int[] IS NULL OR ap.permission_id = ANY($3))))
-    UNION ALL
-    SELECT m.member_group_id, c.depth + 1, c.via || m.member_group_id
-    FROM conferring c JOIN group_memberships m ON m.group_id = c.group_id AND m.member_group_id IS NOT NULL AND ${LIVE_MEMBERSHIP}
-    WHERE c.depth < ${MAX_GROUP_DEPTH} AND m.member_group_id <> ALL (c.via) AND ${LIVE_GROUP('m.member_group_id')})`;
+/** $2 devices, $3 permissions, $7 roles. */
+const CONFERRING = conferringGroups({
+  role: (column) => `${column} = ANY($7::int[])`,
+  devicesNamed: '$2::bigint[] IS NOT NULL',
+  onDevice: (column) => `($2::bigint[] IS NULL OR ${column} = ANY($2))`,
+  permitted: (column) => `($3::int[] IS NULL OR ${column} = ANY($3))`,
+});
 
 /**
  * The snapshot, in one statement: live authority permissions on live authorities, owner
@@ -282,15 +271,16 @@ export class AccessReviewItemsRepository {
     adminRoleIds: readonly number[],
   ): Promise<number[]> {
     const rows = await this.uow.reader.query<{ id: string }[]>(
+      // The user's groups are read once (one recursion), for its effective role and what they hold.
       `SELECT usr.id FROM users usr
-       CROSS JOIN LATERAL (SELECT ${effectiveRoleSql('usr.id', 'usr.role_id')} AS role_id) eff
-       WHERE NOT usr.is_deleted AND usr.status_id = $4 AND usr.id > $5 AND eff.role_id = ANY($7::int[])
-         AND (eff.role_id = ANY($2::int[])
+       CROSS JOIN LATERAL (SELECT coalesce(array_agg(c.group_id), '{}') AS ids, least(usr.role_id, min(c.role_id)) AS role_id
+                           FROM (${userGroupChains('usr.id')}) c) ug
+       WHERE NOT usr.is_deleted AND usr.status_id = $4 AND usr.id > $5 AND ug.role_id = ANY($7::int[])
+         AND (ug.role_id = ANY($2::int[])
               OR EXISTS (SELECT 1 FROM permission_grants g WHERE g.user_id = usr.id AND g.permission_id = $3 AND ${LIVE_GRANT})
-              OR EXISTS (SELECT 1 FROM (${userGroupChains('usr.id')}) c JOIN permission_grants g ON g.group_id = c.group_id
-                           AND g.permission_id = $3 AND ${LIVE_GRANT})
+              OR EXISTS (SELECT 1 FROM permission_grants g WHERE g.group_id = ANY(ug.ids) AND g.permission_id = $3 AND ${LIVE_GRANT})
               OR EXISTS (SELECT 1 FROM authorities a
-                         WHERE (a.user_id = usr.id OR a.group_id IN (SELECT c.group_id FROM (${userGroupChains('usr.id')}) c))
+                         WHERE (a.user_id = usr.id OR a.group_id = ANY(ug.ids))
                            AND ${LIVE_AUTHORITY} AND a.is_active
                            AND a.device_id IN (SELECT device_id FROM access_review_items WHERE review_id = $1 AND device_id IS NOT NULL)
                            AND (a.owner OR EXISTS (SELECT 1 FROM authority_permissions ap WHERE ap.authority_id = a.id
