@@ -2,7 +2,7 @@ import { permissionId, type Caller } from '../support/auth.js';
 import { useApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
-import { trackedActors, unique } from '../support/groups.js';
+import { addMembers, createGroup, trackedActors } from '../support/groups.js';
 import { caller } from '../support/requests.js';
 import { testCachePrefix } from '../support/test-env.js';
 
@@ -23,16 +23,10 @@ describe('the device question narrowed to one group', () => {
   const app = useApp({ widgets: false, cachePrefix: testCachePrefix('group-access-filters') });
   const call = (who: Caller = app.root) => caller(app.t, who);
 
-  async function group(body: object = {}): Promise<number> {
-    return (
-      await call()
-        .post('/v1/admin/groups', { name: unique('filter'), ...body })
-        .expect(201)
-    ).body.data.id;
-  }
-  async function add(groupId: number, members: object[]): Promise<void> {
-    await call().post(`/v1/admin/groups/${groupId}/members`, { members }).expect(200);
-  }
+  const group = (body: object = {}): Promise<number> => createGroup(app.t, app.root, body);
+  const add = async (groupId: number, members: object[]): Promise<void> => {
+    await addMembers(app.t, app.root, groupId, members);
+  };
   const listed = async (device: number, query: string): Promise<Row[]> =>
     (await call().get(`/v1/admin/devices/${device}/access?permission=${READ}&page_size=100&${query}`).expect(200)).body
       .data;

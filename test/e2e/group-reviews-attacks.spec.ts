@@ -2,7 +2,7 @@ import { permissionId, type Caller } from '../support/auth.js';
 import { useApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
-import { trackedActors, unique } from '../support/groups.js';
+import { addMembers, createGroup, trackedActors, unique } from '../support/groups.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
 import { caller } from '../support/requests.js';
 import { openReview, REVIEWS, reviewItems } from '../support/access-reviews.js';
@@ -55,22 +55,9 @@ describe('attacks: groups in reviews, findings, group_id= and the timeline', () 
   const root = (): Caller => app.root;
   const call = (who: Caller = root()) => caller(app.t, who);
 
-  async function group(body: object = {}): Promise<number> {
-    return (
-      await call()
-        .post('/v1/admin/groups', { name: unique('zz'), ...body })
-        .expect(201)
-    ).body.data.id;
-  }
-  async function add(groupId: number, members: object[], extra: object = {}): Promise<number[]> {
-    const res = await call()
-      .post(`/v1/admin/groups/${groupId}/members`, { members, ...extra })
-      .expect(200);
-    return res.body.data.results.map((item: { status: string; membership_id: number; error: unknown }) => {
-      expect([item.status, item.error]).toEqual(['added', null]);
-      return item.membership_id;
-    });
-  }
+  const group = (body: object = {}): Promise<number> => createGroup(app.t, root(), body);
+  const add = (groupId: number, members: object[], extra: object = {}): Promise<number[]> =>
+    addMembers(app.t, root(), groupId, members, extra);
   async function remove(groupId: number, members: object[]): Promise<void> {
     await call().post(`/v1/admin/groups/${groupId}/members/remove`, { members }).expect(200);
   }

@@ -3,7 +3,7 @@ import { permissionId, type Caller } from '../support/auth.js';
 import { useApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { createDevice } from '../support/devices.js';
-import { trackedActors, unique } from '../support/groups.js';
+import { addMembers, createGroup, trackedActors, unique } from '../support/groups.js';
 import { jobsSchema, waitForJob } from '../support/jobs.js';
 import { caller } from '../support/requests.js';
 import { openReview, REVIEWS, reviewItems, type ReviewItem } from '../support/access-reviews.js';
@@ -60,20 +60,8 @@ describe('groups in access reviews and findings', () => {
   const root = (): Caller => app.root;
   const call = (who: Caller = root()) => caller(app.t, who);
 
-  async function group(body: object = {}): Promise<number> {
-    return (
-      await call()
-        .post('/v1/admin/groups', { name: unique('review'), ...body })
-        .expect(201)
-    ).body.data.id;
-  }
-  async function add(groupId: number, members: object[]): Promise<number[]> {
-    const res = await call().post(`/v1/admin/groups/${groupId}/members`, { members }).expect(200);
-    return res.body.data.results.map((item: { status: string; membership_id: number }) => {
-      expect(item.status).toBe('added');
-      return item.membership_id;
-    });
-  }
+  const group = (body: object = {}): Promise<number> => createGroup(app.t, root(), body);
+  const add = (groupId: number, members: object[]): Promise<number[]> => addMembers(app.t, root(), groupId, members);
 
   async function world(): Promise<World> {
     const owner = await actor('operator');
