@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { conferringGroups } from './conferring-groups.js';
+import { conferringGroups } from './conferring-groups.repository.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 
 export interface FindingsFilter {

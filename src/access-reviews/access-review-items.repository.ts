@@ -13,7 +13,7 @@ import {
   type ReviewDecision,
 } from './dto/access-review.dto.js';
 import { effectiveRoleSql, userGroupChains } from '../access-model/group-facts.repository.js';
-import { conferringGroups } from './conferring-groups.js';
+import { conferringGroups } from './conferring-groups.repository.js';
 
 const ITEMS = table('access_review_items');
 
