@@ -31,6 +31,7 @@ import { GroupAuthorities1766188800000 } from './1766188800000-group-authorities
 import { GroupHistoryReads1766275200000 } from './1766275200000-group-history-reads.js';
 import { GroupReviews1766361600000 } from './1766361600000-group-reviews.js';
 import { AccessEventDeferrals1766448000000 } from './1766448000000-access-event-deferrals.js';
+import { ScimUsers1766534400000 } from './1766534400000-scim-users.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -67,6 +68,7 @@ export const MIGRATIONS = [
   GroupHistoryReads1766275200000,
   GroupReviews1766361600000,
   AccessEventDeferrals1766448000000,
+  ScimUsers1766534400000,
 ];
 
 /**

@@ -18,7 +18,7 @@ export interface UserRow extends UserDto {
 // `pin_hash` is never selected: only whether one is set. The effective role is read through the
 // user's groups (part 6.18); a membership expiring changes it with no write, so a cached entry
 // may show the role from before until it is rebuilt or expires.
-const RESOURCE_COLUMNS = `id, email, display_name, phone, role_id, ${effectiveRoleSql('users.id', 'users.role_id')} AS effective_role_id,
+const RESOURCE_COLUMNS = `id, email, display_name, phone, user_name, external_id, role_id, ${effectiveRoleSql('users.id', 'users.role_id')} AS effective_role_id,
   status_id, pin_hash IS NOT NULL AS pin_set, pin_reset_at,
   created_at, updated_at, created_by, updated_by, is_deleted, deleted_at, deleted_by`;
 
@@ -29,8 +29,8 @@ export const USER_LIST = listSpec({
   from: 'users',
   select: RESOURCE_COLUMNS,
   sort: ['id', 'email', 'display_name', 'created_at', 'updated_at'],
-  filters: { status_id: 'int', role_id: 'int' },
-  search: ['email', 'display_name'],
+  filters: { status_id: 'int', role_id: 'int', external_id: 'string' },
+  search: ['email', 'display_name', 'user_name'],
   deletedColumn: 'is_deleted',
   alsoReads: ['group_memberships', 'groups'],
 });
@@ -52,6 +52,9 @@ type UserColumn =
   | 'email'
   | 'display_name'
   | 'phone'
+  | 'user_name'
+  | 'external_id'
+  | 'scim_profile'
   | 'role_id'
   | 'status_id'
   | 'pin_hash'

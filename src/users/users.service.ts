@@ -20,16 +20,33 @@ export const AUDITED_FIELDS = [
   'email',
   'display_name',
   'phone',
+  'user_name',
+  'external_id',
   'role_id',
   'status_id',
 ] as const satisfies readonly (keyof UserRow)[];
 
-function emailTaken(email: string): ApiError {
-  return new ApiError(
-    'USER_EMAIL_TAKEN',
-    `The email ${email} is already used by another user (deleted users keep theirs)`,
-    { email },
-  );
+/** 409s of the users' unique keys, from the violated index; anything else as it was. */
+export function userUniqueProblem(
+  error: unknown,
+  values: { email?: string; user_name?: string | null; external_id?: string | null },
+): unknown {
+  if (isUniqueViolation(error, 'users_email_key'))
+    return new ApiError(
+      'USER_EMAIL_TAKEN',
+      `The email ${values.email ?? ''} is already used by another user (deleted users keep theirs)`,
+      { email: values.email },
+    );
+  if (isUniqueViolation(error, 'users_user_name_key'))
+    return new ApiError('USER_NAME_TAKEN', `The user name ${values.user_name ?? ''} belongs to another user`, {
+      user_name: values.user_name,
+    });
+  if (isUniqueViolation(error, 'users_external_id_key'))
+    return new ApiError('EXTERNAL_ID_TAKEN', `Another user has external id ${values.external_id ?? ''}`, {
+      external_id: values.external_id,
+      resource_type: 'user',
+    });
+  return error;
 }
 
 /** Reads, creation and PATCH of users (part 6.1); lifecycle actions live in `UserActionsService`. */
@@ -59,6 +76,8 @@ export class UsersService {
           email: dto.email,
           display_name: dto.display_name,
           phone: dto.phone ?? null,
+          user_name: dto.user_name ?? null,
+          external_id: dto.external_id ?? null,
           role_id: dto.role_id,
           ...stamp,
         });
@@ -69,7 +88,7 @@ export class UsersService {
         return created;
       })
       .catch((error: unknown) => {
-        throw isUniqueViolation(error, 'users_email_key') ? emailTaken(dto.email) : error;
+        throw userUniqueProblem(error, dto);
       });
     return respondWith(row, { status: 201, location: `/v1/admin/users/${row.id}` });
   }
@@ -99,6 +118,8 @@ export class UsersService {
           email: wanted.email,
           display_name: wanted.display_name,
           phone: wanted.phone,
+          user_name: wanted.user_name,
+          external_id: wanted.external_id,
           role_id: wanted.role_id,
           ...updateStamp(tx),
         });
@@ -106,13 +127,15 @@ export class UsersService {
         return after;
       })
       .catch((error: unknown) => {
-        throw isUniqueViolation(error, 'users_email_key') && dto.email !== undefined ? emailTaken(dto.email) : error;
+        throw userUniqueProblem(error, dto);
       });
     return respondWith(row);
   }
 }
 
 /** The PATCH body's fields that were sent (`phone: null` counts: it clears the phone). */
-function definedFields(dto: UpdateUserDto): Partial<Pick<UserRow, 'email' | 'display_name' | 'phone' | 'role_id'>> {
+function definedFields(
+  dto: UpdateUserDto,
+): Partial<Pick<UserRow, 'email' | 'display_name' | 'phone' | 'role_id' | 'user_name' | 'external_id'>> {
   return Object.fromEntries(Object.entries(dto).filter(([, value]) => value !== undefined));
 }

@@ -4,7 +4,7 @@ import { map, type Observable } from 'rxjs';
 import { listMeta, resourceEnvelope } from './envelope.js';
 import { markSecretFields } from './secret-fields.js';
 import { overrideStatus } from './status-override.js';
-import { AcceptedResponse, FeedResponse, ListResponse, NoContent, RawJson, ResourceResponse } from './responses.js';
+import { AcceptedResponse, BareResponse, FeedResponse, ListResponse, NoContent, RawJson, ResourceResponse } from './responses.js';
 
 /** What may run around the envelope: idempotent replays (part 8); undefined when it does not apply. */
 export interface AroundEnvelope {
@@ -40,6 +40,11 @@ export class EnvelopeInterceptor implements NestInterceptor {
     if (result instanceof NoContent) {
       overrideStatus(request, 204);
       return undefined;
+    }
+    if (result instanceof BareResponse) {
+      overrideStatus(request, result.options.status ?? 200);
+      void reply.headers(result.options.headers ?? {}).header('content-type', result.options.contentType);
+      return JSON.stringify(result.body);
     }
     if (result instanceof ListResponse) {
       const meta = listMeta(requestId, result);

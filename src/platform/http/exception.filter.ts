@@ -1,6 +1,7 @@
 import { Catch, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './api-error.js';
+import { errorDialectOf } from './error-dialect.js';
 import { errorBody, toApiError } from './error-mapping.js';
 
 /** The single place where failures become the contract's error envelope. */
@@ -40,6 +41,12 @@ export function sendError(exception: unknown, request: FastifyRequest, reply: Fa
     });
   }
   if (reply.sent) return;
+  const dialect = errorDialectOf(request);
+  if (dialect !== undefined) {
+    const { status, body } = dialect.render(error, request.id);
+    void reply.code(status).headers(error.headers).header('content-type', dialect.contentType).send(JSON.stringify(body));
+    return;
+  }
   void reply
     .code(error.status)
     .headers(error.headers)

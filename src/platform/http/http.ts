@@ -6,6 +6,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Duplex } from 'node:stream';
 import type { Logger as Pino } from 'pino';
 import { ApiError, BODY_LIMIT_BYTES, BULK_BODY_LIMIT_BYTES } from './api-error.js';
+import { errorDialectOf } from './error-dialect.js';
 import { errorBody } from './error-mapping.js';
 import { allowOrigins } from './cors.js';
 import { sendError } from './exception.filter.js';
@@ -122,7 +123,12 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, options: H
   });
   fastify.removeAllContentTypeParsers();
   const parseJson = fastify.getDefaultJsonParser('error', 'error');
-  fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+  fastify.addContentTypeParser([...JSON_MEDIA_TYPES], { parseAs: 'buffer' }, (request, body, done) => {
+    // A protocol's own JSON media type (application/scim+json) is taken only by that protocol's routes.
+    if (!acceptsMediaType(request)) {
+      done(ApiError.unsupportedMediaType(), undefined);
+      return;
+    }
     // Bytes that are not UTF-8 would be decoded to U+FFFD and stored changed (part 1).
     let text: string;
     try {
@@ -291,6 +297,18 @@ function hasBody(request: FastifyRequest): boolean {
 }
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The body media types parsed as JSON: JSON, and SCIM's (RFC 7644 §3.1) on the routes that speak it. */
+const JSON_MEDIA_TYPES = ['application/json', 'application/scim+json'] as const;
+
+function mediaTypeOf(contentType: string | undefined): string {
+  return (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+}
+
+function acceptsMediaType(request: FastifyRequest): boolean {
+  const sent = mediaTypeOf(request.headers['content-type']);
+  return sent === 'application/json' || sent === mediaTypeOf(errorDialectOf(request)?.contentType);
+}
 
 /** Where the first string (a value or a key) that is not well-formed UTF-16 sits, as `a.b.0`; undefined if none. */
 export function illFormedStringAt(value: unknown): string | undefined {

@@ -65,3 +65,18 @@ export class AcceptedResponse<T extends object> {
     readonly retryAfterSeconds: number,
   ) {}
 }
+
+/**
+ * A response outside the envelope, in another protocol's own shape (SCIM, part 6.19): its status,
+ * media type and headers as given; still with X-Request-Id and Cache-Control like every answer.
+ */
+export class BareResponse {
+  constructor(
+    readonly body: object,
+    readonly options: {
+      readonly status?: 200 | 201;
+      readonly contentType: string;
+      readonly headers?: Readonly<Record<string, string>>;
+    },
+  ) {}
+}

@@ -6,6 +6,10 @@ import { Present } from '../../platform/http/validation.js';
 
 const E164 = /^\+[1-9]\d{1,14}$/;
 const NOT_BLANK = /\S/;
+/** No control characters, no space at either end (an identity provider's names are compared exactly). */
+const PRINTABLE = /^(?!\s)[^\p{Cc}]*(?<!\s)$/u;
+const USER_NAME = 'SCIM `userName` (part 6.19): unique, compared case-insensitively';
+const EXTERNAL_ID = 'The identity provider’s id for the user: unique';
 
 export class CreateUserDto {
   @ApiProperty({
@@ -31,6 +35,20 @@ export class CreateUserDto {
   @IsOptional()
   @Matches(E164, { message: 'phone must be an E.164 number such as +351912345678' })
   phone?: string;
+
+  @ApiPropertyOptional({ minLength: 1, maxLength: 254, example: 'ana.silva', description: USER_NAME })
+  @IsOptional()
+  @IsString()
+  @Length(1, 254)
+  @Matches(PRINTABLE, { message: 'user_name must be printable text with no spaces at its ends' })
+  user_name?: string;
+
+  @ApiPropertyOptional({ minLength: 1, maxLength: 255, example: '00u1abcd', description: EXTERNAL_ID })
+  @IsOptional()
+  @IsString()
+  @Length(1, 255)
+  @Matches(PRINTABLE, { message: 'external_id must be printable text with no spaces at its ends' })
+  external_id?: string;
 }
 
 export class UpdateUserDto {
@@ -56,6 +74,20 @@ export class UpdateUserDto {
   @Present()
   @IsCatalogueId()
   role_id?: number;
+
+  @ApiPropertyOptional({ type: String, nullable: true, minLength: 1, maxLength: 254, description: `${USER_NAME}; null removes it` })
+  @IsOptional()
+  @IsString()
+  @Length(1, 254)
+  @Matches(PRINTABLE, { message: 'user_name must be printable text with no spaces at its ends' })
+  user_name?: string | null;
+
+  @ApiPropertyOptional({ type: String, nullable: true, minLength: 1, maxLength: 255, description: `${EXTERNAL_ID}; null removes it` })
+  @IsOptional()
+  @IsString()
+  @Length(1, 255)
+  @Matches(PRINTABLE, { message: 'external_id must be printable text with no spaces at its ends' })
+  external_id?: string | null;
 }
 
 export class SuspendUserDto {

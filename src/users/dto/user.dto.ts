@@ -7,6 +7,15 @@ export class UserDto extends SoftDeletableDto {
   @ApiProperty({ example: 'ana@example.com', maxLength: 254 }) email!: string;
   @ApiProperty({ example: 'Ana Silva', minLength: 1, maxLength: 100 }) display_name!: string;
   @ApiProperty({ type: String, nullable: true, example: '+351912345678', description: 'E.164' }) phone!: string | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    example: 'ana.silva',
+    description: 'SCIM `userName` (part 6.19): unique, case-insensitive; SCIM shows the email when it is null',
+  })
+  user_name!: string | null;
+  @ApiProperty({ type: String, nullable: true, example: '00u1abcd', description: 'The identity provider’s id; unique' })
+  external_id!: string | null;
   @ApiProperty({ example: 3, description: '1 super_admin, 2 admin, 3 operator, 4 viewer, 5 member' }) role_id!: number;
   @ApiProperty({
     example: 3,
