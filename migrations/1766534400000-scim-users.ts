@@ -26,7 +26,9 @@ export class ScimUsers1766534400000 implements MigrationInterface {
     await db.query(
       'CREATE INDEX users_search_idx ON users USING gin (email gin_trgm_ops, display_name gin_trgm_ops, user_name gin_trgm_ops)',
     );
-    await db.query('CREATE INDEX users_scim_user_name_trgm_idx ON users USING gin (coalesce(user_name, email) gin_trgm_ops)');
+    await db.query(
+      'CREATE INDEX users_scim_user_name_trgm_idx ON users USING gin (coalesce(user_name, email) gin_trgm_ops)',
+    );
   }
 
   async down(db: QueryRunner): Promise<void> {

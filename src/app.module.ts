@@ -8,6 +8,7 @@ import { CacheAdminModule } from './cache-admin/cache-admin.module.js';
 import { EventsModule } from './events/events.module.js';
 import { GrantsModule } from './grants/grants.module.js';
 import { GroupsModule } from './groups/groups.module.js';
+import { ScimModule } from './scim/scim.module.js';
 import { HealthModule } from './health/health.module.js';
 import { InboxModule } from './inbox/inbox.module.js';
 import { JobsModule } from './jobs/jobs.module.js';
@@ -65,6 +66,7 @@ export class AppModule {
         EventsModule,
         WebhooksModule,
         CacheAdminModule,
+        ScimModule,
         ...(options.imports ?? []),
       ],
     };

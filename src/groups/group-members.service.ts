@@ -21,7 +21,7 @@ import { GroupMembershipsRepository, type LiveMembership } from './group-members
 import { GroupsRepository } from './groups.repository.js';
 
 /** One item of a change of members, as judged. */
-interface Item {
+export interface Item {
   readonly index: number;
   readonly user_id: number | null;
   readonly group_id: number | null;
@@ -33,7 +33,7 @@ interface Item {
   membership_id?: number;
 }
 
-function itemOf(member: MemberRefDto, index: number): Item {
+export function itemOf(member: MemberRefDto, index: number): Item {
   return { index, user_id: member.user_id ?? null, group_id: member.group_id ?? null };
 }
 
@@ -81,36 +81,7 @@ export class GroupMembersService {
     const items = dto.members.map(itemOf);
     return this.uow.run(async (tx) => {
       await this.groups.lockLive(tx, groupId);
-      if (items.some((item) => item.group_id !== null)) await this.memberships.lockNesting(tx);
-      await this.judgeReferences(tx, items);
-      const live = await this.liveOf(tx, groupId, items);
-      for (const item of items) {
-        if (item.error !== undefined) continue;
-        const membership = live.find((candidate) => sameMember(item, candidate));
-        if (membership !== undefined) {
-          item.status = 'already_member';
-          item.membership = membership;
-        }
-      }
-      await this.judgeNesting(tx, groupId, items);
-      await this.judgeConferral(tx, actor, groupId, items);
-      const accepted = items.filter((item) => item.error === undefined && item.status === undefined);
-      const reached = [...new Set(accepted.flatMap((item) => item.reached ?? []))];
-      await this.watch(tx, groupId, reached);
-      const unique = dedupe(accepted);
-      await this.memberships.closeExpired(tx, groupId, userIds(unique), groupIds(unique));
-      const ids = await this.memberships.add(
-        tx,
-        groupId,
-        unique.map((item) => ({ user_id: item.user_id, member_group_id: item.group_id })),
-        { expires_at: expiresAt, reason: dto.reason ?? null },
-      );
-      unique.forEach((item, index) => (item.membership_id = ids[index]));
-      for (const item of accepted) {
-        item.status = 'added';
-        item.membership_id ??= unique.find((other) => sameMember(other, toLive(item)))?.membership_id;
-      }
-      await this.finish(tx, groupId, ids, 'group.member_add', dto.reason ?? null, reached);
+      await this.addIn(tx, actor, groupId, items, { expires_at: expiresAt, reason: dto.reason ?? null });
       return responseOf(items);
     });
   }
@@ -123,26 +94,74 @@ export class GroupMembersService {
     const items = dto.members.map(itemOf);
     return this.uow.run(async (tx) => {
       await this.groups.lockLive(tx, groupId);
-      await this.judgeReferences(tx, items, true);
-      const live = await this.liveOf(tx, groupId, items);
-      const removing = new Map<number, Item>();
-      for (const item of items) {
-        if (item.error !== undefined) continue;
-        const membership = live.find((candidate) => sameMember(item, candidate));
-        if (membership === undefined) item.status = 'not_member';
-        else {
-          item.status = 'removed';
-          item.membership = membership;
-          removing.set(membership.id, item);
-        }
-      }
-      const reached = await this.reachedBy(tx, [...removing.values()]);
-      await this.watch(tx, groupId, reached);
-      const ids = [...removing.keys()];
-      await this.memberships.remove(tx, ids, dto.reason ?? null);
-      await this.finish(tx, groupId, ids, 'group.member_remove', dto.reason ?? null, reached);
+      await this.removeIn(tx, groupId, items, dto.reason ?? null);
       return responseOf(items);
     });
+  }
+
+  /**
+   * Adds the members to the locked live group in the caller's transaction; each item is judged
+   * alone and says how it went (`error`, or `status` added / already_member).
+   */
+  async addIn(
+    tx: Tx,
+    actor: AuthContext,
+    groupId: number,
+    items: Item[],
+    options: { readonly expires_at: Date | null; readonly reason: string | null },
+  ): Promise<void> {
+    if (items.some((item) => item.group_id !== null)) await this.memberships.lockNesting(tx);
+    await this.judgeReferences(tx, items);
+    const live = await this.liveOf(tx, groupId, items);
+    for (const item of items) {
+      if (item.error !== undefined) continue;
+      const membership = live.find((candidate) => sameMember(item, candidate));
+      if (membership !== undefined) {
+        item.status = 'already_member';
+        item.membership = membership;
+      }
+    }
+    await this.judgeNesting(tx, groupId, items);
+    await this.judgeConferral(tx, actor, groupId, items);
+    const accepted = items.filter((item) => item.error === undefined && item.status === undefined);
+    const reached = [...new Set(accepted.flatMap((item) => item.reached ?? []))];
+    await this.watch(tx, groupId, reached);
+    const unique = dedupe(accepted);
+    await this.memberships.closeExpired(tx, groupId, userIds(unique), groupIds(unique));
+    const ids = await this.memberships.add(
+      tx,
+      groupId,
+      unique.map((item) => ({ user_id: item.user_id, member_group_id: item.group_id })),
+      options,
+    );
+    unique.forEach((item, index) => (item.membership_id = ids[index]));
+    for (const item of accepted) {
+      item.status = 'added';
+      item.membership_id ??= unique.find((other) => sameMember(other, toLive(item)))?.membership_id;
+    }
+    await this.finish(tx, groupId, ids, 'group.member_add', options.reason, reached);
+  }
+
+  /** Removes the members from the locked live group in the caller's transaction (status removed / not_member). */
+  async removeIn(tx: Tx, groupId: number, items: Item[], reason: string | null): Promise<void> {
+    await this.judgeReferences(tx, items, true);
+    const live = await this.liveOf(tx, groupId, items);
+    const removing = new Map<number, Item>();
+    for (const item of items) {
+      if (item.error !== undefined) continue;
+      const membership = live.find((candidate) => sameMember(item, candidate));
+      if (membership === undefined) item.status = 'not_member';
+      else {
+        item.status = 'removed';
+        item.membership = membership;
+        removing.set(membership.id, item);
+      }
+    }
+    const reached = await this.reachedBy(tx, [...removing.values()]);
+    await this.watch(tx, groupId, reached);
+    const ids = [...removing.keys()];
+    await this.memberships.remove(tx, ids, reason);
+    await this.finish(tx, groupId, ids, 'group.member_remove', reason, reached);
   }
 
   /**

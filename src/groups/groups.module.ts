@@ -19,6 +19,6 @@ import { UserGroupsController } from './users/groups.controller.js';
     GroupMembersService,
     GroupMemberListsService,
   ],
-  exports: [GroupsRepository, GroupMembersService],
+  exports: [GroupsRepository, GroupsService, GroupMembersService],
 })
 export class GroupsModule {}

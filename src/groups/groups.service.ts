@@ -19,7 +19,7 @@ import { GroupsRepository, type GroupRow } from './groups.repository.js';
 const AUDITED_FIELDS = ['name', 'description', 'role_id', 'external_id'] as const satisfies readonly (keyof GroupRow)[];
 
 /** 409s of the groups' unique keys, from the violated index. */
-function uniqueProblem(error: unknown, values: { name?: string; external_id?: string | null }): unknown {
+export function groupUniqueProblem(error: unknown, values: { name?: string; external_id?: string | null }): unknown {
   if (isUniqueViolation(error, 'groups_name_key'))
     return new ApiError('GROUP_NAME_TAKEN', `A group named ${values.name ?? ''} already exists`, { name: values.name });
   if (isUniqueViolation(error, 'groups_external_id_key'))
@@ -51,26 +51,29 @@ export class GroupsService {
 
   /** 201; a role is conferred only by an actor who outranks it (the group has no member yet). */
   async create(actor: AuthContext, dto: CreateGroupDto): Promise<ResourceResponse<GroupDto>> {
-    if (dto.role_id !== undefined) this.groupAccess.assertMayConferRole(actor, dto.role_id);
     const row = await this.uow
-      .run(async (tx) => {
-        const created = await this.groups.insert(tx, {
-          name: dto.name,
-          description: dto.description ?? null,
-          role_id: dto.role_id ?? null,
-          external_id: dto.external_id ?? null,
-          ...creationStamp(tx),
-        });
-        if (created === undefined) throw new Error('group insert returned no row');
-        await this.audit.record(tx, 'group.create', created.id, {
-          changes: diffChanges(null, created, AUDITED_FIELDS),
-        });
-        return created;
-      })
+      .run((tx) => this.createIn(tx, actor, dto))
       .catch((error: unknown) => {
-        throw uniqueProblem(error, dto);
+        throw groupUniqueProblem(error, dto);
       });
     return respondWith(row, { status: 201, location: `/v1/admin/groups/${row.id}` });
+  }
+
+  /** A new group with its audit event, in the caller's transaction (SCIM's writes, part 6.19). */
+  async createIn(tx: Tx, actor: AuthContext, dto: CreateGroupDto): Promise<GroupRow> {
+    if (dto.role_id !== undefined) this.groupAccess.assertMayConferRole(actor, dto.role_id);
+    const created = await this.groups.insert(tx, {
+      name: dto.name,
+      description: dto.description ?? null,
+      role_id: dto.role_id ?? null,
+      external_id: dto.external_id ?? null,
+      ...creationStamp(tx),
+    });
+    if (created === undefined) throw new Error('group insert returned no row');
+    await this.audit.record(tx, 'group.create', created.id, {
+      changes: diffChanges(null, created, AUDITED_FIELDS),
+    });
+    return created;
   }
 
   /**
@@ -84,40 +87,48 @@ export class GroupsService {
     ifMatch: IfMatch,
   ): Promise<ResourceResponse<GroupDto>> {
     const row = await this.uow
-      .run(async (tx) => {
-        const before = await this.groups.lockLive(tx, id);
-        assertIfMatch(ifMatch, before.version);
-        const wanted: GroupRow = {
-          ...before,
-          ...(dto.name === undefined ? {} : { name: dto.name }),
-          ...(dto.description === undefined ? {} : { description: dto.description }),
-          ...(dto.role_id === undefined ? {} : { role_id: dto.role_id }),
-          ...(dto.external_id === undefined ? {} : { external_id: dto.external_id }),
-        };
-        const changes = diffChanges(before, wanted, AUDITED_FIELDS);
-        if (Object.keys(changes).length === 0) return before;
-        let reached: number[] = [];
-        if ('role_id' in changes) {
-          reached = await this.groupAccess.reached(tx, [id]);
-          if (wanted.role_id !== null)
-            await this.assertMayChangeRole(tx, actor, before.role_id, wanted.role_id, reached);
-          await this.access.watch(tx, { users: reached });
-        }
-        const after = await this.groups.patch(tx, id, {
-          ...('name' in changes ? { name: wanted.name } : {}),
-          ...('description' in changes ? { description: wanted.description } : {}),
-          ...('role_id' in changes ? { role_id: wanted.role_id } : {}),
-          ...('external_id' in changes ? { external_id: wanted.external_id } : {}),
-          ...updateStamp(tx),
-        });
-        this.groupAccess.changed(tx, reached);
-        await this.audit.record(tx, 'group.update', id, { changes });
-        return after;
-      })
+      .run(async (tx) => this.updateIn(tx, actor, await this.groups.lockLive(tx, id), dto, ifMatch))
       .catch((error: unknown) => {
-        throw uniqueProblem(error, dto);
+        throw groupUniqueProblem(error, dto);
       });
     return respondWith(row);
+  }
+
+  /** A PATCH of the locked live group `before`, in the caller's transaction; `before` when nothing would change. */
+  async updateIn(
+    tx: Tx,
+    actor: AuthContext,
+    before: GroupRow,
+    dto: UpdateGroupDto,
+    ifMatch: IfMatch,
+  ): Promise<GroupRow> {
+    const id = before.id;
+    assertIfMatch(ifMatch, before.version);
+    const wanted: GroupRow = {
+      ...before,
+      ...(dto.name === undefined ? {} : { name: dto.name }),
+      ...(dto.description === undefined ? {} : { description: dto.description }),
+      ...(dto.role_id === undefined ? {} : { role_id: dto.role_id }),
+      ...(dto.external_id === undefined ? {} : { external_id: dto.external_id }),
+    };
+    const changes = diffChanges(before, wanted, AUDITED_FIELDS);
+    if (Object.keys(changes).length === 0) return before;
+    let reached: number[] = [];
+    if ('role_id' in changes) {
+      reached = await this.groupAccess.reached(tx, [id]);
+      if (wanted.role_id !== null) await this.assertMayChangeRole(tx, actor, before.role_id, wanted.role_id, reached);
+      await this.access.watch(tx, { users: reached });
+    }
+    const after = await this.groups.patch(tx, id, {
+      ...('name' in changes ? { name: wanted.name } : {}),
+      ...('description' in changes ? { description: wanted.description } : {}),
+      ...('role_id' in changes ? { role_id: wanted.role_id } : {}),
+      ...('external_id' in changes ? { external_id: wanted.external_id } : {}),
+      ...updateStamp(tx),
+    });
+    this.groupAccess.changed(tx, reached);
+    await this.audit.record(tx, 'group.update', id, { changes });
+    return after;
   }
 
   /** From this instant no member holds anything through the group, and it stops nesting. Previewable. */

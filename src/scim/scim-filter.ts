@@ -44,7 +44,8 @@ function invalid(message: string): Error {
 // Attribute paths may carry a schema URN (`urn:ietf:params:scim:schemas:core:2.0:User:userName`).
 const WORD = /[A-Za-z0-9_$:.-]+/y;
 const NUMBER = /-?\d+(\.\d+)?([eE][+-]?\d+)?/y;
-const STRING = /"(?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"/y;
+// Control characters are refused before tokenizing, so the class need not exclude them.
+const STRING = /"(?:[^"\\]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"/y;
 
 function tokenize(text: string): Token[] {
   const tokens: Token[] = [];
@@ -132,7 +133,11 @@ class Parser {
   private expect(type: '(' | ')' | '[' | ']'): void {
     const token = this.tokens[this.position];
     if (token?.type !== type)
-      throw invalid(token === undefined ? `The filter ends where "${type}" was expected` : `Expected "${type}" at character ${token.at + 1}`);
+      throw invalid(
+        token === undefined
+          ? `The filter ends where "${type}" was expected`
+          : `Expected "${type}" at character ${token.at + 1}`,
+      );
     this.position += 1;
   }
 
@@ -170,12 +175,18 @@ class Parser {
 
   private attributeExpression(depth: number): Filter {
     const token = this.tokens[this.position];
-    if (token?.type !== 'word') throw invalid(token === undefined ? 'The filter is empty or ends too soon' : `Expected an attribute at character ${token.at + 1}`);
+    if (token?.type !== 'word')
+      throw invalid(
+        token === undefined
+          ? 'The filter is empty or ends too soon'
+          : `Expected an attribute at character ${token.at + 1}`,
+      );
     this.position += 1;
     const path = parseAttrPath(token.text);
     if (path === undefined) throw invalid(`${JSON.stringify(token.text)} is not an attribute name`);
     if (this.tokens[this.position]?.type === '[') {
-      if (path.sub !== undefined) throw invalid(`A value filter follows ${token.text}: name the attribute without a sub-attribute`);
+      if (path.sub !== undefined)
+        throw invalid(`A value filter follows ${token.text}: name the attribute without a sub-attribute`);
       this.position += 1;
       const inner = this.or(depth + 1);
       this.expect(']');
@@ -196,11 +207,17 @@ class Parser {
 
   private comparison(path: AttrPath): Filter {
     const opToken = this.tokens[this.position];
-    if (opToken?.type !== 'word') throw invalid(opToken === undefined ? 'The filter ends where an operator was expected' : `Expected an operator at character ${opToken.at + 1}`);
+    if (opToken?.type !== 'word')
+      throw invalid(
+        opToken === undefined
+          ? 'The filter ends where an operator was expected'
+          : `Expected an operator at character ${opToken.at + 1}`,
+      );
     const op = opToken.text.toLowerCase();
     this.position += 1;
     if (op === 'pr') return this.node({ kind: 'present', path });
-    if (!COMPARE_OPS.has(op)) throw invalid(`${JSON.stringify(opToken.text)} is not an operator (eq, ne, co, sw, ew, gt, ge, lt, le, pr)`);
+    if (!COMPARE_OPS.has(op))
+      throw invalid(`${JSON.stringify(opToken.text)} is not an operator (eq, ne, co, sw, ew, gt, ge, lt, le, pr)`);
     const valueToken = this.tokens[this.position];
     if (valueToken === undefined) throw invalid(`The filter ends where the value of "${op}" was expected`);
     this.position += 1;

@@ -10,6 +10,7 @@ import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { PinResetDto, UserDto } from './dto/user.dto.js';
 import { hashPin, newPin } from './pin.js';
 import { assertTransition, TARGET_STATUS } from './user-lifecycle.js';
+import { USER_STATUS } from '../platform/auth/roles.js';
 import { assertMayWriteUser, assertNotSelf } from '../access-model/user-rules.js';
 import { NOW, respondWith } from '../platform/projections/resource-table.js';
 import { UsersRepository, type UserRow } from './users.repository.js';
@@ -81,6 +82,22 @@ export class UserActionsService {
       await this.sessions.revokeAllOf(tx, id, reason ?? 'user suspended');
       return respondWith(after);
     });
+  }
+
+  /**
+   * SCIM's `active` (part 6.19) on the locked live user `before`, in the caller's transaction:
+   * true activates a pending or suspended user; false suspends a pending or active one and revokes
+   * every session at once. `before` when it already is so.
+   */
+  async setActiveIn(tx: Tx, actor: AuthContext, before: UserRow, active: boolean): Promise<UserRow> {
+    if (active ? before.status_id === USER_STATUS.active : before.status_id === USER_STATUS.suspended) return before;
+    const action = active ? 'activate' : 'suspend';
+    if (!active) assertNotSelf(actor, before.id, 'suspend');
+    this.checkAction(before, actor, undefined, action);
+    const reason = active ? null : 'deactivated by the identity provider (SCIM)';
+    const after = await this.setStatus(tx, before, TARGET_STATUS[action], `user.${action}`, reason);
+    if (!active) await this.sessions.revokeAllOf(tx, before.id, reason ?? 'user suspended');
+    return after;
   }
 
   /** Stores the hash of a new random 6-digit PIN and returns the PIN, in this response only. */

@@ -9,6 +9,6 @@ import { UsersService } from './users.service.js';
 @Module({
   controllers: [UsersController],
   providers: [UserReferences, UsersRepository, UsersService, UserActionsService, UserSessionsService],
-  exports: [UserReferences, UsersService],
+  exports: [UserReferences, UsersService, UsersRepository, UserActionsService],
 })
 export class UsersModule {}

@@ -35,7 +35,7 @@ export const USER_LIST = listSpec({
   alsoReads: ['group_memberships', 'groups'],
 });
 
-const USERS = table('users', { columns: RESOURCE_COLUMNS, version: VERSION, list: USER_LIST });
+export const USERS = table('users', { columns: RESOURCE_COLUMNS, version: VERSION, list: USER_LIST });
 
 /**
  * The user as the API shows it, read in the caller's transaction: what a write made outside the
@@ -87,6 +87,15 @@ export class UsersRepository extends ResourceTable<UserRow, UserColumn> {
       [[...ids]],
     );
     await Promise.all(rows.map((row) => this.refresh(row)));
+  }
+
+  /** What SCIM keeps of the user beside the admin API's fields (part 6.19), as stored. */
+  async scimProfileOf(tx: Tx, id: number): Promise<Readonly<Record<string, unknown>> | null> {
+    const [row] = await tx.db.query<{ scim_profile: Record<string, unknown> | null }[]>(
+      'SELECT scim_profile FROM users WHERE id = $1',
+      [id],
+    );
+    return row?.scim_profile ?? null;
   }
 
   /** After commit: the detail entry and the auth context's user entry (role, status, deletion). */

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { Injectable } from '@nestjs/common';
 import { AccessWatch } from '../access-model/access-watch.js';
 import { creationStamp, updateStamp } from '../platform/audit/actor-stamps.js';
@@ -7,7 +8,7 @@ import { ApiError } from '../platform/http/api-error.js';
 import { isUniqueViolation } from '../platform/http/error-mapping.js';
 import { assertIfMatch, type IfMatch } from '../platform/http/etag.js';
 import { ListResponse, ResourceResponse } from '../platform/http/responses.js';
-import { UnitOfWork } from '../platform/database/unit-of-work.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import type { CreateUserDto, UpdateUserDto } from './dto/user-input.dto.js';
 import type { UserDto } from './dto/user.dto.js';
 import { assertMayAssignRole, assertMayWriteUser, assertNotSelf } from '../access-model/user-rules.js';
@@ -68,29 +69,32 @@ export class UsersService {
   }
 
   async create(actor: AuthContext, dto: CreateUserDto): Promise<ResourceResponse<UserDto>> {
-    assertMayAssignRole(actor, null, dto.role_id);
     const row = await this.uow
-      .run(async (tx) => {
-        const stamp = creationStamp(tx);
-        const created = await this.users.insert(tx, {
-          email: dto.email,
-          display_name: dto.display_name,
-          phone: dto.phone ?? null,
-          user_name: dto.user_name ?? null,
-          external_id: dto.external_id ?? null,
-          role_id: dto.role_id,
-          ...stamp,
-        });
-        if (created === undefined) throw new Error('user insert returned no row');
-        await this.audit.record(tx, 'user.create', created.id, {
-          changes: diffChanges(null, created, AUDITED_FIELDS),
-        });
-        return created;
-      })
+      .run((tx) => this.createIn(tx, actor, dto))
       .catch((error: unknown) => {
         throw userUniqueProblem(error, dto);
       });
     return respondWith(row, { status: 201, location: `/v1/admin/users/${row.id}` });
+  }
+
+  /** A new user (pending), with its audit event, in the caller's transaction (SCIM's writes, part 6.19). */
+  async createIn(tx: Tx, actor: AuthContext, dto: NewUser): Promise<UserRow> {
+    assertMayAssignRole(actor, null, dto.role_id);
+    const created = await this.users.insert(tx, {
+      email: dto.email,
+      display_name: dto.display_name,
+      phone: dto.phone ?? null,
+      user_name: dto.user_name ?? null,
+      external_id: dto.external_id ?? null,
+      ...(dto.scim_profile === undefined ? {} : { scim_profile: dto.scim_profile }),
+      role_id: dto.role_id,
+      ...creationStamp(tx),
+    });
+    if (created === undefined) throw new Error('user insert returned no row');
+    await this.audit.record(tx, 'user.create', created.id, {
+      changes: diffChanges(null, created, AUDITED_FIELDS),
+    });
+    return created;
   }
 
   async update(
@@ -100,38 +104,54 @@ export class UsersService {
     ifMatch: IfMatch,
   ): Promise<ResourceResponse<UserDto>> {
     const row = await this.uow
-      .run(async (tx) => {
-        const before = await this.users.lockLive(tx, id);
-        assertMayWriteUser(actor, before);
-        if (dto.role_id !== undefined && dto.role_id !== before.role_id) {
-          assertNotSelf(actor, id, 'change_role');
-          assertMayAssignRole(actor, before.role_id, dto.role_id);
-        }
-        assertIfMatch(ifMatch, before.version);
-        const wanted = { ...before, ...definedFields(dto) };
-        const changes = diffChanges(before, wanted, AUDITED_FIELDS);
-        // Nothing would change: no write, no new version, no audit event.
-        if (Object.keys(changes).length === 0) return before;
-        // Only the role decides access among these fields.
-        if ('role_id' in changes) await this.access.watch(tx, { users: [id] });
-        const after = await this.users.patch(tx, id, {
-          email: wanted.email,
-          display_name: wanted.display_name,
-          phone: wanted.phone,
-          user_name: wanted.user_name,
-          external_id: wanted.external_id,
-          role_id: wanted.role_id,
-          ...updateStamp(tx),
-        });
-        await this.audit.record(tx, 'user.update', id, { changes });
-        return after;
-      })
+      .run(async (tx) => this.updateIn(tx, actor, await this.users.lockLive(tx, id), dto, ifMatch))
       .catch((error: unknown) => {
         throw userUniqueProblem(error, dto);
       });
     return respondWith(row);
   }
+
+  /**
+   * A PATCH of the locked live user `before`, in the caller's transaction; `before` itself when
+   * nothing would change (no write, no new version, no audit event).
+   */
+  async updateIn(tx: Tx, actor: AuthContext, before: UserRow, dto: UserChange, ifMatch: IfMatch): Promise<UserRow> {
+    const id = before.id;
+    assertMayWriteUser(actor, before);
+    if (dto.role_id !== undefined && dto.role_id !== before.role_id) {
+      assertNotSelf(actor, id, 'change_role');
+      assertMayAssignRole(actor, before.role_id, dto.role_id);
+    }
+    assertIfMatch(ifMatch, before.version);
+    const { scim_profile: profile, ...fields } = dto;
+    const wanted = { ...before, ...definedFields(fields) };
+    const changes = diffChanges(before, wanted, AUDITED_FIELDS);
+    const current = profile === undefined ? undefined : await this.users.scimProfileOf(tx, id);
+    const profileChanged = profile !== undefined && !isDeepStrictEqual(current ?? null, profile);
+    if (Object.keys(changes).length === 0 && !profileChanged) return before;
+    // Only the role decides access among these fields.
+    if ('role_id' in changes) await this.access.watch(tx, { users: [id] });
+    const after = await this.users.patch(tx, id, {
+      email: wanted.email,
+      display_name: wanted.display_name,
+      phone: wanted.phone,
+      user_name: wanted.user_name,
+      external_id: wanted.external_id,
+      role_id: wanted.role_id,
+      ...(profileChanged ? { scim_profile: profile } : {}),
+      ...updateStamp(tx),
+    });
+    await this.audit.record(tx, 'user.update', id, {
+      changes: profileChanged ? { ...changes, scim_profile: [current ?? null, profile] } : changes,
+    });
+    return after;
+  }
 }
+
+/** What a new user is made of: the admin API's body, and what SCIM keeps beside it. */
+export type NewUser = CreateUserDto & { readonly scim_profile?: Readonly<Record<string, unknown>> | null };
+/** A change of a user: the admin API's PATCH, and what SCIM keeps beside it. */
+export type UserChange = UpdateUserDto & { readonly scim_profile?: Readonly<Record<string, unknown>> | null };
 
 /** The PATCH body's fields that were sent (`phone: null` counts: it clears the phone). */
 function definedFields(

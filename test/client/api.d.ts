@@ -43,7 +43,7 @@ export interface paths {
         };
         /**
          * List users
-         * @description Filters `status_id`, `role_id`; `q` over email, display_name; sort `id`, `email`, `display_name`, `created_at`, `updated_at` (default `id:asc`).
+         * @description Filters `status_id`, `role_id`, `external_id`; `q` over email, display_name, user_name; sort `id`, `email`, `display_name`, `created_at`, `updated_at` (default `id:asc`).
          *
          *     Requires the permission `users.read`.
          */
@@ -1820,6 +1820,189 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/scim/v2/ServiceProviderConfig": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What this SCIM service provider supports */
+        get: operations["ScimV2_config"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ResourceTypes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The SCIM resource types: User and Group */
+        get: operations["ScimV2_resourceTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Schemas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The SCIM schemas: User, Group and the enterprise User extension */
+        get: operations["ScimV2_schemas"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List users (SCIM)
+         * @description filter (indexed), startIndex (1-based), count (≤ 100), attributes, excludedAttributes
+         *
+         *     Requires the permission `scim.provision`.
+         */
+        get: operations["ScimUsers_list"];
+        put?: never;
+        /**
+         * Create a user (SCIM)
+         * @description Its own role is SCIM_DEFAULT_ROLE_ID; active (default true) activates it.
+         *
+         *     Requires the permission `scim.provision`.
+         */
+        post: operations["ScimUsers_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Users/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a user (SCIM)
+         * @description Requires the permission `scim.provision`.
+         */
+        get: operations["ScimUsers_get"];
+        /**
+         * Replace a user (SCIM)
+         * @description active false suspends the user and revokes every session at once.
+         *
+         *     Requires the permission `scim.provision`.
+         */
+        put: operations["ScimUsers_replace"];
+        post?: never;
+        /**
+         * Delete a user (SCIM)
+         * @description As DELETE /v1/admin/users/{id}: a soft delete that revokes every session.
+         *
+         *     Requires the permission `scim.provision`.
+         */
+        delete: operations["ScimUsers_remove"];
+        options?: never;
+        head?: never;
+        /**
+         * Patch a user (SCIM)
+         * @description Atomic: any operation refused refuses them all. Prefer: return=minimal answers 204.
+         *
+         *     Requires the permission `scim.provision`.
+         */
+        patch: operations["ScimUsers_patch"];
+        trace?: never;
+    };
+    "/scim/v2/Groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List groups (SCIM)
+         * @description filter (indexed), startIndex (1-based), count (≤ 100), attributes, excludedAttributes
+         *
+         *     Requires the permission `scim.provision`.
+         */
+        get: operations["ScimGroups_list"];
+        put?: never;
+        /**
+         * Create a group (SCIM)
+         * @description members (type User, or Group for a nested group) are added as POST /v1/admin/groups/{id}/members would, atomically.
+         *
+         *     Requires the permission `scim.provision`.
+         */
+        post: operations["ScimGroups_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Groups/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a group (SCIM)
+         * @description Requires the permission `scim.provision`.
+         */
+        get: operations["ScimGroups_get"];
+        /**
+         * Replace a group (SCIM)
+         * @description members replaces the direct members.
+         *
+         *     Requires the permission `scim.provision`.
+         */
+        put: operations["ScimGroups_replace"];
+        post?: never;
+        /**
+         * Delete a group (SCIM)
+         * @description As DELETE /v1/admin/groups/{id}: a soft delete; no member holds anything through it.
+         *
+         *     Requires the permission `scim.provision`.
+         */
+        delete: operations["ScimGroups_remove"];
+        options?: never;
+        head?: never;
+        /**
+         * Patch a group (SCIM)
+         * @description Atomic: any operation refused refuses them all. Prefer: return=minimal answers 204.
+         *
+         *     Requires the permission `scim.provision`.
+         */
+        patch: operations["ScimGroups_patch"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1958,6 +2141,16 @@ export interface components {
              */
             phone: string | null;
             /**
+             * @description SCIM `userName` (part 6.19): unique, case-insensitive; SCIM shows the email when it is null
+             * @example ana.silva
+             */
+            user_name: string | null;
+            /**
+             * @description The identity provider’s id; unique
+             * @example 00u1abcd
+             */
+            external_id: string | null;
+            /**
              * @description 1 super_admin, 2 admin, 3 operator, 4 viewer, 5 member
              * @example 3
              */
@@ -1995,6 +2188,16 @@ export interface components {
              * @example +351912345678
              */
             phone?: string;
+            /**
+             * @description SCIM `userName` (part 6.19): unique, compared case-insensitively
+             * @example ana.silva
+             */
+            user_name?: string;
+            /**
+             * @description The identity provider’s id for the user: unique
+             * @example 00u1abcd
+             */
+            external_id?: string;
         };
         AccessChangeDto: {
             user_id: number;
@@ -2029,6 +2232,10 @@ export interface components {
             /** @description E.164; null removes it */
             phone?: string | null;
             role_id?: number;
+            /** @description SCIM `userName` (part 6.19): unique, compared case-insensitively; null removes it */
+            user_name?: string | null;
+            /** @description The identity provider’s id for the user: unique; null removes it */
+            external_id?: string | null;
         };
         NoOptionsDto: Record<string, never>;
         SuspendUserDto: {
@@ -3308,6 +3515,7 @@ export interface operations {
                 count?: "exact" | "auto";
                 status_id?: number;
                 role_id?: number;
+                external_id?: string;
             };
             header?: never;
             path?: never;
@@ -12291,6 +12499,1842 @@ export interface operations {
                 };
             };
             503: components["responses"]["Error503"];
+        };
+    };
+    ScimV2_config: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The SCIM document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A dependency (the database) is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+        };
+    };
+    ScimV2_resourceTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The SCIM document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A dependency (the database) is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+        };
+    };
+    ScimV2_schemas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The SCIM document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A dependency (the database) is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+        };
+    };
+    ScimUsers_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The SCIM document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Bad input: scimType says which kind (invalidFilter, invalidValue, invalidPath, noTarget, mutability, invalidSyntax) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active
+             *
+             *     No valid token
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /**
+             * @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold
+             *
+             *     The token’s user lacks scim.provision, or the write breaks a rule of part 5 (rank, self, delegation)
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /**
+             * @description `RATE_LIMITED`: Too many requests; see Retry-After
+             *
+             *     Too many requests: Retry-After says when to try again
+             */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description A dependency (the database) is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+        };
+    };
+    ScimUsers_create: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A SCIM User */
+        requestBody: {
+            content: {
+                "application/scim+json": {
+                    [key: string]: unknown;
+                };
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Created: the resource, with Location and ETag */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Bad input: scimType says which kind (invalidFilter, invalidValue, invalidPath, noTarget, mutability, invalidSyntax) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active
+             *
+             *     No valid token
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /**
+             * @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold
+             *
+             *     The token’s user lacks scim.provision, or the write breaks a rule of part 5 (rank, self, delegation)
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description uniqueness: the userName, email, externalId or group name belongs to another resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The body exceeds 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The body is neither application/scim+json nor application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            422: components["responses"]["Error422"];
+            /**
+             * @description `RATE_LIMITED`: Too many requests; see Retry-After
+             *
+             *     Too many requests: Retry-After says when to try again
+             */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description A dependency (the database) is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+        };
+    };
+    ScimUsers_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The SCIM document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Bad input: scimType says which kind (invalidFilter, invalidValue, invalidPath, noTarget, mutability, invalidSyntax) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active
+             *
+             *     No valid token
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /**
+             * @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold
+             *
+             *     The token’s user lacks scim.provision, or the write breaks a rule of part 5 (rank, self, delegation)
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description No live resource has this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `RATE_LIMITED`: Too many requests; see Retry-After
+             *
+             *     Too many requests: Retry-After says when to try again
+             */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description A dependency (the database) is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+        };
+    };
+    ScimUsers_replace: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A SCIM User */
+        requestBody: {
+            content: {
+                "application/scim+json": {
+                    [key: string]: unknown;
+                };
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The SCIM document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Bad input: scimType says which kind (invalidFilter, invalidValue, invalidPath, noTarget, mutability, invalidSyntax) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active
+             *
+             *     No valid token
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /**
+             * @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold
+             *
+             *     The token’s user lacks scim.provision, or the write breaks a rule of part 5 (rank, self, delegation)
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description No live resource has this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description uniqueness: the userName, email, externalId or group name belongs to another resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The body exceeds 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The body is neither application/scim+json nor application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `RATE_LIMITED`: Too many requests; see Retry-After
+             *
+             *     Too many requests: Retry-After says when to try again
+             */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description A dependency (the database) is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+        };
+    };
+    ScimUsers_remove: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done: no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad input: scimType says which kind (invalidFilter, invalidValue, invalidPath, noTarget, mutability, invalidSyntax) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active
+             *
+             *     No valid token
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /**
+             * @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold
+             *
+             *     The token’s user lacks scim.provision, or the write breaks a rule of part 5 (rank, self, delegation)
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description No live resource has this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `RATE_LIMITED`: Too many requests; see Retry-After
+             *
+             *     Too many requests: Retry-After says when to try again
+             */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description A dependency (the database) is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+        };
+    };
+    ScimUsers_patch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A PatchOp */
+        requestBody: {
+            content: {
+                "application/scim+json": {
+                    [key: string]: unknown;
+                };
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The SCIM document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Bad input: scimType says which kind (invalidFilter, invalidValue, invalidPath, noTarget, mutability, invalidSyntax) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active
+             *
+             *     No valid token
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /**
+             * @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold
+             *
+             *     The token’s user lacks scim.provision, or the write breaks a rule of part 5 (rank, self, delegation)
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description No live resource has this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description uniqueness: the userName, email, externalId or group name belongs to another resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The body exceeds 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The body is neither application/scim+json nor application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `RATE_LIMITED`: Too many requests; see Retry-After
+             *
+             *     Too many requests: Retry-After says when to try again
+             */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description A dependency (the database) is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+        };
+    };
+    ScimGroups_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The SCIM document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Bad input: scimType says which kind (invalidFilter, invalidValue, invalidPath, noTarget, mutability, invalidSyntax) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active
+             *
+             *     No valid token
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /**
+             * @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold
+             *
+             *     The token’s user lacks scim.provision, or the write breaks a rule of part 5 (rank, self, delegation)
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /**
+             * @description `RATE_LIMITED`: Too many requests; see Retry-After
+             *
+             *     Too many requests: Retry-After says when to try again
+             */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description A dependency (the database) is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+        };
+    };
+    ScimGroups_create: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first completed answer is kept 24 h and replayed (`Idempotent-Replayed: true`); the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A SCIM Group */
+        requestBody: {
+            content: {
+                "application/scim+json": {
+                    [key: string]: unknown;
+                };
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Created: the resource, with Location and ETag */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Bad input: scimType says which kind (invalidFilter, invalidValue, invalidPath, noTarget, mutability, invalidSyntax) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active
+             *
+             *     No valid token
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /**
+             * @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold
+             *
+             *     The token’s user lacks scim.provision, or the write breaks a rule of part 5 (rank, self, delegation)
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description uniqueness: the userName, email, externalId or group name belongs to another resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The body exceeds 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The body is neither application/scim+json nor application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            422: components["responses"]["Error422"];
+            /**
+             * @description `RATE_LIMITED`: Too many requests; see Retry-After
+             *
+             *     Too many requests: Retry-After says when to try again
+             */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description A dependency (the database) is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+        };
+    };
+    ScimGroups_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The SCIM document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Bad input: scimType says which kind (invalidFilter, invalidValue, invalidPath, noTarget, mutability, invalidSyntax) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active
+             *
+             *     No valid token
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /**
+             * @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold
+             *
+             *     The token’s user lacks scim.provision, or the write breaks a rule of part 5 (rank, self, delegation)
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description No live resource has this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `RATE_LIMITED`: Too many requests; see Retry-After
+             *
+             *     Too many requests: Retry-After says when to try again
+             */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description A dependency (the database) is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+        };
+    };
+    ScimGroups_replace: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A SCIM Group */
+        requestBody: {
+            content: {
+                "application/scim+json": {
+                    [key: string]: unknown;
+                };
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The SCIM document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Bad input: scimType says which kind (invalidFilter, invalidValue, invalidPath, noTarget, mutability, invalidSyntax) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active
+             *
+             *     No valid token
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /**
+             * @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold
+             *
+             *     The token’s user lacks scim.provision, or the write breaks a rule of part 5 (rank, self, delegation)
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description No live resource has this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description uniqueness: the userName, email, externalId or group name belongs to another resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The body exceeds 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The body is neither application/scim+json nor application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `RATE_LIMITED`: Too many requests; see Retry-After
+             *
+             *     Too many requests: Retry-After says when to try again
+             */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description A dependency (the database) is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+        };
+    };
+    ScimGroups_remove: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done: no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad input: scimType says which kind (invalidFilter, invalidValue, invalidPath, noTarget, mutability, invalidSyntax) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active
+             *
+             *     No valid token
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /**
+             * @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold
+             *
+             *     The token’s user lacks scim.provision, or the write breaks a rule of part 5 (rank, self, delegation)
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description No live resource has this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `RATE_LIMITED`: Too many requests; see Retry-After
+             *
+             *     Too many requests: Retry-After says when to try again
+             */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description A dependency (the database) is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+        };
+    };
+    ScimGroups_patch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The record version this write expects, as its `ETag` gave it (`"7"`), or `*`; on a mismatch 412 `PRECONDITION_FAILED` and nothing changes. Without it the last write wins. */
+                "If-Match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A PatchOp */
+        requestBody: {
+            content: {
+                "application/scim+json": {
+                    [key: string]: unknown;
+                };
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The SCIM document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Bad input: scimType says which kind (invalidFilter, invalidValue, invalidPath, noTarget, mutability, invalidSyntax) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `AUTH_TOKEN_MISSING`: No bearer token in the Authorization header; `AUTH_TOKEN_INVALID`: Bad signature, algorithm, issuer or audience, or a missing claim; `AUTH_TOKEN_EXPIRED`: The token has expired; `AUTH_SESSION_INVALID`: Unknown, revoked or expired session; user deleted or not active
+             *
+             *     No valid token
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /**
+             * @description `ROLE_FORBIDDEN`: The role has no admin access; `PERMISSION_DENIED`: The caller lacks the route’s permission; `ROLE_ESCALATION_FORBIDDEN`: The caller does not outrank the target user or role; `DELEGATION_FORBIDDEN`: The caller may not hand on a permission it does not itself hold
+             *
+             *     The token’s user lacks scim.provision, or the write breaks a rule of part 5 (rank, self, delegation)
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description No live resource has this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description uniqueness: the userName, email, externalId or group name belongs to another resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description If-Match does not match the current version */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The body exceeds 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The body is neither application/scim+json nor application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            /**
+             * @description `RATE_LIMITED`: Too many requests; see Retry-After
+             *
+             *     Too many requests: Retry-After says when to try again
+             */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description A dependency (the database) is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
         };
     };
 }

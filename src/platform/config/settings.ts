@@ -98,6 +98,8 @@ export interface Settings {
   readonly accessUseRecording: boolean;
   /** Days without use after which a revocable path is a finding (UNUSED_ACCESS_DAYS, part 6.16). */
   readonly unusedAccessDays: number;
+  /** The own role of every user SCIM provisions (SCIM_DEFAULT_ROLE_ID, part 6.19): roles come from groups. */
+  readonly scimDefaultRoleId: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -278,6 +280,8 @@ export function loadSettings(env: Env = process.env): Settings {
     accessRequestMaxSeconds: integer(env, 'ACCESS_REQUEST_MAX_SECONDS', 2_592_000, 300, 31_536_000),
     accessUseRecording: flag(env, 'ACCESS_USE_RECORDING', true),
     unusedAccessDays: integer(env, 'UNUSED_ACCESS_DAYS', 90, 1, 3650),
+    // The seeded roles are 1–5 (part 5): a provisioned user's own role is one of them.
+    scimDefaultRoleId: integer(env, 'SCIM_DEFAULT_ROLE_ID', 5, 1, 5),
   });
 }
 

@@ -4,7 +4,15 @@ import { map, type Observable } from 'rxjs';
 import { listMeta, resourceEnvelope } from './envelope.js';
 import { markSecretFields } from './secret-fields.js';
 import { overrideStatus } from './status-override.js';
-import { AcceptedResponse, BareResponse, FeedResponse, ListResponse, NoContent, RawJson, ResourceResponse } from './responses.js';
+import {
+  AcceptedResponse,
+  BareResponse,
+  FeedResponse,
+  ListResponse,
+  NoContent,
+  RawJson,
+  ResourceResponse,
+} from './responses.js';
 
 /** What may run around the envelope: idempotent replays (part 8); undefined when it does not apply. */
 export interface AroundEnvelope {

@@ -23,5 +23,7 @@ export function ErrorsIn(dialect: ErrorDialect): MethodDecorator {
 
 /** The dialect of the request's route; undefined for the envelope (and for requests no route matched). */
 export function errorDialectOf(request: FastifyRequest): ErrorDialect | undefined {
-  return request.routeOptions.config === undefined ? undefined : routeConfigPart<ErrorDialect>(request, ERROR_DIALECT_CONFIG);
+  return request.routeOptions.config === undefined
+    ? undefined
+    : routeConfigPart<ErrorDialect>(request, ERROR_DIALECT_CONFIG);
 }

@@ -44,7 +44,11 @@ export function sendError(exception: unknown, request: FastifyRequest, reply: Fa
   const dialect = errorDialectOf(request);
   if (dialect !== undefined) {
     const { status, body } = dialect.render(error, request.id);
-    void reply.code(status).headers(error.headers).header('content-type', dialect.contentType).send(JSON.stringify(body));
+    void reply
+      .code(status)
+      .headers(error.headers)
+      .header('content-type', dialect.contentType)
+      .send(JSON.stringify(body));
     return;
   }
   void reply

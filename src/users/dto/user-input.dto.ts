@@ -75,14 +75,26 @@ export class UpdateUserDto {
   @IsCatalogueId()
   role_id?: number;
 
-  @ApiPropertyOptional({ type: String, nullable: true, minLength: 1, maxLength: 254, description: `${USER_NAME}; null removes it` })
+  @ApiPropertyOptional({
+    type: String,
+    nullable: true,
+    minLength: 1,
+    maxLength: 254,
+    description: `${USER_NAME}; null removes it`,
+  })
   @IsOptional()
   @IsString()
   @Length(1, 254)
   @Matches(PRINTABLE, { message: 'user_name must be printable text with no spaces at its ends' })
   user_name?: string | null;
 
-  @ApiPropertyOptional({ type: String, nullable: true, minLength: 1, maxLength: 255, description: `${EXTERNAL_ID}; null removes it` })
+  @ApiPropertyOptional({
+    type: String,
+    nullable: true,
+    minLength: 1,
+    maxLength: 255,
+    description: `${EXTERNAL_ID}; null removes it`,
+  })
   @IsOptional()
   @IsString()
   @Length(1, 255)
