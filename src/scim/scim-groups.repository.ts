@@ -69,18 +69,23 @@ export class ScimGroupsRepository {
     const params = new Parameters();
     const where = filter === undefined ? 'true' : filterSql(filter, GROUP_FILTERS, params);
     const db = this.uow.reader;
-    const [counted] = await db.query<{ total: number }[]>(
+    // One statement for the page and its total (a lookup by userName is one index probe); a page
+    // past the end has no row to carry the total, and asks for it alone.
+    const rows = await db.query<(ScimGroupRow & { total: number })[]>(
+      `SELECT ${COLUMNS}, ${withMembers ? MEMBERS : `'[]'::json AS members`}, count(*) OVER ()::int AS total FROM groups
+        WHERE NOT is_deleted AND (${where}) ORDER BY id LIMIT ${Math.max(count, 1)} OFFSET ${offset}`,
+      params.values,
+    );
+    const total = rows[0]?.total ?? (offset === 0 ? 0 : await this.count(where, params.values));
+    return { total, rows: count === 0 ? [] : rows.map(({ total: _total, ...row }) => row) };
+  }
+
+  private async count(where: string, values: unknown[]): Promise<number> {
+    const [counted] = await this.uow.reader.query<{ total: number }[]>(
       `SELECT count(*)::int AS total FROM groups WHERE NOT is_deleted AND (${where})`,
-      params.values,
+      values,
     );
-    const total = counted?.total ?? 0;
-    if (count === 0 || offset >= total) return { total, rows: [] };
-    const rows = await db.query<ScimGroupRow[]>(
-      `SELECT ${COLUMNS}, ${withMembers ? MEMBERS : `'[]'::json AS members`} FROM groups
-        WHERE NOT is_deleted AND (${where}) ORDER BY id LIMIT ${count} OFFSET ${offset}`,
-      params.values,
-    );
-    return { total, rows };
+    return counted?.total ?? 0;
   }
 
   async live(db: EntityManager, id: number, withMembers = true): Promise<ScimGroupRow | undefined> {

@@ -70,18 +70,23 @@ export class ScimUsersRepository {
     const params = new Parameters();
     const where = filter === undefined ? 'true' : filterSql(filter, USER_FILTERS, params);
     const db = this.uow.reader;
-    const [counted] = await db.query<{ total: number }[]>(
+    // One statement for the page and its total (a lookup by userName is one index probe); a page
+    // past the end has no row to carry the total, and asks for it alone.
+    const rows = await db.query<(ScimUserRow & { total: number })[]>(
+      `SELECT ${COLUMNS}, ${withGroups ? GROUPS : `'[]'::json AS groups`}, count(*) OVER ()::int AS total FROM users
+        WHERE NOT is_deleted AND (${where}) ORDER BY id LIMIT ${Math.max(count, 1)} OFFSET ${offset}`,
+      params.values,
+    );
+    const total = rows[0]?.total ?? (offset === 0 ? 0 : await this.count(where, params.values));
+    return { total, rows: count === 0 ? [] : rows.map(({ total: _total, ...row }) => row) };
+  }
+
+  private async count(where: string, values: unknown[]): Promise<number> {
+    const [counted] = await this.uow.reader.query<{ total: number }[]>(
       `SELECT count(*)::int AS total FROM users WHERE NOT is_deleted AND (${where})`,
-      params.values,
+      values,
     );
-    const total = counted?.total ?? 0;
-    if (count === 0 || offset >= total) return { total, rows: [] };
-    const rows = await db.query<ScimUserRow[]>(
-      `SELECT ${COLUMNS}, ${withGroups ? GROUPS : `'[]'::json AS groups`} FROM users
-        WHERE NOT is_deleted AND (${where}) ORDER BY id LIMIT ${count} OFFSET ${offset}`,
-      params.values,
-    );
-    return { total, rows };
+    return counted?.total ?? 0;
   }
 
   /** The live user, in `db` (a write's transaction, or the reader). */

@@ -71,8 +71,9 @@ export class ScimUsersService {
         ...(externalId === null ? {} : { external_id: externalId }),
         role_id: this.settings.scimDefaultRoleId,
       });
-      if (input.active !== false) await this.actions.setActiveIn(tx, actor, created, true);
-      return this.written(tx, created.id);
+      const user = input.active === false ? created : await this.actions.setActiveIn(tx, actor, created, true);
+      // A new user belongs to no group yet: its SCIM view is the row written, with no read back.
+      return { ...user, id: String(user.id), scim_profile: input.scim_profile, groups: [] };
     });
     return { resource: scimUser(row), version: row.version, created: true };
   }

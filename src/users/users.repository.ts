@@ -100,9 +100,11 @@ export class UsersRepository extends ResourceTable<UserRow, UserColumn> {
 
   /** After commit: the detail entry and the auth context's user entry (role, status, deletion). */
   protected override onChanged(tx: Tx, rows: readonly UserRow[]): Promise<void> {
-    tx.afterCommit(async () => {
-      await Promise.all(rows.flatMap((row) => [this.refresh(row), this.authContexts.refreshUser(row.id)]));
-    });
+    // Keyed by user: a second write of the same user in the transaction rebuilds once, from its newer row.
+    for (const row of rows)
+      tx.afterCommit(async () => {
+        await Promise.all([this.refresh(row), this.authContexts.refreshUser(row.id)]);
+      }, `user:${row.id}`);
     return Promise.resolve();
   }
 }

@@ -36,8 +36,12 @@ export interface TransactionInspector<State = unknown> {
 /** What a write sees inside its transaction. */
 export interface Tx {
   readonly db: EntityManager;
-  /** Runs after COMMIT (cache rebuilds); never inside the transaction, never after a rollback. */
-  afterCommit(task: () => Promise<void>): void;
+  /**
+   * Runs after COMMIT (cache rebuilds); never inside the transaction, never after a rollback. A
+   * task with a `key` replaces the one queued earlier under the same key, in its place: a record
+   * written twice in one transaction (created, then activated) is rebuilt once, from its last row.
+   */
+  afterCommit(task: () => Promise<void>, key?: string): void;
   /**
    * Runs inside the transaction once the write's own work is done, before the projection bumps
    * (what the write changed is then all visible to it: the access it gave or took, for one).
@@ -171,9 +175,15 @@ export class UnitOfWork {
         return result;
       };
       const resources = new Map<string, object>();
+      const keyed = new Map<string, number>();
       const value = await work({
         db,
-        afterCommit: (task) => tasks.push(task),
+        afterCommit: (task, key) => {
+          const at = key === undefined ? undefined : keyed.get(key);
+          if (at !== undefined) tasks[at] = task;
+          else if (key !== undefined) keyed.set(key, tasks.push(task) - 1);
+          else tasks.push(task);
+        },
         beforeCommit: (task) => finishing.push(task),
         bumpProjections,
         write,

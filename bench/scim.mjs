@@ -1,0 +1,193 @@
+// `npm run bench:scim` (part 6.19): an identity provider's first sync, as Okta does it, on a
+// throw-away database: for each of 10 000 users a lookup (`filter=userName eq "…"`) and a create;
+// then for each of 200 groups a lookup by displayName, a create, and PATCHes adding its members
+// (20 000 memberships in all, 100 per group); 10 requests at once throughout, each worker also
+// looking a user up between its group writes. Prints the phases' times and the lookups' p50/p99;
+// writes bench/results/scim.json.
+import { signAccessToken } from '../dist/src/platform/auth/token-signer.js';
+import { loadSettings } from '../dist/src/platform/config/settings.js';
+import { freePort } from './ports.mjs';
+import {
+  benchAdminSession,
+  createBenchDatabase,
+  flushBenchRedis,
+  JWT_SECRET,
+  load,
+  percentile,
+  printTable,
+  saveResults,
+  serviceEnv,
+  startChild,
+  withClient,
+} from './support.mjs';
+
+const USERS = Number(process.env.BENCH_SCIM_USERS ?? 10_000);
+const GROUPS = Number(process.env.BENCH_SCIM_GROUPS ?? 200);
+const MEMBERS_PER_GROUP = Math.floor((USERS * 2) / GROUPS);
+const CONCURRENCY = 10;
+const BATCH = 100;
+const log = (line) => process.stderr.write(`[scim] ${line}\n`);
+const stops = [];
+
+const database = await createBenchDatabase();
+stops.push(() => database.drop());
+try {
+  await flushBenchRedis();
+  const session = await withClient(database.url, (client) => benchAdminSession(client, 'scim-idp@example.com'));
+  const token = signAccessToken(loadSettings({ DATABASE_URL: database.url, JWT_SECRET }), {
+    id: session.id,
+    user_id: Number(session.user_id),
+    expires_at: session.expires_at,
+  });
+  const port = await freePort();
+  const child = await startChild(
+    new URL('../dist/src/main.js', import.meta.url).pathname,
+    serviceEnv(database.url, { PORT: String(port) }),
+    `http://127.0.0.1:${port}/health/ready`,
+  );
+  stops.push(() => child.stop());
+  const base = `http://127.0.0.1:${port}/scim/v2`;
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' };
+  const lookups = [];
+  const call = async (method, path, body, expected) => {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    if (res.status !== expected) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
+    return text === '' ? undefined : JSON.parse(text);
+  };
+  const lookUp = async (userName) => {
+    const started = performance.now();
+    const list = await call('GET', `/Users?filter=${encodeURIComponent(`userName eq "${userName}"`)}`, undefined, 200);
+    lookups.push(performance.now() - started);
+    return list;
+  };
+  const userName = (i) => `user-${i}@bench.example`;
+  /** Runs `work(i)` for i in [0, count) on CONCURRENCY workers. */
+  const pool = async (count, work) => {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        for (let i = next++; i < count; i = next++) await work(i);
+      }),
+    );
+  };
+
+  const ids = new Array(USERS);
+  const syncStarted = performance.now();
+  log(`${USERS} users: a lookup and a create each, ${CONCURRENCY} at once…`);
+  await pool(USERS, async (i) => {
+    const found = await lookUp(userName(i));
+    if (found.totalResults !== 0) throw new Error(`user ${i} already there`);
+    const created = await call(
+      'POST',
+      '/Users',
+      {
+        schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+        userName: userName(i),
+        name: { givenName: 'Bench', familyName: `User ${i}` },
+        emails: [{ primary: true, value: userName(i), type: 'work' }],
+        externalId: `00u${i}`,
+        active: true,
+      },
+      201,
+    );
+    ids[i] = created.id;
+    if ((i + 1) % 2000 === 0) log(`  ${i + 1} users`);
+  });
+  const usersSeconds = (performance.now() - syncStarted) / 1000;
+  const userLookups = lookups.length;
+
+  log(`${GROUPS} groups with ${MEMBERS_PER_GROUP} members each (${GROUPS * MEMBERS_PER_GROUP} memberships)…`);
+  const groupsStarted = performance.now();
+  let patches = 0;
+  await pool(GROUPS, async (g) => {
+    const displayName = `Bench group ${g}`;
+    const found = await call(
+      'GET',
+      `/Groups?excludedAttributes=members&filter=${encodeURIComponent(`displayName eq "${displayName}"`)}`,
+      undefined,
+      200,
+    );
+    if (found.totalResults !== 0) throw new Error(`group ${g} already there`);
+    const group = await call(
+      'POST',
+      '/Groups',
+      { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName, externalId: `00g${g}` },
+      201,
+    );
+    for (let from = 0; from < MEMBERS_PER_GROUP; from += BATCH) {
+      const members = [];
+      for (let k = from; k < Math.min(from + BATCH, MEMBERS_PER_GROUP); k += 1)
+        members.push({ value: ids[(g * MEMBERS_PER_GROUP + k) % USERS] });
+      await call(
+        'PATCH',
+        `/Groups/${group.id}`,
+        {
+          schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+          Operations: [{ op: 'add', path: 'members', value: members }],
+        },
+        200,
+      );
+      patches += 1;
+      await lookUp(userName((g * 7919 + from) % USERS));
+    }
+  });
+  const groupsSeconds = (performance.now() - groupsStarted) / 1000;
+  const totalSeconds = (performance.now() - syncStarted) / 1000;
+  const memberships = await withClient(database.url, async (client) => {
+    const { rows } = await client.query('SELECT count(*)::int AS n FROM group_memberships WHERE removed_at IS NULL');
+    return rows[0].n;
+  });
+  const round = (value) => Math.round(value * 100) / 100;
+  const rows = [
+    { phase: `users: ${USERS} lookups + creates`, seconds: round(usersSeconds), requests: USERS * 2 },
+    {
+      phase: `groups: ${GROUPS} lookups + creates, ${patches} member PATCHes`,
+      seconds: round(groupsSeconds),
+      requests: GROUPS * 2 + patches,
+    },
+    {
+      phase: 'first sync in all (goal ≤ 120 s)',
+      seconds: round(totalSeconds),
+      requests: USERS * 2 + GROUPS * 2 + patches,
+    },
+  ];
+  printTable(rows);
+  const lookupRow = {
+    lookups: lookups.length,
+    'during users': userLookups,
+    'p50 ms': round(percentile(lookups, 50)),
+    'p99 ms (goal < 20)': round(percentile(lookups, 99)),
+    'max ms': round(Math.max(...lookups)),
+  };
+  printTable([lookupRow]);
+  log(`memberships written: ${memberships}`);
+  // The same lookup with the service otherwise idle: what the sync's own writes add to it.
+  const atRest = await load(`${base}/Users?filter=${encodeURIComponent(`userName eq "${userName(USERS - 1)}"`)}`, {
+    headers: { authorization: headers.authorization },
+    connections: CONCURRENCY,
+    duration: 10,
+  });
+  const restRow = {
+    'lookups at rest, 10 conn, req/s': atRest.rps,
+    'p50 ms': atRest.p50_ms,
+    'p99 ms': atRest.p99_ms,
+    non2xx: atRest.non2xx,
+  };
+  printTable([restRow]);
+  const file = saveResults('scim', {
+    users: USERS,
+    groups: GROUPS,
+    memberships,
+    concurrency: CONCURRENCY,
+    phases: rows,
+    lookups: lookupRow,
+  });
+  log(`written to ${file}`);
+} finally {
+  for (const stop of stops.reverse()) await stop().catch((error) => log(`cleanup: ${error.message}`));
+}
