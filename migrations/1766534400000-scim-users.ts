@@ -4,7 +4,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * SCIM 2.0 (contract v1.3, parts 6.1 and 6.19): users gain the identity provider's names for them.
  *
  * - `user_name`: SCIM's `userName`, unique case-insensitively; a user without one presents its
- *   email, so the lookup index is on what is presented (`lower(coalesce(user_name, email))`).
+ *   email, so what is presented (`lower(coalesce(user_name, email))`) is unique too: no two users
+ *   answer one identity provider's lookup. The index serves that lookup.
  * - `external_id`: the identity provider's id, unique.
  * - `scim_profile`: what SCIM sends that the admin API has no field for (`name.givenName`,
  *   `name.familyName`, the enterprise extension), kept as given and returned as it was.
@@ -20,7 +21,7 @@ export class ScimUsers1766534400000 implements MigrationInterface {
         ADD COLUMN scim_profile jsonb NULL CHECK (jsonb_typeof(scim_profile) = 'object')`);
     await db.query('CREATE UNIQUE INDEX users_user_name_key ON users (lower(user_name))');
     await db.query('CREATE UNIQUE INDEX users_external_id_key ON users (external_id)');
-    await db.query('CREATE INDEX users_scim_user_name_idx ON users (lower(coalesce(user_name, email)), id)');
+    await db.query('CREATE UNIQUE INDEX users_presented_name_key ON users (lower(coalesce(user_name, email)))');
     await db.query('CREATE INDEX users_display_name_lower_idx ON users (lower(display_name), id)');
     await db.query('DROP INDEX users_search_idx');
     await db.query(
@@ -36,7 +37,7 @@ export class ScimUsers1766534400000 implements MigrationInterface {
     await db.query('DROP INDEX users_search_idx');
     await db.query('CREATE INDEX users_search_idx ON users USING gin (email gin_trgm_ops, display_name gin_trgm_ops)');
     await db.query('DROP INDEX users_display_name_lower_idx');
-    await db.query('DROP INDEX users_scim_user_name_idx');
+    await db.query('DROP INDEX users_presented_name_key');
     await db.query('ALTER TABLE users DROP COLUMN scim_profile, DROP COLUMN external_id, DROP COLUMN user_name');
   }
 }

@@ -17,7 +17,7 @@ export type ScimType =
   | 'uniqueness'
   | 'tooMany';
 
-const SCIM_TYPES = new Set<string>([
+export const SCIM_TYPES: readonly ScimType[] = [
   'invalidFilter',
   'invalidSyntax',
   'invalidPath',
@@ -26,7 +26,8 @@ const SCIM_TYPES = new Set<string>([
   'mutability',
   'uniqueness',
   'tooMany',
-]);
+];
+const IS_SCIM_TYPE = new Set<string>(SCIM_TYPES);
 
 /**
  * A 400 of SCIM's own kind: VALIDATION_FAILED of the one error table, its rule the `scimType`,
@@ -59,7 +60,7 @@ export function scimStatusOf(error: ApiError): { status: number; scimType?: Scim
   if (error.code === 'VALIDATION_FAILED') {
     const fields = error.details.fields as readonly { field?: string; rule?: string }[] | undefined;
     const rule = fields?.[0]?.rule ?? '';
-    if (SCIM_TYPES.has(rule)) return { status: 400, scimType: rule as ScimType };
+    if (IS_SCIM_TYPE.has(rule)) return { status: 400, scimType: rule as ScimType };
     // The body as a whole is not what SCIM reads (not an object, too deep, not UTF-8).
     if (fields?.[0]?.field === 'body') return { status: 400, scimType: 'invalidSyntax' };
     return { status: 400, scimType: 'invalidValue' };

@@ -65,7 +65,10 @@ function tokenize(text: string): Token[] {
       STRING.lastIndex = at;
       const match = STRING.exec(text);
       if (match === null) throw invalid(`The string at character ${at + 1} is not closed or holds a bad escape`);
-      tokens.push({ type: 'string', value: JSON.parse(match[0]) as string, at });
+      const value = JSON.parse(match[0]) as string;
+      // An escaped NUL (\u0000) decodes to what PostgreSQL cannot hold in text.
+      if (value.includes('\u0000')) throw invalid(`The string at character ${at + 1} holds a NUL character`);
+      tokens.push({ type: 'string', value, at });
       at = STRING.lastIndex;
       continue;
     }

@@ -1,3 +1,4 @@
+import type { EntityManager } from 'typeorm';
 import { scimProblem } from './scim-error.js';
 import type { AttrPath, CompareOp, Filter, FilterValue } from './scim-filter.js';
 
@@ -91,8 +92,10 @@ function compare(name: string, attribute: Attribute, op: CompareOp, value: Filte
     throw wrongValue(name, '"eq" or "ne" only');
   }
   if (kind === 'timestamp') {
-    if (typeof value !== 'string' || Number.isNaN(Date.parse(value)) || LIKE[op] !== undefined)
-      throw wrongValue(name, 'an ISO-8601 date-time, by eq, ne, gt, ge, lt or le');
+    const year = typeof value === 'string' ? new Date(value).getUTCFullYear() : Number.NaN;
+    // Years PostgreSQL and ISO-8601 both hold; Date.parse also takes year 0, negatives and +275760.
+    if (typeof value !== 'string' || !(year >= 1 && year <= 9999) || LIKE[op] !== undefined)
+      throw wrongValue(name, 'an ISO-8601 date-time of the years 1–9999, by eq, ne, gt, ge, lt or le');
     const bound = `${params.bind(new Date(value).toISOString())}::timestamptz`;
     return op === 'eq'
       ? `${sql} = ${bound}`
@@ -137,6 +140,11 @@ function present(attribute: Attribute): string {
 
 type Scope = Readonly<Record<string, Attribute>>;
 
+/** The registry's own entry under a name the client chose: never one of Object.prototype's (`constructor`). */
+function own<T>(record: Readonly<Record<string, T>>, name: string): T | undefined {
+  return Object.hasOwn(record, name) ? record[name] : undefined;
+}
+
 function condition(filter: Filter, schema: FilterSchema, scope: Scope | undefined, params: Parameters): string {
   switch (filter.kind) {
     case 'and':
@@ -146,7 +154,7 @@ function condition(filter: Filter, schema: FilterSchema, scope: Scope | undefine
       return `NOT coalesce(${condition(filter.filter, schema, scope, params)}, false)`;
     case 'valuePath': {
       checkUrn(filter.path, schema);
-      const multi = schema.multiValued[filter.path.attr];
+      const multi = own(schema.multiValued, filter.path.attr);
       if (multi === undefined || scope !== undefined) throw unknownAttribute(filter.path, schema);
       const inner = condition(filter.filter, schema, multi.attributes, params);
       const then = filter.then === undefined ? '' : ` AND ${condition(filter.then, schema, multi.attributes, params)}`;
@@ -169,15 +177,15 @@ function resolve(path: AttrPath, schema: FilterSchema, scope: Scope | undefined)
   checkUrn(path, schema);
   const same = (sql: string): string => sql;
   if (scope !== undefined) {
-    const attribute = path.sub === undefined ? scope[path.attr] : undefined;
+    const attribute = path.sub === undefined ? own(scope, path.attr) : undefined;
     if (attribute === undefined) throw unknownAttribute(path, schema);
     return [attribute, same];
   }
-  const own = schema.attributes[pathText(path)];
-  if (own !== undefined) return [own, same];
+  const attribute = own(schema.attributes, pathText(path));
+  if (attribute !== undefined) return [attribute, same];
   // `members.value eq "12"`, and `emails eq "…"` (a multi-valued attribute compared by its value).
-  const multi = schema.multiValued[path.attr];
-  const sub = multi?.attributes[path.sub ?? 'value'];
+  const multi = own(schema.multiValued, path.attr);
+  const sub = multi === undefined ? undefined : own(multi.attributes, path.sub ?? 'value');
   if (multi === undefined || sub === undefined) throw unknownAttribute(path, schema);
   return [sub, multi.some];
 }
@@ -185,4 +193,41 @@ function resolve(path: AttrPath, schema: FilterSchema, scope: Scope | undefined)
 /** The filter as a SQL condition over the schema's expressions, its values bound to `params`. */
 export function filterSql(filter: Filter, schema: FilterSchema, params: Parameters): string {
   return condition(filter, schema, undefined, params);
+}
+
+/** What a list reads: the live rows of `table` matching the filter, a page of them ordered by id, and the total. */
+export interface PageSpec {
+  readonly table: 'users' | 'groups';
+  readonly schema: FilterSchema;
+  /** The select list. */
+  readonly columns: string;
+}
+
+/**
+ * One statement for the page and its total (a lookup by userName is one index probe); a page past
+ * the end has no row to carry the total, and asks for it alone.
+ */
+export async function scimPage<Row>(
+  db: EntityManager,
+  spec: PageSpec,
+  filter: Filter | undefined,
+  offset: number,
+  count: number,
+): Promise<{ total: number; rows: Row[] }> {
+  const params = new Parameters();
+  const where = `NOT is_deleted AND (${filter === undefined ? 'true' : filterSql(filter, spec.schema, params)})`;
+  const rows = await db.query<(Row & { total: number })[]>(
+    `SELECT ${spec.columns}, count(*) OVER ()::int AS total FROM ${spec.table}
+      WHERE ${where} ORDER BY id LIMIT ${Math.max(count, 1)} OFFSET ${offset}`,
+    params.values,
+  );
+  let total = rows[0]?.total;
+  if (total === undefined && offset > 0) {
+    const [counted] = await db.query<{ total: number }[]>(
+      `SELECT count(*)::int AS total FROM ${spec.table} WHERE ${where}`,
+      params.values,
+    );
+    total = counted?.total;
+  }
+  return { total: total ?? 0, rows: count === 0 ? [] : rows.map(({ total: _total, ...row }) => row as Row) };
 }

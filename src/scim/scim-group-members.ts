@@ -1,4 +1,5 @@
 import { scimProblem } from './scim-error.js';
+import type { Filter } from './scim-filter.js';
 import { matches, type Doc, type PatchOperation } from './scim-patch.js';
 import type { ScimMember } from './scim-groups.repository.js';
 
@@ -19,7 +20,7 @@ export function memberRefs(value: unknown): ScimMember[] {
     const id =
       record === undefined ? undefined : Object.entries(record).find(([name]) => name.toLowerCase() === 'value')?.[1];
     const text = typeof id === 'number' ? String(id) : id;
-    if (typeof text !== 'string' || !/^[1-9]\d{0,17}$/.test(text))
+    if (typeof text !== 'string' || !/^[1-9]\d{0,15}$/.test(text) || !Number.isSafeInteger(Number(text)))
       throw scimProblem('invalidValue', `members[${index}].value must be the id of a user or a group`, 'members');
     const type = Object.entries(record ?? {}).find(([name]) => name.toLowerCase() === 'type')?.[1];
     if (type !== undefined && type !== null && (typeof type !== 'string' || !/^(user|group)$/i.test(type)))
@@ -28,7 +29,25 @@ export function memberRefs(value: unknown): ScimMember[] {
   });
 }
 
+/** The most member-filter evaluations one PATCH may cost (operations × members). */
+export const MAX_EVALUATIONS = 200_000;
+
+/** The values a filter names when it is `value eq "…"` or an `or` of those; undefined for any other shape. */
+function namedValues(filter: Filter): string[] | undefined {
+  if (filter.kind === 'compare' && filter.op === 'eq' && filter.path.attr === 'value' && filter.path.sub === undefined)
+    return typeof filter.value === 'string' || typeof filter.value === 'number' ? [String(filter.value)] : undefined;
+  if (filter.kind !== 'or') return undefined;
+  const values: string[] = [];
+  for (const term of filter.terms) {
+    const named = namedValues(term);
+    if (named === undefined) return undefined;
+    values.push(...named);
+  }
+  return values;
+}
+
 export class MemberChanges {
+  private evaluated = 0;
   /** The whole set, once a replace or a filtered removal needed it. */
   private whole?: Map<string, ScimMember>;
   private original?: Map<string, ScimMember>;
@@ -78,7 +97,22 @@ export class MemberChanges {
   async removeWhere(operation: PatchOperation): Promise<void> {
     const all = await this.all();
     const filter = operation.path?.filter;
-    for (const [name, member] of all) if (filter === undefined || matches(filter, { ...member })) all.delete(name);
+    const named = filter === undefined ? undefined : namedValues(filter);
+    // `members[value eq "12" or value eq "13"]`, as identity providers write it: by key, at any size.
+    if (named !== undefined) {
+      for (const value of named) for (const type of ['User', 'Group']) all.delete(`${type}:${value}`);
+      return;
+    }
+    // Any other filter is matched against every member: bounded, so that no PATCH runs for long.
+    this.evaluated += all.size;
+    if (this.evaluated > MAX_EVALUATIONS)
+      throw scimProblem(
+        'tooMany',
+        `The PATCH's member filters would be tried on more than ${MAX_EVALUATIONS} members: name the members by value`,
+        'path',
+      );
+    for (const [name, member] of all)
+      if (filter === undefined || matches(filter, member as unknown as Doc)) all.delete(name);
   }
 
   /** One PATCH operation on `members` (path `members`, `members[filter]`, or a value's `members` key). */

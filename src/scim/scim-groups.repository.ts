@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { GROUPS } from '../groups/groups.repository.js';
-import { filterSql, Parameters, type FilterSchema } from './scim-filters.repository.js';
+import { scimPage, type FilterSchema } from './scim-filters.repository.js';
 import type { Filter } from './scim-filter.js';
 import { GROUP_SCHEMA } from './scim-schemas.js';
 
@@ -60,32 +60,18 @@ const MEMBERS = `coalesce((SELECT json_agg(json_build_object(
 export class ScimGroupsRepository {
   constructor(private readonly uow: UnitOfWork) {}
 
-  async page(
+  page(
     filter: Filter | undefined,
     offset: number,
     count: number,
     withMembers: boolean,
   ): Promise<{ total: number; rows: ScimGroupRow[] }> {
-    const params = new Parameters();
-    const where = filter === undefined ? 'true' : filterSql(filter, GROUP_FILTERS, params);
-    const db = this.uow.reader;
-    // One statement for the page and its total (a lookup by userName is one index probe); a page
-    // past the end has no row to carry the total, and asks for it alone.
-    const rows = await db.query<(ScimGroupRow & { total: number })[]>(
-      `SELECT ${COLUMNS}, ${withMembers ? MEMBERS : `'[]'::json AS members`}, count(*) OVER ()::int AS total FROM groups
-        WHERE NOT is_deleted AND (${where}) ORDER BY id LIMIT ${Math.max(count, 1)} OFFSET ${offset}`,
-      params.values,
-    );
-    const total = rows[0]?.total ?? (offset === 0 ? 0 : await this.count(where, params.values));
-    return { total, rows: count === 0 ? [] : rows.map(({ total: _total, ...row }) => row) };
-  }
-
-  private async count(where: string, values: unknown[]): Promise<number> {
-    const [counted] = await this.uow.reader.query<{ total: number }[]>(
-      `SELECT count(*)::int AS total FROM groups WHERE NOT is_deleted AND (${where})`,
-      values,
-    );
-    return counted?.total ?? 0;
+    const spec = {
+      table: 'groups',
+      schema: GROUP_FILTERS,
+      columns: `${COLUMNS}, ${withMembers ? MEMBERS : `'[]'::json AS members`}`,
+    } as const;
+    return scimPage<ScimGroupRow>(this.uow.reader, spec, filter, offset, count);
   }
 
   async live(db: EntityManager, id: number, withMembers = true): Promise<ScimGroupRow | undefined> {

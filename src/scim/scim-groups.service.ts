@@ -160,7 +160,7 @@ export class ScimGroupsService {
   }
 
   /** DELETE: as `DELETE /v1/admin/groups/{id}` (a soft delete: its members hold nothing through it). */
-  async remove(id: number, ifMatch: IfMatch): Promise<void> {
+  async remove(_actor: AuthContext, id: number, ifMatch: IfMatch): Promise<void> {
     if ((await this.reads.read(id, false)) === undefined) throw ApiError.notFound('GROUP_NOT_FOUND', id);
     await this.writes.remove(id, ifMatch);
   }

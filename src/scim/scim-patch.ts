@@ -166,8 +166,16 @@ function complexValue(attribute: DocAttribute, value: unknown, where: string): D
   return result;
 }
 
+/** The most values a multi-valued attribute of a user holds (people have a few emails and numbers). */
+export const MAX_VALUES = 20;
+
+function tooManyValues(attribute: DocAttribute): Error {
+  return scimProblem('invalidValue', `${attribute.name} holds at most ${MAX_VALUES} values`, attribute.name);
+}
+
 function valuesOf(attribute: DocAttribute, value: unknown): Doc[] {
   const list = Array.isArray(value) ? value : [value];
+  if (list.length > MAX_VALUES) throw tooManyValues(attribute);
   return list.map((item, index) => complexValue(attribute, item, `${attribute.name}[${index}]`));
 }
 
@@ -286,6 +294,19 @@ export function applyOperation(doc: Doc, schema: DocSchema, operation: PatchOper
 }
 
 function applyToList(
+  holder: Doc,
+  attribute: DocAttribute,
+  path: PatchPath,
+  op: PatchOpName,
+  value: unknown,
+  sub: string | undefined,
+): void {
+  changeList(holder, attribute, path, op, value, sub);
+  const list = holder[attribute.name];
+  if (Array.isArray(list) && list.length > MAX_VALUES) throw tooManyValues(attribute);
+}
+
+function changeList(
   holder: Doc,
   attribute: DocAttribute,
   path: PatchPath,

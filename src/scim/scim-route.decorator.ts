@@ -2,7 +2,7 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ErrorsIn } from '../platform/http/error-dialect.js';
 import { describeOperation } from '../platform/http/route-parts.js';
-import { ERROR_SCHEMA, SCIM_ERRORS } from './scim-error.js';
+import { ERROR_SCHEMA, SCIM_ERRORS, SCIM_TYPES } from './scim-error.js';
 
 /** SCIM's error schema (RFC 7644 §3.12), as every refusal of a /scim/v2 route is written. */
 const SCIM_ERROR_BODY = {
@@ -11,19 +11,7 @@ const SCIM_ERROR_BODY = {
   properties: {
     schemas: { type: 'array', items: { type: 'string', enum: [ERROR_SCHEMA] } },
     status: { type: 'string', example: '400' },
-    scimType: {
-      type: 'string',
-      enum: [
-        'invalidFilter',
-        'invalidSyntax',
-        'invalidPath',
-        'invalidValue',
-        'noTarget',
-        'mutability',
-        'uniqueness',
-        'tooMany',
-      ],
-    },
+    scimType: { type: 'string', enum: [...SCIM_TYPES] },
     detail: { type: 'string' },
   },
 };

@@ -68,9 +68,13 @@ export function scimUser(row: ScimUserRow): Doc {
   };
 }
 
-/** What a PATCH starts from: the writable attributes as `scimUser` shows them. */
+/**
+ * What a PATCH starts from: the writable attributes as `scimUser` shows them, but `active`, which
+ * only an operation that names it changes (a pending user shows `active: false`, and a PATCH of
+ * its name must not suspend it).
+ */
 export function editableUser(row: ScimUserRow): Doc {
-  const { id: _id, meta: _meta, groups: _groups, schemas: _schemas, ...rest } = scimUser(row);
+  const { id: _id, meta: _meta, groups: _groups, schemas: _schemas, active: _active, ...rest } = scimUser(row);
   return rest;
 }
 

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { USERS } from '../users/users.repository.js';
-import { filterSql, Parameters, type FilterSchema } from './scim-filters.repository.js';
+import { scimPage, type FilterSchema } from './scim-filters.repository.js';
 import type { Filter } from './scim-filter.js';
 import { USER_SCHEMA } from './scim-schemas.js';
 
@@ -61,35 +61,20 @@ const GROUPS = `coalesce((SELECT json_agg(json_build_object('value', g.id::text,
 export class ScimUsersRepository {
   constructor(private readonly uow: UnitOfWork) {}
 
-  async page(
+  page(
     filter: Filter | undefined,
     offset: number,
     count: number,
     withGroups: boolean,
   ): Promise<{ total: number; rows: ScimUserRow[] }> {
-    const params = new Parameters();
-    const where = filter === undefined ? 'true' : filterSql(filter, USER_FILTERS, params);
-    const db = this.uow.reader;
-    // One statement for the page and its total (a lookup by userName is one index probe); a page
-    // past the end has no row to carry the total, and asks for it alone.
-    const rows = await db.query<(ScimUserRow & { total: number })[]>(
-      `SELECT ${COLUMNS}, ${withGroups ? GROUPS : `'[]'::json AS groups`}, count(*) OVER ()::int AS total FROM users
-        WHERE NOT is_deleted AND (${where}) ORDER BY id LIMIT ${Math.max(count, 1)} OFFSET ${offset}`,
-      params.values,
-    );
-    const total = rows[0]?.total ?? (offset === 0 ? 0 : await this.count(where, params.values));
-    return { total, rows: count === 0 ? [] : rows.map(({ total: _total, ...row }) => row) };
+    const spec = {
+      table: 'users',
+      schema: USER_FILTERS,
+      columns: `${COLUMNS}, ${withGroups ? GROUPS : `'[]'::json AS groups`}`,
+    } as const;
+    return scimPage<ScimUserRow>(this.uow.reader, spec, filter, offset, count);
   }
 
-  private async count(where: string, values: unknown[]): Promise<number> {
-    const [counted] = await this.uow.reader.query<{ total: number }[]>(
-      `SELECT count(*)::int AS total FROM users WHERE NOT is_deleted AND (${where})`,
-      values,
-    );
-    return counted?.total ?? 0;
-  }
-
-  /** The live user, in `db` (a write's transaction, or the reader). */
   async live(db: EntityManager, id: number): Promise<ScimUserRow | undefined> {
     const [row] = await db.query<ScimUserRow[]>(
       `SELECT ${COLUMNS}, ${GROUPS} FROM users WHERE id = $1 AND NOT is_deleted`,

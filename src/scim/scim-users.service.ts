@@ -24,8 +24,9 @@ export interface ScimAnswer {
 
 /** The id in a SCIM path: ours are numbers, so anything else names no resource (404, as Okta's test expects). */
 export function scimId(text: string, notFound: 'USER_NOT_FOUND' | 'GROUP_NOT_FOUND'): number {
-  if (!/^[1-9]\d{0,17}$/.test(text)) throw ApiError.notFound(notFound, text);
-  return Number(text);
+  const id = /^[1-9]\d{0,15}$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(id)) throw ApiError.notFound(notFound, text);
+  return id;
 }
 
 /**

@@ -42,6 +42,17 @@ export function userUniqueProblem(
     return new ApiError('USER_NAME_TAKEN', `The user name ${values.user_name ?? ''} belongs to another user`, {
       user_name: values.user_name,
     });
+  // A user without a user name goes by its email: no two users may present the same name.
+  if (isUniqueViolation(error, 'users_presented_name_key')) {
+    const name = values.user_name ?? values.email;
+    return new ApiError(
+      'USER_NAME_TAKEN',
+      `The user name ${name ?? ''} belongs to another user (one without a user name goes by its email)`,
+      {
+        user_name: name,
+      },
+    );
+  }
   if (isUniqueViolation(error, 'users_external_id_key'))
     return new ApiError('EXTERNAL_ID_TAKEN', `Another user has external id ${values.external_id ?? ''}`, {
       external_id: values.external_id,
