@@ -29,6 +29,8 @@ export interface AccessScope {
   readonly users: readonly number[];
   readonly devices?: readonly number[];
   readonly permissions?: readonly string[];
+  /** The users were created by this transaction: before it they held nothing, and nothing is read for that side. */
+  readonly created?: boolean;
 }
 
 /**

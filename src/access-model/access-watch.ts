@@ -43,7 +43,7 @@ export class AccessWatch {
   async watch(tx: Tx, scope: AccessScope): Promise<void> {
     if (scope.users.length === 0) return;
     const at = Date.now();
-    const before = await this.facts(tx.db, scope, at);
+    const before = scope.created === true ? { subjects: [], authorities: [] } : await this.facts(tx.db, scope, at);
     tx.beforeCommit(async () => {
       const after = await this.facts(tx.db, scope, at);
       const only = scope.permissions === undefined ? undefined : new Set(scope.permissions);

@@ -72,7 +72,7 @@ export class ScimUsersService {
         ...(externalId === null ? {} : { external_id: externalId }),
         role_id: this.settings.scimDefaultRoleId,
       });
-      const user = input.active === false ? created : await this.actions.setActiveIn(tx, actor, created, true);
+      const user = input.active === false ? created : await this.actions.setActiveIn(tx, actor, created, true, true);
       // A new user belongs to no group yet: its SCIM view is the row written, with no read back.
       return { ...user, id: String(user.id), scim_profile: input.scim_profile, groups: [] };
     });

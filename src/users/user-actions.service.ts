@@ -87,15 +87,16 @@ export class UserActionsService {
   /**
    * SCIM's `active` (part 6.19) on the locked live user `before`, in the caller's transaction:
    * true activates a pending or suspended user; false suspends a pending or active one and revokes
-   * every session at once. `before` when it already is so.
+   * every session at once. `before` when it already is so. `created`: the user was inserted by
+   * this transaction (so it held nothing before it, and that side of the access watch is not read).
    */
-  async setActiveIn(tx: Tx, actor: AuthContext, before: UserRow, active: boolean): Promise<UserRow> {
+  async setActiveIn(tx: Tx, actor: AuthContext, before: UserRow, active: boolean, created = false): Promise<UserRow> {
     if (active ? before.status_id === USER_STATUS.active : before.status_id === USER_STATUS.suspended) return before;
     const action = active ? 'activate' : 'suspend';
     if (!active) assertNotSelf(actor, before.id, 'suspend');
     this.checkAction(before, actor, undefined, action);
     const reason = active ? null : 'deactivated by the identity provider (SCIM)';
-    const after = await this.setStatus(tx, before, TARGET_STATUS[action], `user.${action}`, reason);
+    const after = await this.setStatus(tx, before, TARGET_STATUS[action], `user.${action}`, reason, created);
     if (!active) await this.sessions.revokeAllOf(tx, before.id, reason ?? 'user suspended');
     return after;
   }
@@ -148,8 +149,9 @@ export class UserActionsService {
     statusId: number,
     action: AuditAction,
     reason: string | null,
+    created = false,
   ): Promise<UserRow> {
-    await this.access.watch(tx, { users: [before.id] });
+    await this.access.watch(tx, { users: [before.id], created });
     const after = await this.users.patch(tx, before.id, { status_id: statusId, ...updateStamp(tx) });
     await this.audit.record(tx, action, before.id, { reason, changes: { status_id: [before.status_id, statusId] } });
     return after;
