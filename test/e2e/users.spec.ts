@@ -45,6 +45,8 @@ describe('users (part 6.1)', () => {
         'email',
         'display_name',
         'phone',
+        'user_name',
+        'external_id',
         'role_id',
         'effective_role_id',
         'status_id',
@@ -158,6 +160,66 @@ describe('users (part 6.1)', () => {
       }
       await as(admin).post('/v1/admin/users', { email: email(), display_name: 'X', role_id: 3 }).expect(201);
       await as(root).post('/v1/admin/users', { email: email(), display_name: 'X', role_id: 2 }).expect(201);
+    });
+  });
+
+  describe('user_name and external_id (v1.3, the names SCIM keeps; set by hand too)', () => {
+    it('set on create and by PATCH, audited, unique (case-insensitive user name; one presented name per user), filtered and searched', async () => {
+      const name = `Ana.${randomUUID().slice(0, 8)}`;
+      const external = `00u${randomUUID().slice(0, 8)}`;
+      const user = await create({ user_name: name, external_id: external });
+      expect(user).toMatchObject({ user_name: name, external_id: external });
+      expect((await auditOf(user.id))[0]?.changes).toMatchObject({
+        user_name: [null, name],
+        external_id: [null, external],
+      });
+      const taken = await as(root)
+        .post('/v1/admin/users', { email: email(), display_name: 'Other', role_id: 4, user_name: name.toUpperCase() })
+        .expect(409);
+      expect(taken.body.error).toMatchObject({ code: 'USER_NAME_TAKEN', details: { user_name: name.toUpperCase() } });
+      const externalTaken = await as(root)
+        .post('/v1/admin/users', { email: email(), display_name: 'Other', role_id: 4, external_id: external })
+        .expect(409);
+      expect(externalTaken.body.error).toMatchObject({
+        code: 'EXTERNAL_ID_TAKEN',
+        details: { external_id: external, resource_type: 'user' },
+      });
+      // A user without a user name goes by its email: another may not take that as its user name.
+      const plain = await create();
+      const presented = await as(root)
+        .patch(`/v1/admin/users/${user.id}`, { user_name: String(plain.email).toLowerCase() })
+        .expect(409);
+      expect(presented.body.error.code).toBe('USER_NAME_TAKEN');
+      const listed = await as(root).get(`/v1/admin/users?external_id=${external}`).expect(200);
+      expect(listed.body.data.map((row: { id: number }) => row.id)).toEqual([user.id]);
+      const searched = await as(root)
+        .get(`/v1/admin/users?q=${encodeURIComponent(name.toLowerCase())}`)
+        .expect(200);
+      expect(searched.body.data.map((row: { id: number }) => row.id)).toContain(user.id);
+      const cleared = await as(root)
+        .patch(`/v1/admin/users/${user.id}`, { user_name: null, external_id: null })
+        .expect(200);
+      expect(cleared.body.data).toMatchObject({ user_name: null, external_id: null });
+      expect((await auditOf(user.id)).at(-1)?.changes).toEqual({
+        user_name: [name, null],
+        external_id: [external, null],
+      });
+    });
+
+    it('bad values are 400 with the field named: blank, too long, control characters, spaces at the ends', async () => {
+      for (const [field, value] of [
+        ['user_name', ''],
+        ['user_name', 'x'.repeat(255)],
+        ['user_name', 'a\tb'],
+        ['user_name', ' ana'],
+        ['external_id', 'x'.repeat(256)],
+        ['external_id', 'id\n'],
+      ] as const) {
+        const response = await as(root)
+          .post('/v1/admin/users', { email: email(), display_name: 'Bad', role_id: 4, [field]: value })
+          .expect(400);
+        expect([field, response.body.error.details.fields[0].field]).toEqual([field, field]);
+      }
     });
   });
 
