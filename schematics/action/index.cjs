@@ -58,7 +58,8 @@ const camel = (text) => {
   return value.charAt(0).toLowerCase() + value.slice(1);
 };
 const snake = (text) => text.replace(/-/g, '_');
-const article = (word) => (/^[aeiou]/.test(word) ? 'an' : 'a');
+// A vowel sound takes "an": a, e, i, o, and a u not said "you" (an update; a user, a unit).
+const article = (word) => (/^(?:[aeio]|u(?!s[aeiou]|ni|ti|bi|ri|r[ao]))/i.test(word) ? 'an' : 'a');
 
 function read(tree, path) {
   const buffer = tree.read(path);

@@ -1,3 +1,4 @@
+import { pastParticiple } from '../platform/http/article.js';
 import { Injectable } from '@nestjs/common';
 import { AuthContextService } from '../access-model/auth-context.service.js';
 import { DeviceAuthoritiesService } from '../access-model/device-authorities.service.js';
@@ -31,7 +32,7 @@ const AUTHORITIES = table('authorities', { columns: RESOURCE_COLUMNS, list: AUTH
 
 /** 422 for an action that would strip the owner of its rights; ownership moves only by transfer. */
 export function ownerProtected(row: Pick<AuthorityRow, 'id' | 'device_id'>, action: string): ApiError {
-  const done = action === 'delete' ? 'deleted' : action === 'expire' ? 'given an expiry' : `${action}d`;
+  const done = action === 'delete' ? 'deleted' : action === 'expire' ? 'given an expiry' : pastParticiple(action);
   return new ApiError(
     'OWNER_AUTHORITY_PROTECTED',
     `The owner's authority cannot be ${done}; transfer the ownership first`,

@@ -9,7 +9,7 @@ import { NOW, respondWith } from '../platform/projections/resource-table.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { AuthoritiesRepository, authorityState, ownerProtected, type AuthorityRow } from './authorities.repository.js';
 import type { AuthorityDto } from './dto/authority.dto.js';
-import { capitalised, withArticle } from '../platform/http/article.js';
+import { capitalised, withArticle, pastParticiple } from '../platform/http/article.js';
 
 type AuthorityAction = 'activate' | 'deactivate' | 'revoke';
 
@@ -106,7 +106,7 @@ export class AuthorityActionsService {
     if (!ALLOWED_FROM[action].includes(from)) {
       throw new ApiError(
         'INVALID_STATE_TRANSITION',
-        `${capitalised(withArticle(from))} authority cannot be ${action}d`,
+        `${capitalised(withArticle(from))} authority cannot be ${pastParticiple(action)}`,
         { from, action },
       );
     }

@@ -1,6 +1,6 @@
 import { ApiError } from '../platform/http/api-error.js';
 import { statusCode, USER_STATUS, type UserStatusCode } from '../platform/auth/roles.js';
-import { capitalised, withArticle } from '../platform/http/article.js';
+import { capitalised, pastParticiple, withArticle } from '../platform/http/article.js';
 
 export type UserAction = 'activate' | 'suspend' | 'reset_pin';
 
@@ -22,7 +22,7 @@ export function assertTransition(statusId: number, action: UserAction): void {
   if (from !== undefined && ALLOWED_FROM[action].includes(from)) return;
   throw new ApiError(
     'INVALID_STATE_TRANSITION',
-    `${capitalised(withArticle(from ?? 'unknown'))} user cannot be ${action === 'reset_pin' ? 'given a new PIN' : `${action}d`}`,
+    `${capitalised(withArticle(from ?? 'unknown'))} user cannot be ${action === 'reset_pin' ? 'given a new PIN' : pastParticiple(action)}`,
     {
       from: from ?? statusId,
       action: action === 'reset_pin' ? 'reset-pin' : action,

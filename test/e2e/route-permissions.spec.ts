@@ -58,6 +58,8 @@ function routeTable(app: NestFastifyApplication): string[] {
 
 // The reviewed list: a change here is a change of who may do what.
 const EXPECTED = [
+  'DELETE /scim/v2/Groups/:id → scim.provision',
+  'DELETE /scim/v2/Users/:id → scim.provision',
   'DELETE /v1/admin/authorities/:id → authorities.delete (or on its device)',
   'DELETE /v1/admin/authority-permissions/:id → authority_permissions.revoke (or on its device)',
   'DELETE /v1/admin/groups/:id → groups.delete',
@@ -66,6 +68,13 @@ const EXPECTED = [
   'DELETE /v1/admin/webhook-endpoints/:id → webhooks.manage',
   'GET /health/live → public',
   'GET /health/ready → public',
+  'GET /scim/v2/Groups → scim.provision',
+  'GET /scim/v2/Groups/:id → scim.provision',
+  'GET /scim/v2/ResourceTypes → public',
+  'GET /scim/v2/Schemas → public',
+  'GET /scim/v2/ServiceProviderConfig → public',
+  'GET /scim/v2/Users → scim.provision',
+  'GET /scim/v2/Users/:id → scim.provision',
   'GET /v1/admin/access-findings → access.read',
   'GET /v1/admin/access-requests → access_requests.read',
   'GET /v1/admin/access-requests/:id → access_requests.read',
@@ -109,12 +118,16 @@ const EXPECTED = [
   'GET /v1/admin/webhook-endpoints → webhooks.read',
   'GET /v1/admin/webhook-endpoints/:id → webhooks.read',
   'GET /v1/admin/webhook-endpoints/:id/deliveries → webhooks.read',
+  'PATCH /scim/v2/Groups/:id → scim.provision',
+  'PATCH /scim/v2/Users/:id → scim.provision',
   'PATCH /v1/admin/authorities/:id → authorities.update (or on its device)',
   'PATCH /v1/admin/devices/:id → devices.update (or on its device)',
   'PATCH /v1/admin/groups/:id → groups.update',
   'PATCH /v1/admin/inbox/:id → inbox.update',
   'PATCH /v1/admin/users/:id → users.update',
   'PATCH /v1/admin/webhook-endpoints/:id → webhooks.manage',
+  'POST /scim/v2/Groups → scim.provision',
+  'POST /scim/v2/Users → scim.provision',
   'POST /v1/admin/access-requests → access_requests.create',
   'POST /v1/admin/access-requests/:id/approve → access_requests.approve (or on its device)',
   'POST /v1/admin/access-requests/:id/cancel → access_requests.create',
@@ -161,6 +174,8 @@ const EXPECTED = [
   'POST /v1/admin/webhook-endpoints → webhooks.manage',
   'POST /v1/admin/webhook-endpoints/:id/rotate-secret → webhooks.manage',
   'POST /v1/admin/webhook-endpoints/:id/test → webhooks.manage',
+  'PUT /scim/v2/Groups/:id → scim.provision',
+  'PUT /scim/v2/Users/:id → scim.provision',
 ];
 
 describe('every route declares its permission (deny by default)', () => {

@@ -458,7 +458,9 @@ describe('users (part 6.1)', () => {
         reason: 'fraud check',
         changes: { status_id: [2, 3] },
       });
-      expect((await as(root).post(`/v1/admin/users/${user.id}/suspend`).expect(409)).body.error.details).toEqual({
+      const again = (await as(root).post(`/v1/admin/users/${user.id}/suspend`).expect(409)).body.error;
+      expect(again.message).toBe('A suspended user cannot be suspended');
+      expect(again.details).toEqual({
         from: 'suspended',
         action: 'suspend',
       });
