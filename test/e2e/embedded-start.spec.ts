@@ -158,6 +158,47 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
     }
   }, 60_000);
 
+  it('a second checkout: a new data directory whose default port is taken keeps a free one of its own and starts', async () => {
+    // Hold 54329 as another checkout's embedded PostgreSQL would (it may already be held).
+    const holder = createServer();
+    await new Promise<void>((settled) => {
+      holder.once('error', () => settled());
+      holder.listen(54329, '127.0.0.1', () => settled());
+    });
+    const second = mkdtempSync(join(tmpdir(), 'admin-api-second-'));
+    chmodSync(second, 0o755);
+    try {
+      const env = { DATA_DIR: second };
+      const first = await runCli(['bootstrap-admin', '--email', 'b@example.com'], env);
+      expect(first.code).toBe(0);
+      const kept = Number(readFileSync(join(second, 'postgres.port'), 'utf8'));
+      expect(kept).not.toBe(54329);
+      expect(first.stderr).toContain(`port 54329 is taken: this data directory's PostgreSQL uses ${kept}`);
+      expect(first.stderr).toContain(`starting embedded PostgreSQL on 127.0.0.1:${kept}`);
+      // The next run uses the port it kept.
+      const again = await runCli(['issue-token', '--user-id', '1'], env);
+      expect([again.code, again.stderr]).toEqual([0, expect.stringContaining(`127.0.0.1:${kept}`)]);
+      // A kept port another process took since: one line that says so and names the setting.
+      const taken = createServer();
+      await new Promise<void>((listening) => taken.listen(kept, '127.0.0.1', listening));
+      try {
+        const refused = await runCli(['issue-token', '--user-id', '1'], env);
+        expect(refused.code).not.toBe(0);
+        expect(refused.stderr).toMatch(
+          new RegExp(
+            `embedded PostgreSQL could not start: 127\\.0\\.0\\.1:${kept} is taken by another process .*set EMBEDDED_POSTGRES_PORT`,
+          ),
+        );
+      } finally {
+        await new Promise((closed) => taken.close(closed));
+      }
+    } finally {
+      await new Promise((closed) => holder.close(closed));
+      await stopLeftover(second);
+      rmSync(second, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it('on a terminal format (LOG_FORMAT=pretty) prints readable lines, not JSON', async () => {
     const port = await freePort();
     const env = {

@@ -62,7 +62,7 @@ export interface Settings {
   readonly logFormat: LogFormat;
   /** Where embedded-mode state lives (PostgreSQL data, generated secrets). */
   readonly dataDir: string;
-  readonly embeddedPostgresPort: number;
+  readonly embeddedPostgresPort: number | undefined;
   readonly dbPoolSize: number;
   /** `application_name` of the service's PostgreSQL connections (the job queue's get `-jobs`). */
   readonly dbApplicationName: string;
@@ -258,7 +258,9 @@ export function loadSettings(env: Env = process.env): Settings {
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     logFormat: oneOf<LogFormat>(env, 'LOG_FORMAT', ['auto', 'json', 'pretty'], 'auto'),
     dataDir: isAbsolute(dataDir) ? dataDir : resolve(process.cwd(), dataDir),
-    embeddedPostgresPort: integer(env, 'EMBEDDED_POSTGRES_PORT', 54329, 1024, 65535),
+    // Unset: the port chosen when the data directory was made (kept in DATA_DIR/postgres.port).
+    embeddedPostgresPort:
+      env.EMBEDDED_POSTGRES_PORT === undefined ? undefined : integer(env, 'EMBEDDED_POSTGRES_PORT', 54329, 1024, 65535),
     dbPoolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 500),
     dbApplicationName: text(env, 'DB_APPLICATION_NAME') ?? 'admin-api',
     dbConnectTimeoutMs: integer(env, 'DB_CONNECT_TIMEOUT_MS', 2000, 100, 60_000),

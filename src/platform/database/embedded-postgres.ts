@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { arch, platform } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -33,6 +34,31 @@ export function connectionName(settings: { readonly databaseUrl: string | undefi
   return `${base}${tag}`;
 }
 
+/** The embedded PostgreSQL's port when nothing else holds it. */
+const DEFAULT_PORT = 54329;
+
+/** Whether nothing listens on 127.0.0.1:port. */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+}
+
+/** A port the system has free on the loopback address now. */
+function anyFreePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
 interface Binaries {
   readonly initdb: string;
   readonly pg_ctl: string;
@@ -49,16 +75,39 @@ interface Binaries {
 export class EmbeddedPostgres {
   private readonly pgDir: string;
   private readonly passwordFile: string;
+  private readonly portFile: string;
   private readonly osUser: ServerUser | undefined;
 
+  /** `port`: EMBEDDED_POSTGRES_PORT; undefined for the one chosen when the data directory was made. */
   constructor(
     private readonly dataDir: string,
-    private readonly port: number,
+    private readonly port: number | undefined,
     private readonly log: (line: string) => void,
   ) {
     this.pgDir = join(dataDir, 'postgres');
     this.passwordFile = join(dataDir, 'postgres.password');
+    this.portFile = join(dataDir, 'postgres.port');
     this.osUser = serverUser();
+  }
+
+  /** The port to start on: the setting, else the one kept in the data directory, else 54329. */
+  private configuredPort(): number {
+    if (this.port !== undefined) return this.port;
+    const kept = existsSync(this.portFile) ? Number(readFileSync(this.portFile, 'utf8').trim()) : Number.NaN;
+    return Number.isInteger(kept) && kept >= 1024 && kept <= 65535 ? kept : DEFAULT_PORT;
+  }
+
+  /**
+   * A new data directory keeps a port of its own: 54329 when free, else a free one. A second
+   * checkout on the same machine (another worktree, a project built on this one) then starts beside
+   * the first instead of failing on its port.
+   */
+  private async choosePort(): Promise<void> {
+    if (this.port !== undefined || existsSync(this.portFile)) return;
+    // A directory made before ports were kept may have its server running already: keep its port.
+    const port = this.runningPort() ?? ((await portIsFree(DEFAULT_PORT)) ? DEFAULT_PORT : await anyFreePort());
+    writeFileSync(this.portFile, `${port}\n`);
+    if (port !== DEFAULT_PORT) this.log(`port ${DEFAULT_PORT} is taken: this data directory's PostgreSQL uses ${port}`);
   }
 
   private async binaries(): Promise<Binaries> {
@@ -81,7 +130,7 @@ export class EmbeddedPostgres {
   }
 
   get url(): string {
-    return `postgresql://postgres:${encodeURIComponent(this.password())}@127.0.0.1:${this.runningPort() ?? this.port}/postgres`;
+    return `postgresql://postgres:${encodeURIComponent(this.password())}@127.0.0.1:${this.runningPort() ?? this.configuredPort()}/postgres`;
   }
 
   /** The port of a server already running on our data directory, read from its postmaster.pid. */
@@ -119,6 +168,7 @@ export class EmbeddedPostgres {
   /** Initialises the cluster on first use and starts it unless it already runs. Returns whether we started it. */
   async ensureRunning(): Promise<boolean> {
     mkdirSync(this.dataDir, { recursive: true });
+    await this.choosePort();
     const bin = await this.binaries();
     await this.checkReachable(bin);
     if (!existsSync(join(this.pgDir, 'PG_VERSION'))) {
@@ -144,7 +194,8 @@ export class EmbeddedPostgres {
       }
     }
     if (this.runningPort() !== undefined) return false;
-    this.log(`starting embedded PostgreSQL on 127.0.0.1:${this.port}`);
+    const port = this.configuredPort();
+    this.log(`starting embedded PostgreSQL on 127.0.0.1:${port}`);
     await this.exec(bin.pg_ctl, [
       'start',
       '-w',
@@ -155,8 +206,18 @@ export class EmbeddedPostgres {
       '-l',
       join(this.pgDir, 'server.log'),
       '-o',
-      `-p ${this.port} -c listen_addresses=127.0.0.1`,
-    ]);
+      `-p ${port} -c listen_addresses=127.0.0.1`,
+    ]).catch(async (error: unknown) => {
+      // pg_ctl says only "could not start server. Examine the log output.": say why, in one line.
+      if (!(await portIsFree(port)))
+        throw new Error(
+          `embedded PostgreSQL could not start: 127.0.0.1:${port} is taken by another process (another checkout's embedded PostgreSQL?); ` +
+            `set EMBEDDED_POSTGRES_PORT to a free port${this.port === undefined ? `, or delete ${this.portFile} to have one chosen` : ''}`,
+        );
+      throw new Error(
+        `embedded PostgreSQL could not start (${error instanceof Error ? error.message.split('\n')[0] : String(error)}): see ${join(this.pgDir, 'server.log')}`,
+      );
+    });
     return true;
   }
 
