@@ -65,13 +65,14 @@ export function ScimRoute(docs: ScimRouteDocs): MethodDecorator {
       : ApiResponse({
           status: docs.status,
           description: docs.status === 201 ? 'Created: the resource, with Location and ETag' : 'The SCIM document',
-          content: { 'application/scim+json': { schema: { type: 'object', additionalProperties: true } } },
+          schema: { type: 'object', additionalProperties: true },
         }),
     ...statuses.map((status) =>
       ApiResponse({
         status,
         description: MEANING[status] ?? 'Refused',
-        content: { 'application/scim+json': { schema: SCIM_ERROR_BODY } },
+        // `schema`, not `content`: it replaces the admin envelope `@Authorize` documents for 401/403/429.
+        schema: SCIM_ERROR_BODY,
       }),
     ),
   );

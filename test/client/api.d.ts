@@ -1888,7 +1888,7 @@ export interface paths {
         put?: never;
         /**
          * Create a user (SCIM)
-         * @description Its own role is SCIM_DEFAULT_ROLE_ID; active (default true) activates it.
+         * @description Its own role is SCIM_DEFAULT_ROLE_ID (roles come from groups); active (default true) activates it.
          *
          *     Requires the permission `scim.provision`.
          */
@@ -1954,7 +1954,7 @@ export interface paths {
         put?: never;
         /**
          * Create a group (SCIM)
-         * @description members (type User, or Group for a nested group) are added as POST /v1/admin/groups/{id}/members would, atomically.
+         * @description members (type User, or Group for a nested group) are added as POST /v1/admin/groups/{id}/members would, all or none.
          *
          *     Requires the permission `scim.provision`.
          */
@@ -12661,7 +12661,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /**
@@ -12674,7 +12681,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /**
@@ -12687,7 +12701,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description A dependency (the database) is unavailable */
@@ -12718,7 +12739,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description A SCIM User */
+        /** @description A SCIM user */
         requestBody: {
             content: {
                 "application/scim+json": {
@@ -12767,7 +12788,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /**
@@ -12780,7 +12808,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description uniqueness: the userName, email, externalId or group name belongs to another resource */
@@ -12842,7 +12877,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description A dependency (the database) is unavailable */
@@ -12911,7 +12953,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /**
@@ -12924,7 +12973,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description No live resource has this id */
@@ -12953,7 +13009,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description A dependency (the database) is unavailable */
@@ -12986,7 +13049,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description A SCIM User */
+        /** @description A SCIM user */
         requestBody: {
             content: {
                 "application/scim+json": {
@@ -13035,7 +13098,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /**
@@ -13048,7 +13118,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description No live resource has this id */
@@ -13141,7 +13218,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description A dependency (the database) is unavailable */
@@ -13209,7 +13293,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /**
@@ -13222,7 +13313,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description No live resource has this id */
@@ -13267,7 +13365,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description A dependency (the database) is unavailable */
@@ -13349,7 +13454,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /**
@@ -13362,7 +13474,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description No live resource has this id */
@@ -13455,7 +13574,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description A dependency (the database) is unavailable */
@@ -13522,7 +13648,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /**
@@ -13535,7 +13668,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /**
@@ -13548,7 +13688,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description A dependency (the database) is unavailable */
@@ -13579,7 +13726,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description A SCIM Group */
+        /** @description A SCIM group */
         requestBody: {
             content: {
                 "application/scim+json": {
@@ -13628,7 +13775,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /**
@@ -13641,7 +13795,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description uniqueness: the userName, email, externalId or group name belongs to another resource */
@@ -13703,7 +13864,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description A dependency (the database) is unavailable */
@@ -13772,7 +13940,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /**
@@ -13785,7 +13960,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description No live resource has this id */
@@ -13814,7 +13996,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description A dependency (the database) is unavailable */
@@ -13847,7 +14036,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description A SCIM Group */
+        /** @description A SCIM group */
         requestBody: {
             content: {
                 "application/scim+json": {
@@ -13896,7 +14085,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /**
@@ -13909,7 +14105,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description No live resource has this id */
@@ -14002,7 +14205,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description A dependency (the database) is unavailable */
@@ -14070,7 +14280,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /**
@@ -14083,7 +14300,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description No live resource has this id */
@@ -14128,7 +14352,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description A dependency (the database) is unavailable */
@@ -14210,7 +14441,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /**
@@ -14223,7 +14461,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description No live resource has this id */
@@ -14316,7 +14561,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/scim+json": components["schemas"]["ErrorEnvelopeDto"];
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
                 };
             };
             /** @description A dependency (the database) is unavailable */

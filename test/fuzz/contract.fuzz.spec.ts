@@ -16,7 +16,7 @@ import { body, listQuery, pathValue, valid } from './request-arbitraries.js';
 interface Operation {
   parameters?: { name: string; in: 'path' | 'query'; required?: boolean; schema: Schema }[];
   requestBody?: { content: { 'application/json': { schema: Schema } } };
-  responses: Record<string, { content?: { 'application/json': { schema: Schema } } }>;
+  responses: Record<string, { content?: Record<string, { schema: Schema }> }>;
 }
 interface OpenApi {
   paths: Record<string, Record<string, Operation>>;
@@ -150,13 +150,21 @@ async function send(
         ? http.delete(url)
         : method === 'patch'
           ? http.patch(url)
-          : http.post(url);
+          : method === 'put'
+            ? http.put(url)
+            : http.post(url);
   const request = base.query(query).set('Authorization', auth);
   const response =
-    method === 'post' || method === 'patch'
+    method === 'post' || method === 'patch' || method === 'put'
       ? await request.set('Content-Type', 'application/json').send(JSON.stringify(payload))
       : await request;
-  return { status: response.status, text: response.text, body: response.body as unknown };
+  // supertest parses only application/json; SCIM answers application/scim+json (part 6.19).
+  const scimJson = /^application\/scim\+json/.test(String(response.headers['content-type'])) && response.text !== '';
+  return {
+    status: response.status,
+    text: response.text,
+    body: scimJson ? (JSON.parse(response.text) as unknown) : (response.body as unknown),
+  };
 }
 
 function conformance(operation: Operation, sent: Sent): string[] {
@@ -165,6 +173,7 @@ function conformance(operation: Operation, sent: Sent): string[] {
   if (documented === undefined)
     return [`status ${sent.status} is not documented (documented: ${Object.keys(operation.responses).join(', ')})`];
   if (sent.status === 204) return sent.text === '' ? [] : ['204 with a body'];
-  const schema = documented.content?.['application/json'].schema;
+  // The documented media type: JSON, or SCIM's (part 6.19).
+  const schema = Object.values(documented.content ?? {})[0]?.schema;
   return schema === undefined ? [] : check(schema, sent.body, components);
 }
