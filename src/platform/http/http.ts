@@ -67,6 +67,18 @@ function routerError(error: FastifyError, request: FastifyRequest, reply: Fastif
     .send(errorBody(refusal, request.id));
 }
 
+/** The header whose value holds a NUL byte, which Node's parser refuses before any hook runs; undefined if none. */
+function headerWithNul(error: NodeJS.ErrnoException): string | undefined {
+  const raw = (error as NodeJS.ErrnoException & { rawPacket?: Buffer }).rawPacket;
+  if (raw === undefined || !raw.includes(0)) return undefined;
+  const line = raw
+    .toString('latin1')
+    .split('\r\n')
+    .find((candidate) => candidate.includes('\u0000') && candidate.includes(':'));
+  const name = line?.slice(0, line.indexOf(':')).trim().toLowerCase();
+  return name === undefined || name === '' || !/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name) ? 'headers' : name;
+}
+
 /** Node's HTTP parser's: headers over the limit (431), a request not sent in time (408), anything malformed (400). */
 function clientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   // A reset connection has nobody left to answer; one whose request was refused before its body
@@ -75,17 +87,20 @@ function clientError(error: NodeJS.ErrnoException, socket: Duplex): void {
     socket.destroy(error);
     return;
   }
+  const nulHeader = headerWithNul(error);
   const [status, refusal] =
-    error.code === 'HPE_HEADER_OVERFLOW'
-      ? [
-          431,
-          new ApiError('HEADERS_TOO_LARGE', 'The request headers are larger than the server accepts', {
-            field: 'headers',
-          }),
-        ]
-      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, ApiError.field('request', 'timeout', 'The request was not received in time')]
-        : [400, ApiError.field('request', 'syntax', 'The request is not valid HTTP/1.1')];
+    nulHeader !== undefined
+      ? [400, nulRefusal(nulHeader)]
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [
+            431,
+            new ApiError('HEADERS_TOO_LARGE', 'The request headers are larger than the server accepts', {
+              field: 'headers',
+            }),
+          ]
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, ApiError.field('request', 'timeout', 'The request was not received in time')]
+          : [400, ApiError.field('request', 'syntax', 'The request is not valid HTTP/1.1')];
   const id = randomUUID();
   const body = errorBody(refusal, id);
   // As Node's own handler: never write into a response already under way (a pipelined request).
@@ -154,6 +169,11 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, options: H
         done(ApiError.field(illFormed, 'utf8', 'The string holds a lone surrogate: it is not UTF-8'), undefined);
         return;
       }
+      const nul = error === null ? nulStringAt(value) : undefined;
+      if (nul !== undefined) {
+        done(nulRefusal(nul), undefined);
+        return;
+      }
       done(error, value);
     });
   });
@@ -202,6 +222,11 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, options: H
       return undefined;
     });
   }
+  // A NUL in a query parameter or a path segment (`%00`) is refused like one in a body (part 1).
+  fastify.addHook('preValidation', (request, _reply, done) => {
+    const at = nulStringAt(request.query) ?? nulStringAt(request.params);
+    done(at === undefined || at === 'body' ? undefined : nulRefusal(at));
+  });
   // After body parsing, so the context survives into guards, pipes and handlers.
   fastify.addHook('preHandler', (request, _reply, done) => {
     const context = { request_id: request.id, ip: request.ip, actor_id: null };
@@ -312,21 +337,36 @@ function acceptsMediaType(request: FastifyRequest): boolean {
 
 /** Where the first string (a value or a key) that is not well-formed UTF-16 sits, as `a.b.0`; undefined if none. */
 export function illFormedStringAt(value: unknown): string | undefined {
+  return stringAt(value, (text) => !text.isWellFormed());
+}
+
+/** Where the first string (a value or a key) holding a NUL character sits, as `a.b.0`; undefined if none. */
+export function nulStringAt(value: unknown): string | undefined {
+  return stringAt(value, (text) => text.includes('\u0000'));
+}
+
+/** Where the first string (a value or a key) for which `bad` holds sits; iterative, as a hostile body may be deep. */
+function stringAt(value: unknown, bad: (text: string) => boolean): string | undefined {
   const stack: [unknown, string][] = [[value, '']];
   while (stack.length > 0) {
     const [item, path] = stack.pop() as [unknown, string];
     if (typeof item === 'string') {
-      if (!item.isWellFormed()) return path === '' ? 'body' : path;
+      if (bad(item)) return path === '' ? 'body' : path;
       continue;
     }
     if (item === null || typeof item !== 'object') continue;
     for (const [key, child] of Object.entries(item)) {
       const at = path === '' ? key : `${path}.${key}`;
-      if (!key.isWellFormed()) return path === '' ? 'body' : path;
+      if (bad(key)) return path === '' ? 'body' : path;
       stack.push([child, at]);
     }
   }
   return undefined;
+}
+
+/** The refusal of a NUL character (part 1): PostgreSQL cannot store one in text, and none is dropped silently. */
+export function nulRefusal(field: string): ApiError {
+  return ApiError.field(field, 'nul', `${field} holds a NUL character (\\u0000), which cannot be stored`);
 }
 
 /** Iterative, so a hostile body cannot overflow the stack while being measured. */
