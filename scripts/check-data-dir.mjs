@@ -3,10 +3,15 @@
 // the way), say so now rather than after a build of a minute or more. The rule is the server's own
 // (src/platform/database/server-user.mjs), which checks again when it starts. Says nothing and
 // exits 0 when there is nothing to check (DATABASE_URL set, not root, binaries not installed).
+import { existsSync } from 'node:fs';
 import { arch, platform } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { closedDirectory, closedMessage, serverUser } from '../src/platform/database/server-user.mjs';
+
+// `.env` when there is one, quietly when there is none (Node's --env-file-if-exists says
+// ".env not found. Continuing without it." on every start); the environment wins, as the server's own.
+if (existsSync('.env')) process.loadEnvFile('.env');
 
 const setting = (name) => process.env[name]?.trim() || undefined;
 
