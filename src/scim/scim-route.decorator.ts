@@ -45,7 +45,10 @@ export interface ScimRouteDocs {
  * admin API's envelope.
  */
 export function ScimRoute(docs: ScimRouteDocs): MethodDecorator {
-  const statuses = [...new Set([...docs.errors, 503, ...(docs.body === undefined ? [] : [413, 415])])];
+  // A body is read by every method but GET (a DELETE's too, when it is sent one): 413 and 415 can answer.
+  const statuses = [
+    ...new Set([...docs.errors, 503, ...(docs.body === undefined && docs.status !== 204 ? [] : [413, 415])]),
+  ];
   return applyDecorators(
     ApiTags('scim'),
     ErrorsIn(SCIM_ERRORS),

@@ -89,9 +89,10 @@ export class UsersController {
     permission: 'users.update',
   })
   @Describe({
-    summary: 'Change a user’s email, display name, phone or role',
+    summary: 'Change a user’s email, display name, phone, role, user name or external id',
+    description: 'Changing one’s own role is 422 `SELF_ACTION_FORBIDDEN`.',
     returns: UserDto,
-    errors: [400, 404, 409, 412],
+    errors: [400, 404, 409, 412, 422],
     preview: true,
   })
   update(

@@ -82,8 +82,10 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a user’s email, display name, phone or role
-         * @description Requires the permission `users.update`.
+         * Change a user’s email, display name, phone, role, user name or external id
+         * @description Changing one’s own role is 422 `SELF_ACTION_FORBIDDEN`.
+         *
+         *     Requires the permission `users.update`.
          */
         patch: operations["Users_update"];
         trace?: never;
@@ -3389,6 +3391,15 @@ export interface components {
         };
     };
     responses: {
+        /** @description `HEADERS_TOO_LARGE`: The request headers are larger than the server accepts */
+        Error431: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
         /** @description `SERVICE_UNAVAILABLE`: A dependency is unreachable or refused the work; see Retry-After */
         Error503: {
             headers: {
@@ -3434,6 +3445,15 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelopeDto"];
             };
         };
+        /** @description `URI_TOO_LONG`: A path segment is longer than the server accepts */
+        Error414: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelopeDto"];
+            };
+        };
     };
     parameters: never;
     requestBodies: never;
@@ -3465,6 +3485,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
         };
     };
     healthReady: {
@@ -3490,6 +3511,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
             /** @description `SERVICE_UNAVAILABLE`: A dependency is unreachable or refused the work; see Retry-After */
             503: {
                 headers: {
@@ -3573,6 +3595,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -3663,6 +3686,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -3730,6 +3754,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -3739,6 +3764,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -3825,6 +3851,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
+            415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
@@ -3843,6 +3872,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -3936,7 +3966,17 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
+            /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -3946,6 +3986,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -4037,6 +4078,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -4048,6 +4090,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -4140,6 +4183,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -4151,6 +4195,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -4246,6 +4291,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
@@ -4265,6 +4311,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -4357,6 +4404,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -4368,6 +4416,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -4439,6 +4488,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -4448,6 +4498,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -4532,6 +4583,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
@@ -4551,6 +4603,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -4623,6 +4676,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -4704,6 +4758,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -4768,6 +4823,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -4777,6 +4833,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -4858,6 +4915,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
@@ -4868,6 +4926,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -4955,6 +5014,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
@@ -4974,6 +5034,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -5045,6 +5106,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -5054,6 +5116,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -5131,6 +5194,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -5229,6 +5293,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -5296,6 +5361,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -5305,6 +5371,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -5391,6 +5458,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
+            415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
@@ -5409,6 +5479,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -5490,6 +5561,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
@@ -5509,6 +5581,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -5600,6 +5673,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -5611,6 +5685,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -5703,6 +5778,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -5714,6 +5790,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -5809,6 +5886,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
@@ -5828,6 +5906,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -5923,6 +6002,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
@@ -5942,6 +6022,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -6013,6 +6094,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -6082,6 +6164,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -6155,6 +6238,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -6219,6 +6303,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -6228,6 +6313,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -6343,6 +6429,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -6428,6 +6515,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -6501,6 +6589,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -6616,6 +6705,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -6680,6 +6770,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -6689,6 +6780,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -6775,6 +6867,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
+            415: components["responses"]["Error415"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -6784,6 +6879,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -6873,6 +6969,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -6962,6 +7059,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -7036,6 +7134,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -7126,6 +7225,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -7193,6 +7293,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -7202,6 +7303,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -7288,6 +7390,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
+            415: components["responses"]["Error415"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -7297,6 +7402,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -7390,6 +7496,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
@@ -7409,6 +7516,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -7500,6 +7608,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
@@ -7519,6 +7628,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -7596,6 +7706,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -7605,6 +7716,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -7681,6 +7793,7 @@ export interface operations {
             };
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
@@ -7700,6 +7813,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -7776,6 +7890,7 @@ export interface operations {
             };
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -7787,6 +7902,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -7857,6 +7973,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -7866,6 +7983,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -7955,6 +8073,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -8033,6 +8152,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
@@ -8051,6 +8171,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -8125,6 +8246,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
@@ -8143,6 +8265,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -8217,6 +8340,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
                 headers: {
@@ -8235,6 +8359,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -8308,6 +8433,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -8406,6 +8532,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -8470,6 +8597,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -8479,6 +8607,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -8574,6 +8703,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
@@ -8593,6 +8723,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -8685,6 +8816,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
@@ -8704,6 +8836,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -8796,6 +8929,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -8807,6 +8941,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -8884,6 +9019,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -8954,6 +9090,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -9036,6 +9173,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -9100,6 +9238,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -9109,6 +9248,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -9186,6 +9326,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -9195,6 +9336,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -9278,6 +9420,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -9289,6 +9432,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -9381,6 +9525,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -9392,6 +9537,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -9484,6 +9630,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -9495,6 +9642,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -9570,6 +9718,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -9652,6 +9801,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -9719,6 +9869,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -9728,6 +9879,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -9811,6 +9963,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
+            415: components["responses"]["Error415"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -9820,6 +9975,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -9901,6 +10057,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
@@ -9911,6 +10068,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -10000,6 +10158,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -10091,6 +10250,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -10102,6 +10262,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -10186,6 +10347,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -10197,6 +10359,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -10272,6 +10435,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -10337,6 +10501,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -10401,6 +10566,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -10410,6 +10576,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -10494,6 +10661,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -10505,6 +10673,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -10589,6 +10758,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -10600,6 +10770,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -10684,6 +10855,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -10695,6 +10867,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -10779,6 +10952,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
@@ -10798,6 +10972,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -10870,6 +11045,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -10960,6 +11136,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -11024,6 +11201,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -11033,6 +11211,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -11125,6 +11304,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -11136,6 +11316,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -11228,6 +11409,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -11239,6 +11421,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -11303,6 +11486,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -11312,6 +11496,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -11392,6 +11577,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -11401,6 +11587,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -11479,6 +11666,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -11543,6 +11731,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -11552,6 +11741,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -11631,6 +11821,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -11703,6 +11894,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -11784,6 +11976,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -11848,6 +12041,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -11857,6 +12051,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -11933,6 +12128,9 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
+            415: components["responses"]["Error415"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -11942,6 +12140,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -12023,6 +12222,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             /** @description `OWNER_AUTHORITY_PROTECTED`: The owner’s authority cannot be deleted, deactivated, revoked or given an expiry; `TRANSFER_TARGET_INVALID`: The new owner is deleted, not active, or already the owner; `SELF_ACTION_FORBIDDEN`: Nobody may do this to themselves; `PERMISSION_NOT_DEVICE_SCOPED`: Only device-scoped permissions attach to authorities; `SNOOZE_UNTIL_INVALID`: until must be in the future and at most 365 days ahead; `IDEMPOTENCY_KEY_REUSED`: The key was used with a different body; `WEBHOOK_URL_FORBIDDEN`: The webhook URL is not https, or its host is (or resolves to) a loopback, private or otherwise non-public address; `HISTORY_NOT_AVAILABLE`: A point-in-time question about a moment before the access history begins; `ACCESS_REQUEST_INVALID`: The access cannot be asked for or granted: the permission is not device-scoped, the requester holds no live authority on the device, is already allowed it there, or is not active; `ACCESS_REVIEW_ITEM_NOT_REVOCABLE`: An owner’s or a role’s access cannot be decided `revoke` in an access review; `GROUP_NESTING_INVALID`: The group would contain itself (`cycle`) or nest more than 5 levels deep (`depth`) */
             422: {
@@ -12042,6 +12242,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -12126,6 +12327,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -12137,6 +12339,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -12229,6 +12432,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -12240,6 +12444,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -12313,6 +12518,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
             429: {
                 headers: {
@@ -12322,6 +12528,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -12414,6 +12621,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["Error413"];
+            414: components["responses"]["Error414"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             /** @description `RATE_LIMITED`: Too many requests; see Retry-After */
@@ -12425,6 +12633,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -12498,6 +12707,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            431: components["responses"]["Error431"];
             503: components["responses"]["Error503"];
         };
     };
@@ -12521,6 +12731,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
             /** @description A dependency (the database) is unavailable */
             503: {
                 headers: {
@@ -12559,6 +12770,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
             /** @description A dependency (the database) is unavailable */
             503: {
                 headers: {
@@ -12597,6 +12809,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
             /** @description A dependency (the database) is unavailable */
             503: {
                 headers: {
@@ -12711,6 +12924,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
             /** @description A dependency (the database) is unavailable */
             503: {
                 headers: {
@@ -12887,6 +13101,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
             /** @description A dependency (the database) is unavailable */
             503: {
                 headers: {
@@ -12999,6 +13214,7 @@ export interface operations {
                     };
                 };
             };
+            414: components["responses"]["Error414"];
             /**
              * @description `RATE_LIMITED`: Too many requests; see Retry-After
              *
@@ -13019,6 +13235,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
             /** @description A dependency (the database) is unavailable */
             503: {
                 headers: {
@@ -13192,6 +13409,7 @@ export interface operations {
                     };
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description The body is neither application/scim+json nor application/json */
             415: {
                 headers: {
@@ -13228,6 +13446,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
             /** @description A dependency (the database) is unavailable */
             503: {
                 headers: {
@@ -13355,6 +13574,39 @@ export interface operations {
                     };
                 };
             };
+            /** @description The body exceeds 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            414: components["responses"]["Error414"];
+            /** @description The body is neither application/scim+json nor application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
             /**
              * @description `RATE_LIMITED`: Too many requests; see Retry-After
              *
@@ -13375,6 +13627,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
             /** @description A dependency (the database) is unavailable */
             503: {
                 headers: {
@@ -13548,6 +13801,7 @@ export interface operations {
                     };
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description The body is neither application/scim+json nor application/json */
             415: {
                 headers: {
@@ -13584,6 +13838,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
             /** @description A dependency (the database) is unavailable */
             503: {
                 headers: {
@@ -13698,6 +13953,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
             /** @description A dependency (the database) is unavailable */
             503: {
                 headers: {
@@ -13874,6 +14130,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
             /** @description A dependency (the database) is unavailable */
             503: {
                 headers: {
@@ -13986,6 +14243,7 @@ export interface operations {
                     };
                 };
             };
+            414: components["responses"]["Error414"];
             /**
              * @description `RATE_LIMITED`: Too many requests; see Retry-After
              *
@@ -14006,6 +14264,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
             /** @description A dependency (the database) is unavailable */
             503: {
                 headers: {
@@ -14179,6 +14438,7 @@ export interface operations {
                     };
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description The body is neither application/scim+json nor application/json */
             415: {
                 headers: {
@@ -14215,6 +14475,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
             /** @description A dependency (the database) is unavailable */
             503: {
                 headers: {
@@ -14342,6 +14603,39 @@ export interface operations {
                     };
                 };
             };
+            /** @description The body exceeds 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
+            414: components["responses"]["Error414"];
+            /** @description The body is neither application/scim+json nor application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: "urn:ietf:params:scim:api:messages:2.0:Error"[];
+                        /** @example 400 */
+                        status: string;
+                        /** @enum {string} */
+                        scimType?: "invalidFilter" | "invalidSyntax" | "invalidPath" | "invalidValue" | "noTarget" | "mutability" | "uniqueness" | "tooMany";
+                        detail?: string;
+                    };
+                };
+            };
             /**
              * @description `RATE_LIMITED`: Too many requests; see Retry-After
              *
@@ -14362,6 +14656,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
             /** @description A dependency (the database) is unavailable */
             503: {
                 headers: {
@@ -14535,6 +14830,7 @@ export interface operations {
                     };
                 };
             };
+            414: components["responses"]["Error414"];
             /** @description The body is neither application/scim+json nor application/json */
             415: {
                 headers: {
@@ -14571,6 +14867,7 @@ export interface operations {
                     };
                 };
             };
+            431: components["responses"]["Error431"];
             /** @description A dependency (the database) is unavailable */
             503: {
                 headers: {

@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { buildOpenApi } from '../../src/platform/http/openapi/openapi.js';
 import { startApp, type TestApp } from '../support/app.js';
+import { actor } from '../support/auth.js';
 
 const COMMITTED = new URL('../../openapi.json', import.meta.url);
 
@@ -36,8 +37,9 @@ describe('OpenAPI document', () => {
     for (const [path, item] of Object.entries(document.paths)) {
       for (const [method, operation] of Object.entries(item)) {
         if (!path.startsWith('/v1/admin')) continue;
-        const expected = [400, 401, 403, 429, 503];
-        if (['post', 'put', 'patch'].includes(method)) expected.push(413, 415);
+        const expected = [400, 401, 403, 429, 503, 431];
+        if (['post', 'put', 'patch', 'delete'].includes(method)) expected.push(413, 415);
+        if (path.includes('{')) expected.push(404, 414);
         if (method === 'post') expected.push(409, 422);
         for (const status of expected)
           if (operation.responses[String(status)] === undefined)
@@ -53,6 +55,41 @@ describe('OpenAPI document', () => {
       type: 'integer',
       pattern: '^[1-9][0-9]{0,15}$',
     });
+  });
+
+  it('declares what the HTTP layer answers on each route, found by asking it: a body over the limit, a path segment over the limit', async () => {
+    // The class, not instances (issue 42 item 4): every route is sent what makes the HTTP layer
+    // refuse, and whatever status comes back must be in that route's responses.
+    const document = JSON.parse(readFileSync(COMMITTED, 'utf8')) as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    };
+    const root = await actor('super_admin');
+    const undeclared: string[] = [];
+    const big = JSON.stringify({ padding: 'x'.repeat(2 * 1_048_576) });
+    for (const [path, item] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
+        const url = path.replace(/\{[^}]+\}/g, '1');
+        const http = t.http();
+        const verb = method as 'get' | 'post' | 'put' | 'patch' | 'delete';
+        const answers: number[] = [];
+        if (verb !== 'get') {
+          const sent = await http[verb](url)
+            .set('Authorization', root.auth)
+            .set('Content-Type', 'application/json')
+            .send(big);
+          answers.push(sent.status);
+        }
+        if (path.includes('{')) {
+          const long = path.replace(/\{[^}]+\}/, 'x'.repeat(201)).replace(/\{[^}]+\}/g, '1');
+          answers.push((await t.http()[verb](long).set('Authorization', root.auth)).status);
+        }
+        for (const status of answers)
+          if (operation.responses[String(status)] === undefined)
+            undeclared.push(`${method.toUpperCase()} ${path}: ${status}`);
+      }
+    }
+    expect(undeclared).toEqual([]);
   });
 
   it('is served at /docs/openapi.json with Swagger UI at /docs', async () => {

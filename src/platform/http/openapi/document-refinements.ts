@@ -59,19 +59,32 @@ function nullableReferences(node: unknown): void {
 
 /**
  * The answers part 13 puts on routes by their kind rather than by what they do, declared here once
- * so that no route can forget one: 503 on every authenticated route (a dependency down;
- * 400, 401, 403 and 429 are declared by `@Authorize`), 413 and 415 on every route that takes
- * a body, 409 and 422 on every POST (an `Idempotency-Key` still in flight, or reused with another
+ * so that no route can forget one: 431 on every route and 414 on every route with a path
+ * parameter (the HTTP layer's refusals), 503 on every authenticated route (a dependency down;
+ * 400, 401, 403 and 429 are declared by `@Authorize`), 413 and 415 on every route whose body is
+ * read (POST, PUT, PATCH and DELETE), 409 and 422 on every POST (an `Idempotency-Key` still in flight, or reused with another
  * body). Their descriptions and examples come from the error table like every other.
  */
 function declareCommonAnswers(method: string, operation: Json, shared: Json): void {
-  // Public routes (health, docs) answer what they declare themselves.
-  if (!Array.isArray(operation.security) || operation.security.length === 0) return;
   const responses = isObject(operation.responses) ? operation.responses : (operation.responses = {});
+  const hasPathParameter =
+    Array.isArray(operation.parameters) &&
+    (operation.parameters as Json[]).some((parameter) => parameter.in === 'path');
+  // Every route: headers over the limit (Node's parser answers before any route); a path segment
+  // over the limit where the path has one (the router's).
+  const everyRoute = [431, ...(hasPathParameter ? [414] : [])];
+  // Public routes (health, docs, SCIM's discovery) answer only that beside what they declare.
+  const authenticated = Array.isArray(operation.security) && operation.security.length > 0;
   const statuses = [
-    503,
-    ...(['post', 'put', 'patch'].includes(method) ? [413, 415] : []),
-    ...(method === 'post' ? [409, 422] : []),
+    ...everyRoute,
+    ...(authenticated
+      ? [
+          503,
+          // Every method whose body Fastify reads (a DELETE's too, when it is sent one).
+          ...(['post', 'put', 'patch', 'delete'].includes(method) ? [413, 415] : []),
+          ...(method === 'post' ? [409, 422] : []),
+        ]
+      : []),
   ];
   for (const status of statuses) {
     // One shared response per status (components.responses), not a copy in every operation.
