@@ -13,7 +13,7 @@ export async function rawBulkGrant(client, authorityIds, permissionId) {
   ]);
   const permissions = authorityIds.map(() => permissionId);
   const resolved = await client.query(RESOLVE, [authorityIds, permissions]);
-  const inserted = await client.query(INSERT_MANY, [authorityIds, permissions, null]);
+  const inserted = await client.query(INSERT_MANY, [authorityIds, permissions, null, authorityIds.map(() => null)]);
   const ids = inserted.rows.map((row) => row.id);
   const rows = await client.query(
     `SELECT CASE WHEN ap.revoked_at IS NULL THEN 1 ELSE 2 END AS version, ap.id, ap.authority_id, a.device_id, ap.permission_id, p.code AS permission_code

@@ -10,6 +10,7 @@ import {
   decisionOf,
   devicePaths,
   globalDecision,
+  globalPaths,
   heldBy,
   type AccessPath,
 } from './access-rules.js';
@@ -140,10 +141,52 @@ export class AuthorizationService {
    * actor itself to be allowed it by any of the three layers; 403 `DELEGATION_FORBIDDEN` otherwise.
    */
   async assertMayDelegate(subject: Subject, permission: string, deviceId?: number): Promise<void> {
-    const allowed =
-      isPermissionCode(permission) &&
-      (await this.decide(subject, permission, isDeviceScoped(permission) ? deviceId : undefined)).allowed;
-    if (!allowed) throw delegationForbidden(permission, isDeviceScoped(permission) ? deviceId : undefined);
+    await this.delegationLimit(subject, permission, deviceId);
+  }
+
+  /**
+   * Delegation with its end (part 5, v1.3): what the actor hands on lasts no longer than its own
+   * way to the permission. The instant its last way ends (a grant, an authority, an authority
+   * permission or a group membership that expires), or null when one of them does not end (a
+   * role, a right without expiry); 403 `DELEGATION_FORBIDDEN` when it has none.
+   */
+  async delegationLimit(subject: Subject, permission: string, deviceId?: number): Promise<Date | null> {
+    const device = isDeviceScoped(permission) ? deviceId : undefined;
+    const paths = isPermissionCode(permission) ? await this.explain(subject, permission, device) : [];
+    const limit = lastEnd(paths);
+    if (limit === undefined) throw delegationForbidden(permission, device);
+    return limit;
+  }
+
+  /**
+   * `delegationLimit` for many (permission, device) questions at once (a bulk grant): one query
+   * over the subject's authorities on the devices asked about; undefined where it holds nothing.
+   */
+  async delegationLimits(subject: Subject, questions: readonly DeviceQuestion[]): Promise<(Date | null | undefined)[]> {
+    const now = Date.now();
+    const global = questions.map((question) =>
+      admissible(subject) ? globalPaths(subject, question.permission, now) : [],
+    );
+    // Device facts only where no way without end is known already (a super_admin's role): no query then.
+    const open = questions.filter(
+      (question, index) =>
+        isDeviceScoped(question.permission) && !(global[index] ?? []).some((path) => path.expires_at === null),
+    );
+    const facts =
+      open.length === 0 || !admissible(subject)
+        ? new Map<number, AuthorityFacts[]>()
+        : await this.authoritiesOf(
+            subject,
+            open.map((question) => question.device_id),
+          );
+    return questions.map((question, index) =>
+      lastEnd([
+        ...(global[index] ?? []),
+        ...(isDeviceScoped(question.permission)
+          ? devicePaths(facts.get(question.device_id) ?? [], question.permission, now)
+          : []),
+      ]),
+    );
   }
 
   /**
@@ -243,4 +286,18 @@ export class AuthorizationService {
     }
     return byDevice;
   }
+}
+
+/** When the last of these ways ends: null when one never does, undefined when there is none. */
+function lastEnd(paths: readonly AccessPath[]): Date | null | undefined {
+  if (paths.length === 0) return undefined;
+  if (paths.some((path) => path.expires_at === null)) return null;
+  return new Date(Math.max(...paths.map((path) => Date.parse(path.expires_at ?? ''))));
+}
+
+/** The earlier of two ends (null: no end). */
+export function earlierEnd(a: Date | null, b: Date | null): Date | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return a.getTime() <= b.getTime() ? a : b;
 }

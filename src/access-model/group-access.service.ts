@@ -5,7 +5,7 @@ import { ApiError } from '../platform/http/api-error.js';
 import { ROLE, roleById } from '../platform/auth/roles.js';
 import { AccessSnapshotRepository } from './access-snapshot.repository.js';
 import { AuthContextService } from './auth-context.service.js';
-import { AuthorizationService } from './authorization.service.js';
+import { AuthorizationService, earlierEnd } from './authorization.service.js';
 import { GroupFactsRepository } from './group-facts.repository.js';
 import { assertMayWriteUser, outranks } from './user-rules.js';
 
@@ -139,6 +139,18 @@ export class GroupAccess {
       if (error instanceof ApiError) return error;
       throw error;
     }
+  }
+
+  /**
+   * When what a conferral hands on must end (part 5): the earliest, over the permissions conferred,
+   * of the last end of the actor's own ways to each; null when none ends. The actor holds them all
+   * (`judge` said so).
+   */
+  async conferralLimit(actor: Subject, permissions: readonly string[]): Promise<Date | null> {
+    let limit: Date | null = null;
+    for (const permission of permissions)
+      limit = earlierEnd(limit, await this.authorization.delegationLimit(actor, permission));
+    return limit;
   }
 
   /** A role is conferred only by an actor who outranks it (a super_admin may confer any). */

@@ -83,11 +83,12 @@ export const RESOLVE = `
  * unexpired, in one fixed order. Exported for the benchmark's raw-SQL baseline, which sends the
  * same statements.
  */
-export const INSERT_MANY = `INSERT INTO authority_permissions (authority_id, permission_id, granted_by)
-  SELECT DISTINCT i.authority_id, i.permission_id, $3::bigint FROM unnest($1::bigint[], $2::int[]) AS i(authority_id, permission_id)
+export const INSERT_MANY = `INSERT INTO authority_permissions (authority_id, permission_id, granted_by, expires_at)
+  SELECT DISTINCT ON (i.authority_id, i.permission_id) i.authority_id, i.permission_id, $3::bigint, i.expires_at
+  FROM unnest($1::bigint[], $2::int[], $4::timestamptz[]) AS i(authority_id, permission_id, expires_at)
   WHERE NOT EXISTS (SELECT 1 FROM authority_permissions ap
                     WHERE ap.authority_id = i.authority_id AND ap.permission_id = i.permission_id AND ${LIVE_NOW})
-  ORDER BY i.authority_id, i.permission_id
+  ORDER BY i.authority_id, i.permission_id, i.expires_at DESC NULLS FIRST
   ON CONFLICT (authority_id, permission_id) WHERE revoked_at IS NULL AND expires_at IS NULL DO NOTHING
   RETURNING id, authority_id, permission_id`;
 
@@ -238,13 +239,18 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
    */
   insertMany(
     tx: Tx,
-    pairs: readonly { readonly authority_id: number; readonly permission_id: number }[],
+    pairs: readonly {
+      readonly authority_id: number;
+      readonly permission_id: number;
+      readonly expires_at?: Date | null;
+    }[],
     actor: number | null,
   ): Promise<{ id: number; authority_id: number; permission_id: number }[]> {
     return tx.write(AUTHORITY_PERMISSIONS, INSERT_MANY, [
       pairs.map((pair) => pair.authority_id),
       pairs.map((pair) => pair.permission_id),
       actor,
+      pairs.map((pair) => pair.expires_at ?? null),
     ]);
   }
 

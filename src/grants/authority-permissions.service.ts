@@ -93,14 +93,16 @@ export class AuthorityPermissionsService {
       ]);
       if (problem !== undefined) throw problem;
     }
-    await this.authorization.assertMayDelegate(actor, target.code, target.device_id);
+    // What is handed on lasts no longer than the actor's own way to it (a just-in-time right
+    // handed on ends with it: it cannot be laundered into a permanent one through a second account).
+    const until = await this.authorization.delegationLimit(actor, target.code, target.device_id);
     const row = await this.uow.run((tx) =>
       this.grantIn(tx, {
         holder: { users, devices: [authority.device_id], permissions: [target.code] },
         authorityId: dto.authority_id,
         permissionId: dto.permission_id,
         code: target.code,
-        expiresAt: null,
+        expiresAt: until,
         actorId: tx.actor,
         reason: null,
       }),

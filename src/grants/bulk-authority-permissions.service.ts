@@ -191,7 +191,8 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
       devices: writing.map((row) => Number(row.device_id)),
       permissions: [...new Set(writing.flatMap((row) => (row.code === null ? [] : [row.code])))],
     });
-    await (mode === 'grant' ? this.grant(tx, results, dto.reason) : this.revoke(tx, results, dto.reason));
+    const ends = new Map(results.map((result, index) => [result, allowed[index]?.until ?? null]));
+    await (mode === 'grant' ? this.grant(tx, results, dto.reason, ends) : this.revoke(tx, results, dto.reason));
     const failed = results.filter((result) => result.status === 'failed').length;
     return { accepted: results.length, processed: results.length - failed, failed, results };
   }
@@ -256,7 +257,7 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
     mode: Mode,
     permission: PermissionCode,
     resolved: readonly Resolved[],
-  ): Promise<{ route: boolean; delegation: boolean }[]> {
+  ): Promise<{ route: boolean; delegation: boolean; until: Date | null }[]> {
     const questions: DeviceQuestion[] = resolved.flatMap((row) =>
       row.device_id === null
         ? []
@@ -266,20 +267,38 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
           ],
     );
     const answers = await this.authorization.decideMany(actor, questions, true);
+    // What is handed on lasts no longer than the actor's own way to it (part 5): each grant's end.
+    const handedOn = resolved.flatMap((row) =>
+      mode === 'grant' && row.device_id !== null && row.code !== null
+        ? [{ permission: row.code, device_id: row.device_id }]
+        : [],
+    );
+    const limits = handedOn.length === 0 ? [] : await this.authorization.delegationLimits(actor, handedOn);
     let next = 0;
+    let nextLimit = 0;
     return resolved.map((row) => {
-      if (row.device_id === null) return { route: false, delegation: false };
+      if (row.device_id === null) return { route: false, delegation: false, until: null };
       const route = answers[next++] === true;
       const delegation = mode === 'grant' && row.code !== null ? answers[next++] === true : false;
-      return { route, delegation };
+      const until = mode === 'grant' && row.code !== null ? (limits[nextLimit++] ?? null) : null;
+      return { route, delegation, until };
     });
   }
 
   /** One INSERT for every item to grant; a pair repeated in the batch is granted once. */
-  private async grant(tx: Tx, results: BulkResultDto[], reason: string | undefined): Promise<void> {
+  private async grant(
+    tx: Tx,
+    results: BulkResultDto[],
+    reason: string | undefined,
+    ends: ReadonlyMap<BulkResultDto, Date | null>,
+  ): Promise<void> {
     const pending = results.filter((result) => result.status === 'granted');
     if (pending.length === 0) return;
-    const inserted = await this.rows.insertMany(tx, pending, tx.actor);
+    const inserted = await this.rows.insertMany(
+      tx,
+      pending.map((result) => ({ ...result, expires_at: ends.get(result) ?? null })),
+      tx.actor,
+    );
     const idOf = new Map(inserted.map((row) => [`${row.authority_id}:${row.permission_id}`, row.id]));
     const claimed = new Set<string>();
     for (const result of pending) {

@@ -4,7 +4,7 @@ import { PermissionReferences } from './permission-references.repository.js';
 import { UserReferences } from '../users/user-references.repository.js';
 import { AuditService } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { AuthorizationService } from '../access-model/authorization.service.js';
+import { AuthorizationService, earlierEnd } from '../access-model/authorization.service.js';
 import { assertMayWriteUser, assertNotSelf } from '../access-model/user-rules.js';
 import { futureTimestamp } from '../platform/http/timestamps.js';
 import { ApiError } from '../platform/http/api-error.js';
@@ -58,12 +58,13 @@ export class PermissionGrantsService {
   }
 
   async grant(actor: AuthContext, dto: GrantPermissionDto): Promise<ResourceResponse<PermissionGrantDto>> {
-    const expiresAt = dto.expires_at === undefined ? null : futureTimestamp(dto.expires_at, 'expires_at');
+    const asked = dto.expires_at === undefined ? null : futureTimestamp(dto.expires_at, 'expires_at');
     const holder = holderOf(dto);
     if (holder.user_id !== undefined) assertNotSelf(actor, holder.user_id, 'grant');
     const row = await this.uow.run(async (tx) => {
       const { code, reached } = await this.assertTarget(tx, actor, holder, dto.permission_id);
-      await this.authorization.assertMayDelegate(actor, code);
+      // What is handed on lasts no longer than the actor's own way to it (part 5): the earlier end.
+      const expiresAt = earlierEnd(asked, await this.authorization.delegationLimit(actor, code));
       await this.grants.lockPair(tx, holder, dto.permission_id);
       const active = await this.grants.activeId(tx, holder, dto.permission_id);
       if (active !== undefined) {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AccessWatch } from '../access-model/access-watch.js';
 import { GroupAccess } from '../access-model/group-access.service.js';
+import { earlierEnd } from '../access-model/authorization.service.js';
 import { GroupFactsRepository } from '../access-model/group-facts.repository.js';
 import { nestingProblem } from '../access-model/group-rules.js';
 import { AuditService, type AuditRecord } from '../platform/audit/audit.service.js';
@@ -122,7 +123,8 @@ export class GroupMembersService {
       }
     }
     await this.judgeNesting(tx, groupId, items);
-    await this.judgeConferral(tx, actor, groupId, items);
+    // A membership hands on what the group confers: it lasts no longer than the actor's own way to it (part 5).
+    const expiresAt = earlierEnd(options.expires_at, await this.judgeConferral(tx, actor, groupId, items));
     const accepted = items.filter((item) => item.error === undefined && item.status === undefined);
     const reached = [...new Set(accepted.flatMap((item) => item.reached ?? []))];
     await this.watch(tx, groupId, reached);
@@ -132,7 +134,7 @@ export class GroupMembersService {
       tx,
       groupId,
       unique.map((item) => ({ user_id: item.user_id, member_group_id: item.group_id })),
-      options,
+      { ...options, expires_at: expiresAt },
     );
     unique.forEach((item, index) => (item.membership_id = ids[index]));
     for (const item of accepted) {
@@ -248,9 +250,10 @@ export class GroupMembersService {
   }
 
   /** The rules of part 5 through groups, for each item still standing. */
-  private async judgeConferral(tx: Tx, actor: AuthContext, groupId: number, items: Item[]): Promise<void> {
+  /** Judges each item's conferral; answers when what it hands on must end (the actor's own ways' end), or null. */
+  private async judgeConferral(tx: Tx, actor: AuthContext, groupId: number, items: Item[]): Promise<Date | null> {
     const standing = items.filter((item) => item.error === undefined && item.status === undefined);
-    if (standing.length === 0) return;
+    if (standing.length === 0) return null;
     for (const item of standing)
       item.reached = item.user_id !== null ? [item.user_id] : await this.groupAccess.reached(tx, [item.group_id ?? 0]);
     const conferred = await this.groupAccess.conferredBy(tx, groupId);
@@ -264,6 +267,9 @@ export class GroupMembersService {
       const problem = problems[index];
       if (problem !== undefined) item.error = problem;
     });
+    return standing.some((item) => item.error === undefined)
+      ? this.groupAccess.conferralLimit(actor, conferred.permissions)
+      : null;
   }
 
   private async reachedBy(tx: Tx, items: readonly Item[]): Promise<number[]> {

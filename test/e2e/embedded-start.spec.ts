@@ -159,8 +159,10 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
   }, 60_000);
 
   it('a second checkout: a new data directory whose default port is taken keeps a free one of its own and starts', async () => {
-    // Hold 54329 as another checkout's embedded PostgreSQL would (it may already be held).
-    const holder = createServer();
+    // Hold 54329 as another checkout's embedded PostgreSQL would (it may already be held). Whoever
+    // connects (another process on the machine looking for its PostgreSQL) is hung up on, so that
+    // closing the holder never waits for a stranger's connection.
+    const holder = createServer((socket) => socket.destroy());
     await new Promise<void>((settled) => {
       holder.once('error', () => settled());
       holder.listen(54329, '127.0.0.1', () => settled());
@@ -179,7 +181,7 @@ describe('npm start with no settings (embedded PostgreSQL, in-process cache)', (
       const again = await runCli(['issue-token', '--user-id', '1'], env);
       expect([again.code, again.stderr]).toEqual([0, expect.stringContaining(`127.0.0.1:${kept}`)]);
       // A kept port another process took since: one line that says so and names the setting.
-      const taken = createServer();
+      const taken = createServer((socket) => socket.destroy());
       await new Promise<void>((listening) => taken.listen(kept, '127.0.0.1', listening));
       try {
         const refused = await runCli(['issue-token', '--user-id', '1'], env);
