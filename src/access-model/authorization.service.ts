@@ -172,13 +172,7 @@ export class AuthorizationService {
       (question, index) =>
         isDeviceScoped(question.permission) && !(global[index] ?? []).some((path) => path.expires_at === null),
     );
-    const facts =
-      open.length === 0 || !admissible(subject)
-        ? new Map<number, AuthorityFacts[]>()
-        : await this.authoritiesOf(
-            subject,
-            open.map((question) => question.device_id),
-          );
+    const facts = await this.authoritiesAsked(subject, open);
     return questions.map((question, index) =>
       lastEnd([
         ...(global[index] ?? []),
@@ -198,13 +192,7 @@ export class AuthorizationService {
     const global = (permission: string): boolean =>
       isPermissionCode(permission) && this.decideGlobally(subject, permission, now).allowed;
     const open = questions.filter((question) => !global(question.permission) && isDeviceScoped(question.permission));
-    const facts =
-      open.length === 0 || !admissible(subject)
-        ? new Map<number, AuthorityFacts[]>()
-        : await this.authoritiesOf(
-            subject,
-            open.map((question) => question.device_id),
-          );
+    const facts = await this.authoritiesAsked(subject, open);
     return questions.map((question) => {
       if (global(question.permission)) {
         if (noteUses)
@@ -277,6 +265,18 @@ export class AuthorizationService {
    * The subject's live authorities by device (its own, and its groups' as it holds them),
    * optionally only on the devices `among`: one query.
    */
+  /** The subject's authorities on the devices of `open` questions, by device: no query when none is open. */
+  private async authoritiesAsked(
+    subject: Subject,
+    open: readonly DeviceQuestion[],
+  ): Promise<Map<number, AuthorityFacts[]>> {
+    if (open.length === 0 || !admissible(subject)) return new Map();
+    return this.authoritiesOf(
+      subject,
+      open.map((question) => question.device_id),
+    );
+  }
+
   private async authoritiesOf(subject: Subject, among?: readonly number[]): Promise<Map<number, AuthorityFacts[]>> {
     const rows = heldNow(subject, await this.facts.liveAuthoritiesOf(subject.user_id, among));
     const byDevice = new Map<number, AuthorityFacts[]>();

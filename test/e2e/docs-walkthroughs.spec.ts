@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runCli } from '../support/cli.js';
+import { runCli, runShell } from '../support/cli.js';
 import { freePort } from '../support/redis-server.js';
 import { startServer, waitReady, type Running } from '../support/server-process.js';
 
@@ -99,7 +98,7 @@ describe('the documents’ walk-throughs run as pasted (issue 42 item 7)', () =>
         .split('\n')
         .filter((line) => !/\bnpm start &\s*$/.test(line))
         .join('\n');
-      const run = await bash(`set -euo pipefail\n${script}\nkill $(jobs -p) 2>/dev/null || true\n`, {
+      const run = await runShell(`set -euo pipefail\n${script}\nkill $(jobs -p) 2>/dev/null || true\n`, ROOT, {
         ...env,
         TOKEN: token,
         // The project's Node first, as scripts/node.sh puts it.
@@ -117,25 +116,3 @@ describe('the documents’ walk-throughs run as pasted (issue 42 item 7)', () =>
     180_000,
   );
 });
-
-function bash(
-  script: string,
-  env: Record<string, string>,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  // As a reader's shell: none of the test run's own settings (its database, its secret).
-  const clean = Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([key]) => !['DATABASE_URL', 'REDIS_URL', 'JWT_SECRET', 'JWT_JWKS_URL'].includes(key),
-    ),
-  );
-  const child = spawn('bash', ['-c', script], {
-    cwd: ROOT,
-    env: { ...clean, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
-}
