@@ -61,6 +61,8 @@ export function scimStatusOf(error: ApiError): { status: number; scimType?: Scim
     const fields = error.details.fields as readonly { field?: string; rule?: string }[] | undefined;
     const rule = fields?.[0]?.rule ?? '';
     if (IS_SCIM_TYPE.has(rule)) return { status: 400, scimType: rule as ScimType };
+    // Anything refused in the filter parameter (a NUL in it, say) is a filter SCIM cannot take.
+    if (fields?.[0]?.field === 'filter') return { status: 400, scimType: 'invalidFilter' };
     // The body as a whole is not what SCIM reads (not an object, too deep, not UTF-8).
     if (fields?.[0]?.field === 'body') return { status: 400, scimType: 'invalidSyntax' };
     return { status: 400, scimType: 'invalidValue' };

@@ -229,7 +229,7 @@ describe('SCIM bad input: every scimType, hostile filters, sizes; never a 500, n
   it('a PATCH that changes nothing answers 200 (or 204 with Prefer: return=minimal) and writes nothing', async () => {
     const current = body(await scim(app.t, idp).get(`/Users/${userId}`).expect(200));
     const [{ count: events } = { count: 0 }] = await sql<{ count: number }>(
-      'SELECT count(*)::int AS count FROM audit_events WHERE resource_id = $1',
+      "SELECT count(*)::int AS count FROM audit_events WHERE resource_type = 'user' AND resource_id = $1",
       [userId],
     );
     const same = { schemas: [PATCH], Operations: [{ op: 'replace', path: 'displayName', value: current.displayName }] };
@@ -237,7 +237,7 @@ describe('SCIM bad input: every scimType, hostile filters, sizes; never a 500, n
     expect(answered.headers.etag).toBe(version);
     await scim(app.t, idp).patch(`/Users/${userId}`, same).set('Prefer', 'return=minimal').expect(204);
     const [{ count: after } = { count: 0 }] = await sql<{ count: number }>(
-      'SELECT count(*)::int AS count FROM audit_events WHERE resource_id = $1',
+      "SELECT count(*)::int AS count FROM audit_events WHERE resource_type = 'user' AND resource_id = $1",
       [userId],
     );
     expect(after).toBe(events);
