@@ -5,7 +5,7 @@ import { MessagesService } from '../inbox/messages.service.js';
 import { updateStamp } from '../platform/audit/actor-stamps.js';
 import { AuditService } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
-import { delegationForbidden } from '../access-model/authorization.service.js';
+import { delegationForbidden, earlierEnd } from '../access-model/authorization.service.js';
 import { permissionDenied } from '../platform/auth/access-evaluator.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { ApiError } from '../platform/http/api-error.js';
@@ -62,7 +62,10 @@ export class AccessRequestDecisions {
       const user = await this.userReferences.user(tx.db, before.requester_id);
       await this.rules.assertGrantable(before, user, authority);
       if (authority === undefined) throw accessRequestInvalid('no_authority', { device_id: before.device_id });
-      const accessExpiresAt = new Date(Date.now() + duration * 1000);
+      // An approver with a just-in-time right of its own hands on no more than it holds (part 5).
+      const accessExpiresAt =
+        earlierEnd(new Date(Date.now() + duration * 1000), await this.rules.approvalLimit(actor, before)) ??
+        new Date(Date.now() + duration * 1000);
       const granted = await this.grants
         .grantExpiring(tx, {
           authorityId: authority.id,

@@ -69,6 +69,14 @@ export class AccessRequestRules {
   }
 
   /**
+   * When what an approval hands on must end (part 5): the end of the decider's own last way to the
+   * permission on the device; null when one of its ways does not end.
+   */
+  approvalLimit(subject: Subject, asked: Pick<Asked, 'device_id' | 'permission_code'>): Promise<Date | null> {
+    return this.authorization.delegationLimit(subject, asked.permission_code, asked.device_id);
+  }
+
+  /**
    * Whether `userId` may decide the request now, from its subject as it is now (not the one its
    * request was authenticated with): asked again once the request's row is locked, so a right
    * lost while the decision waited for that lock hands nothing on.

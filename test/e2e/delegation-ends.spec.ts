@@ -3,6 +3,7 @@ import { useApp } from '../support/app.js';
 import { sql } from '../support/db.js';
 import { createAuthority, createDevice } from '../support/devices.js';
 import { createGroup } from '../support/groups.js';
+import { accessWorld, askFor } from '../support/access-requests.js';
 import { caller } from '../support/requests.js';
 
 /** A timestamp as PostgreSQL stores it (microseconds), for comparing rows with a moment set in SQL. */
@@ -83,6 +84,29 @@ describe('a just-in-time right handed on ends with it (part 5, issue 42 item 1)'
       [fourthAuthority],
     );
     expect(at(row?.expires_at ?? null)).toBe(jitEnds);
+  });
+
+  it('an approver with a just-in-time right approves no longer than it holds that right', async () => {
+    const world = await accessWorld();
+    // A third operator who may approve on the device, and holds authorities.read there for 300 s only.
+    const approver = await actor('operator');
+    const held = await createAuthority(world.device, approver.user.id, { permissions: ['access_requests.approve'] });
+    const [jit] = await sql<{ expires_at: string }>(
+      `INSERT INTO authority_permissions (authority_id, permission_id, expires_at)
+       VALUES ($1, $2, now() + interval '300 seconds') RETURNING expires_at`,
+      [held, permissionId('authorities.read')],
+    );
+    const asked = await caller(app.t, world.operator)
+      .post('/v1/admin/access-requests', askFor(world, 'authorities.read'))
+      .expect(201);
+    const approved = await caller(app.t, approver)
+      .post(`/v1/admin/access-requests/${asked.body.data.id}/approve`, {})
+      .expect(200);
+    expect(at(approved.body.data.access_expires_at)).toBe(at(jit?.expires_at ?? null));
+    const [row] = await sql<{ expires_at: string }>('SELECT expires_at FROM authority_permissions WHERE id = $1', [
+      approved.body.data.authority_permission_id,
+    ]);
+    expect(at(row?.expires_at ?? null)).toBe(at(jit?.expires_at ?? null));
   });
 
   describe('through a group membership that ends', () => {
