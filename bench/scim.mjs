@@ -186,6 +186,7 @@ try {
     concurrency: CONCURRENCY,
     phases: rows,
     lookups: lookupRow,
+    atRest: restRow,
   });
   log(`written to ${file}`);
 } finally {
