@@ -1,6 +1,8 @@
 import { scimProblem } from './scim-error.js';
 import type { Filter } from './scim-filter.js';
-import { matches, type Doc, type PatchOperation } from './scim-patch.js';
+import { matches } from './scim-matches.js';
+import type { PatchOperation } from './scim-patch-body.js';
+import type { Doc } from './scim-patch.js';
 import type { ScimMember } from './scim-groups.repository.js';
 
 /*
@@ -111,8 +113,7 @@ export class MemberChanges {
         `The PATCH's member filters would be tried on more than ${MAX_EVALUATIONS} members: name the members by value`,
         'path',
       );
-    for (const [name, member] of all)
-      if (filter === undefined || matches(filter, member as unknown as Doc)) all.delete(name);
+    for (const [name, member] of all) if (filter === undefined || matches(filter, member)) all.delete(name);
   }
 
   /** One PATCH operation on `members` (path `members`, `members[filter]`, or a value's `members` key). */

@@ -9,15 +9,8 @@ import type { IfMatch } from '../platform/http/etag.js';
 import { scimProblem, scimStatusOf } from './scim-error.js';
 import { MemberChanges, memberRefs } from './scim-group-members.js';
 import { ScimGroupsRepository, type ScimGroupRow, type ScimMember } from './scim-groups.repository.js';
-import {
-  applyOperation,
-  attributeOf,
-  bodyDoc,
-  parsePatchBody,
-  type Doc,
-  type DocSchema,
-  type PatchOperation,
-} from './scim-patch.js';
+import { applyOperation, attributeOf, bodyDoc, type Doc, type DocSchema } from './scim-patch.js';
+import { parsePatchBody, type PatchOperation } from './scim-patch-body.js';
 import { listResponse, project, type ListQuery, type Selection } from './scim-query.js';
 import { GROUP_SCHEMA, SCIM_BASE } from './scim-schemas.js';
 import type { ScimAnswer } from './scim-users.service.js';

@@ -1,6 +1,15 @@
 import { scimProblem } from './scim-error.js';
-import { parseAttrPath, parseFilter, type AttrPath, type Filter } from './scim-filter.js';
-import { PATCH_SCHEMA } from './scim-schemas.js';
+import type { AttrPath, Filter } from './scim-filter.js';
+import { matches } from './scim-matches.js';
+import {
+  FORBIDDEN_KEYS,
+  invalidPath,
+  isRecord,
+  parsePatchPath,
+  type PatchOperation,
+  type PatchOpName,
+  type PatchPath,
+} from './scim-patch-body.js';
 
 /*
  * PATCH (RFC 7644 §3.5.2) applied to a resource's SCIM document, as identity providers really
@@ -30,104 +39,6 @@ export interface DocSchema {
   readonly extension?: { readonly urn: string; readonly attributes: readonly DocAttribute[] };
 }
 
-export type PatchOpName = 'add' | 'replace' | 'remove';
-
-export interface PatchOperation {
-  readonly op: PatchOpName;
-  readonly path?: PatchPath;
-  readonly value?: unknown;
-}
-
-/** `attr`, `attr.sub`, `attr[filter]`, `attr[filter].sub`, each maybe prefixed by a schema URN. */
-export interface PatchPath {
-  readonly text: string;
-  readonly attr: AttrPath;
-  readonly filter?: Filter;
-  readonly sub?: string;
-}
-
-/** At most this many operations in one PATCH (each may carry up to 1 000 members). */
-export const MAX_OPERATIONS = 1000;
-
-const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
-
-function invalidPath(message: string): Error {
-  return scimProblem('invalidPath', message, 'path');
-}
-
-function record(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** A key of the request's own object, read case-insensitively (`Operations`, `operations`). */
-function field(object: Record<string, unknown>, name: string): unknown {
-  const key = Object.keys(object).find((candidate) => candidate.toLowerCase() === name.toLowerCase());
-  return key === undefined ? undefined : object[key];
-}
-
-export function parsePatchPath(text: string): PatchPath {
-  if (text.length === 0 || text.length > 1024) throw invalidPath('The path must be 1–1024 characters');
-  const open = text.indexOf('[');
-  let head = text;
-  let filter: Filter | undefined;
-  let sub: string | undefined;
-  if (open !== -1) {
-    const close = text.lastIndexOf(']');
-    if (close < open) throw invalidPath(`The path ${JSON.stringify(text)} opens "[" without closing it`);
-    head = text.slice(0, open);
-    filter = parseFilter(text.slice(open + 1, close));
-    const rest = text.slice(close + 1);
-    if (rest !== '') {
-      if (!/^\.[A-Za-z][\w$-]*$/.test(rest))
-        throw invalidPath(`${JSON.stringify(rest)} after "]" is not a sub-attribute`);
-      sub = rest.slice(1).toLowerCase();
-    }
-  }
-  const attr = parseAttrPath(head);
-  if (attr === undefined) throw invalidPath(`${JSON.stringify(text)} is not an attribute path`);
-  for (const part of [attr.attr, attr.sub, sub])
-    if (part !== undefined && FORBIDDEN_KEYS.has(part)) throw invalidPath(`${part} names no attribute`);
-  if (filter !== undefined && attr.sub !== undefined)
-    throw invalidPath(`A value filter follows ${head}: name it without a sub-attribute`);
-  return { text, attr, ...(filter === undefined ? {} : { filter }), ...(sub === undefined ? {} : { sub }) };
-}
-
-/** The body of a PATCH, normalised: each operation's name lower-cased and its path parsed. */
-export function parsePatchBody(body: unknown): PatchOperation[] {
-  if (!record(body)) throw scimProblem('invalidSyntax', 'The body must be a PatchOp object');
-  const schemas = field(body, 'schemas');
-  if (schemas !== undefined && !(Array.isArray(schemas) && schemas.includes(PATCH_SCHEMA)))
-    throw scimProblem('invalidSyntax', `schemas must hold ${PATCH_SCHEMA}`, 'schemas');
-  const operations = field(body, 'Operations');
-  if (!Array.isArray(operations) || operations.length === 0)
-    throw scimProblem('invalidSyntax', 'Operations must be a non-empty array', 'Operations');
-  if (operations.length > MAX_OPERATIONS)
-    throw scimProblem('invalidValue', `At most ${MAX_OPERATIONS} operations in one PATCH`, 'Operations');
-  return operations.map((operation: unknown, index) => {
-    if (!record(operation)) throw scimProblem('invalidSyntax', `Operations[${index}] must be an object`, 'Operations');
-    const op = field(operation, 'op');
-    const name = typeof op === 'string' ? op.toLowerCase() : '';
-    if (name !== 'add' && name !== 'replace' && name !== 'remove')
-      throw scimProblem(
-        'invalidSyntax',
-        `Operations[${index}].op must be add, replace or remove (any letter case)`,
-        'op',
-      );
-    const path = field(operation, 'path');
-    if (path !== undefined && typeof path !== 'string') throw invalidPath(`Operations[${index}].path must be a string`);
-    const value = field(operation, 'value');
-    if (name !== 'remove' && value === undefined)
-      throw scimProblem('invalidValue', `Operations[${index}] (${name}) needs a value`, 'value');
-    if (name === 'remove' && path === undefined)
-      throw scimProblem('noTarget', `Operations[${index}] (remove) needs a path`, 'path');
-    return {
-      op: name,
-      ...(path === undefined || path === '' ? {} : { path: parsePatchPath(path) }),
-      ...(value === undefined ? {} : { value }),
-    };
-  });
-}
-
 /** The attribute a path names in the schema (core, or the extension by its URN); undefined when unknown. */
 export function attributeOf(
   schema: DocSchema,
@@ -144,7 +55,7 @@ export function attributeOf(
 function holderOf(doc: Doc, schema: DocSchema, urn: string): Doc {
   if (urn === schema.urn) return doc;
   const existing = doc[urn];
-  if (record(existing)) return existing;
+  if (isRecord(existing)) return existing;
   const created: Doc = {};
   doc[urn] = created;
   return created;
@@ -156,7 +67,7 @@ function canonicalSub(attribute: DocAttribute, sub: string): string | undefined 
 
 /** A complex value keeping only the attribute's sub-attributes, under their canonical names. */
 function complexValue(attribute: DocAttribute, value: unknown, where: string): Doc {
-  if (!record(value)) throw scimProblem('invalidValue', `${where} must be an object`, attribute.name);
+  if (!isRecord(value)) throw scimProblem('invalidValue', `${where} must be an object`, attribute.name);
   const result: Doc = {};
   for (const [key, child] of Object.entries(value)) {
     if (FORBIDDEN_KEYS.has(key.toLowerCase())) throw invalidPath(`${key} names no attribute`);
@@ -179,60 +90,6 @@ function valuesOf(attribute: DocAttribute, value: unknown): Doc[] {
   return list.map((item, index) => complexValue(attribute, item, `${attribute.name}[${index}]`));
 }
 
-/** Does a value of a multi-valued attribute match a value filter (compared as SCIM does: case-insensitively)? */
-export function matches(filter: Filter, item: Doc): boolean {
-  switch (filter.kind) {
-    case 'and':
-      return filter.terms.every((term) => matches(term, item));
-    case 'or':
-      return filter.terms.some((term) => matches(term, item));
-    case 'not':
-      return !matches(filter.filter, item);
-    case 'valuePath':
-      return false;
-    case 'present': {
-      const found = lookup(item, filter.path.attr);
-      return found !== undefined && found !== null && found !== '';
-    }
-    case 'compare': {
-      const found = lookup(item, filter.path.attr);
-      const left = typeof found === 'string' ? found.toLowerCase() : found;
-      const right = typeof filter.value === 'string' ? filter.value.toLowerCase() : filter.value;
-      const same = left === right || (typeof left === 'boolean' && String(left) === right);
-      switch (filter.op) {
-        case 'eq':
-          return same;
-        case 'ne':
-          return !same;
-        case 'co':
-          return typeof left === 'string' && typeof right === 'string' && left.includes(right);
-        case 'sw':
-          return typeof left === 'string' && typeof right === 'string' && left.startsWith(right);
-        case 'ew':
-          return typeof left === 'string' && typeof right === 'string' && left.endsWith(right);
-        case 'gt':
-        case 'ge':
-        case 'lt':
-        case 'le':
-          return (
-            typeof left === typeof right && left !== null && right !== null && compareOrder(left, right, filter.op)
-          );
-      }
-    }
-  }
-}
-
-function compareOrder(left: unknown, right: unknown, op: 'gt' | 'ge' | 'lt' | 'le'): boolean {
-  const a = left as string | number;
-  const b = right as string | number;
-  return op === 'gt' ? a > b : op === 'ge' ? a >= b : op === 'lt' ? a < b : a <= b;
-}
-
-function lookup(item: Doc, name: string): unknown {
-  const key = Object.keys(item).find((candidate) => candidate.toLowerCase() === name);
-  return key === undefined ? undefined : item[key];
-}
-
 /** The attribute-value pairs an `eq` filter fixes (`type eq "work"` → `{ type: 'work' }`): a new value made where none matched. */
 function fixedBy(filter: Filter, attribute: DocAttribute): Doc {
   if (filter.kind === 'compare' && filter.op === 'eq') {
@@ -251,11 +108,11 @@ export function applyOperation(doc: Doc, schema: DocSchema, operation: PatchOper
   const { op, path, value } = operation;
   if (path === undefined) {
     // No path: the value's keys are the paths ("name.givenName", an extension's URN, or plain names).
-    if (!record(value)) throw scimProblem('invalidValue', `A ${op} without path needs an object value`, 'value');
+    if (!isRecord(value)) throw scimProblem('invalidValue', `A ${op} without path needs an object value`, 'value');
     for (const [key, child] of Object.entries(value)) {
       if (key.toLowerCase() === 'schemas') continue;
       const extension = schema.extension;
-      if (extension !== undefined && key.toLowerCase() === extension.urn.toLowerCase() && record(child)) {
+      if (extension !== undefined && key.toLowerCase() === extension.urn.toLowerCase() && isRecord(child)) {
         for (const [name, inner] of Object.entries(child))
           applyOperation(doc, schema, { op, path: parsePatchPath(`${extension.urn}:${name}`), value: inner });
         continue;
@@ -279,7 +136,7 @@ export function applyOperation(doc: Doc, schema: DocSchema, operation: PatchOper
   if (sub !== undefined) {
     const name = attribute.subs === undefined ? undefined : canonicalSub(attribute, sub);
     if (name === undefined) return;
-    const current = record(holder[attribute.name]) ? (holder[attribute.name] as Doc) : {};
+    const current = isRecord(holder[attribute.name]) ? (holder[attribute.name] as Doc) : {};
     if (op === 'remove') delete current[name];
     else current[name] = value;
     holder[attribute.name] = current;
@@ -288,7 +145,7 @@ export function applyOperation(doc: Doc, schema: DocSchema, operation: PatchOper
   if (op === 'remove') delete holder[attribute.name];
   else if (attribute.subs !== undefined) {
     // A complex attribute: the sub-attributes given replace or add to those it has (RFC 7644 §3.5.2.3).
-    const current = record(holder[attribute.name]) ? (holder[attribute.name] as Doc) : {};
+    const current = isRecord(holder[attribute.name]) ? (holder[attribute.name] as Doc) : {};
     holder[attribute.name] = { ...current, ...complexValue(attribute, value, attribute.name) };
   } else holder[attribute.name] = value;
 }
@@ -367,7 +224,7 @@ function omit(item: Doc, name: string): Doc {
  * RFC 7644 §3.5.1 asks of read-only attributes in a request.
  */
 export function bodyDoc(schema: DocSchema, body: unknown, targetId?: string): Doc {
-  if (!record(body)) throw scimProblem('invalidSyntax', 'The body must be a JSON object');
+  if (!isRecord(body)) throw scimProblem('invalidSyntax', 'The body must be a JSON object');
   const given: Doc = {};
   for (const [key, value] of Object.entries(body)) {
     const lower = key.toLowerCase();

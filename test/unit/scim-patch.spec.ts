@@ -1,6 +1,7 @@
 import { ApiError } from '../../src/platform/http/api-error.js';
 import { MemberChanges } from '../../src/scim/scim-group-members.js';
-import { applyOperation, bodyDoc, parsePatchBody, type Doc } from '../../src/scim/scim-patch.js';
+import { applyOperation, bodyDoc, type Doc } from '../../src/scim/scim-patch.js';
+import { parsePatchBody } from '../../src/scim/scim-patch-body.js';
 import { USER_DOC, userInput } from '../../src/scim/scim-user-mapping.js';
 
 const PATCH = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
