@@ -29,11 +29,12 @@ describe('a just-in-time right handed on ends with it (part 5, issue 42 item 1)'
     operator = await actor('operator');
     second = await actor('operator');
     device = (await createDevice()).id;
-    // The operator's just-in-time right, as an access-request approval leaves it: 300 s.
+    // The operator's just-in-time right, as an access-request approval leaves it. Its end lies past
+    // the suite's run, so that no expiry announcer of another spec has it to announce.
     const own = await createAuthority(device, operator.user.id);
     const [row] = await sql<{ expires_at: string }>(
       `INSERT INTO authority_permissions (authority_id, permission_id, expires_at)
-       VALUES ($1, $2, now() + interval '300 seconds') RETURNING expires_at`,
+       VALUES ($1, $2, now() + interval '1 day') RETURNING expires_at`,
       [own, permissionId('authority_permissions.grant')],
     );
     jitEnds = at(row?.expires_at ?? null) ?? '';
@@ -88,16 +89,17 @@ describe('a just-in-time right handed on ends with it (part 5, issue 42 item 1)'
 
   it('an approver with a just-in-time right approves no longer than it holds that right', async () => {
     const world = await accessWorld();
-    // A third operator who may approve on the device, and holds authorities.read there for 300 s only.
+    // A third operator who may approve on the device, and holds authorities.read there for a day only
+    // (the request asks for 30 days).
     const approver = await actor('operator');
     const held = await createAuthority(world.device, approver.user.id, { permissions: ['access_requests.approve'] });
     const [jit] = await sql<{ expires_at: string }>(
       `INSERT INTO authority_permissions (authority_id, permission_id, expires_at)
-       VALUES ($1, $2, now() + interval '300 seconds') RETURNING expires_at`,
+       VALUES ($1, $2, now() + interval '1 day') RETURNING expires_at`,
       [held, permissionId('authorities.read')],
     );
     const asked = await caller(app.t, world.operator)
-      .post('/v1/admin/access-requests', askFor(world, 'authorities.read'))
+      .post('/v1/admin/access-requests', askFor(world, 'authorities.read', { duration_seconds: 2_592_000 }))
       .expect(201);
     const approved = await caller(app.t, approver)
       .post(`/v1/admin/access-requests/${asked.body.data.id}/approve`, {})
@@ -128,7 +130,7 @@ describe('a just-in-time right handed on ends with it (part 5, issue 42 item 1)'
         permissionId('users.suspend'),
       ]);
       const [membership] = await sql<{ expires_at: string }>(
-        `INSERT INTO group_memberships (group_id, user_id, expires_at) VALUES ($1, $2, now() + interval '600 seconds') RETURNING expires_at`,
+        `INSERT INTO group_memberships (group_id, user_id, expires_at) VALUES ($1, $2, now() + interval '2 days') RETURNING expires_at`,
         [source, member.user.id],
       );
       membershipEnds = at(membership?.expires_at ?? null) ?? '';
@@ -162,7 +164,7 @@ describe('a just-in-time right handed on ends with it (part 5, issue 42 item 1)'
         .expect(201);
       expect(at(granted.body.data.expires_at)).toBe(membershipEnds);
       const other = await createUser({ role: 'viewer' });
-      const sooner = new Date(Date.now() + 120_000).toISOString();
+      const sooner = new Date(Date.now() + 3_600_000).toISOString();
       const asked = await caller(app.t, member)
         .post('/v1/admin/permission-grants/grant', {
           user_id: other.id,
