@@ -130,6 +130,8 @@ export function applyOperation(doc: Doc, schema: DocSchema, operation: PatchOper
   const sub = path.sub ?? path.attr.sub;
   if (attribute.multi === true) {
     applyToList(holder, attribute, path, op, value, sub);
+    const list = holder[attribute.name];
+    if (Array.isArray(list) && list.length > MAX_VALUES) throw tooManyValues(attribute);
     return;
   }
   if (path.filter !== undefined) throw invalidPath(`${attribute.name} holds one value: it takes no value filter`);
@@ -151,19 +153,6 @@ export function applyOperation(doc: Doc, schema: DocSchema, operation: PatchOper
 }
 
 function applyToList(
-  holder: Doc,
-  attribute: DocAttribute,
-  path: PatchPath,
-  op: PatchOpName,
-  value: unknown,
-  sub: string | undefined,
-): void {
-  changeList(holder, attribute, path, op, value, sub);
-  const list = holder[attribute.name];
-  if (Array.isArray(list) && list.length > MAX_VALUES) throw tooManyValues(attribute);
-}
-
-function changeList(
   holder: Doc,
   attribute: DocAttribute,
   path: PatchPath,
