@@ -56,16 +56,18 @@ try {
   const headers = { authorization: `Bearer ${token}` };
   const env = serviceEnv(database.url);
   const measure = async (name, pid, url) => {
-    await fetch(url, { headers });
+    // A pooled keep-alive connection the server closed after the last run fails once: ask again.
+    await fetch(url, { headers }).catch(() => fetch(url, { headers }));
     await load(url, { headers, connections: 50, duration: 1 });
     const before = [ticks(pid), redisPid ? ticks(redisPid) : 0, process.cpuUsage(), io(pid)];
     const result = await load(url, { headers, connections: 50, duration: seconds });
     const cpu = process.cpuUsage(before[2]);
     const share = (t) => `${Math.round(t / seconds)}%`;
     const cpuPerRequest = ((ticks(pid) - before[0]) * 10_000) / (result.rps * seconds);
+    const redisPerRequest = redisPid ? ((ticks(redisPid) - before[1]) * 10_000) / (result.rps * seconds) : 0;
     const [reads, writes] = io(pid).map((count, index) => (count - before[3][index]) / (result.rps * seconds));
     console.log(
-      `${name.padEnd(9)} ${String(result.rps).padStart(6)} req/s p99 ${result.p99_ms} ms non2xx ${result.non2xx} | ${cpuPerRequest.toFixed(0)} µs/req | cpu server ${share(ticks(pid) - before[0])} redis ${share(redisPid ? ticks(redisPid) - before[1] : 0)} loader ${share((cpu.user + cpu.system) / 10000)} | rss ${rssMb(pid)} MB | syscalls/req r ${reads.toFixed(2)} w ${writes.toFixed(2)}`,
+      `${name.padEnd(9)} ${String(result.rps).padStart(6)} req/s p99 ${result.p99_ms} ms non2xx ${result.non2xx} | ${cpuPerRequest.toFixed(0)} µs/req, redis ${redisPerRequest.toFixed(2)} µs/req | cpu server ${share(ticks(pid) - before[0])} redis ${share(redisPid ? ticks(redisPid) - before[1] : 0)} loader ${share((cpu.user + cpu.system) / 10000)} | rss ${rssMb(pid)} MB | syscalls/req r ${reads.toFixed(2)} w ${writes.toFixed(2)}`,
     );
     return result;
   };

@@ -4,7 +4,7 @@ import type { RedisConnection, StampedValues } from './redis-connection.js';
 import type { RedisScript } from './redis-scripts.js';
 import { closeWithin, runScript, SOCKET, throttledWarn } from './redis-support.js';
 import { ServerIdentity, type Identity } from './server-identity.js';
-import { QuestionAfter } from './question-after.js';
+import { TurnReads } from './turn-reads.js';
 import { masterStamp } from './stored-values.js';
 
 type Client = ReturnType<typeof createClient>;
@@ -17,7 +17,10 @@ export class SingleConnection implements RedisConnection {
   readonly isCluster = false;
   private readonly client: Client;
   private readonly server: ServerIdentity;
-  private readonly replication = new QuestionAfter(() => this.client.info('replication'));
+  private readonly reads = new TurnReads(
+    (keys) => this.client.mGet(keys),
+    () => this.client.info('replication'),
+  );
   /** The first connection, awaited by calls made before it is up (within their budget); later outages fail at once. */
   private connecting: Promise<void> | undefined;
 
@@ -46,10 +49,10 @@ export class SingleConnection implements RedisConnection {
   async mget(identity: Identity, keys: readonly string[]): Promise<StampedValues> {
     if (this.connecting !== undefined) await this.connecting;
     // The values, then what the server is (asked after them on the same connection, once for all
-    // the reads of this turn). A connection may stay open while its server becomes a replica and
-    // takes another's data (FAILOVER, a resync after Sentinel closed the clients): only the
-    // server's answer of now tells.
-    const [values, replication] = await Promise.all([this.client.mGet([...keys]), this.replication.after()]);
+    // the reads of this turn, sent with them). A connection may stay open while its server becomes
+    // a replica and takes another's data (FAILOVER, a resync after Sentinel closed the clients):
+    // only the server's answer of now tells.
+    const { values, answer: replication } = await this.reads.read(keys);
     const stamp = masterStamp(identity.runId, replication);
     if (stamp !== identity.stamp) this.server.recheck(identity);
     return { values, stamp };
