@@ -60,21 +60,47 @@ describe('TurnReads: the reads of one turn in one MGET, the question about the s
     expect(sent).toEqual(['MGET a', 'INFO', 'MGET b', 'INFO']);
   });
 
-  it('splits a large turn into MGETs of at most 1024 keys, all before the question, and joins their values', async () => {
+  it("splits a large turn into MGETs of at most 1024 keys, all before the question; a read's keys share one MGET", async () => {
     const { reads, send, sent, values, answers } = gated();
     const keys = Array.from({ length: 1400 }, (_, i) => `k${i}`);
     const first = reads.read(keys.slice(0, 700));
-    const second = reads.read(keys.slice(700));
-    const again = reads.read(['k3', 'k1399']);
+    // 700 + 400 would pass 1024: this read starts the next MGET, its generation and entry together.
+    const second = reads.read(keys.slice(700, 1100));
+    const again = reads.read(['k3', 'k1099', 'k1100']);
+    const big = reads.read(keys);
     send();
-    expect(sent.map((command) => command.split(' ').length - 1)).toEqual([1024, 376, 0]);
+    expect(sent.map((command) => command.split(' ').length - 1)).toEqual([700, 402, 1400, 0]);
+    expect(sent[1]?.split(' ').slice(-3)).toEqual(['k1099', 'k3', 'k1100']);
     expect(sent.at(-1)).toBe('INFO');
-    values[0]?.(keys.slice(0, 1024));
-    values[1]?.(keys.slice(1024));
+    values[0]?.(keys.slice(0, 700));
+    values[1]?.([...keys.slice(700, 1100), 'k3', 'k1100']);
+    values[2]?.(keys);
     answers[0]?.('ok');
     expect((await first).values).toEqual(keys.slice(0, 700));
-    expect((await second).values).toEqual(keys.slice(700));
-    expect((await again).values).toEqual(['k3', 'k1399']);
+    expect((await second).values).toEqual(keys.slice(700, 1100));
+    expect((await again).values).toEqual(['k3', 'k1099', 'k1100']);
+    expect((await big).values).toEqual(keys);
+  });
+
+  it('a command refused at once fails the turn and leaves no rejection unhandled (the MGETs already sent)', async () => {
+    const reads = new TurnReads<string>(
+      () => Promise.reject(new Error('mget failed')),
+      () => {
+        throw new Error('The client is closed');
+      },
+      (send) => send(),
+    );
+    await expect(reads.read(['a'])).rejects.toThrow('The client is closed');
+    await new Promise((resolve) => setImmediate(resolve));
+  });
+
+  it('a read of no keys gets no values and the answer; a turn of only those sends the question alone', async () => {
+    const { reads, send, sent, answers } = gated();
+    const empty = reads.read([]);
+    send();
+    expect(sent).toEqual(['INFO']);
+    answers[0]?.('ok');
+    expect(await empty).toEqual({ values: [], answer: 'ok' });
   });
 
   it('fails every read of the turn when its MGET fails, and reads anew next turn', async () => {

@@ -67,7 +67,7 @@ export class RedisCacheStore implements CacheStore {
     if (keys.length === 0) return [];
     const identity = await this.redis.identity();
     if (!this.redis.isCluster) {
-      // [generation, entry] per key, in one MGET; a shard's generation may appear twice (harmless).
+      // [generation, entry] per key, in one MGET (shared with the turn's other reads, each key once).
       const { values: stored, stamp } = await this.mget(
         identity,
         keys.flatMap((key) => this.storedPair(key)),

@@ -10,15 +10,26 @@ interface Waiting<Answer> {
   reject: (error: Error) => void;
 }
 
-/** Keys per MGET: a turn with more sends several, still in one write, so none holds Redis long. */
+/** One MGET of a turn: its keys (each once) and where each key sits in it. */
+interface Chunk {
+  readonly keys: string[];
+  readonly places: Map<string, number>;
+}
+
+/**
+ * Keys per MGET: a turn with more sends several, so none holds Redis long (with small values). A
+ * read's keys always share one MGET (a generation and its entry are read together): a read of more
+ * keys than this has an MGET of its own.
+ */
 const KEYS_PER_MGET = 1024;
 
 const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
 
 /**
  * The plain reads made in one turn of the event loop, sent together once it ends: one MGET of
- * every key they asked (each once), then one question about the server (its role and replication id). Both
- * leave in the same write, so Redis reads, runs and answers a turn's reads as one request instead
+ * every key they asked (each once), then one question about the server (its role and replication
+ * id), called in that order at once, so the client writes them in that order, in one write unless
+ * its socket buffer fills. Redis then reads, runs and answers a turn's reads as one request instead
  * of one request each (its CPU per cached read is mostly that I/O, not the key lookups). The
  * commands of one connection run in the order they were sent, so the answer describes the server
  * as it was when the reads ran or later, never earlier. A read waits no longer than before: it
@@ -45,41 +56,47 @@ export class TurnReads<Answer> {
   private send(): void {
     const reads = this.waiting;
     this.waiting = [];
-    // Each key once: concurrent reads share sessions, users, entities and above all the shards'
-    // generations, and a key read twice in one MGET answers the same value twice.
-    const places = new Map<string, number>();
-    const keys: string[] = [];
-    const wanted = reads.map((read) =>
-      read.keys.map((key) => {
-        let place = places.get(key);
+    // Each key once per MGET: concurrent reads share sessions, users, entities and above all the
+    // shards' generations, and a key read twice in one MGET answers the same value twice.
+    const chunks: Chunk[] = [];
+    const wanted = reads.map((read) => {
+      let chunk = chunks.at(-1);
+      if (chunk === undefined || (chunk.keys.length > 0 && chunk.keys.length + read.keys.length > KEYS_PER_MGET)) {
+        chunk = { keys: [], places: new Map() };
+        chunks.push(chunk);
+      }
+      const places = read.keys.map((key) => {
+        let place = chunk.places.get(key);
         if (place === undefined) {
-          place = keys.push(key) - 1;
-          places.set(key, place);
+          place = chunk.keys.push(key) - 1;
+          chunk.places.set(key, place);
         }
         return place;
-      }),
-    );
-    let sent: [Promise<(string | null)[][]>, Promise<Answer>];
-    try {
-      // Every MGET before the question, all called now: the client writes them in this order.
-      const chunks: Promise<(string | null)[]>[] = [];
-      for (let at = 0; at < keys.length; at += KEYS_PER_MGET)
-        chunks.push(this.mget(keys.slice(at, at + KEYS_PER_MGET)));
-      sent = [Promise.all(chunks), this.ask()];
-    } catch (error) {
+      });
+      return { chunk: chunks.length - 1, places };
+    });
+    const fail = (error: unknown): void => {
       for (const read of reads) read.reject(asError(error));
+    };
+    // Every MGET before the question, all called now: the client queues them in this order.
+    const sent: Promise<unknown>[] = [];
+    try {
+      for (const chunk of chunks) sent.push(chunk.keys.length === 0 ? Promise.resolve([]) : this.mget(chunk.keys));
+      sent.push(this.ask());
+    } catch (error) {
+      // A command refused at once: those already sent are awaited by nobody else.
+      for (const call of sent) call.catch(() => undefined);
+      fail(error);
       return;
     }
-    Promise.all(sent).then(
-      ([chunks, answer]) => {
-        const values = chunks.flat();
-        reads.forEach((read, index) =>
-          read.resolve({ values: (wanted[index] ?? []).map((place) => values[place] ?? null), answer }),
-        );
-      },
-      (error: unknown) => {
-        for (const read of reads) read.reject(asError(error));
-      },
-    );
+    Promise.all(sent).then((answers) => {
+      const answer = answers.pop() as Answer;
+      const values = answers as (string | null)[][];
+      reads.forEach((read, index) => {
+        const { chunk, places } = wanted[index] ?? { chunk: 0, places: [] };
+        const stored = values[chunk] ?? [];
+        read.resolve({ values: places.map((place) => stored[place] ?? null), answer });
+      });
+    }, fail);
   }
 }
