@@ -4,6 +4,7 @@ import type { CacheEntry, CacheStore, WindowCount } from '../../src/platform/cac
 import { CacheService } from '../../src/platform/cache/cache.service.js';
 import { MemoryCacheStore } from '../../src/platform/cache/memory-cache-store.js';
 import { loadSettings } from '../../src/platform/config/settings.js';
+import { runInRequestContext, type RequestContext } from '../../src/platform/http/request-context.js';
 import { wholeCache, type WholeCache } from '../support/whole-cache.js';
 
 /*
@@ -251,19 +252,24 @@ describe('CacheService circuit breaker', () => {
     expect(cache.stats).toMatchObject({ failures: 4, timeouts: 4, short_circuited: 0, misses: 2 });
   });
 
-  it('after-commit writes are still tried while it is open; fills and reads are not', async () => {
+  it('while it is open nothing is asked, after-commit writes included: they are lost, which marks the cache dirty', async () => {
     const { store, cache } = setup();
     await openCircuit(store, cache);
+    const lostBefore = cache.stats.lost_writes;
 
     expect(await cache.put('k', entry, false)).toBe(false);
+    expect(await cache.put('k', entry, true)).toBe(false);
+    expect(await cache.tablesWritten(['users'])).toBe(false);
     expect(store.count('setIfNotOlder')).toBe(0);
+    expect(store.count('bumpGenerations')).toBe(0);
+    expect(await store.data.get('k')).toBeUndefined();
+    expect(cache.stats.lost_writes).toBe(lostBefore + 2);
 
-    expect(await cache.put('k', entry, true)).toBe(true);
-    expect(await cache.tablesWritten(['users'])).toBe(true);
-    expect(store.count('setIfNotOlder')).toBe(1);
-    expect(store.count('bumpGenerations')).toBe(1);
-    expect(await store.data.get('k')).toEqual(entry);
-    expect(cache.stats.lost_writes).toBe(0);
+    // Closed again, the first read flushes before anything is trusted (and bypasses meanwhile).
+    jest.advanceTimersByTime(OPEN_FOR_MS);
+    expect(await cache.get('k')).toEqual(bypass);
+    await settled();
+    expect(store.count('flushAll')).toBe(1);
   });
 
   it('a failure right after it closes opens it again at once (the count was not reset by time)', async () => {
@@ -431,5 +437,52 @@ describe('CacheService dirty flush: after a failure that may have lost an invali
     expect(await cache.invalidateAll()).toBe(true);
     expect(await cache.get('k')).toEqual({ ok: true, entry: undefined });
     expect(store.count('flushAll')).toBe(1);
+  });
+});
+
+describe("CacheService: one budget for all of a request's cache work (part 7)", () => {
+  const inRequest = <T>(context: RequestContext, work: () => Promise<T>): Promise<T> =>
+    runInRequestContext(context, work);
+  const request = (): RequestContext => ({ request_id: 'r', ip: '127.0.0.1', actor_id: null, cache_ms_spent: 0 });
+
+  it("a call that used up the budget leaves the request's later calls unasked: reads bypass, writes are lost", async () => {
+    const { store, cache } = setup();
+    const context = request();
+    store.mode = 'hang';
+    expect(await inRequest(context, () => timedOutGet(cache))).toEqual(bypass);
+    expect(context.cache_ms_spent).toBeGreaterThanOrEqual(BUDGET_MS);
+    store.mode = 'answer';
+    const asked = store.count('get');
+
+    expect(await inRequest(context, () => cache.get('k'))).toEqual(bypass);
+    expect(await inRequest(context, () => cache.put('k', entry, true))).toBe(false);
+    expect(store.count('get')).toBe(asked);
+    expect(store.count('setIfNotOlder')).toBe(0);
+    expect(cache.stats).toMatchObject({ over_budget: 2, lost_writes: 1, failures: 1 });
+
+    // Another request, and work outside any request (a job), each have the whole budget.
+    expect(await inRequest(request(), () => cache.put('k', entry, true))).toBe(true);
+    expect(await cache.put('j', entry, true)).toBe(true);
+    expect(store.count('setIfNotOlder')).toBe(2);
+  });
+
+  it("what a call spent is taken from the next one's budget", async () => {
+    const { store, cache } = setup();
+    const context = request();
+    context.cache_ms_spent = BUDGET_MS - 10;
+    store.mode = 'hang';
+    const read = inRequest(context, () => cache.get('k'));
+    await jest.advanceTimersByTimeAsync(10);
+    expect(await read).toEqual(bypass);
+    expect(cache.stats.timeouts).toBe(1);
+    expect(context.cache_ms_spent).toBeGreaterThanOrEqual(BUDGET_MS);
+  });
+
+  it("a job's long call with a budget of its own is not bounded by the request's", async () => {
+    const { store, cache } = setup();
+    const context = request();
+    context.cache_ms_spent = BUDGET_MS;
+    expect(await inRequest(context, () => cache.dropByPrefix('res:'))).toBe(0);
+    expect(store.count('tombstoneByPrefix')).toBe(1);
   });
 });

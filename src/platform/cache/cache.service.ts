@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { currentRequest } from '../http/request-context.js';
 import type { CacheStore } from './cache-store.js';
 
 export type CacheState = 'up' | 'down' | 'memory';
@@ -14,8 +15,10 @@ export interface CacheStats {
   loads: number;
   /** Writes whose work after the commit failed (each dropped the cache). */
   after_commit_failures: number;
-  /** Cache writes after a commit that did not reach the store (timeouts, errors, an open circuit). */
+  /** Cache writes after a commit that did not reach the store (timeouts, errors, an open circuit, a spent budget). */
   lost_writes: number;
+  /** Calls not made because their request had spent its cache budget (part 7: 50 ms in all). */
+  over_budget: number;
   /** Entries that could not be read back (bad format, truncated, wrong shape): served as misses and replaced. */
   unreadable: number;
 }
@@ -48,6 +51,7 @@ export class CacheService {
     loads: 0,
     after_commit_failures: 0,
     lost_writes: 0,
+    over_budget: 0,
     unreadable: 0,
   };
   private consecutiveFailures = 0;
@@ -71,7 +75,8 @@ export class CacheService {
   /**
    * Runs one store call inside the envelope: `ok: false` when the cache could not be asked (the
    * caller then reads the database). `afterWrite`: the call rebuilds or invalidates after a commit
-   * (tried even with the circuit open; one that fails is a lost write, which drops the cache).
+   * (one that is not made or fails is a lost write, which drops the cache). `budgetMs`: a job's own
+   * budget for one long call, outside any request's.
    */
   async call<T>(
     operation: string,
@@ -110,32 +115,44 @@ export class CacheService {
     key: string,
     afterWrite: boolean,
     call: () => Promise<T>,
-    budgetMs = this.budgetMs,
+    budgetMs?: number,
   ): Promise<{ ok: true; value: T } | { ok: false }> {
     if (this.store.kind === 'memory') return { ok: true, value: await call() };
-    // A write's cache work is tried even with the circuit open: skipped, it would be lost while
-    // another instance, whose store answers again, serves the entry it should have replaced. A
-    // write pays at most the budget for it; reads, far more, are the ones the circuit spares.
-    if (Date.now() < this.openUntil && !afterWrite) {
-      this.stats.short_circuited += 1;
-      return { ok: false };
-    }
+    // An open circuit costs nothing, a write's work included (part 7): that work is lost, and the
+    // write's follower drops the whole cache, through the database's cache epoch when it cannot
+    // reach Redis, so no instance serves the entry the write should have replaced.
+    if (Date.now() < this.openUntil) return this.skipped(afterWrite, 'short_circuited');
     // While the store may hold entries whose invalidation was lost, reads bypass it (from the
     // database, without filling) and one flush per instance drops it. A write's work goes on: it
     // lands in a shard already flushed, ahead of any fill, or in one about to be.
     if (!afterWrite && this.dirty) {
       this.flushOnce();
-      this.stats.short_circuited += 1;
-      return { ok: false };
+      return this.skipped(false, 'short_circuited');
     }
+    // All of one HTTP request's cache work shares the budget (part 7); a job's long call has its own.
+    const request = budgetMs === undefined ? currentRequest() : undefined;
+    const spent = request?.cache_ms_spent;
+    const left = (budgetMs ?? this.budgetMs) - (spent ?? 0);
+    if (left <= 0) return this.skipped(afterWrite, 'over_budget');
+    const started = performance.now();
     try {
-      const value = await this.withBudget(call, budgetMs);
+      const value = await this.withBudget(call, left);
       this.consecutiveFailures = 0;
       return { ok: true, value };
     } catch (error) {
       this.recordFailure(operation, key, afterWrite, error);
       return { ok: false };
+    } finally {
+      if (request !== undefined && spent !== undefined)
+        request.cache_ms_spent = (request.cache_ms_spent ?? 0) + (performance.now() - started);
     }
+  }
+
+  /** A call not made: the caller reads the database; a write's work not made is lost. */
+  private skipped(afterWrite: boolean, why: 'short_circuited' | 'over_budget'): { ok: false } {
+    if (afterWrite) this.loseWrite();
+    this.stats[why] += 1;
+    return { ok: false };
   }
 
   /** Whether an event that may have lost an invalidation happened after the last flush began. */

@@ -7,6 +7,12 @@ export interface RequestContext {
   readonly ip: string;
   /** The authenticated user, set by the auth guard; null for anonymous and system flows. */
   actor_id: number | null;
+  /**
+   * Milliseconds this HTTP request has waited on the cache so far: all of its cache work, before
+   * and after its commit, shares one budget (part 7). Absent in jobs and the CLI, whose calls each
+   * have the budget.
+   */
+  cache_ms_spent?: number;
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();
