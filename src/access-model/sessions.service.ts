@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { AuditService } from '../platform/audit/audit.service.js';
+import { NOT_REVOKED, AuditService } from '../platform/audit/audit.service.js';
 import { AuthContextService } from './auth-context.service.js';
 import type { Tx } from '../platform/database/unit-of-work.js';
 import { revokeSessionsOfUser, sessionOnFeed, type SessionRow } from './sessions.repository.js';
@@ -24,6 +24,7 @@ export class SessionsService {
       revoked.map((session) => ({
         action: 'session.revoke',
         resource_id: session.id,
+        before: NOT_REVOKED,
         reason,
         changes: { revoked_at: [null, session.revoked_at?.toISOString() ?? null] },
       })),

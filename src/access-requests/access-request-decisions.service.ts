@@ -130,6 +130,7 @@ export class AccessRequestDecisions {
       const before = await this.lockPending(tx, id, ifMatch, 'cancel');
       const after = await this.close(tx, id, 'cancelled', dto.reason ?? null);
       await this.audit.record(tx, 'access_request.cancelled', id, {
+        before,
         reason: after.decision_reason,
         changes: { state: [before.state, after.state] },
       });
@@ -212,7 +213,7 @@ export class AccessRequestDecisions {
       changes.authority_permission_id = [null, after.authority_permission_id];
       changes.access_expires_at = [null, new Date(after.access_expires_at ?? 0).toISOString()];
     }
-    await this.audit.record(tx, action, after.id, { reason: after.decision_reason, changes });
+    await this.audit.record(tx, action, after.id, { before, reason: after.decision_reason, changes });
     await this.messages.notify(tx, outcomeNotice(after));
   }
 }

@@ -82,6 +82,7 @@ export class AccessReviewClose implements OnModuleInit {
       });
       await this.reviews.patch(tx, id, { state: 'closing', job_id: job, ...updateStamp(tx) });
       await this.audit.record(tx, 'access_review.close', id, {
+        before,
         changes: { state: [before.state, 'closing'], job_id: [before.job_id, job] },
       });
       return job;

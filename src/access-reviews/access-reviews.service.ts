@@ -135,7 +135,10 @@ export class AccessReviewsService {
       if (before.state !== 'open' && before.state !== 'preparing')
         throw reviewStateConflict(id, before.state, 'cancel');
       const after = await this.reviews.patch(tx, id, { state: 'cancelled', closed_at: new Date(), ...updateStamp(tx) });
-      await this.audit.record(tx, 'access_review.cancelled', id, { changes: { state: [before.state, 'cancelled'] } });
+      await this.audit.record(tx, 'access_review.cancelled', id, {
+        before,
+        changes: { state: [before.state, 'cancelled'] },
+      });
       return after;
     });
     return respondWith(row);

@@ -146,7 +146,7 @@ export class AuthoritiesService {
         ...('label' in changes ? { label: wanted.label } : {}),
         ...updateStamp(tx),
       });
-      await this.audit.record(tx, 'authority.update', id, { changes });
+      await this.audit.record(tx, 'authority.update', id, { before, changes });
       return after;
     });
     return respondWith(row);

@@ -39,7 +39,7 @@ export class AuthorityActionsService {
       await this.watch(tx, before);
       const stamp = deletionStamp(tx);
       const after = await this.authorities.patch(tx, id, stamp);
-      return this.finish(tx, after, 'authority.delete', { is_deleted: [false, true] });
+      return this.finish(tx, before, after, 'authority.delete', { is_deleted: [false, true] });
     });
   }
 
@@ -50,15 +50,16 @@ export class AuthorityActionsService {
       assertIfMatch(ifMatch, before.version);
       await this.watch(tx, before);
       const after = await this.authorities.patch(tx, id, restorationStamp(tx));
-      return this.finish(tx, after, 'authority.restore', { is_deleted: [true, false] });
+      return this.finish(tx, before, after, 'authority.restore', { is_deleted: [true, false] });
     });
   }
 
   activate(id: number, ifMatch: IfMatch): Promise<ResourceResponse<AuthorityDto>> {
     return this.uow.run(async (tx) => {
-      await this.watch(tx, await this.prepare(tx, id, ifMatch, 'activate'));
+      const before = await this.prepare(tx, id, ifMatch, 'activate');
+      await this.watch(tx, before);
       const after = await this.authorities.patch(tx, id, { is_active: true, ...updateStamp(tx) });
-      return this.finish(tx, after, 'authority.activate', { is_active: [false, true] });
+      return this.finish(tx, before, after, 'authority.activate', { is_active: [false, true] });
     });
   }
 
@@ -67,7 +68,7 @@ export class AuthorityActionsService {
       const before = await this.prepare(tx, id, ifMatch, 'deactivate');
       await this.watch(tx, before);
       const after = await this.authorities.patch(tx, id, { is_active: false, ...updateStamp(tx) });
-      return this.finish(tx, after, 'authority.deactivate', { is_active: [before.is_active, false] });
+      return this.finish(tx, before, after, 'authority.deactivate', { is_active: [before.is_active, false] });
     });
   }
 
@@ -87,7 +88,7 @@ export class AuthorityActionsService {
         revoked_at: [null, after.revoked_at],
         ...(before.is_active ? { is_active: [true, false] } : {}),
       };
-      return this.finish(tx, after, 'authority.revoke', changes, reason ?? null);
+      return this.finish(tx, before, after, 'authority.revoke', changes, reason ?? null);
     });
   }
 
@@ -115,12 +116,13 @@ export class AuthorityActionsService {
 
   private async finish(
     tx: Tx,
+    before: AuthorityRow,
     after: AuthorityRow,
     action: AuditAction,
     changes: Record<string, readonly [unknown, unknown]>,
     reason: string | null = null,
   ): Promise<ResourceResponse<AuthorityDto>> {
-    await this.audit.record(tx, action, after.id, { reason, changes });
+    await this.audit.record(tx, action, after.id, { before, reason, changes });
     return respondWith(after);
   }
 }

@@ -74,7 +74,7 @@ export class DevicesService {
       const changes = diffChanges(before, wanted, AUDITED_FIELDS);
       if (Object.keys(changes).length === 0) return before;
       const after = await this.devices.patch(tx, id, { name: wanted.name, model: wanted.model, ...updateStamp(tx) });
-      await this.audit.record(tx, 'device.update', id, { changes });
+      await this.audit.record(tx, 'device.update', id, { before, changes });
       return after;
     });
     return respondWith(row);

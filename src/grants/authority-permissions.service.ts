@@ -4,7 +4,7 @@ import { GroupAccess } from '../access-model/group-access.service.js';
 import type { AccessScope } from '../access-model/access-snapshot.repository.js';
 import { AuthorityReferences } from '../authorities/authority-references.repository.js';
 import { PermissionReferences } from './permission-references.repository.js';
-import { AuditService } from '../platform/audit/audit.service.js';
+import { NOT_REVOKED, AuditService } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
 import { AuthorizationService } from '../access-model/authorization.service.js';
 import { deviceRowScope } from '../access-model/row-scope.js';
@@ -180,6 +180,7 @@ export class AuthorityPermissionsService {
       const revoked = await this.rows.revoke(tx, id, tx.actor, (version) => assertIfMatch(ifMatch, version));
       if (revoked === 'already') return NoContent.instance;
       await this.audit.record(tx, 'authority_permission.revoke', id, {
+        before: NOT_REVOKED,
         changes: { revoked_at: [null, revoked.revoked_at] },
       });
       return respondWith(revoked);

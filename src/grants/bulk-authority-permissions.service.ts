@@ -3,7 +3,7 @@ import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { AccessWatch } from '../access-model/access-watch.js';
 import { GroupAccess } from '../access-model/group-access.service.js';
 import { GroupFactsRepository } from '../access-model/group-facts.repository.js';
-import { AuditService, type AuditAction, type AuditRecord } from '../platform/audit/audit.service.js';
+import { NOT_REVOKED, AuditService, type AuditAction, type AuditRecord } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
 import { AuthorizationService, type DeviceQuestion } from '../access-model/authorization.service.js';
 import type { PermissionCode } from '../platform/auth/permissions.js';
@@ -349,6 +349,7 @@ export class BulkAuthorityPermissionsService implements OnModuleInit {
         action,
         resource_id: row.id,
         reason: reason ?? null,
+        ...(action.endsWith('.grant') ? {} : { before: NOT_REVOKED }),
         changes: action.endsWith('.grant')
           ? { authority_id: [null, row.authority_id], permission_code: [null, row.permission_code] }
           : { revoked_at: [null, row.revoked_at] },

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AccessWatch } from '../access-model/access-watch.js';
 import { PermissionReferences } from './permission-references.repository.js';
 import { UserReferences } from '../users/user-references.repository.js';
-import { AuditService } from '../platform/audit/audit.service.js';
+import { NOT_REVOKED, AuditService } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
 import { AuthorizationService, earlierEnd } from '../access-model/authorization.service.js';
 import { assertMayWriteUser, assertNotSelf } from '../access-model/user-rules.js';
@@ -114,6 +114,7 @@ export class PermissionGrantsService {
       await this.access.watch(tx, { users: reached, devices: [], permissions: [code] });
       const revoked = await this.grants.revoke(tx, active, tx.actor, dto.reason ?? null);
       await this.audit.record(tx, 'permission_grant.revoke', active, {
+        before: NOT_REVOKED,
         reason: dto.reason ?? null,
         changes: { revoked_at: [null, revoked.revoked_at] },
       });
@@ -153,6 +154,7 @@ export class PermissionGrantsService {
       if ((await this.grants.activeId(tx, holder, grant.permission_id)) !== grant.id) continue;
       const row = await this.grants.revoke(tx, grant.id, tx.actor, reason);
       await this.audit.record(tx, 'permission_grant.revoke', grant.id, {
+        before: NOT_REVOKED,
         reason,
         changes: { revoked_at: [null, row.revoked_at] },
       });

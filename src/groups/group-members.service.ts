@@ -4,7 +4,7 @@ import { GroupAccess } from '../access-model/group-access.service.js';
 import { earlierEnd } from '../access-model/authorization.service.js';
 import { GroupFactsRepository } from '../access-model/group-facts.repository.js';
 import { nestingProblem } from '../access-model/group-rules.js';
-import { AuditService, type AuditRecord } from '../platform/audit/audit.service.js';
+import { AuditService, type AuditRecord, type Changes } from '../platform/audit/audit.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { futureTimestamp } from '../platform/http/timestamps.js';
@@ -15,6 +15,7 @@ import type {
   AddMembersDto,
   MemberRefDto,
   MemberResultDto,
+  MembershipDto,
   MembersResponseDto,
   RemoveMembersDto,
 } from './dto/group.dto.js';
@@ -297,10 +298,7 @@ export class GroupMembersService {
       resource_id: groupId,
       reason,
       data: membership,
-      changes:
-        action === 'group.member_add'
-          ? { member: [null, membership.user_id ?? { group_id: membership.member_group_id }] }
-          : { member: [membership.user_id ?? { group_id: membership.member_group_id }, null] },
+      changes: memberChanges(action, membership),
     }));
     await this.audit.recordMany(tx, events);
     this.groups.membersChanged(tx, [groupId]);
@@ -324,4 +322,16 @@ function dedupe(items: readonly Item[]): Item[] {
     seen.add(key);
     return true;
   });
+}
+
+/** What an audit event of a member's addition or removal says changed: the member, and the removal's stamps. */
+function memberChanges(action: 'group.member_add' | 'group.member_remove', membership: MembershipDto): Changes {
+  const member = membership.user_id ?? { group_id: membership.member_group_id };
+  if (action === 'group.member_add') return { member: [null, member] };
+  return {
+    member: [member, null],
+    removed_at: [null, membership.removed_at],
+    removed_by: [null, membership.removed_by],
+    remove_reason: [null, membership.remove_reason],
+  };
 }

@@ -127,7 +127,7 @@ export class GroupsService {
       ...updateStamp(tx),
     });
     this.groupAccess.changed(tx, reached);
-    await this.audit.record(tx, 'group.update', id, { changes });
+    await this.audit.record(tx, 'group.update', id, { before, changes });
     return after;
   }
 
@@ -141,7 +141,7 @@ export class GroupsService {
       await this.access.watch(tx, { users: reached });
       const after = await this.groups.patch(tx, id, deletionStamp(tx));
       this.groupAccess.changed(tx, reached);
-      await this.audit.record(tx, 'group.delete', id, { changes: { is_deleted: [false, true] } });
+      await this.audit.record(tx, 'group.delete', id, { before, changes: { is_deleted: [false, true] } });
       return respondWith(after);
     });
   }
@@ -163,7 +163,7 @@ export class GroupsService {
         ...(await this.groupAccess.conferredBy(tx, id)),
       });
       this.groupAccess.changed(tx, reached);
-      await this.audit.record(tx, 'group.restore', id, { changes: { is_deleted: [true, false] } });
+      await this.audit.record(tx, 'group.restore', id, { before, changes: { is_deleted: [true, false] } });
       return respondWith(after);
     });
   }

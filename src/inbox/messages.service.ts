@@ -133,7 +133,7 @@ export class MessagesService {
         data: wanted.data === null ? null : JSON.stringify(wanted.data),
         ...updateStamp(tx),
       });
-      await this.audit.record(tx, 'inbox_message.update', id, { changes });
+      await this.audit.record(tx, 'inbox_message.update', id, { before, changes });
       return after;
     });
     return respondWith(row);
@@ -155,7 +155,7 @@ export class MessagesService {
       if (!before.is_deleted) return unchanged(ifMatch, before.version);
       assertIfMatch(ifMatch, before.version);
       const after = await this.messages.patch(tx, id, restorationStamp(tx));
-      await this.audit.record(tx, 'inbox_message.restore', id, { changes: { is_deleted: [true, false] } });
+      await this.audit.record(tx, 'inbox_message.restore', id, { before, changes: { is_deleted: [true, false] } });
       await this.readState.messagesChanged(tx, [id]);
       return respondWith(after);
     });
@@ -177,6 +177,8 @@ export class MessagesService {
       rows.map((row) => ({
         action: 'inbox_message.delete',
         resource_id: row.id,
+        // Live messages (the statement deletes no other): their updated_by was not kept.
+        before: { deleted_at: null, deleted_by: null },
         reason,
         changes: { is_deleted: [false, true] },
       })),

@@ -103,6 +103,7 @@ export class MobileDevicesService {
             : {}),
         });
         await this.audit.record(tx, 'mobile_device.refresh_token', id, {
+          before,
           changes: diffChanges(before, after, ['push_token_hint', 'is_active', 'token_refreshed_at']),
         });
         return after;
@@ -143,7 +144,12 @@ export class MobileDevicesService {
       deactivation_reason: reason,
       updated_by: actor,
     });
-    await this.audit.record(tx, 'mobile_device.deactivate', id, { reason, changes: { is_active: [true, false] } });
+    await this.audit.record(tx, 'mobile_device.deactivate', id, {
+      // Only an active device is deactivated: its deactivation stamps were empty.
+      before: { deactivated_at: null, deactivated_by: null, deactivation_reason: null },
+      reason,
+      changes: { is_active: [true, false] },
+    });
     return after;
   }
 }

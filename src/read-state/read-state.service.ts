@@ -62,7 +62,7 @@ export class ReadStateService {
         [at]: on ? NOW : null,
         updated_by: tx.actor,
       });
-      await this.audit.record(tx, action, id, { changes: { [column]: [before[column], on] } });
+      await this.audit.record(tx, action, id, { before, changes: { [column]: [before[column], on] } });
       return after;
     });
   }
@@ -81,6 +81,7 @@ export class ReadStateService {
       if (current === (at?.toISOString() ?? null)) return before;
       const after = await this.states.patch(tx, id, { snoozed_until: at, updated_by: tx.actor });
       await this.audit.record(tx, 'message_read_state.snooze', id, {
+        before,
         changes: { snoozed_until: [current, at?.toISOString() ?? null] },
       });
       return after;

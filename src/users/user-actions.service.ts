@@ -38,7 +38,7 @@ export class UserActionsService {
       await this.access.watch(tx, { users: [id] });
       const stamp = deletionStamp(tx);
       const after = await this.users.patch(tx, id, stamp);
-      await this.audit.record(tx, 'user.delete', id, { changes: { is_deleted: [false, true] } });
+      await this.audit.record(tx, 'user.delete', id, { before, changes: { is_deleted: [false, true] } });
       await this.sessions.revokeAllOf(tx, id, 'user deleted');
       return respondWith(after);
     });
@@ -53,7 +53,7 @@ export class UserActionsService {
       assertIfMatch(ifMatch, before.version);
       await this.access.watch(tx, { users: [id] });
       const after = await this.users.patch(tx, id, restorationStamp(tx));
-      await this.audit.record(tx, 'user.restore', id, { changes: { is_deleted: [true, false] } });
+      await this.audit.record(tx, 'user.restore', id, { before, changes: { is_deleted: [true, false] } });
       return respondWith(after);
     });
   }
@@ -109,6 +109,7 @@ export class UserActionsService {
       const before = await this.prepare(tx, actor, id, ifMatch, 'reset_pin');
       const after = await this.users.patch(tx, id, { pin_hash: pinHash, pin_reset_at: NOW, ...updateStamp(tx) });
       await this.audit.record(tx, 'user.reset_pin', id, {
+        before,
         changes: { pin_set: [before.pin_set, true], pin_reset_at: [before.pin_reset_at, after.pin_reset_at] },
       });
       const result: PinResetDto = {
@@ -153,7 +154,11 @@ export class UserActionsService {
   ): Promise<UserRow> {
     await this.access.watch(tx, { users: [before.id], created });
     const after = await this.users.patch(tx, before.id, { status_id: statusId, ...updateStamp(tx) });
-    await this.audit.record(tx, action, before.id, { reason, changes: { status_id: [before.status_id, statusId] } });
+    await this.audit.record(tx, action, before.id, {
+      before,
+      reason,
+      changes: { status_id: [before.status_id, statusId] },
+    });
     return after;
   }
 }

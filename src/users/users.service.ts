@@ -153,6 +153,7 @@ export class UsersService {
       ...updateStamp(tx),
     });
     await this.audit.record(tx, 'user.update', id, {
+      before,
       changes: profileChanged ? { ...changes, scim_profile: [current ?? null, profile] } : changes,
     });
     return after;

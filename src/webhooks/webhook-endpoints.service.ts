@@ -108,7 +108,7 @@ export class WebhookEndpointsService {
       if (enabling || after.url !== before.url) await this.endpoints.recovered(tx, id);
       if (before.is_active && !after.is_active)
         await this.deliveries.failPending(tx, id, 'endpoint deactivated before delivery');
-      await this.audit.record(tx, 'webhook_endpoint.update', id, { changes });
+      await this.audit.record(tx, 'webhook_endpoint.update', id, { before, changes });
       return after;
     });
     return respondWith(row);
@@ -122,6 +122,7 @@ export class WebhookEndpointsService {
       await this.endpoints.remove(tx, id);
       await this.deliveries.failPending(tx, id, 'endpoint deleted before delivery');
       await this.audit.record(tx, 'webhook_endpoint.delete', id, {
+        before,
         changes: Object.fromEntries(
           Object.entries(auditedChanges(null, before)).map(([field, [, was]]) => [field, [was, null]]),
         ),
@@ -140,6 +141,7 @@ export class WebhookEndpointsService {
       const after = await this.endpoints.rotateSecret(tx, id, secret, updateStamp(tx).updated_by);
       // The secrets themselves are never recorded; that a rotation happened is.
       await this.audit.record(tx, 'webhook_endpoint.rotate_secret', id, {
+        before,
         changes: { secret: ['(previous)', '(new)'] },
       });
       return after;

@@ -321,6 +321,7 @@ export class WebhookSender implements OnModuleInit, BeforeApplicationShutdown {
       await this.endpoints.patch(tx, endpointId, { is_active: false, disabled_reason: 'failing', updated_by: null });
       await this.deliveries.failPending(tx, endpointId, 'endpoint disabled: failing for 3 days');
       await this.audit.record(tx, 'webhook_endpoint.disabled', endpointId, {
+        before,
         reason: 'every delivery failed for 3 days',
         changes: { is_active: [true, false], disabled_reason: [before.disabled_reason, 'failing'] },
       });

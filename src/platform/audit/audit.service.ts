@@ -11,7 +11,32 @@ export type Changes = Readonly<Record<string, readonly [unknown, unknown]>>;
 export interface AuditDetails {
   readonly reason?: string | null;
   readonly changes?: Changes;
+  /**
+   * The record as it was before the write: the stamps the write set (`updated_by`, `revoked_by`,
+   * `revoke_reason`, …, see STAMP_FIELDS) are added to `changes` from it and the record as the
+   * write left it (what its repository noted on the transaction).
+   */
+  readonly before?: object;
 }
+
+/** The fields a write stamps rather than the caller's: listed in `changes` when the write changed them. */
+export const STAMP_FIELDS = [
+  'updated_by',
+  'deleted_at',
+  'deleted_by',
+  'revoked_at',
+  'revoked_by',
+  'revoke_reason',
+  'removed_at',
+  'removed_by',
+  'remove_reason',
+  'deactivated_at',
+  'deactivated_by',
+  'deactivation_reason',
+] as const;
+
+/** The revocation stamps of a live row (grants, authority permissions, sessions): what a revoke changes from. */
+export const NOT_REVOKED = { revoked_at: null, revoked_by: null, revoke_reason: null } as const;
 
 export interface AuditRecord extends AuditDetails {
   readonly action: AuditAction;
@@ -40,10 +65,14 @@ export class AuditService {
       // The transaction's actor, as its rows' `*_by` stamps name it.
       { actor_id: tx.actor, request_id: context?.request_id ?? null },
       toAuditEvents(events).map((event, index) => {
-        const resource =
-          events[index]?.data ??
-          (event.resource_id === null ? undefined : tx.resourceAfter(event.resource_type, event.resource_id));
-        return resource === undefined ? event : { ...event, resource };
+        const after = event.resource_id === null ? undefined : tx.resourceAfter(event.resource_type, event.resource_id);
+        const before = events[index]?.before;
+        const stamped =
+          before === undefined || after === undefined
+            ? event
+            : { ...event, changes: { ...stampChanges(before, after), ...event.changes } };
+        const resource = events[index]?.data ?? after;
+        return resource === undefined ? stamped : { ...stamped, resource };
       }),
     );
   }
@@ -76,6 +105,12 @@ export function diffChanges<T extends object>(
     if (JSON.stringify(was) !== JSON.stringify(now)) changes[field] = [was, now];
   }
   return changes;
+}
+
+/** `[before, after]` of each stamp field both sides name that the write changed. */
+function stampChanges(before: object, after: object): Record<string, readonly [unknown, unknown]> {
+  const fields = STAMP_FIELDS.filter((field) => field in after && field in before);
+  return diffChanges(before as Record<string, unknown>, after as Record<string, unknown>, fields);
 }
 
 function normalise(value: unknown): unknown {
