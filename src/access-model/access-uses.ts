@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { TableGenerations } from '../platform/cache/table-generations.js';
 import { SETTINGS, type Settings } from '../platform/config/settings.js';
+import { outsideRequests } from '../platform/http/request-context.js';
 import type { Subject } from '../platform/auth/auth-context.js';
 import type { Decision } from '../platform/auth/decision.js';
 import { permissionIdOf } from '../platform/auth/permissions.js';
@@ -74,7 +75,8 @@ export class AccessUses implements OnModuleDestroy {
     this.lastNoted.set(key, now);
     this.pending.set(key, { ...path, at: new Date(now) });
     this.stats.noted += 1;
-    this.timer ??= setTimeout(() => void this.flush(), FLUSH_AFTER_MS).unref();
+    // Armed outside the request that noted the use: the flush serves every request, not this one's cache budget.
+    this.timer ??= outsideRequests(() => setTimeout(() => void this.flush(), FLUSH_AFTER_MS).unref());
   }
 
   /** Writes what was noted so far (the timer's work; tests and shutdown call it too). */
@@ -120,7 +122,8 @@ export class AccessUses implements OnModuleDestroy {
       return;
     }
     // Cached answers of the access questions show last uses: they are read again. The cache never
-    // throws; a bump that does not land leaves them as they were until they expire.
+    // throws; a bump that does not land is a lost write, and this instance drops its cache before
+    // it trusts it again.
     await this.generations.bump(['access_path_uses']);
   }
 

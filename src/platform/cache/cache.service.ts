@@ -34,7 +34,7 @@ class CacheTimeout extends Error {
 
 /**
  * The cache's safety envelope: every store call is bounded by the budget
- * (CACHE_TIMEOUT_MS, 50 ms), guarded by a circuit breaker, logged and counted on failure, and
+ * (CACHE_TIMEOUT_MS, 50 ms; one budget for all of a request's reads), guarded by a circuit breaker, logged and counted on failure, and
  * never throws. A failed write-path call, a call the store refused and an opening circuit mark
  * the cache dirty: before reads trust it again the whole cache is dropped (generation bump), so
  * an invalidation lost in an outage, here or on another instance, can never let a stale entry be
@@ -118,9 +118,10 @@ export class CacheService {
     budgetMs?: number,
   ): Promise<{ ok: true; value: T } | { ok: false }> {
     if (this.store.kind === 'memory') return { ok: true, value: await call() };
+    const request = budgetMs === undefined ? currentRequest() : undefined;
     // An open circuit costs nothing, a write's work included (part 7): that work is lost, and the
     // write's follower drops the whole cache, through the database's cache epoch when it cannot
-    // reach Redis, so no instance serves the entry the write should have replaced.
+    // reach Redis.
     if (Date.now() < this.openUntil) return this.skipped(afterWrite, 'short_circuited');
     // While the store may hold entries whose invalidation was lost, reads bypass it (from the
     // database, without filling) and one flush per instance drops it. A write's work goes on: it
@@ -129,10 +130,13 @@ export class CacheService {
       this.flushOnce();
       return this.skipped(false, 'short_circuited');
     }
-    // All of one HTTP request's cache work shares the budget (part 7); a job's long call has its own.
-    const request = budgetMs === undefined ? currentRequest() : undefined;
-    const spent = request?.cache_ms_spent;
-    const left = (budgetMs ?? this.budgetMs) - (spent ?? 0);
+    // One budget for all of an HTTP request's reads (part 7). A write's work after its commit is not
+    // cut by what the reads spent, nor by one slow call: skipped while the circuit is closed, it
+    // would leave the entry it replaces to instances that still reach Redis until their next epoch
+    // poll. It has the budget per call until the circuit opens, and costs nothing after. A job's
+    // long call has a budget of its own.
+    const shared = request?.cache_ms_spent !== undefined && !afterWrite;
+    const left = shared ? this.budgetMs - (request?.cache_ms_spent ?? 0) : (budgetMs ?? this.budgetMs);
     if (left <= 0) return this.skipped(afterWrite, 'over_budget');
     const started = performance.now();
     try {
@@ -140,11 +144,12 @@ export class CacheService {
       this.consecutiveFailures = 0;
       return { ok: true, value };
     } catch (error) {
+      // A call cut short by its request's budget says nothing about the store: no failure counted.
+      if (error instanceof CacheTimeout && left < this.budgetMs) return this.skipped(afterWrite, 'over_budget');
       this.recordFailure(operation, key, afterWrite, error);
       return { ok: false };
     } finally {
-      if (request !== undefined && spent !== undefined)
-        request.cache_ms_spent = (request.cache_ms_spent ?? 0) + (performance.now() - started);
+      if (request?.cache_ms_spent !== undefined) request.cache_ms_spent += performance.now() - started;
     }
   }
 

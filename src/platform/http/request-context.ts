@@ -8,9 +8,8 @@ export interface RequestContext {
   /** The authenticated user, set by the auth guard; null for anonymous and system flows. */
   actor_id: number | null;
   /**
-   * Milliseconds this HTTP request has waited on the cache so far: all of its cache work, before
-   * and after its commit, shares one budget (part 7). Absent in jobs and the CLI, whose calls each
-   * have the budget.
+   * Milliseconds this HTTP request has waited on the cache so far: its reads share one budget
+   * (part 7). Absent in jobs and the CLI, whose calls each have the budget.
    */
   cache_ms_spent?: number;
 }
@@ -23,6 +22,11 @@ export function runInRequestContext<T>(context: RequestContext, fn: () => T): T 
 
 export function currentRequest(): RequestContext | undefined {
   return storage.getStore();
+}
+
+/** Runs `fn` outside any request's context: for timers armed by a request that serve later work. */
+export function outsideRequests<T>(fn: () => T): T {
+  return storage.exit(fn);
 }
 
 /** The acting user's id, or null outside an authenticated request (system flows, CLI). */
