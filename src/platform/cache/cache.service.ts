@@ -1,5 +1,4 @@
 import { Logger } from '@nestjs/common';
-import { currentRequest } from '../http/request-context.js';
 import type { CacheStore } from './cache-store.js';
 
 export type CacheState = 'up' | 'down' | 'memory';
@@ -15,10 +14,8 @@ export interface CacheStats {
   loads: number;
   /** Writes whose work after the commit failed (each dropped the cache). */
   after_commit_failures: number;
-  /** Cache writes after a commit that did not reach the store (timeouts, errors, an open circuit, a spent budget). */
+  /** Cache writes after a commit that did not reach the store (timeouts, errors, an open circuit). */
   lost_writes: number;
-  /** Calls not made because their request had spent its cache budget (part 7: 50 ms in all). */
-  over_budget: number;
   /** Entries that could not be read back (bad format, truncated, wrong shape): served as misses and replaced. */
   unreadable: number;
 }
@@ -34,7 +31,7 @@ class CacheTimeout extends Error {
 
 /**
  * The cache's safety envelope: every store call is bounded by the budget
- * (CACHE_TIMEOUT_MS, 50 ms; one budget for all of a request's reads), guarded by a circuit breaker, logged and counted on failure, and
+ * (CACHE_TIMEOUT_MS, 50 ms), guarded by a circuit breaker, logged and counted on failure, and
  * never throws. A failed write-path call, a call the store refused and an opening circuit mark
  * the cache dirty: before reads trust it again the whole cache is dropped (generation bump), so
  * an invalidation lost in an outage, here or on another instance, can never let a stale entry be
@@ -51,7 +48,6 @@ export class CacheService {
     loads: 0,
     after_commit_failures: 0,
     lost_writes: 0,
-    over_budget: 0,
     unreadable: 0,
   };
   private consecutiveFailures = 0;
@@ -75,8 +71,7 @@ export class CacheService {
   /**
    * Runs one store call inside the envelope: `ok: false` when the cache could not be asked (the
    * caller then reads the database). `afterWrite`: the call rebuilds or invalidates after a commit
-   * (one that is not made or fails is a lost write, which drops the cache). `budgetMs`: a job's own
-   * budget for one long call, outside any request's.
+   * (tried even with the circuit open; one that fails is a lost write, which drops the cache).
    */
   async call<T>(
     operation: string,
@@ -115,49 +110,32 @@ export class CacheService {
     key: string,
     afterWrite: boolean,
     call: () => Promise<T>,
-    budgetMs?: number,
+    budgetMs = this.budgetMs,
   ): Promise<{ ok: true; value: T } | { ok: false }> {
     if (this.store.kind === 'memory') return { ok: true, value: await call() };
-    const request = budgetMs === undefined ? currentRequest() : undefined;
-    // An open circuit costs nothing, a write's work included (part 7): that work is lost, and the
-    // write's follower drops the whole cache, through the database's cache epoch when it cannot
-    // reach Redis.
-    if (Date.now() < this.openUntil) return this.skipped(afterWrite, 'short_circuited');
+    // A write's cache work is tried even with the circuit open: skipped, it would be lost while
+    // another instance, whose store answers again, serves the entry it should have replaced. A
+    // write pays at most the budget for it; reads, far more, are the ones the circuit spares.
+    if (Date.now() < this.openUntil && !afterWrite) {
+      this.stats.short_circuited += 1;
+      return { ok: false };
+    }
     // While the store may hold entries whose invalidation was lost, reads bypass it (from the
     // database, without filling) and one flush per instance drops it. A write's work goes on: it
     // lands in a shard already flushed, ahead of any fill, or in one about to be.
     if (!afterWrite && this.dirty) {
       this.flushOnce();
-      return this.skipped(false, 'short_circuited');
+      this.stats.short_circuited += 1;
+      return { ok: false };
     }
-    // One budget for all of an HTTP request's reads (part 7). A write's work after its commit is not
-    // cut by what the reads spent, nor by one slow call: skipped while the circuit is closed, it
-    // would leave the entry it replaces to instances that still reach Redis until their next epoch
-    // poll. It has the budget per call until the circuit opens, and costs nothing after. A job's
-    // long call has a budget of its own.
-    const shared = request?.cache_ms_spent !== undefined && !afterWrite;
-    const left = shared ? this.budgetMs - (request?.cache_ms_spent ?? 0) : (budgetMs ?? this.budgetMs);
-    if (left <= 0) return this.skipped(afterWrite, 'over_budget');
-    const started = performance.now();
     try {
-      const value = await this.withBudget(call, left);
+      const value = await this.withBudget(call, budgetMs);
       this.consecutiveFailures = 0;
       return { ok: true, value };
     } catch (error) {
-      // A call cut short by its request's budget says nothing about the store: no failure counted.
-      if (error instanceof CacheTimeout && left < this.budgetMs) return this.skipped(afterWrite, 'over_budget');
       this.recordFailure(operation, key, afterWrite, error);
       return { ok: false };
-    } finally {
-      if (request?.cache_ms_spent !== undefined) request.cache_ms_spent += performance.now() - started;
     }
-  }
-
-  /** A call not made: the caller reads the database; a write's work not made is lost. */
-  private skipped(afterWrite: boolean, why: 'short_circuited' | 'over_budget'): { ok: false } {
-    if (afterWrite) this.loseWrite();
-    this.stats[why] += 1;
-    return { ok: false };
   }
 
   /** Whether an event that may have lost an invalidation happened after the last flush began. */

@@ -7,11 +7,6 @@ export interface RequestContext {
   readonly ip: string;
   /** The authenticated user, set by the auth guard; null for anonymous and system flows. */
   actor_id: number | null;
-  /**
-   * Milliseconds this HTTP request has waited on the cache so far: its reads share one budget
-   * (part 7). Absent in jobs and the CLI, whose calls each have the budget.
-   */
-  cache_ms_spent?: number;
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();
