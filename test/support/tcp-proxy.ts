@@ -13,8 +13,6 @@ export class TcpProxy {
     private readonly targetHost: string,
     private readonly targetPort: number,
     readonly port: number,
-    /** How late the server's answers reach the client: a server that answers, from afar. */
-    private readonly answerDelayMs = 0,
   ) {}
 
   async open(): Promise<void> {
@@ -25,14 +23,7 @@ export class TcpProxy {
         socket.on('close', () => this.sockets.delete(socket));
         socket.on('error', () => socket.destroy());
       }
-      client.pipe(upstream);
-      if (this.answerDelayMs === 0) upstream.pipe(client);
-      else
-        upstream.on('data', (chunk: Buffer) =>
-          setTimeout(() => {
-            if (client.writable) client.write(chunk);
-          }, this.answerDelayMs),
-        );
+      client.pipe(upstream).pipe(client);
       upstream.once('data', () => this.answer.resolve());
     });
     await new Promise<void>((resolve) => this.server?.listen(this.port, '127.0.0.1', resolve));
