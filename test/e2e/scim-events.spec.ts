@@ -9,7 +9,7 @@ import { body, scim } from '../support/scim.js';
 async function feedOf(userId: number | string): Promise<{ types: string[]; gained: string[] }> {
   const rows = await sql<{ type: string; permission: string | null }>(
     `SELECT type, data->>'permission_code' AS permission FROM events
-      WHERE resource_id = $1::text OR (type LIKE 'access.%' AND (data->>'user_id')::bigint = $1::bigint)
+      WHERE (resource_type = 'user' AND resource_id = $1::text) OR (type LIKE 'access.%' AND (data->>'user_id')::bigint = $1::bigint)
       ORDER BY seq, id`,
     [String(userId)],
   );
