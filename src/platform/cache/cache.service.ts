@@ -193,7 +193,12 @@ export class CacheService {
   private async withBudget<T>(call: () => Promise<T>, budgetMs = this.budgetMs): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new CacheTimeout(budgetMs)), budgetMs);
+      // The rejection waits for the event loop's next check phase, after its poll phase: when
+      // this process itself stalled past the budget (a busy or loaded machine), an answer that
+      // reached the socket meanwhile is read first and wins. The budget is for a slow store, and
+      // timers run before I/O in a loop turn, so the stall alone would otherwise count as a
+      // failure (a read served without the cache, a step towards an open circuit).
+      timer = setTimeout(() => setImmediate(() => reject(new CacheTimeout(budgetMs))), budgetMs);
     });
     try {
       return await Promise.race([call(), timeout]);
