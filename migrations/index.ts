@@ -32,6 +32,7 @@ import { GroupHistoryReads1766275200000 } from './1766275200000-group-history-re
 import { GroupReviews1766361600000 } from './1766361600000-group-reviews.js';
 import { AccessEventDeferrals1766448000000 } from './1766448000000-access-event-deferrals.js';
 import { ScimUsers1766534400000 } from './1766534400000-scim-users.js';
+import { GroupMemberStreams1766620800000 } from './1766620800000-group-member-streams.js';
 
 /** Migrations in the order they apply; the data source loads these classes, not a file glob. */
 export const MIGRATIONS = [
@@ -69,6 +70,7 @@ export const MIGRATIONS = [
   GroupReviews1766361600000,
   AccessEventDeferrals1766448000000,
   ScimUsers1766534400000,
+  GroupMemberStreams1766620800000,
 ];
 
 /**

@@ -98,7 +98,7 @@ const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
  * "As of $T" for each history table: the newest version at or before T (ties by id). Trusted
  * text; `$T` is the statement's moment parameter, written in as `%T`.
  */
-const USER_VERSION_AT = `(SELECT h.role_id, h.status_id, h.is_deleted FROM user_access_history h
+export const USER_VERSION_AT = `(SELECT h.role_id, h.status_id, h.is_deleted FROM user_access_history h
    WHERE h.user_id = %U AND h.valid_from <= %T ORDER BY h.valid_from DESC, h.id DESC LIMIT 1)`;
 /**
  * Authority permission versions of authority %A at %T (the newest version of each row); `held`
@@ -117,12 +117,12 @@ const EFFECTIVE = (alias: string): string =>
  * began at 14:00:00.821225) is in the answer at 14:00:00.821, and an expiry is judged the same way
  * in SQL as by the rules, which read expiries to the millisecond.
  */
-function at(sql: string, parameter: string): string {
+export function at(sql: string, parameter: string): string {
   return sql.replaceAll('%T', `(${momentOf(parameter)} + interval '999 microseconds')`);
 }
 
 /** The moment parameter, or (null) the database's now, to the millisecond. */
-const momentOf = (parameter: string): string =>
+export const momentOf = (parameter: string): string =>
   `coalesce(${parameter}::timestamptz, date_trunc('milliseconds', now()))`;
 
 /**
@@ -147,7 +147,80 @@ const ROLE_FROM_GROUP = `${EFFECTIVE_ROLE} < u.role_id
   AND c.user_id IN (SELECT r.user_id FROM group_users_at($5::bigint, %T) r)`;
 
 /** Trusted text: with a group asked for ($5), the user `r` is one it reaches at T. */
-const REACHED_BY_ASKED = `($5::bigint IS NULL OR r.user_id IN (SELECT x.user_id FROM group_users_at($5::bigint, %T) x))`;
+export const REACHED_BY_ASKED = `($5::bigint IS NULL OR r.user_id IN (SELECT x.user_id FROM group_users_at($5::bigint, %T) x))`;
+
+/**
+ * Trusted text: `through`, the group asked for (`$5`) and the groups it sits in at T (directly or
+ * through others, live), for a `WITH RECURSIVE`; empty without a group asked for.
+ */
+export const THROUGH = `through(group_id, depth) AS (
+         SELECT $5::bigint, 1 WHERE $5::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM group_role_at($5::bigint, %T))
+         UNION
+         SELECT m.group_id, t.depth + 1 FROM through t CROSS JOIN LATERAL group_memberships_at(t.group_id, %T) m
+         WHERE t.depth < ${MAX_GROUP_DEPTH})`;
+
+/** Trusted text: the groups that conferred one of the roles `$3` at or before T (within `through` with `$5`). */
+export const ROLE_GROUPS = `SELECT DISTINCT gh.group_id FROM group_history gh
+           WHERE cardinality($3::int[]) > 0 AND gh.role_id = ANY($3::int[]) AND gh.valid_from <= %T
+             AND ($5::bigint IS NULL OR gh.group_id IN (SELECT group_id FROM through))`;
+
+/**
+ * Trusted text: whether candidate `c` (its version at T `u`) may act on the device at T: active,
+ * not deleted, with admin access, and allowed by another way (`byOtherWay`) or else by its
+ * effective role.
+ */
+export function admissible(byOtherWay: string): string {
+  return `u.status_id = ${USER_STATUS.active} AND NOT u.is_deleted
+           -- Admin access by the effective role: the roles with it are a prefix of the ranks, so its
+           -- own role or one of its groups' has it. The groups are read only when the own role has not.
+           AND (u.role_id = ANY($4::int[])
+                OR EXISTS (SELECT 1 FROM user_groups_at(c.user_id, %T) gr WHERE gr.role_id = ANY($4::int[])))
+           -- Allowed by another way, or else by the effective role (its groups read only then).
+           AND (${byOtherWay}
+                OR (${EFFECTIVE_ROLE} = ANY($3::int[]) AND ($5::bigint IS NULL OR ${ROLE_FROM_GROUP})))`;
+}
+
+/**
+ * Trusted text: the users' own ways to `$2` on device `$1` at T (grants, authorities on the
+ * device), each a `SELECT user_id`; none with a group asked for (`$5`). The authorities' part is
+ * always present (it names the device, so every parameter is typed); without its ways it matches
+ * nobody.
+ */
+export function ownWays(via: ReadonlySet<string>): string[] {
+  const ways: string[] = [];
+  if (via.has('permission_grant'))
+    ways.push(`SELECT g.user_id FROM permission_grants g WHERE $5::bigint IS NULL AND g.permission_id = $2 AND g.user_id IS NOT NULL AND g.granted_at <= %T
+          AND (g.revoked_at IS NULL OR g.revoked_at > %T) AND (g.expires_at IS NULL OR g.expires_at > %T)`);
+  const byOwner = via.has('device_owner');
+  const byPermission = via.has('authority_permission');
+  ways.push(`SELECT a.user_id FROM (
+          SELECT DISTINCT ON (h.authority_id) h.* FROM authority_history h WHERE h.device_id = $1 AND h.valid_from <= %T
+          ORDER BY h.authority_id, h.valid_from DESC, h.id DESC) a
+        WHERE $5::bigint IS NULL AND a.user_id IS NOT NULL AND ${EFFECTIVE('a')} AND (${byOwner ? 'a.owner' : 'false'} OR (${byPermission ? 'true' : 'false'} AND EXISTS (
+          SELECT 1 FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x WHERE x.held AND x.permission_id = $2)))`);
+  return ways;
+}
+
+/**
+ * Trusted text: the groups holding `$2` on device `$1` at T (a grant, or an effective authority on
+ * the device holding it), each a `SELECT group_id`; with a group asked for (`$5`), only it and the
+ * groups above it (`through`).
+ */
+export function holdingGroups(via: ReadonlySet<string>): string[] {
+  const holding: string[] = [];
+  if (via.has('group_permission_grant'))
+    holding.push(`SELECT g.group_id FROM permission_grants g WHERE g.permission_id = $2 AND g.group_id IS NOT NULL
+          AND ($5::bigint IS NULL OR g.group_id IN (SELECT group_id FROM through))
+          AND g.granted_at <= %T AND (g.revoked_at IS NULL OR g.revoked_at > %T) AND (g.expires_at IS NULL OR g.expires_at > %T)`);
+  if (via.has('group_authority_permission'))
+    holding.push(`SELECT au.group_id FROM (
+          SELECT DISTINCT ON (h.authority_id) h.* FROM authority_history h WHERE h.device_id = $1 AND h.valid_from <= %T
+          ORDER BY h.authority_id, h.valid_from DESC, h.id DESC) a JOIN authorities au ON au.id = a.authority_id
+        WHERE a.user_id IS NULL AND ($5::bigint IS NULL OR au.group_id IN (SELECT group_id FROM through))
+          AND ${EFFECTIVE('a')} AND EXISTS (
+          SELECT 1 FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x WHERE x.held AND x.permission_id = $2)`);
+  return holding;
+}
 
 @Injectable()
 export class AccessHistoryRepository {
@@ -306,34 +379,8 @@ export class AccessHistoryRepository {
     readonly limit: number;
     readonly direction: 'asc' | 'desc';
   }): Promise<CandidatePage> {
-    // $5, the group asked for, leaves out the users' own ways and keeps the ways held by a group of
-    // `through` (it and the groups above it at T) for the users it reaches at T.
-    const others: string[] = [];
-    if (query.via.has('permission_grant'))
-      others.push(`SELECT g.user_id FROM permission_grants g WHERE $5::bigint IS NULL AND g.permission_id = $2 AND g.user_id IS NOT NULL AND g.granted_at <= %T
-          AND (g.revoked_at IS NULL OR g.revoked_at > %T) AND (g.expires_at IS NULL OR g.expires_at > %T)`);
-    const byOwner = query.via.has('device_owner');
-    const byPermission = query.via.has('authority_permission');
-    // Always present (it names the device, so every parameter is typed); without either way it matches nobody.
-    others.push(`SELECT a.user_id FROM (
-          SELECT DISTINCT ON (h.authority_id) h.* FROM authority_history h WHERE h.device_id = $1 AND h.valid_from <= %T
-          ORDER BY h.authority_id, h.valid_from DESC, h.id DESC) a
-        WHERE $5::bigint IS NULL AND a.user_id IS NOT NULL AND ${EFFECTIVE('a')} AND (${byOwner ? 'a.owner' : 'false'} OR (${byPermission ? 'true' : 'false'} AND EXISTS (
-          SELECT 1 FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x WHERE x.held AND x.permission_id = $2)))`);
-    // Through groups: the users reached at T by a group that held a grant of the permission then, or
-    // an effective authority on the device holding it.
-    const holding: string[] = [];
-    if (query.via.has('group_permission_grant'))
-      holding.push(`SELECT g.group_id FROM permission_grants g WHERE g.permission_id = $2 AND g.group_id IS NOT NULL
-          AND ($5::bigint IS NULL OR g.group_id IN (SELECT group_id FROM through))
-          AND g.granted_at <= %T AND (g.revoked_at IS NULL OR g.revoked_at > %T) AND (g.expires_at IS NULL OR g.expires_at > %T)`);
-    if (query.via.has('group_authority_permission'))
-      holding.push(`SELECT au.group_id FROM (
-          SELECT DISTINCT ON (h.authority_id) h.* FROM authority_history h WHERE h.device_id = $1 AND h.valid_from <= %T
-          ORDER BY h.authority_id, h.valid_from DESC, h.id DESC) a JOIN authorities au ON au.id = a.authority_id
-        WHERE a.user_id IS NULL AND ($5::bigint IS NULL OR au.group_id IN (SELECT group_id FROM through))
-          AND ${EFFECTIVE('a')} AND EXISTS (
-          SELECT 1 FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x WHERE x.held AND x.permission_id = $2)`);
+    const others = ownWays(query.via);
+    const holding = holdingGroups(query.via);
     if (holding.length > 0)
       others.push(
         `SELECT r.user_id FROM (${holding.join(' UNION ')}) hg CROSS JOIN LATERAL group_users_at(hg.group_id, %T) r
@@ -343,31 +390,18 @@ export class AccessHistoryRepository {
     // conferred one reaches at T; each kept only where its effective role at T has it. With no role
     // to look for ($3 empty) it reads nothing.
     return this.candidatePage(
-      `WITH RECURSIVE through(group_id, depth) AS (
-         SELECT $5::bigint, 1 WHERE $5::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM group_role_at($5::bigint, %T))
-         UNION
-         SELECT m.group_id, t.depth + 1 FROM through t CROSS JOIN LATERAL group_memberships_at(t.group_id, %T) m
-         WHERE t.depth < ${MAX_GROUP_DEPTH}),
+      `WITH RECURSIVE ${THROUGH},
        by_role AS (
          SELECT DISTINCT h.user_id FROM user_access_history h
          WHERE $5::bigint IS NULL AND cardinality($3::int[]) > 0 AND h.role_id = ANY($3::int[]) AND h.valid_from <= %T
          UNION
-         SELECT r.user_id FROM (SELECT DISTINCT gh.group_id FROM group_history gh
-           WHERE cardinality($3::int[]) > 0 AND gh.role_id = ANY($3::int[]) AND gh.valid_from <= %T
-             AND ($5::bigint IS NULL OR gh.group_id IN (SELECT group_id FROM through))) rg
+         SELECT r.user_id FROM (${ROLE_GROUPS}) rg
          CROSS JOIN LATERAL group_users_at(rg.group_id, %T) r WHERE ${REACHED_BY_ASKED}),
        others AS (${others.join(' UNION ')}),
        candidates AS (SELECT user_id FROM by_role UNION SELECT user_id FROM others),
        admissible AS (
          SELECT c.user_id AS id FROM candidates c CROSS JOIN LATERAL ${USER_VERSION_AT.replace('%U', 'c.user_id')} u
-         WHERE u.status_id = ${USER_STATUS.active} AND NOT u.is_deleted
-           -- Admin access by the effective role: the roles with it are a prefix of the ranks, so its
-           -- own role or one of its groups' has it. The groups are read only when the own role has not.
-           AND (u.role_id = ANY($4::int[])
-                OR EXISTS (SELECT 1 FROM user_groups_at(c.user_id, %T) gr WHERE gr.role_id = ANY($4::int[])))
-           -- Allowed by another way, or else by the effective role (its groups read only then).
-           AND (c.user_id IN (SELECT user_id FROM others)
-                OR (${EFFECTIVE_ROLE} = ANY($3::int[]) AND ($5::bigint IS NULL OR ${ROLE_FROM_GROUP}))))`,
+         WHERE ${admissible('c.user_id IN (SELECT user_id FROM others)')})`,
       [
         query.deviceId,
         query.permissionId,

@@ -4,6 +4,7 @@ import { UsersModule } from '../users/users.module.js';
 import { AccessExpiriesRepository } from './access-expiries.repository.js';
 import { AccessExpiryAnnouncer } from './access-expiry-announcer.js';
 import { AccessHistoryRepository } from './access-history.repository.js';
+import { DeviceAccessWindowsRepository } from './device-access-windows.repository.js';
 import { AccessTimelineService } from './access-timeline.service.js';
 import { AccessService } from './access.service.js';
 import { AuthzCheckService } from './authz-check.service.js';
@@ -21,6 +22,7 @@ import { UserAccessController } from './users/access.controller.js';
   controllers: [AuthzController, DeviceAccessController, AccessTimelineController, UserAccessController],
   providers: [
     AccessHistoryRepository,
+    DeviceAccessWindowsRepository,
     AccessService,
     AccessTimelineService,
     AuthzCheckService,

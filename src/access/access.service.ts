@@ -23,6 +23,9 @@ import { UserReferences } from '../users/user-references.repository.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { AccessUsesRepository } from '../access-model/access-uses.repository.js';
 import { AccessHistoryRepository, type UserFactsAt } from './access-history.repository.js';
+import { DeviceAccessWindowsRepository, type DeviceAccessAsked } from './device-access-windows.repository.js';
+import { walkWindows } from './device-access-walk.js';
+import type { ListTotal } from '../platform/projections/list-totals.js';
 import {
   directionOf,
   pageOf as pageOfQuery,
@@ -94,6 +97,7 @@ export class AccessService {
     private readonly userReferences: UserReferences,
     private readonly uow: UnitOfWork,
     private readonly uses: AccessUsesRepository,
+    private readonly windows: DeviceAccessWindowsRepository,
   ) {}
 
   /** The moment of a question: undefined for now (the database's, read with the answer). */
@@ -178,46 +182,80 @@ export class AccessService {
       via: [...via].sort(),
       group_id: groupId,
       at: moment?.toISOString() ?? null,
+      count: query.count === 'exact' ? 'exact' : 'auto',
       ...page,
     };
-    return this.pages.readComputed(identity, ACCESS_TABLES, async (caching) => {
-      const changesAt = moment !== undefined || !caching ? undefined : await this.history.nextExpiry();
-      const candidates = await this.history.deviceAccessCandidates({
-        deviceId,
-        permissionId: permission.id,
-        roleIds: ROLES.filter((role) => role.admin_access && role.permissions.has(permission.code)).map(
-          (role) => role.id,
-        ),
-        adminRoleIds: ROLES.filter((role) => role.admin_access).map((role) => role.id),
-        via,
-        groupId,
-        moment: moment ?? null,
-        offset: (page.page - 1) * page.page_size,
-        limit: page.page_size,
-        direction: page.direction,
-      });
-      const at = candidates.moment;
-      const [users, authorities] = await Promise.all([
-        this.history.usersAt(candidates.ids, at),
-        this.history.deviceAuthoritiesAt(deviceId, at, candidates.ids),
-      ]);
-      const items = candidates.ids.flatMap((userId) => {
-        const subject = subjectAt(users.get(userId), at.getTime());
-        const paths =
-          subject === undefined
-            ? []
-            : accessPaths(subject, heldBy(subject, authorities, at.getTime()), permission.code, at.getTime());
-        if (!paths.some(kept)) return this.disagreement('device', deviceId, userId);
-        return [{ user_id: userId, allowed_by: paths }];
-      });
-      return {
-        items: await this.withLastUse(items, permission.id),
-        total: candidates.total,
-        total_exact: true,
-        changesAt,
-        meta: { at: at.toISOString() },
-      };
-    });
+    const asked = {
+      deviceId,
+      permissionId: permission.id,
+      roleIds: ROLES.filter((role) => role.admin_access && role.permissions.has(permission.code)).map(
+        (role) => role.id,
+      ),
+      adminRoleIds: ROLES.filter((role) => role.admin_access).map((role) => role.id),
+      via,
+      groupId,
+      moment: moment ?? null,
+      direction: page.direction,
+    };
+    const { page: _page, page_size: _size, ...totalOf } = identity;
+    return this.pages.readComputed(
+      identity,
+      ACCESS_TABLES,
+      async (caching, total) => {
+        const changesAt =
+          moment !== undefined || !(caching || total.remembered) ? undefined : await this.history.nextExpiry();
+        const candidates = await this.deviceCandidates(asked, page, query.count === 'exact', total.known);
+        const at = candidates.moment;
+        const [users, authorities] = await Promise.all([
+          this.history.usersAt(candidates.ids, at),
+          this.history.deviceAuthoritiesAt(deviceId, at, candidates.ids),
+        ]);
+        const items = candidates.ids.flatMap((userId) => {
+          const subject = subjectAt(users.get(userId), at.getTime());
+          const paths =
+            subject === undefined
+              ? []
+              : accessPaths(subject, heldBy(subject, authorities, at.getTime()), permission.code, at.getTime());
+          if (!paths.some(kept)) return this.disagreement('device', deviceId, userId);
+          return [{ user_id: userId, allowed_by: paths }];
+        });
+        return {
+          items: await this.withLastUse(items, permission.id),
+          total: candidates.total.value,
+          total_exact: candidates.total.exact,
+          changesAt,
+          meta: { at: at.toISOString() },
+        };
+      },
+      totalOf,
+    );
+  }
+
+  /**
+   * The users of a page of the device question and the answer's total. `count=exact` counts every
+   * user (the whole answer judged in one query); otherwise the page is read in windows of user ids
+   * from the start, and the total, unless remembered, is counted up to `EXACT_UP_TO` and estimated
+   * beyond (part 2).
+   */
+  private async deviceCandidates(
+    asked: DeviceAccessAsked,
+    page: { readonly page: number; readonly page_size: number },
+    exact: boolean,
+    known: ListTotal | undefined,
+  ): Promise<{ ids: number[]; moment: Date; total: ListTotal }> {
+    const offset = (page.page - 1) * page.page_size;
+    if (exact) {
+      const counted = await this.history.deviceAccessCandidates({ ...asked, offset, limit: page.page_size });
+      return { ids: counted.ids, moment: counted.moment, total: { value: counted.total, exact: true } };
+    }
+    const walked = await this.windows.inOneSnapshot(
+      (window, lastCandidate) =>
+        walkWindows(window, lastCandidate, { offset, limit: page.page_size, counting: known === undefined }),
+      asked,
+    );
+    const total = known ?? walked.total;
+    if (total === undefined) throw new Error('a walk asked to count answered no total');
+    return { ids: walked.ids, moment: walked.moment, total };
   }
 
   async userAccess(userId: number, query: UserAccessQueryDto): Promise<ListResponse<UserAccessDto>> {

@@ -7637,7 +7637,7 @@ export interface operations {
             query?: {
                 page?: number;
                 page_size?: number;
-                /** @description Totals here are always exact */
+                /** @description `exact` always counts; `auto` (default) may estimate past 10 000 users on the device question (`meta.total_exact: false`) */
                 count?: "exact" | "auto";
                 /** @description `id`, `added_at` (`:asc` or `:desc`, comma-separated); with `transitive=true` only `user_id:asc` or `user_id:desc` */
                 sort?: string;
@@ -7911,7 +7911,7 @@ export interface operations {
             query?: {
                 page?: number;
                 page_size?: number;
-                /** @description Totals here are always exact */
+                /** @description `exact` always counts; `auto` (default) may estimate past 10 000 users on the device question (`meta.total_exact: false`) */
                 count?: "exact" | "auto";
                 sort?: "group_id:asc" | "group_id:desc";
             };
@@ -8082,7 +8082,7 @@ export interface operations {
             query: {
                 page?: number;
                 page_size?: number;
-                /** @description Totals here are always exact */
+                /** @description `exact` always counts; `auto` (default) may estimate past 10 000 users on the device question (`meta.total_exact: false`) */
                 count?: "exact" | "auto";
                 /** @description Answer as of this moment (ISO-8601 with an offset), from the access history; before the history begins: 422 `HISTORY_NOT_AVAILABLE` */
                 at?: string;
@@ -8180,7 +8180,7 @@ export interface operations {
             query?: {
                 page?: number;
                 page_size?: number;
-                /** @description Totals here are always exact */
+                /** @description `exact` always counts; `auto` (default) may estimate past 10 000 users on the device question (`meta.total_exact: false`) */
                 count?: "exact" | "auto";
                 sort?: "occurred_at:asc" | "occurred_at:desc";
                 /** @description Only this user’s changes */
@@ -8274,7 +8274,7 @@ export interface operations {
             query: {
                 page?: number;
                 page_size?: number;
-                /** @description Totals here are always exact */
+                /** @description `exact` always counts; `auto` (default) may estimate past 10 000 users on the device question (`meta.total_exact: false`) */
                 count?: "exact" | "auto";
                 /** @description Answer as of this moment (ISO-8601 with an offset), from the access history; before the history begins: 422 `HISTORY_NOT_AVAILABLE` */
                 at?: string;
@@ -8950,7 +8950,7 @@ export interface operations {
             query?: {
                 page?: number;
                 page_size?: number;
-                /** @description Totals here are always exact */
+                /** @description `exact` always counts; `auto` (default) may estimate past 10 000 users on the device question (`meta.total_exact: false`) */
                 count?: "exact" | "auto";
                 sort?: "granted_at:asc" | "granted_at:desc";
                 /** @description Unused for at least this many days (default UNUSED_ACCESS_DAYS); never used counts as unused */

@@ -120,7 +120,11 @@ export class AccessPageQueryDto {
   @IsPlainInteger('page_size', MAX_PAGE_SIZE)
   page_size?: string;
 
-  @ApiPropertyOptional({ enum: ['exact', 'auto'], description: 'Totals here are always exact' })
+  @ApiPropertyOptional({
+    enum: ['exact', 'auto'],
+    description:
+      '`exact` always counts; `auto` (default) may estimate past 10 000 users on the device question (`meta.total_exact: false`)',
+  })
   @IsOptional()
   @IsIn(['exact', 'auto'])
   count?: string;

@@ -9,7 +9,7 @@ import type { Scope } from '../http/list/list-sql.js';
 import type { ListQuery, ListSpec } from '../http/list/list-spec.js';
 import { ListResponse } from '../http/responses.js';
 import { decodePage, digest, encodePage } from './list-page-entries.js';
-import { ListTotals } from './list-totals.js';
+import { ListTotals, type ListTotal } from './list-totals.js';
 import { Projections } from './projections.js';
 
 /** A page that its route computes itself (the access lists), cached like any other. */
@@ -20,6 +20,15 @@ export interface ComputedPage<Item> {
   /** Epoch ms at which the clock alone changes the page (an expiry), judged before the page was read. */
   readonly changesAt?: number;
   readonly meta?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * What a computed page's load is told of its total: the one remembered (it need not count), and
+ * whether the total it counts will be remembered (then its `changesAt` bounds how long).
+ */
+export interface ComputedTotal {
+  readonly known: ListTotal | undefined;
+  readonly remembered: boolean;
 }
 
 type Present = (rows: readonly unknown[]) => unknown[];
@@ -91,13 +100,7 @@ export class ListPages {
       generations: lookup.ok ? lookup.generations : undefined,
       // Pages not cached (LIST_CACHE off): their totals still are, under the tables' generations
       // and the flush generation (a flush of the whole cache, after a lost write, forgets them too).
-      totalsUnder: lookup.ok
-        ? lookup.flushes === undefined
-          ? undefined
-          : [...lookup.generations, lookup.flushes]
-        : this.generations.listPages
-          ? undefined
-          : await this.generations.current(spec.tables),
+      totalsUnder: await this.totalsUnder(lookup, spec.tables),
     });
     return new ListResponse(
       page.items as Item[],
@@ -113,12 +116,15 @@ export class ListPages {
    * A page its route computes (not from a `ListSpec`), through the cache all the same: keyed by
    * `identity` (everything that decides the page), good while none of `tables` was written and
    * its `changesAt` has not passed. `load` is told whether its page will be stored (else it need
-   * not work out `changesAt`).
+   * not work out `changesAt`). With `totalOf` (everything that decides the total: the identity
+   * without the page), the total is remembered like a list's (`ListTotals`, also with LIST_CACHE
+   * off) and handed to the next load of any page of it, which then need not count.
    */
   async readComputed<Item>(
     identity: { readonly page: number; readonly page_size: number; readonly [key: string]: unknown },
     tables: readonly string[],
-    load: (caching: boolean) => Promise<ComputedPage<Item>>,
+    load: (caching: boolean, total: ComputedTotal) => Promise<ComputedPage<Item>>,
+    totalOf?: Readonly<Record<string, unknown>>,
   ): Promise<ListResponse<Item>> {
     const pageDigest = createHash('sha1')
       .update(JSON.stringify(['computed', identity]))
@@ -126,7 +132,13 @@ export class ListPages {
     const lookup = await this.lookup(pageDigest, tables, identity);
     if (lookup.hit !== undefined) return lookup.hit as ListResponse<Item>;
     this.entries.stats.loads += 1;
-    const page = await load(lookup.ok);
+    const counting = totalOf === undefined ? undefined : JSON.stringify(['computed', totalOf]);
+    const totalsUnder = counting === undefined ? undefined : await this.totalsUnder(lookup, tables);
+    const known =
+      counting === undefined || totalsUnder === undefined ? undefined : this.totals.get(counting, totalsUnder);
+    const page = await load(lookup.ok, { known, remembered: totalsUnder !== undefined });
+    if (counting !== undefined && totalsUnder !== undefined && known === undefined)
+      this.totals.remember(counting, totalsUnder, { value: page.total, exact: page.total_exact }, page.changesAt);
     const result = new ListResponse<Item>(
       page.items,
       identity.page,
@@ -143,6 +155,18 @@ export class ListPages {
         false,
       );
     return result;
+  }
+
+  /**
+   * The generations a total counted now may be remembered under, read before it is counted: the
+   * tables' and the flush generation from the lookup, or (LIST_CACHE off) the tables' alone.
+   */
+  private async totalsUnder(
+    lookup: { ok: boolean; generations: number[]; flushes?: number },
+    tables: readonly string[],
+  ): Promise<readonly number[] | undefined> {
+    if (lookup.ok) return lookup.flushes === undefined ? undefined : [...lookup.generations, lookup.flushes];
+    return this.generations.listPages ? undefined : await this.generations.current(tables);
   }
 
   /** The cached page if it is good (a hit), else the tables' generations to load under (`ok`: the cache answered). */
