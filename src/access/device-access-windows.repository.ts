@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
+import { createHash } from 'node:crypto';
+import type { PoolClient } from 'pg';
 import { MAX_GROUP_DEPTH } from '../access-model/group-rules.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import {
@@ -61,6 +62,11 @@ export class DeviceAccessWindowsRepository {
    * Runs `read` with windows that all see one snapshot and one `now()` (a repeatable-read
    * transaction): the windows of one answer agree with each other. `lastCandidate` is the last
    * candidate of the whole answer in its order (allowed or not), for an estimate.
+   *
+   * The window's SQL is a named prepared statement run with its generic plan: planning it anew
+   * cost 7 ms of a 10 ms window (measured on 10 groups of 10 000), and its parameters do not
+   * change which plan is good (each stream is one index range whatever the ids). The statements
+   * are per connection, named by their text (one per combination of `via` and direction).
    */
   async inOneSnapshot<T>(
     read: (
@@ -70,23 +76,35 @@ export class DeviceAccessWindowsRepository {
     asked: DeviceAccessAsked,
   ): Promise<T> {
     const reversed: DeviceAccessAsked = { ...asked, direction: asked.direction === 'asc' ? 'desc' : 'asc' };
-    return this.uow.reader.transaction('REPEATABLE READ', (db) =>
-      read(
-        (after, batch) => this.window(db, asked, after, batch),
-        async () => (await this.window(db, reversed, null, 1)).first,
-      ),
-    );
+    const runner = this.uow.reader.connection.createQueryRunner();
+    const client = (await runner.connect()) as PoolClient;
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      const result = await read(
+        (after, batch) => this.window(client, asked, after, batch),
+        async () => (await this.window(client, reversed, null, 1)).first,
+      );
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      await runner.release();
+    }
   }
 
   private async window(
-    db: EntityManager,
+    client: PoolClient,
     asked: DeviceAccessAsked,
     after: number | null,
     batch: number,
   ): Promise<DeviceAccessWindow> {
     const ascending = asked.direction === 'asc';
     const order = ascending ? 'ASC' : 'DESC';
-    const beyond = (column: string): string => `($7::bigint IS NULL OR ${column} ${ascending ? '>' : '<'} $7::bigint)`;
+    // `$7` is always an id (the first window starts past either end), so each stream is an index range.
+    const beyond = (column: string): string => `${column} ${ascending ? '>' : '<'} $7::bigint`;
     const own = ownWays(asked.via);
     const holding = holdingGroups(asked.via);
     // By role: the users who ever had one of the roles (an index range); not another way.
@@ -96,11 +114,8 @@ export class DeviceAccessWindowsRepository {
            SELECT DISTINCT h.user_id, false FROM user_access_history h
            WHERE $5::bigint IS NULL AND cardinality($3::int[]) > 0 AND h.role_id = ANY($3::int[]) AND h.valid_from <= %T) o
          WHERE ${beyond('o.user_id')} GROUP BY o.user_id ORDER BY o.user_id ${order} LIMIT $8`;
-    const [row] = await db.query<
-      { moment: Date; horizon: string | null; first: string | null; ids: string[] | null }[]
-    >(
-      at(
-        `WITH RECURSIVE ${THROUGH},
+    const text = at(
+      `WITH RECURSIVE ${THROUGH},
          roots(group_id, holding) AS (
            ${holding.length > 0 ? `SELECT hg.group_id, true AS holding FROM (${holding.join(' UNION ')}) hg UNION ALL` : ''}
            SELECT rg.group_id, false FROM (${ROLE_GROUPS}) rg),
@@ -147,19 +162,28 @@ export class DeviceAccessWindowsRepository {
          SELECT ${momentOf('$6')} AS moment, (SELECT id FROM horizon) AS horizon,
            (SELECT ${ascending ? 'min' : 'max'}(user_id) FROM candidates) AS first,
            (SELECT array_agg(id ORDER BY id ${order}) FROM admissible) AS ids`,
-        '$6',
-      ),
-      [
+      '$6',
+    );
+    const answered = await client.query<{
+      moment: Date;
+      horizon: string | null;
+      first: string | null;
+      ids: string[] | null;
+    }>({
+      name: `device-access-window-${createHash('sha1').update(text).digest('base64url')}`,
+      text,
+      values: [
         asked.deviceId,
         asked.permissionId,
         asked.via.has('role') ? [...asked.roleIds] : [],
         [...asked.adminRoleIds],
         asked.groupId,
         asked.moment,
-        after,
+        after ?? (ascending ? 0 : Number.MAX_SAFE_INTEGER),
         batch,
       ],
-    );
+    });
+    const [row] = answered.rows;
     if (row === undefined) throw new Error('a device access window answered no row');
     return {
       ids: (row.ids ?? []).map(Number),
