@@ -149,7 +149,9 @@ describe('access findings', () => {
       .get('/v1/admin/access-findings?page_size=1')
       .set('Authorization', root.auth)
       .expect(200);
-    expect(page.body.meta).toMatchObject({ page: 1, page_size: 1, total_exact: true });
+    expect(page.body.meta).toMatchObject({ page: 1, page_size: 1 });
     expect(page.body.meta.total).toBeGreaterThanOrEqual(1);
+    // The shared database holds every spec's findings: past 10 000 the total is an estimate (part 2).
+    expect(page.body.meta.total_exact).toBe(page.body.meta.total <= 10_000);
   });
 });
