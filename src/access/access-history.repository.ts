@@ -86,6 +86,23 @@ export interface DeviceHistory {
 }
 
 /** One page of candidate ids with the number of them all, and the moment they were judged at. */
+/** What decides who may act on a device (the device question of part 6.13), without the page. */
+export interface DeviceAccessAsked {
+  readonly deviceId: number;
+  readonly permissionId: number;
+  readonly roleIds: readonly number[];
+  readonly adminRoleIds: readonly number[];
+  readonly via: ReadonlySet<string>;
+  /**
+   * Only ways through that group (`group_id=`): users it reaches, by a right or a role held by
+   * it or by a group it sits in (directly or through others) at T. Null: any way.
+   */
+  readonly groupId: number | null;
+  /** Null: now. */
+  readonly moment: Date | null;
+  readonly direction: 'asc' | 'desc';
+}
+
 export interface CandidatePage {
   readonly ids: number[];
   readonly total: number;
@@ -362,23 +379,9 @@ export class AccessHistoryRepository {
    * device that is the owner or holds it; each only while the user is active, not deleted and of
    * a role with admin access (`adminRoleIds`).
    */
-  async deviceAccessCandidates(query: {
-    readonly deviceId: number;
-    readonly permissionId: number;
-    readonly roleIds: readonly number[];
-    readonly adminRoleIds: readonly number[];
-    readonly via: ReadonlySet<string>;
-    /**
-     * Only ways through that group (`group_id=`): users it reaches, by a right or a role held by
-     * it or by a group it sits in (directly or through others) at T. Null: any way.
-     */
-    readonly groupId: number | null;
-    /** Null: now. */
-    readonly moment: Date | null;
-    readonly offset: number;
-    readonly limit: number;
-    readonly direction: 'asc' | 'desc';
-  }): Promise<CandidatePage> {
+  async deviceAccessCandidates(
+    query: DeviceAccessAsked & { readonly offset: number; readonly limit: number },
+  ): Promise<CandidatePage> {
     const others = ownWays(query.via);
     const holding = holdingGroups(query.via);
     if (holding.length > 0)

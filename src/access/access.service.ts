@@ -22,8 +22,8 @@ import { ListPages } from '../platform/projections/list-pages.js';
 import { UserReferences } from '../users/user-references.repository.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { AccessUsesRepository } from '../access-model/access-uses.repository.js';
-import { AccessHistoryRepository, type UserFactsAt } from './access-history.repository.js';
-import { DeviceAccessWindowsRepository, type DeviceAccessAsked } from './device-access-windows.repository.js';
+import { AccessHistoryRepository, type DeviceAccessAsked, type UserFactsAt } from './access-history.repository.js';
+import { DeviceAccessWindowsRepository } from './device-access-windows.repository.js';
 import { walkWindows } from './device-access-walk.js';
 import type { ListTotal } from '../platform/projections/list-totals.js';
 import {

@@ -6,6 +6,7 @@ import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import {
   admissible,
   at,
+  type DeviceAccessAsked,
   holdingGroups,
   momentOf,
   ownWays,
@@ -14,19 +15,6 @@ import {
   THROUGH,
   USER_VERSION_AT,
 } from './access-history.repository.js';
-
-/** What decides who may act on a device (as `deviceAccessCandidates` takes it), without the page. */
-export interface DeviceAccessAsked {
-  readonly deviceId: number;
-  readonly permissionId: number;
-  readonly roleIds: readonly number[];
-  readonly adminRoleIds: readonly number[];
-  readonly via: ReadonlySet<string>;
-  readonly groupId: number | null;
-  /** Null: now. */
-  readonly moment: Date | null;
-  readonly direction: 'asc' | 'desc';
-}
 
 /** One window of the answer: the users in it who may act, in order, and where it ends. */
 export interface DeviceAccessWindow {
