@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import 'reflect-metadata';
 import type { ModuleMetadata } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -37,7 +38,15 @@ export async function startApp(options: StartOptions = {}): Promise<TestApp> {
   const settings = loadSettings({
     DATABASE_URL: databaseUrl,
     ...(redisUrl === null ? {} : { REDIS_URL: redisUrl }),
-    CACHE_KEY_PREFIX: options.cachePrefix ?? testCachePrefix(),
+    // An app on a database of its own caches under a prefix of that database: its rows' ids are
+    // the shared database's ids too, and its cached users (a suspended one, say) would otherwise
+    // answer for the shared database's users of the same id (a CI run saw another spec's
+    // super_admin refused as not active).
+    CACHE_KEY_PREFIX:
+      options.cachePrefix ??
+      (databaseUrl === testDatabaseUrl()
+        ? testCachePrefix()
+        : testCachePrefix(`db-${createHash('sha1').update(new URL(databaseUrl).pathname).digest('hex').slice(0, 10)}`)),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...(options.env?.JWT_JWKS_URL === undefined ? { JWT_SECRET: TEST_JWT_SECRET } : {}),
     // Specs share one address (127.0.0.1) and one Redis; the limiter spec sets its own limit.
