@@ -20,6 +20,10 @@ export class CacheStatsDto {
   @ApiProperty({ description: 'Cache writes after a commit that did not reach the store' }) lost_writes!: number;
   @ApiProperty({ description: 'Entries that could not be read back; served as misses and replaced' })
   unreadable!: number;
+  @ApiProperty({
+    description: 'Cache calls not waited for because their request had spent its 50 ms cache budget (part 7)',
+  })
+  over_budget!: number;
 }
 
 export class ReadReplicaDto {

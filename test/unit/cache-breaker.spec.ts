@@ -4,6 +4,7 @@ import type { CacheEntry, CacheStore, WindowCount } from '../../src/platform/cac
 import { CacheService } from '../../src/platform/cache/cache.service.js';
 import { MemoryCacheStore } from '../../src/platform/cache/memory-cache-store.js';
 import { loadSettings } from '../../src/platform/config/settings.js';
+import { runInRequestContext, type RequestCacheWork } from '../../src/platform/http/request-context.js';
 import { wholeCache, type WholeCache } from '../support/whole-cache.js';
 
 /*
@@ -20,7 +21,10 @@ const BUDGET_MS = settings.cacheTimeoutMs;
 const OPEN_FOR_MS = 1000;
 const FLUSH_BUDGET_MS = Math.max(BUDGET_MS * 10, 500);
 
-type Mode = 'answer' | 'refuse' | 'hang';
+type Mode = 'answer' | 'refuse' | 'hang' | 'slow';
+
+/** How long a store in mode `slow` takes to answer, on the fake clock. */
+const SLOW_MS = 40;
 
 /** A promise the test settles by hand. */
 function deferred(): { promise: Promise<void>; resolve: () => void } {
@@ -130,6 +134,8 @@ class FlakyStore implements CacheStore {
         return Promise.reject(new Error('CLUSTERDOWN The cluster is down'));
       case 'hang':
         return new Promise<T>(() => undefined);
+      case 'slow':
+        return new Promise<void>((resolve) => setTimeout(resolve, SLOW_MS)).then(call);
       case 'answer':
         return call();
     }
@@ -251,19 +257,27 @@ describe('CacheService circuit breaker', () => {
     expect(cache.stats).toMatchObject({ failures: 4, timeouts: 4, short_circuited: 0, misses: 2 });
   });
 
-  it('after-commit writes are still tried while it is open; fills and reads are not', async () => {
+  it('an open circuit costs a write nothing: its work after the commit is sent, not awaited, and counted lost; fills and reads are not sent', async () => {
     const { store, cache } = setup();
     await openCircuit(store, cache);
 
     expect(await cache.put('k', entry, false)).toBe(false);
     expect(store.count('setIfNotOlder')).toBe(0);
 
-    expect(await cache.put('k', entry, true)).toBe(true);
-    expect(await cache.tablesWritten(['users'])).toBe(true);
+    // The store would never answer: the write's work is not waited for (no clock moves here).
+    store.mode = 'hang';
+    expect(await cache.put('k', entry, true)).toBe(false);
+    expect(await cache.tablesWritten(['users'])).toBe(false);
+    // Sent all the same: a paused Redis runs it in its order when it wakes.
     expect(store.count('setIfNotOlder')).toBe(1);
     expect(store.count('bumpGenerations')).toBe(1);
-    expect(await store.data.get('k')).toEqual(entry);
-    expect(cache.stats.lost_writes).toBe(0);
+    expect(cache.stats).toMatchObject({ lost_writes: 2, short_circuited: 3 });
+
+    // Lost, so the cache is dirty: once the circuit closes, reads bypass until a flush lands.
+    store.mode = 'answer';
+    jest.advanceTimersByTime(OPEN_FOR_MS);
+    expect(await cache.get('k')).toEqual(bypass);
+    expect(store.count('flushAll')).toBe(1);
   });
 
   it('a failure right after it closes opens it again at once (the count was not reset by time)', async () => {
@@ -431,5 +445,81 @@ describe('CacheService dirty flush: after a failure that may have lost an invali
     expect(await cache.invalidateAll()).toBe(true);
     expect(await cache.get('k')).toEqual({ ok: true, entry: undefined });
     expect(store.count('flushAll')).toBe(1);
+  });
+});
+
+/** Runs `fn` as one HTTP request does: its cache calls share one budget (part 7). */
+function inRequest<T>(fn: () => Promise<T>): { done: Promise<T>; work: RequestCacheWork } {
+  const work: RequestCacheWork = { spentMs: 0, stalled: false };
+  const done = runInRequestContext({ request_id: 'r', ip: '127.0.0.1', actor_id: null, cache: work }, fn);
+  return { done, work };
+}
+
+describe('One budget per request (part 7)', () => {
+  it('a read has what the earlier reads of its request left; cut short there, it bypasses without counting against the store', async () => {
+    const { store, cache } = setup();
+    store.mode = 'slow';
+    const { done, work } = inRequest(async () => {
+      const first = await cache.get('a');
+      const second = await cache.get('b');
+      return [first, second];
+    });
+    // The first read answers after 40 ms; the second has 10 ms left and the store takes 40.
+    await jest.advanceTimersByTimeAsync(SLOW_MS + BUDGET_MS - SLOW_MS);
+    expect(await done).toEqual([{ ok: true, entry: undefined }, bypass]);
+    expect(work.spentMs).toBeGreaterThanOrEqual(BUDGET_MS);
+    expect(cache.stats).toMatchObject({ over_budget: 1, failures: 0, timeouts: 0, lost_writes: 0 });
+    // Nothing was held against Redis: the next request reads it.
+    expect(store.failedNotices).toBe(0);
+  });
+
+  it('a spent budget skips the reads after it: they do not reach the store', async () => {
+    const { store, cache } = setup();
+    store.mode = 'hang';
+    const { done } = inRequest(async () => [await cache.get('a'), await cache.get('b'), await cache.get('c')]);
+    await jest.advanceTimersByTimeAsync(BUDGET_MS);
+    expect(await done).toEqual([bypass, bypass, bypass]);
+    expect(store.count('get')).toBe(1);
+    expect(cache.stats).toMatchObject({ timeouts: 1, failures: 1, over_budget: 2 });
+  });
+
+  it('once a call of the request ran out of time, its write work is sent without waiting and counted lost', async () => {
+    const { store, cache } = setup();
+    store.mode = 'hang';
+    const { done } = inRequest(async () => {
+      const read = await cache.get('a');
+      // The commit happens here; the write's work after it waits for nothing.
+      const put = await cache.put('a', entry, true);
+      const bumped = await cache.tablesWritten(['users']);
+      return { read, put, bumped };
+    });
+    await jest.advanceTimersByTimeAsync(BUDGET_MS);
+    expect(await done).toEqual({ read: bypass, put: false, bumped: false });
+    expect(store.count('setIfNotOlder')).toBe(1);
+    expect(store.count('bumpGenerations')).toBe(1);
+    expect(cache.stats).toMatchObject({ timeouts: 1, lost_writes: 2, over_budget: 2 });
+  });
+
+  it("a write's work after its commit is not cut by what its reads spent on a store that answered", async () => {
+    const { store, cache } = setup();
+    store.mode = 'slow';
+    const { done } = inRequest(async () => {
+      await cache.get('a');
+      return cache.put('a', entry, true);
+    });
+    // The read spent 40 of the 50 ms; the rebuild takes 40 more and is waited for.
+    await jest.advanceTimersByTimeAsync(SLOW_MS * 2);
+    expect(await done).toBe(true);
+    expect(await store.data.get('a')).toEqual(entry);
+    expect(cache.stats).toMatchObject({ lost_writes: 0, over_budget: 0, failures: 0 });
+  });
+
+  it('calls outside a request (a job, the CLI) each have the whole budget', async () => {
+    const { store, cache } = setup();
+    store.mode = 'slow';
+    const reads = Promise.all([cache.get('a').then(() => cache.get('b'))]);
+    await jest.advanceTimersByTimeAsync(SLOW_MS * 2);
+    expect(await reads).toEqual([{ ok: true, entry: undefined }]);
+    expect(cache.stats).toMatchObject({ over_budget: 0, misses: 2 });
   });
 });

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { currentRequest } from '../http/request-context.js';
 import type { CacheStore } from './cache-store.js';
 
 export type CacheState = 'up' | 'down' | 'memory';
@@ -18,6 +19,8 @@ export interface CacheStats {
   lost_writes: number;
   /** Entries that could not be read back (bad format, truncated, wrong shape): served as misses and replaced. */
   unreadable: number;
+  /** Calls not waited for because their request had spent its budget (part 7: one per request). */
+  over_budget: number;
 }
 
 const FAILURES_TO_OPEN = 3;
@@ -49,6 +52,7 @@ export class CacheService {
     after_commit_failures: 0,
     lost_writes: 0,
     unreadable: 0,
+    over_budget: 0,
   };
   private consecutiveFailures = 0;
   private openUntil = 0;
@@ -71,7 +75,8 @@ export class CacheService {
   /**
    * Runs one store call inside the envelope: `ok: false` when the cache could not be asked (the
    * caller then reads the database). `afterWrite`: the call rebuilds or invalidates after a commit
-   * (tried even with the circuit open; one that fails is a lost write, which drops the cache).
+   * (sent even with the circuit open, without waiting; one that fails or is not waited for is a
+   * lost write, which drops the cache). `budgetMs`: a budget of its own, outside the request's.
    */
   async call<T>(
     operation: string,
@@ -110,32 +115,68 @@ export class CacheService {
     key: string,
     afterWrite: boolean,
     call: () => Promise<T>,
-    budgetMs = this.budgetMs,
+    budgetMs?: number,
   ): Promise<{ ok: true; value: T } | { ok: false }> {
     if (this.store.kind === 'memory') return { ok: true, value: await call() };
-    // A write's cache work is tried even with the circuit open: skipped, it would be lost while
-    // another instance, whose store answers again, serves the entry it should have replaced. A
-    // write pays at most the budget for it; reads, far more, are the ones the circuit spares.
-    if (Date.now() < this.openUntil && !afterWrite) {
-      this.stats.short_circuited += 1;
-      return { ok: false };
-    }
+    // All of one HTTP request's cache work shares the budget (part 7); a job's long call, or one
+    // with a budget of its own, does not. A read has what the request's earlier calls left. A
+    // write's work after its commit is not cut by what its reads spent on a store that answered:
+    // not waited for, it could reach Redis after another instance read the entry it replaces.
+    // Once one of the request's calls ran out of time, or the circuit is open, the store is not
+    // answering, and that work is sent without waiting (an open circuit costs nothing).
+    const work = budgetMs === undefined ? currentRequest()?.cache : undefined;
+    const budget = budgetMs ?? this.budgetMs;
+    const shared = work !== undefined && !afterWrite;
+    const left = shared ? Math.min(budget, this.budgetMs - work.spentMs) : budget;
+    const open = Date.now() < this.openUntil;
+    if (afterWrite && (open || work?.stalled === true)) return this.sendWithoutWaiting(call, open);
+    if (open) return this.skipped('short_circuited');
     // While the store may hold entries whose invalidation was lost, reads bypass it (from the
     // database, without filling) and one flush per instance drops it. A write's work goes on: it
     // lands in a shard already flushed, ahead of any fill, or in one about to be.
     if (!afterWrite && this.dirty) {
       this.flushOnce();
-      this.stats.short_circuited += 1;
-      return { ok: false };
+      return this.skipped('short_circuited');
     }
+    if (left <= 0) return this.skipped('over_budget');
+    const started = performance.now();
     try {
-      const value = await this.withBudget(call, budgetMs);
+      const value = await this.withBudget(call, left);
       this.consecutiveFailures = 0;
       return { ok: true, value };
     } catch (error) {
+      if (work !== undefined && error instanceof CacheTimeout) work.stalled = true;
+      // A read cut short by what its request's earlier calls spent says nothing about the store.
+      if (error instanceof CacheTimeout && shared && left < budget) return this.skipped('over_budget');
       this.recordFailure(operation, key, afterWrite, error);
       return { ok: false };
+    } finally {
+      if (work !== undefined) work.spentMs += performance.now() - started;
     }
+  }
+
+  /**
+   * A write's work after its commit while the store is not answering (the circuit is open, or one
+   * of the request's calls already ran out of time): it is sent all the same, not awaited, and
+   * counted as lost. Sent, it lands in
+   * its order on the connection when the store answers again (a paused Redis runs what queued on
+   * its sockets before anything sent after it); lost, it makes this instance drop the whole cache
+   * before trusting it again, and the write's follower drops it for the others (through the
+   * database's cache epoch when Redis cannot be reached). A write waits for none of it.
+   */
+  private sendWithoutWaiting(call: () => Promise<unknown>, open: boolean): { ok: false } {
+    try {
+      call().catch(() => undefined);
+    } catch {
+      // A call refused at once was not sent: it is lost all the same.
+    }
+    this.loseWrite();
+    return this.skipped(open ? 'short_circuited' : 'over_budget');
+  }
+
+  private skipped(counter: 'short_circuited' | 'over_budget'): { ok: false } {
+    this.stats[counter] += 1;
+    return { ok: false };
   }
 
   /** Whether an event that may have lost an invalidation happened after the last flush began. */

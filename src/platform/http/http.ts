@@ -195,8 +195,10 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, options: H
     const logger = new Logger('Errors');
     fastify.addHook('onRequest', async (request, reply) => {
       let answer: StoredAnswer | undefined;
+      // The request's context from here on: its cache work starts with authentication.
+      const context = requestContextOf(request);
       try {
-        answer = await authenticate(request);
+        answer = await runInRequestContext(context, () => authenticate(request));
       } catch (error) {
         // Until its body has been received (and discarded), a parser error on the connection is
         // about that body, not a request of its own.
@@ -213,7 +215,7 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, options: H
         return reply;
       }
       if (answer !== undefined) {
-        contexts.set(request, { request_id: request.id, ip: request.ip, actor_id: answer.actorId });
+        context.actor_id = answer.actorId;
         if (answer.version !== undefined) void reply.header('etag', `"${answer.version}"`);
         void reply.header('content-type', 'application/json; charset=utf-8');
         return reply.send(answer.body);
@@ -229,9 +231,7 @@ export function configureHttp(app: NestFastifyApplication, log: Pino, options: H
   });
   // After body parsing, so the context survives into guards, pipes and handlers.
   fastify.addHook('preHandler', (request, _reply, done) => {
-    const context = { request_id: request.id, ip: request.ip, actor_id: null };
-    contexts.set(request, context);
-    runInRequestContext(context, done);
+    runInRequestContext(requestContextOf(request), done);
   });
   // One onSend hook for every request; `afterStatus` returns a promise only when it has work.
   fastify.addHook('onSend', (request, reply, payload, done) => {
@@ -290,6 +290,16 @@ export type BeforeSend = (
 
 // The auth guard records the actor in the request context; the log line reads it back from here.
 const contexts = new WeakMap<object, RequestContext>();
+
+/** The request's one context (made on first use), so that its cache time adds up across hooks. */
+function requestContextOf(request: FastifyRequest): RequestContext {
+  let context = contexts.get(request);
+  if (context === undefined) {
+    context = { request_id: request.id, ip: request.ip, actor_id: null, cache: { spentMs: 0, stalled: false } };
+    contexts.set(request, context);
+  }
+  return context;
+}
 
 /** No route takes more than a few levels; deeper input only serves to exhaust a recursive walker. */
 const MAX_JSON_DEPTH = 32;
