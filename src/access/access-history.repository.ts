@@ -239,6 +239,15 @@ export function holdingGroups(via: ReadonlySet<string>): string[] {
   return holding;
 }
 
+/**
+ * Reads inside one snapshot of the device question (DeviceAccessWindowsRepository): each statement
+ * is prepared on that connection under `name` and run with its generic plan, so a statement asked
+ * for every page is planned once per connection (planning was half of a page's users read).
+ */
+export interface SnapshotReader {
+  query<T>(name: string, text: string, values: unknown[]): Promise<T[]>;
+}
+
 @Injectable()
 export class AccessHistoryRepository {
   private startsAt: Date | undefined;
@@ -273,29 +282,43 @@ export class AccessHistoryRepository {
     return row?.created_at;
   }
 
-  /** The users' standing at T (absent: the user did not exist yet). */
-  async usersAt(userIds: readonly number[], moment: Date): Promise<Map<number, UserFactsAt>> {
+  /**
+   * The users' standing at T (absent: the user did not exist yet); inside a snapshot, when one is
+   * given. Each user's groups at T are walked once (`user_groups_at`), for its groups and for what
+   * they were granted.
+   */
+  async usersAt(
+    userIds: readonly number[],
+    moment: Date,
+    snapshot?: SnapshotReader,
+  ): Promise<Map<number, UserFactsAt>> {
     if (userIds.length === 0) return new Map();
-    const rows = await this.db.query<UserFactsAt[]>(
-      at(
-        `SELECT u.id AS user_id, v.role_id, v.status_id, v.is_deleted,
-                ARRAY(SELECT json_build_object('id', g.id, 'code', p.code, 'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', ${ISO}))
-                      FROM permission_grants g JOIN permissions p ON p.id = g.permission_id
-                      WHERE g.user_id = u.id AND g.granted_at <= %T AND (g.revoked_at IS NULL OR g.revoked_at > %T)
-                      ORDER BY g.id) AS grants,
-                (SELECT coalesce(json_agg(json_build_object('group_id', c.group_id, 'role_id', c.role_id, 'via', c.via,
-                          'expires_at', to_char(c.expires_at AT TIME ZONE 'UTC', ${ISO})) ORDER BY c.group_id), '[]'::json)
-                 FROM user_groups_at(u.id, %T) c) AS groups,
-                (SELECT coalesce(json_agg(json_build_object('id', g.id, 'code', p.code, 'group_id', c.group_id, 'via', c.via,
-                          'expires_at', to_char(least(g.expires_at, c.expires_at) AT TIME ZONE 'UTC', ${ISO})) ORDER BY g.id), '[]'::json)
-                 FROM user_groups_at(u.id, %T) c JOIN permission_grants g ON g.group_id = c.group_id
-                 JOIN permissions p ON p.id = g.permission_id
-                 WHERE g.granted_at <= %T AND (g.revoked_at IS NULL OR g.revoked_at > %T)) AS group_grants
-         FROM unnest($1::bigint[]) AS u(id) CROSS JOIN LATERAL ${USER_VERSION_AT.replace('%U', 'u.id')} v`,
-        '$2',
-      ),
-      [[...new Set(userIds)], moment],
+    const text = at(
+      `WITH asked AS (SELECT DISTINCT u.id FROM unnest($1::bigint[]) AS u(id)),
+         reached AS MATERIALIZED (
+           SELECT a.id AS user_id, c.group_id, c.role_id, c.via, c.expires_at
+           FROM asked a CROSS JOIN LATERAL user_groups_at(a.id, %T) c)
+       SELECT u.id AS user_id, v.role_id, v.status_id, v.is_deleted,
+              ARRAY(SELECT json_build_object('id', g.id, 'code', p.code, 'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', ${ISO}))
+                    FROM permission_grants g JOIN permissions p ON p.id = g.permission_id
+                    WHERE g.user_id = u.id AND g.granted_at <= %T AND (g.revoked_at IS NULL OR g.revoked_at > %T)
+                    ORDER BY g.id) AS grants,
+              (SELECT coalesce(json_agg(json_build_object('group_id', c.group_id, 'role_id', c.role_id, 'via', c.via,
+                        'expires_at', to_char(c.expires_at AT TIME ZONE 'UTC', ${ISO})) ORDER BY c.group_id), '[]'::json)
+               FROM reached c WHERE c.user_id = u.id) AS groups,
+              (SELECT coalesce(json_agg(json_build_object('id', g.id, 'code', p.code, 'group_id', c.group_id, 'via', c.via,
+                        'expires_at', to_char(least(g.expires_at, c.expires_at) AT TIME ZONE 'UTC', ${ISO})) ORDER BY g.id), '[]'::json)
+               FROM reached c JOIN permission_grants g ON g.group_id = c.group_id
+               JOIN permissions p ON p.id = g.permission_id
+               WHERE c.user_id = u.id AND g.granted_at <= %T AND (g.revoked_at IS NULL OR g.revoked_at > %T)) AS group_grants
+       FROM asked u CROSS JOIN LATERAL ${USER_VERSION_AT.replace('%U', 'u.id')} v`,
+      '$2',
     );
+    const values = [[...new Set(userIds)], moment];
+    const rows =
+      snapshot === undefined
+        ? await this.db.query<UserFactsAt[]>(text, values)
+        : await snapshot.query<UserFactsAt>('users-at', text, values);
     return new Map(
       rows.map((row) => [
         Number(row.user_id),
@@ -315,7 +338,12 @@ export class AccessHistoryRepository {
   }
 
   /** The authorities on a device at T (only those of `userIds`, when given), with their permissions then. */
-  async deviceAuthoritiesAt(deviceId: number, moment: Date, userIds?: readonly number[]): Promise<AuthorityFacts[]> {
+  async deviceAuthoritiesAt(
+    deviceId: number,
+    moment: Date,
+    userIds?: readonly number[],
+    snapshot?: SnapshotReader,
+  ): Promise<AuthorityFacts[]> {
     // A group's authorities (no user) are the members' too: the caller sees which through their groups.
     const only = userIds === undefined ? '' : 'AND (h.user_id = ANY($3::bigint[]) OR h.user_id IS NULL)';
     return this.authorityFacts(
@@ -323,6 +351,7 @@ export class AccessHistoryRepository {
        WHERE h.device_id = $1 AND h.valid_from <= %T ${only}
        ORDER BY h.authority_id, h.valid_from DESC, h.id DESC`,
       userIds === undefined ? [deviceId, moment] : [deviceId, moment, [...userIds]],
+      snapshot,
     );
   }
 
@@ -349,10 +378,13 @@ export class AccessHistoryRepository {
     );
   }
 
-  private async authorityFacts(versions: string, params: unknown[]): Promise<AuthorityFacts[]> {
-    const rows = await this.db.query<AuthorityFacts[]>(
-      at(
-        `SELECT a.authority_id AS id, a.device_id, a.user_id,
+  private async authorityFacts(
+    versions: string,
+    params: unknown[],
+    snapshot?: SnapshotReader,
+  ): Promise<AuthorityFacts[]> {
+    const text = at(
+      `SELECT a.authority_id AS id, a.device_id, a.user_id,
                 (SELECT g.group_id FROM authorities g WHERE g.id = a.authority_id) AS group_id,
                 a.owner, a.is_active, a.revoked, a.is_deleted AS deleted,
                 to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
@@ -360,10 +392,12 @@ export class AccessHistoryRepository {
                       FROM ${PERMISSIONS_HELD_AT.replace('%A', 'a.authority_id')} x
                       JOIN permissions p ON p.id = x.permission_id WHERE x.held ORDER BY p.code) AS authority_permissions
          FROM (${versions}) a ORDER BY a.authority_id`,
-        '$2',
-      ),
-      params,
+      '$2',
     );
+    const rows =
+      snapshot === undefined
+        ? await this.db.query<AuthorityFacts[]>(text, params)
+        : await snapshot.query<AuthorityFacts>('authorities-at', text, params);
     return rows.map((row) => ({
       ...row,
       id: Number(row.id),

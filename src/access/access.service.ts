@@ -205,11 +205,7 @@ export class AccessService {
         const changesAt =
           moment !== undefined || !(caching || total.remembered) ? undefined : await this.history.nextExpiry();
         const candidates = await this.deviceCandidates(asked, page, query.count === 'exact', total.known);
-        const at = candidates.moment;
-        const [users, authorities] = await Promise.all([
-          this.history.usersAt(candidates.ids, at),
-          this.history.deviceAuthoritiesAt(deviceId, at, candidates.ids),
-        ]);
+        const { at, users, authorities } = candidates;
         const items = candidates.ids.flatMap((userId) => {
           const subject = subjectAt(users.get(userId), at.getTime());
           const paths =
@@ -242,20 +238,36 @@ export class AccessService {
     page: { readonly page: number; readonly page_size: number },
     exact: boolean,
     known: ListTotal | undefined,
-  ): Promise<{ ids: number[]; moment: Date; total: ListTotal }> {
+  ): Promise<{
+    ids: number[];
+    at: Date;
+    total: ListTotal;
+    users: Map<number, UserFactsAt>;
+    authorities: AuthorityFacts[];
+  }> {
     const offset = (page.page - 1) * page.page_size;
     if (exact) {
       const counted = await this.history.deviceAccessCandidates({ ...asked, offset, limit: page.page_size });
-      return { ids: counted.ids, moment: counted.moment, total: { value: counted.total, exact: true } };
+      const [users, authorities] = await Promise.all([
+        this.history.usersAt(counted.ids, counted.moment),
+        this.history.deviceAuthoritiesAt(asked.deviceId, counted.moment, counted.ids),
+      ]);
+      const total = { value: counted.total, exact: true };
+      return { ids: counted.ids, at: counted.moment, total, users, authorities };
     }
-    const walked = await this.windows.inOneSnapshot(
-      (window, lastCandidate) =>
-        walkWindows(window, lastCandidate, { offset, limit: page.page_size, counting: known === undefined }),
-      asked,
-    );
-    const total = known ?? walked.total;
-    if (total === undefined) throw new Error('a walk asked to count answered no total');
-    return { ids: walked.ids, moment: walked.moment, total };
+    // The page's users, their standing and the device's authorities, all in the windows' snapshot.
+    return this.windows.inOneSnapshot(async (window, lastCandidate, snapshot) => {
+      const walked = await walkWindows(window, lastCandidate, {
+        offset,
+        limit: page.page_size,
+        counting: known === undefined,
+      });
+      const total = known ?? walked.total;
+      if (total === undefined) throw new Error('a walk asked to count answered no total');
+      const users = await this.history.usersAt(walked.ids, walked.moment, snapshot);
+      const authorities = await this.history.deviceAuthoritiesAt(asked.deviceId, walked.moment, walked.ids, snapshot);
+      return { ids: walked.ids, at: walked.moment, total, users, authorities };
+    }, asked);
   }
 
   async userAccess(userId: number, query: UserAccessQueryDto): Promise<ListResponse<UserAccessDto>> {

@@ -12,6 +12,7 @@ import {
   ownWays,
   REACHED_BY_ASKED,
   ROLE_GROUPS,
+  type SnapshotReader,
   THROUGH,
   USER_VERSION_AT,
 } from './access-history.repository.js';
@@ -49,7 +50,8 @@ export class DeviceAccessWindowsRepository {
   /**
    * Runs `read` with windows that all see one snapshot and one `now()` (a repeatable-read
    * transaction): the windows of one answer agree with each other. `lastCandidate` is the last
-   * candidate of the whole answer in its order (allowed or not), for an estimate.
+   * candidate of the whole answer in its order (allowed or not), for an estimate; `snapshot` reads
+   * the rest of the answer (its users' standing, the device's authorities) in the same snapshot.
    *
    * The window's SQL is a named prepared statement run with its generic plan: planning it anew
    * cost 7 ms of a 10 ms window (measured on 10 groups of 10 000), and its parameters do not
@@ -60,6 +62,7 @@ export class DeviceAccessWindowsRepository {
     read: (
       window: (after: number | null, batch: number) => Promise<DeviceAccessWindow>,
       lastCandidate: () => Promise<number | null>,
+      snapshot: SnapshotReader,
     ) => Promise<T>,
     asked: DeviceAccessAsked,
   ): Promise<T> {
@@ -69,9 +72,14 @@ export class DeviceAccessWindowsRepository {
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      const snapshot: SnapshotReader = {
+        query: async <R>(name: string, text: string, values: unknown[]) =>
+          (await client.query({ name: preparedName(name, text), text, values })).rows as R[],
+      };
       const result = await read(
         (after, batch) => this.window(client, asked, after, batch),
         async () => (await this.window(client, reversed, null, 1)).first,
+        snapshot,
       );
       await client.query('COMMIT');
       return result;
@@ -158,7 +166,7 @@ export class DeviceAccessWindowsRepository {
       first: string | null;
       ids: string[] | null;
     }>({
-      name: `device-access-window-${createHash('sha1').update(text).digest('base64url')}`,
+      name: preparedName('device-access-window', text),
       text,
       values: [
         asked.deviceId,
@@ -180,4 +188,9 @@ export class DeviceAccessWindowsRepository {
       moment: row.moment,
     };
   }
+}
+
+/** A prepared statement's name on its connection: what it reads, and a digest of its text. */
+function preparedName(what: string, text: string): string {
+  return `${what}-${createHash('sha1').update(text).digest('base64url')}`;
 }
