@@ -256,13 +256,14 @@ export class AccessService {
       return { ids: counted.ids, at: counted.moment, total, users, authorities };
     }
     // The page's users, their standing and the device's authorities, all in the windows' snapshot.
-    return this.windows.inOneSnapshot(async (window, lastCandidate, snapshot) => {
-      const walked = await walkWindows(window, lastCandidate, {
+    return this.windows.inOneSnapshot(async (window, extent, snapshot) => {
+      const walked = await walkWindows(window, extent, {
         offset,
         limit: page.page_size,
         counting: known === undefined,
       });
-      const total = known ?? walked.total;
+      // A walk that reached the end counted exactly: that total, not a remembered estimate.
+      const total = walked.total ?? known;
       if (total === undefined) throw new Error('a walk asked to count answered no total');
       const users = await this.history.usersAt(walked.ids, walked.moment, snapshot);
       const authorities = await this.history.deviceAuthoritiesAt(asked.deviceId, walked.moment, walked.ids, snapshot);

@@ -14,10 +14,18 @@ export interface Window {
   readonly moment: Date;
 }
 
+/** Where the candidates end, and how many users there are at most, for an estimate. */
+export interface Extent {
+  /** The last candidate of the whole answer in its order (allowed or not), or null. */
+  readonly last: number | null;
+  /** How many users there are (the table's statistics); null when not known. */
+  readonly population: number | null;
+}
+
 export interface Walked {
   readonly ids: number[];
   readonly moment: Date;
-  /** Undefined when the walk was not asked to count (the total is known). */
+  /** Undefined when the walk was not asked to count (the total is known) and did not reach the end. */
   readonly total?: { readonly value: number; readonly exact: boolean };
 }
 
@@ -30,7 +38,7 @@ export interface Walked {
  */
 export async function walkWindows(
   window: (after: number | null, batch: number) => Promise<Window>,
-  lastCandidate: () => Promise<number | null>,
+  extent: () => Promise<Extent>,
   page: { readonly offset: number; readonly limit: number; readonly counting: boolean },
 ): Promise<Walked> {
   const needed = page.offset + page.limit;
@@ -44,10 +52,10 @@ export async function walkWindows(
     moment ??= read.moment;
     first ??= read.first;
     found.push(...read.ids);
-    if (read.horizon === null) {
-      const ids = found.slice(page.offset, needed);
-      return page.counting ? { ids, moment, total: { value: found.length, exact: true } } : { ids, moment };
-    }
+    // At the end the total is known exactly, asked or not: a page past the end answers it rather
+    // than an estimate remembered from another page.
+    if (read.horizon === null)
+      return { ids: found.slice(page.offset, needed), moment, total: { value: found.length, exact: true } };
     after = read.horizon;
     const pageFilled = found.length >= needed;
     if (pageFilled && (!page.counting || found.length > EXACT_UP_TO)) break;
@@ -55,15 +63,19 @@ export async function walkWindows(
   }
   const ids = found.slice(page.offset, needed);
   if (!page.counting) return { ids, moment };
-  const last = await lastCandidate();
-  return { ids, moment, total: { value: estimate(found.length, first, after, last), exact: false } };
+  return { ids, moment, total: { value: estimate(found.length, first, after, await extent()), exact: false } };
 }
 
-/** The users found up to `reached`, scaled to the whole id range from `first` to `last` (either direction). */
-function estimate(found: number, first: number | null, reached: number, last: number | null): number {
+/**
+ * The users found up to `reached`, scaled to the whole id range from `first` to the last candidate
+ * (either direction), and never more than there are users: a gap in the ids (a sequence moved on,
+ * ids of rolled-back inserts) would otherwise inflate it without bound.
+ */
+function estimate(found: number, first: number | null, reached: number, extent: Extent): number {
   const floor = Math.max(found, EXACT_UP_TO + 1);
-  if (first === null || last === null) return floor;
+  if (first === null || extent.last === null) return floor;
   const covered = Math.abs(reached - first) + 1;
-  const whole = Math.abs(last - first) + 1;
-  return Math.max(floor, Math.round((found * whole) / covered));
+  const whole = Math.abs(extent.last - first) + 1;
+  const scaled = Math.round((found * whole) / covered);
+  return Math.max(floor, extent.population === null ? scaled : Math.min(scaled, extent.population));
 }

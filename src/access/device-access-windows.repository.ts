@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import type { PoolClient } from 'pg';
 import { MAX_GROUP_DEPTH } from '../access-model/group-rules.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
+import type { Extent } from './device-access-walk.js';
 import {
   admissible,
   at,
@@ -49,8 +50,9 @@ export class DeviceAccessWindowsRepository {
 
   /**
    * Runs `read` with windows that all see one snapshot and one `now()` (a repeatable-read
-   * transaction): the windows of one answer agree with each other. `lastCandidate` is the last
-   * candidate of the whole answer in its order (allowed or not), for an estimate; `snapshot` reads
+   * transaction): the windows of one answer agree with each other. `extent` is the last candidate
+   * of the whole answer in its order (allowed or not) and how many users there are, for an
+   * estimate; `snapshot` reads
    * the rest of the answer (its users' standing, the device's authorities) in the same snapshot.
    *
    * The window's SQL is a named prepared statement run with its generic plan: planning it anew
@@ -61,7 +63,7 @@ export class DeviceAccessWindowsRepository {
   async inOneSnapshot<T>(
     read: (
       window: (after: number | null, batch: number) => Promise<DeviceAccessWindow>,
-      lastCandidate: () => Promise<number | null>,
+      extent: () => Promise<Extent>,
       snapshot: SnapshotReader,
     ) => Promise<T>,
     asked: DeviceAccessAsked,
@@ -78,7 +80,10 @@ export class DeviceAccessWindowsRepository {
       };
       const result = await read(
         (after, batch) => this.window(client, asked, after, batch),
-        async () => (await this.window(client, reversed, null, 1)).first,
+        async () => ({
+          last: (await this.window(client, reversed, null, 1)).first,
+          population: await population(client),
+        }),
         snapshot,
       );
       await client.query('COMMIT');
@@ -175,7 +180,8 @@ export class DeviceAccessWindowsRepository {
         [...asked.adminRoleIds],
         asked.groupId,
         asked.moment,
-        after ?? (ascending ? 0 : Number.MAX_SAFE_INTEGER),
+        // Before the first id either way (any bigint may be a user's id, 0 and below included).
+        after ?? (ascending ? '-9223372036854775808' : '9223372036854775807'),
         batch,
       ],
     });
@@ -188,6 +194,19 @@ export class DeviceAccessWindowsRepository {
       moment: row.moment,
     };
   }
+}
+
+/**
+ * How many users there are, from the table's statistics (kept by autovacuum's analyze), or counted
+ * when it was never analysed: the ceiling of an estimate.
+ */
+async function population(client: PoolClient): Promise<number | null> {
+  const answered = await client.query<{ n: string | null }>(
+    `SELECT CASE WHEN c.reltuples >= 0 THEN c.reltuples::bigint ELSE (SELECT count(*) FROM users) END AS n
+     FROM pg_class c WHERE c.oid = 'users'::regclass`,
+  );
+  const n = answered.rows[0]?.n;
+  return n === undefined || n === null ? null : Number(n);
 }
 
 /** A prepared statement's name on its connection: what it reads, and a digest of its text. */

@@ -1,4 +1,4 @@
-import { EXACT_UP_TO, walkWindows, type Window } from '../../src/access/device-access-walk.js';
+import { EXACT_UP_TO, walkWindows, type Extent, type Window } from '../../src/access/device-access-walk.js';
 
 /*
  * The walk over the device question's windows, against an answer held in memory: a window of
@@ -8,7 +8,7 @@ import { EXACT_UP_TO, walkWindows, type Window } from '../../src/access/device-a
 
 const MOMENT = new Date('2026-11-28T00:00:00.000Z');
 
-function answer(candidates: readonly number[], allowed: (id: number) => boolean) {
+function answer(candidates: readonly number[], allowed: (id: number) => boolean, population: number | null = null) {
   const calls: { after: number | null; batch: number }[] = [];
   const window = (after: number | null, batch: number): Promise<Window> => {
     calls.push({ after, batch });
@@ -17,7 +17,7 @@ function answer(candidates: readonly number[], allowed: (id: number) => boolean)
     const horizon = rest.length > batch ? (taken.at(-1) ?? null) : null;
     return Promise.resolve({ ids: taken.filter(allowed), horizon, first: taken[0] ?? null, moment: MOMENT });
   };
-  const lastCandidate = (): Promise<number | null> => Promise.resolve(candidates.at(-1) ?? null);
+  const lastCandidate = (): Promise<Extent> => Promise.resolve({ last: candidates.at(-1) ?? null, population });
   return { window, lastCandidate, calls };
 }
 
@@ -70,10 +70,27 @@ describe('walking the device question in windows', () => {
     expect(walked.total?.value).toBeGreaterThan(EXACT_UP_TO);
   });
 
-  it('answers an empty page past the end, with the exact total', async () => {
-    const { window, lastCandidate } = answer(range(1, 30), () => true);
-    const walked = await walkWindows(window, lastCandidate, { offset: 100, limit: 25, counting: true });
-    expect(walked.ids).toEqual([]);
-    expect(walked.total).toEqual({ value: 30, exact: true });
+  it('answers an empty page past the end, with the exact total, even when not asked to count (a remembered estimate is not the truth)', async () => {
+    for (const counting of [true, false]) {
+      const { window, lastCandidate } = answer(range(1, 30), () => true);
+      const walked = await walkWindows(window, lastCandidate, { offset: 100, limit: 25, counting });
+      expect(walked.ids).toEqual([]);
+      expect(walked.total).toEqual({ value: 30, exact: true });
+    }
+  });
+
+  it('never estimates more users than there are: a gap in the ids does not inflate it (found by a review: 5 000 001 for 14 002)', async () => {
+    const candidates = [...range(1, 14_001), 5_000_001];
+    const capped = answer(candidates, () => true, 14_002);
+    const walked = await walkWindows(capped.window, capped.lastCandidate, { offset: 0, limit: 25, counting: true });
+    expect(walked.total).toEqual({ value: 14_002, exact: false });
+    // Without the table's statistics, the share of the id range is all there is.
+    const unknown = answer(candidates, () => true, null);
+    const scaled = await walkWindows(unknown.window, unknown.lastCandidate, { offset: 0, limit: 25, counting: true });
+    expect(scaled.total?.value).toBeGreaterThan(1_000_000);
+    // The cap never goes below what was found.
+    const stale = answer(range(1, 20_000), () => true, 100);
+    const found = await walkWindows(stale.window, stale.lastCandidate, { offset: 0, limit: 25, counting: true });
+    expect(found.total?.value).toBeGreaterThan(EXACT_UP_TO);
   });
 });
