@@ -118,18 +118,18 @@ export class CacheService {
     budgetMs?: number,
   ): Promise<{ ok: true; value: T } | { ok: false }> {
     if (this.store.kind === 'memory') return { ok: true, value: await call() };
-    // All of one HTTP request's cache work shares the budget (part 7); a job's long call, or one
-    // with a budget of its own, does not. A read has what the request's earlier calls left. A
-    // write's work after its commit is not cut by what its reads spent on a store that answered:
-    // not waited for, it could reach Redis after another instance read the entry it replaces.
-    // Once one of the request's calls ran out of time, or the circuit is open, the store is not
-    // answering, and that work is sent without waiting (an open circuit costs nothing).
+    // All of one HTTP request's reads share the budget (part 7); a job's long call, or one with a
+    // budget of its own, does not. A write's work after its commit is not cut by what its reads
+    // spent, nor by a call that ran out of time: not waited for, an invalidation may reach Redis
+    // after another instance read the entry it replaces (a Redis slower than the budget, or one
+    // that wakes from a pause and serves another connection first). It has the budget per call
+    // while the circuit is closed, and costs nothing once it is open (part 7).
     const work = budgetMs === undefined ? currentRequest()?.cache : undefined;
     const budget = budgetMs ?? this.budgetMs;
     const shared = work !== undefined && !afterWrite;
     const left = shared ? Math.min(budget, this.budgetMs - work.spentMs) : budget;
     const open = Date.now() < this.openUntil;
-    if (afterWrite && (open || work?.stalled === true)) return this.sendWithoutWaiting(call, open);
+    if (afterWrite && open) return this.sendWithoutWaiting(call);
     if (open) return this.skipped('short_circuited');
     // While the store may hold entries whose invalidation was lost, reads bypass it (from the
     // database, without filling) and one flush per instance drops it. A write's work goes on: it
@@ -145,33 +145,31 @@ export class CacheService {
       this.consecutiveFailures = 0;
       return { ok: true, value };
     } catch (error) {
-      if (work !== undefined && error instanceof CacheTimeout) work.stalled = true;
       // A read cut short by what its request's earlier calls spent says nothing about the store.
       if (error instanceof CacheTimeout && shared && left < budget) return this.skipped('over_budget');
       this.recordFailure(operation, key, afterWrite, error);
       return { ok: false };
     } finally {
-      if (work !== undefined) work.spentMs += performance.now() - started;
+      if (shared) work.spentMs += performance.now() - started;
     }
   }
 
   /**
-   * A write's work after its commit while the store is not answering (the circuit is open, or one
-   * of the request's calls already ran out of time): it is sent all the same, not awaited, and
-   * counted as lost. Sent, it lands in
+   * A write's work after its commit while the circuit is open: it is sent all the same, not
+   * awaited, and counted as lost. Sent, it lands in
    * its order on the connection when the store answers again (a paused Redis runs what queued on
    * its sockets before anything sent after it); lost, it makes this instance drop the whole cache
    * before trusting it again, and the write's follower drops it for the others (through the
    * database's cache epoch when Redis cannot be reached). A write waits for none of it.
    */
-  private sendWithoutWaiting(call: () => Promise<unknown>, open: boolean): { ok: false } {
+  private sendWithoutWaiting(call: () => Promise<unknown>): { ok: false } {
     try {
       call().catch(() => undefined);
     } catch {
       // A call refused at once was not sent: it is lost all the same.
     }
     this.loseWrite();
-    return this.skipped(open ? 'short_circuited' : 'over_budget');
+    return this.skipped('short_circuited');
   }
 
   private skipped(counter: 'short_circuited' | 'over_budget'): { ok: false } {

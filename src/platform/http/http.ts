@@ -295,7 +295,7 @@ const contexts = new WeakMap<object, RequestContext>();
 function requestContextOf(request: FastifyRequest): RequestContext {
   let context = contexts.get(request);
   if (context === undefined) {
-    context = { request_id: request.id, ip: request.ip, actor_id: null, cache: { spentMs: 0, stalled: false } };
+    context = { request_id: request.id, ip: request.ip, actor_id: null, cache: { spentMs: 0 } };
     contexts.set(request, context);
   }
   return context;

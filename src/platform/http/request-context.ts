@@ -8,18 +8,16 @@ export interface RequestContext {
   /** The authenticated user, set by the auth guard; null for anonymous and system flows. */
   actor_id: number | null;
   /**
-   * What this HTTP request's cache work has cost so far (part 7: all of it shares one budget),
-   * from authentication on. Absent in jobs and the CLI, whose calls each have the budget.
+   * What this HTTP request's cache reads have cost so far (part 7: they share one budget), from
+   * authentication on. Absent in jobs and the CLI, whose calls each have the budget.
    */
   readonly cache?: RequestCacheWork;
 }
 
 /** One request's waits on the cache. */
 export interface RequestCacheWork {
-  /** Milliseconds spent waiting on cache calls. */
+  /** Milliseconds spent waiting on cache reads. */
   spentMs: number;
-  /** Whether one of its calls ran out of time: the store is not answering, so its later calls do not wait. */
-  stalled: boolean;
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();
