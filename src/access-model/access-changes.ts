@@ -103,3 +103,46 @@ export function accessDifference(before: readonly AccessEntry[], after: readonly
       a.change.localeCompare(b.change),
   );
 }
+
+/** The facts of one side of a write: the subjects and their authorities. */
+export interface AccessFacts {
+  readonly subjects: readonly Subject[];
+  readonly authorities: readonly AuthorityFacts[];
+}
+
+/**
+ * `accessDifference` of the two sides' `accessEntries`, judged one user at a time: the same
+ * changes in the same order, without holding every entry of every user at once (a group of
+ * 100 000 members made millions of entries per side, and collecting them was most of the write).
+ */
+export function accessChanges(
+  before: AccessFacts,
+  after: AccessFacts,
+  at: number,
+  only?: ReadonlySet<string>,
+): AccessChange[] {
+  const was = byUser(before);
+  const now = byUser(after);
+  const users = [...new Set([...was.keys(), ...now.keys()])].sort((a, b) => a - b);
+  const changes: AccessChange[] = [];
+  const none: AccessFacts = { subjects: [], authorities: [] };
+  for (const user of users) {
+    const then = was.get(user) ?? none;
+    const later = now.get(user) ?? none;
+    const difference = accessDifference(
+      accessEntries(then.subjects, then.authorities, at, only),
+      accessEntries(later.subjects, later.authorities, at, only),
+    );
+    for (const change of difference) changes.push(change);
+  }
+  return changes;
+}
+
+/** Each subject with its own authorities (an authority of a user without a subject grants nothing). */
+function byUser(facts: AccessFacts): Map<number, { subjects: Subject[]; authorities: AuthorityFacts[] }> {
+  const users = new Map<number, { subjects: Subject[]; authorities: AuthorityFacts[] }>();
+  for (const subject of facts.subjects) users.set(subject.user_id, { subjects: [subject], authorities: [] });
+  for (const authority of facts.authorities)
+    if (authority.user_id !== null) users.get(authority.user_id)?.authorities.push(authority);
+  return users;
+}

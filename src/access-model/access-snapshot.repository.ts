@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { GrantFacts, GroupFacts, Subject } from '../platform/auth/auth-context.js';
-import { groupGrant, normalisedAuthority, type GroupGrantRow } from './access-facts.repository.js';
+import { groupGrant, type GroupGrantRow } from './access-facts.repository.js';
 import { normalisedGroup, usersGroupChains } from './group-facts.repository.js';
 import { effectiveRole } from './group-rules.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
@@ -96,44 +96,90 @@ export class AccessSnapshotRepository {
 
   /**
    * The users' effective-looking authorities (active, not revoked, not deleted) in the scope, each
-   * with its live authority permissions (of the scope's permissions only, when it names them).
+   * with its live authority permissions (of the scope's permissions only, when it names them). A
+   * group's authorities are read once and handed to each of its members in `subjects` (their
+   * groups, expired memberships included, are the chains this needs): a group of 100 000 members
+   * is one row per authority, not one per member, and its members' chains are not walked twice.
    */
-  async authorities(db: EntityManager, scope: AccessScope): Promise<AuthorityFacts[]> {
+  async authorities(db: EntityManager, scope: AccessScope, subjects: readonly Subject[]): Promise<AuthorityFacts[]> {
+    const groupIds = [...new Set(subjects.flatMap((subject) => (subject.groups ?? []).map((group) => group.group_id)))];
     const held = (column: string): string =>
       `ARRAY(SELECT ${column} FROM authority_permissions ap
               WHERE ap.authority_id = a.id AND ap.revoked_at IS NULL AND ($3::int[] IS NULL OR ap.permission_id = ANY($3::int[]))
               ORDER BY ap.id)`;
+    const live = `($2::bigint[] IS NULL OR a.device_id = ANY($2::bigint[])) AND a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted`;
+    const columns = `a.id, a.device_id, a.user_id, a.group_id, a.owner, a.is_active,
+              to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
+              ${held('ap.permission_id')} AS held_ids, ${held(`to_char(ap.expires_at AT TIME ZONE 'UTC', ${ISO})`)} AS held_expiries`;
     const rows = await db.query<
-      (Omit<AuthorityFacts, 'authority_permissions'> & { held_ids: number[]; held_expiries: (string | null)[] })[]
+      {
+        own: boolean;
+        id: string;
+        device_id: string;
+        user_id: string | null;
+        group_id: string | null;
+        owner: boolean;
+        is_active: boolean;
+        expires_at: string | null;
+        held_ids: number[];
+        held_expiries: (string | null)[];
+      }[]
     >(
-      `SELECT a.id, a.device_id, a.user_id, NULL::bigint AS group_id, NULL::bigint[] AS via, a.owner, a.is_active,
-              false AS revoked, false AS deleted, to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
-              ${held('ap.permission_id')} AS held_ids,
-              ${held(`to_char(ap.expires_at AT TIME ZONE 'UTC', ${ISO})`)} AS held_expiries
-       FROM authorities a
-       WHERE a.user_id = ANY($1::bigint[]) AND ($2::bigint[] IS NULL OR a.device_id = ANY($2::bigint[]))
-         AND a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted
+      `SELECT true AS own, ${columns} FROM authorities a WHERE a.user_id = ANY($1::bigint[]) AND ${live}
        UNION ALL
-       SELECT a.id, a.device_id, c.user_id, a.group_id, c.via, a.owner, a.is_active,
-              false, false, to_char(least(a.expires_at, c.expires_at) AT TIME ZONE 'UTC', ${ISO}),
-              ${held('ap.permission_id')}, ${held(`to_char(ap.expires_at AT TIME ZONE 'UTC', ${ISO})`)}
-       FROM (${usersGroupChains('$1::bigint[]', false)}) c
-       JOIN authorities a ON a.group_id = c.group_id
-       WHERE ($2::bigint[] IS NULL OR a.device_id = ANY($2::bigint[]))
-         AND a.is_active AND a.revoked_at IS NULL AND NOT a.is_deleted
-       ORDER BY 3, 2, 1`,
+       SELECT false, ${columns} FROM authorities a WHERE a.group_id = ANY($4::bigint[]) AND ${live}`,
       [
         [...new Set(scope.users)],
         scope.devices === undefined ? null : [...new Set(scope.devices)],
         scope.permissions === undefined ? null : scope.permissions.map((code) => permissionIdOf(code) ?? 0),
+        groupIds,
       ],
     );
-    return rows.map(({ held_ids, held_expiries, ...row }) => ({
-      ...normalisedAuthority({ ...row, authority_permissions: [] }),
-      authority_permissions: held_ids.map((permissionId, index) => ({
-        code: codeOf(permissionId),
-        expires_at: held_expiries[index] ?? null,
-      })),
-    }));
+    const own: AuthorityFacts[] = [];
+    const ofGroup = new Map<number, AuthorityFacts[]>();
+    for (const row of rows) {
+      const authority: AuthorityFacts = {
+        id: Number(row.id),
+        device_id: Number(row.device_id),
+        user_id: row.user_id === null ? null : Number(row.user_id),
+        owner: row.owner,
+        is_active: row.is_active,
+        revoked: false,
+        deleted: false,
+        expires_at: row.expires_at,
+        authority_permissions: row.held_ids.map((permissionId, index) => ({
+          code: codeOf(permissionId),
+          expires_at: row.held_expiries[index] ?? null,
+        })),
+      };
+      if (row.own) own.push(authority);
+      else if (row.group_id !== null) {
+        const group = Number(row.group_id);
+        ofGroup.set(group, [...(ofGroup.get(group) ?? []), authority]);
+      }
+    }
+    const members = subjects.flatMap((subject) =>
+      (subject.groups ?? []).flatMap((group) =>
+        (ofGroup.get(group.group_id) ?? []).map((authority) => ({
+          ...authority,
+          user_id: subject.user_id,
+          group_id: group.group_id,
+          via: group.via,
+          // Held through the chain only while both last (ISO instants of one format compare as text).
+          expires_at: earlier(authority.expires_at, group.expires_at),
+        })),
+      ),
+    );
+    // By user, device and authority, as the rules and the events expect them.
+    return [...own, ...members].sort(
+      (a, b) => (a.user_id ?? 0) - (b.user_id ?? 0) || a.device_id - b.device_id || a.id - b.id,
+    );
   }
+}
+
+/** The earlier of two ISO instants (null: never). */
+function earlier(a: string | null, b: string | null): string | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return a < b ? a : b;
 }

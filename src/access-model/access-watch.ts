@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { appendAccessEvents, EVENTS } from '../platform/audit/audit-trail.repository.js';
 import type { Tx } from '../platform/database/unit-of-work.js';
 import { currentRequest } from '../platform/http/request-context.js';
-import { accessDifference, accessEntries, type AccessChange } from './access-changes.js';
+import { accessChanges, type AccessChange } from './access-changes.js';
 import type { Subject } from '../platform/auth/auth-context.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
 import { AccessSnapshotRepository, type AccessScope } from './access-snapshot.repository.js';
@@ -47,13 +47,7 @@ export class AccessWatch {
     tx.beforeCommit(async () => {
       const after = await this.facts(tx.db, scope, at);
       const only = scope.permissions === undefined ? undefined : new Set(scope.permissions);
-      const changes = this.unannounced(
-        tx,
-        accessDifference(
-          accessEntries(before.subjects, before.authorities, at, only),
-          accessEntries(after.subjects, after.authorities, at, only),
-        ),
-      );
+      const changes = this.unannounced(tx, accessChanges(before, after, at, only));
       if (tx.preview !== undefined) {
         tx.preview.access_changes.push(...changes);
         return;
@@ -80,7 +74,7 @@ export class AccessWatch {
   // One connection: the two statements run one after the other either way.
   private async facts(db: EntityManager, scope: AccessScope, at: number): Promise<Facts> {
     const subjects = await this.snapshots.subjects(db, scope.users, at);
-    return { subjects, authorities: await this.snapshots.authorities(db, scope) };
+    return { subjects, authorities: await this.snapshots.authorities(db, scope, subjects) };
   }
 
   private unannounced(tx: Tx, changes: AccessChange[]): AccessChange[] {

@@ -136,7 +136,8 @@ export class AccessExpiryAnnouncer implements OnApplicationBootstrap, OnModuleDe
     if (users.length === 0) return [];
     const at = expiry.instant.getTime();
     const subjects = await this.snapshots.subjects(tx.db, users, at - 1);
-    const authorities = await this.snapshots.authorities(tx.db, { users });
+    // Memberships are read expired too, so the chains behind the authorities are the same at either moment.
+    const authorities = await this.snapshots.authorities(tx.db, { users }, subjects);
     const before = accessEntries(subjects, authorities, at - 1);
     const after = accessEntries(await this.snapshots.subjects(tx.db, users, at), authorities, at);
     this.groupAccess.changed(tx, users);

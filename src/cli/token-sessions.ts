@@ -44,10 +44,11 @@ async function announcingAccess<T>(
 ): Promise<T> {
   const snapshots = new AccessSnapshotRepository();
   const at = Date.now();
-  const access = async (id: number | undefined): Promise<AccessEntry[]> =>
-    id === undefined
-      ? []
-      : accessEntries(await snapshots.subjects(db, [id]), await snapshots.authorities(db, { users: [id] }), at);
+  const access = async (id: number | undefined): Promise<AccessEntry[]> => {
+    if (id === undefined) return [];
+    const subjects = await snapshots.subjects(db, [id]);
+    return accessEntries(subjects, await snapshots.authorities(db, { users: [id] }, subjects), at);
+  };
   const before = await access(userId());
   const result = await write();
   await appendAccessEvents(
