@@ -156,7 +156,7 @@ export class AuthContextService {
     const ids = [...new Set(userIds)];
     if (ids.length === 0) return;
     const rows = await this.facts.authUsers(ids);
-    await Promise.all(rows.map((row) => this.users.refresh(Number(row.id), authUserEntry(row))));
+    await this.users.refreshMany(rows.map((row) => [Number(row.id), authUserEntry(row)] as const));
   }
 
   /**

@@ -86,7 +86,7 @@ export class UsersRepository extends ResourceTable<UserRow, UserColumn> {
       `SELECT ${USERS.selected} FROM users WHERE id = ANY($1::bigint[])`,
       [[...ids]],
     );
-    await Promise.all(rows.map((row) => this.refresh(row)));
+    await this.refreshRows(rows);
   }
 
   /** What SCIM keeps of the user beside the admin API's fields (part 6.19), as stored. */
