@@ -60,7 +60,9 @@ export function accessEntries(
   for (const authority of authorities) {
     if (authority.user_id === null) continue;
     const key = `${authority.user_id}/${authority.device_id}`;
-    held.set(key, [...(held.get(key) ?? []), authority]);
+    const onDevice = held.get(key);
+    if (onDevice === undefined) held.set(key, [authority]);
+    else onDevice.push(authority);
   }
   for (const onDevice of held.values()) {
     const [sample] = onDevice;

@@ -154,8 +154,11 @@ export class AccessSnapshotRepository {
       };
       if (row.own) own.push(authority);
       else if (row.group_id !== null) {
+        // Pushed, not copied: a group may hold an authority on each of thousands of devices.
         const group = Number(row.group_id);
-        ofGroup.set(group, [...(ofGroup.get(group) ?? []), authority]);
+        const held = ofGroup.get(group);
+        if (held === undefined) ofGroup.set(group, [authority]);
+        else held.push(authority);
       }
     }
     const members = subjects.flatMap((subject) =>
