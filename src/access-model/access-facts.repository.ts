@@ -1,3 +1,4 @@
+import type { EntityManager } from 'typeorm';
 import { Inject, Injectable } from '@nestjs/common';
 import { SETTINGS, type Settings } from '../platform/config/settings.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
@@ -126,6 +127,17 @@ export class AccessFactsRepository {
       groups: row.groups.map(normalisedGroup),
       grants: [...row.grants, ...group_grants.map(groupGrant)],
     }));
+  }
+
+  /** The versions `authUsers` labels these users' entries with, without their facts (through `db`: inside a write). */
+  async authUserVersions(db: EntityManager, userIds: readonly number[]): Promise<Map<number, number>> {
+    const rows = await db.query<{ id: string; version: string }[]>(
+      `SELECT u.id, u.version + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user' AND v.id = u.id), 1)
+                + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user_groups' AND v.id = u.id), 1) AS version
+       FROM users u WHERE u.id = ANY($1::bigint[])`,
+      [[...userIds]],
+    );
+    return new Map(rows.map((row) => [Number(row.id), Number(row.version)]));
   }
 
   /** The devices' authority sets, one row per id (an empty set for a device without any). */

@@ -5,7 +5,7 @@ import { objectOf } from '../platform/cache/decode.js';
 import { CacheEntries } from '../platform/cache/cache-entries.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { Prefetched } from '../platform/projections/prefetched.js';
-import { UnitOfWork } from '../platform/database/unit-of-work.js';
+import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
 import { AccessFactsRepository, type AuthUserRow } from './access-facts.repository.js';
 import type { AuthContext, GrantFacts, GroupFacts, Subject } from '../platform/auth/auth-context.js';
 import { effectiveRole } from './group-rules.js';
@@ -157,6 +157,15 @@ export class AuthContextService {
     if (ids.length === 0) return;
     const rows = await this.facts.authUsers(ids);
     await this.users.refreshMany(rows.map((row) => [Number(row.id), authUserEntry(row)] as const));
+  }
+
+  /**
+   * Inside a write, after its projection bumps: the users' context entries are marked stale at
+   * their new versions (their next read loads them), for more users than a rebuild after the
+   * commit could do in time.
+   */
+  async markStale(tx: Tx, userIds: readonly number[]): Promise<void> {
+    await this.users.invalidate(await this.facts.authUserVersions(tx.db, userIds));
   }
 
   /**

@@ -24,6 +24,10 @@ type Reading = Pick<Tx, 'db'>;
 
 /** Users judged per statement: the rank rule reads each one's effective role. */
 const RANK_BATCH = 1000;
+/** Up to this many users reached by a change have their entries rebuilt after the commit; more are marked stale in it. */
+export const REBUILT_UP_TO = 1000;
+/** Users whose versions are read per statement when marking their entries stale. */
+const MARKED_BATCH = 10_000;
 
 function escalation(targetRoleId: number, message: string): ApiError {
   return new ApiError('ROLE_ESCALATION_FORBIDDEN', message, { target_role_id: targetRoleId });
@@ -40,6 +44,7 @@ function escalation(targetRoleId: number, message: string): ApiError {
 export class GroupAccess {
   private readonly listeners: ((users: readonly number[]) => Promise<void>)[] = [];
   private readonly groupListeners: ((tx: Tx, groups: readonly number[]) => void)[] = [];
+  private readonly staleListeners: ((tx: Tx, users: readonly number[]) => Promise<void>)[] = [];
 
   constructor(
     private readonly facts: GroupFactsRepository,
@@ -169,7 +174,16 @@ export class GroupAccess {
   changed(tx: Tx, users: readonly number[], scope: 'user_groups' | 'user' = 'user_groups'): void {
     if (users.length === 0) return;
     tx.bumpProjections(scope, users);
-    tx.afterCommit(() => this.refresh(users));
+    if (users.length <= REBUILT_UP_TO) {
+      tx.afterCommit(() => this.refresh(users));
+      return;
+    }
+    // Rebuilding 100 000 contexts after the commit took some 17 s, past what a write waits for its
+    // work after the commit, and the whole cache was dropped for it (a herd of misses for every
+    // user it did not touch). Their entries are marked stale at their new versions instead, in
+    // the write, before it commits: a read after the commit loads them again, one from before
+    // can no longer fill an older one, and the other users' entries stay.
+    tx.onBumped(() => this.markStale(tx, users));
   }
 
   /** Registers what to rebuild for groups whose members changed with no write of theirs (an expiry). */
@@ -182,9 +196,22 @@ export class GroupAccess {
     if (groups.length > 0) for (const listener of this.groupListeners) listener(tx, groups);
   }
 
+  /** Registers what else to mark stale, inside the write, for more users than are rebuilt (their details). */
+  onUsersStale(listener: (tx: Tx, users: readonly number[]) => Promise<void>): void {
+    this.staleListeners.push(listener);
+  }
+
   /** Registers what else to rebuild for users whose groups changed (the users module: their details). */
   onUsersChanged(listener: (users: readonly number[]) => Promise<void>): void {
     this.listeners.push(listener);
+  }
+
+  private async markStale(tx: Tx, users: readonly number[]): Promise<void> {
+    for (let start = 0; start < users.length; start += MARKED_BATCH) {
+      const batch = users.slice(start, start + MARKED_BATCH);
+      await this.authContexts.markStale(tx, batch);
+      for (const listener of this.staleListeners) await listener(tx, batch);
+    }
   }
 
   private async refresh(users: readonly number[]): Promise<void> {

@@ -77,6 +77,16 @@ export class UsersRepository extends ResourceTable<UserRow, UserColumn> {
     super({ table: USERS, type: 'user', notFound: 'USER_NOT_FOUND' }, uow, projections);
     // A change of groups changes the effective role each reached user's detail shows.
     groupAccess.onUsersChanged((ids) => this.refreshMany(ids));
+    groupAccess.onUsersStale((tx, ids) => this.markStale(tx, ids));
+  }
+
+  /** Inside a write, after its projection bumps: these users' detail entries are marked stale at their new versions. */
+  private async markStale(tx: Tx, ids: readonly number[]): Promise<void> {
+    const rows = await tx.db.query<{ id: string; version: string }[]>(
+      `SELECT id, ${VERSION} AS version FROM users WHERE id = ANY($1::bigint[])`,
+      [[...ids]],
+    );
+    await this.invalidate(new Map(rows.map((row) => [Number(row.id), Number(row.version)])));
   }
 
   /** Rebuilds the detail entries of these users (after a change of their groups). */

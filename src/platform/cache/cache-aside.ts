@@ -6,6 +6,8 @@ import { Recent } from './recent.js';
 
 /** Entries rebuilt per call by `refreshMany`. */
 const REFRESHED_PER_CALL = 250;
+/** Entries marked stale per call by `invalidate` (a marker is a few bytes). */
+const MARKED_PER_CALL = 2000;
 
 /** Entries already read for this request (`Prefetched` in projections): a hit is used as it is. */
 export interface PrefetchedLookup {
@@ -127,9 +129,11 @@ export class CacheAside<T, Id extends string | number = number> {
    * it, and a fill from before the write (an older version) can no longer be stored.
    */
   async invalidate(versions: ReadonlyMap<Id, number>): Promise<void> {
-    await this.cache.putMany(
-      [...versions].map(([id, version]) => [this.keyOf(id), { version, deleted: false, json: '' }] as const),
+    const marks = [...versions].map(
+      ([id, version]) => [this.keyOf(id), { version, deleted: false, json: '' }] as const,
     );
+    for (let start = 0; start < marks.length; start += MARKED_PER_CALL)
+      await this.cache.putMany(marks.slice(start, start + MARKED_PER_CALL));
   }
 
   /**

@@ -55,6 +55,12 @@ export interface Tx {
    */
   bumpProjections(scope: ProjectionScope, ids: readonly number[]): ReadonlyMap<number, number>;
   /**
+   * Runs inside the transaction after the projection bumps, just before COMMIT: for work that
+   * needs the write's final versions (marking thousands of entries stale at them, where rebuilding
+   * each after the commit would take longer than the write may wait). Never in a preview.
+   */
+  onBumped(task: () => Promise<void>): void;
+  /**
    * Runs a statement that writes `tables` and records them, so their cached list pages become
    * unusable after the commit (announced in its `Commit`). `changedIf` leaves the record out when
    * the result shows nothing changed (a poll that claimed no row).
@@ -151,6 +157,7 @@ export class UnitOfWork {
   private async attempt<T>(work: (tx: Tx) => Promise<T>, actor: number | null): Promise<T> {
     const tasks: (() => Promise<void>)[] = [];
     const finishing: (() => Promise<void>)[] = [];
+    const bumped: (() => Promise<void>)[] = [];
     const written = new Set<string>();
     const preview = currentPreview();
     const previewing = preview !== undefined;
@@ -186,6 +193,7 @@ export class UnitOfWork {
         },
         beforeCommit: (task) => finishing.push(task),
         bumpProjections,
+        onBumped: (task) => bumped.push(task),
         write,
         noteResource: (type, resource) => resources.set(`${type}:${resource.id}`, resource),
         resourceAfter: (type, id) => resources.get(`${type}:${id}`),
@@ -201,6 +209,7 @@ export class UnitOfWork {
         for (const [id, version] of await bumpProjectionVersions(db, scope, [...pending.ids]))
           pending.versions.set(id, version);
       }
+      for (const task of bumped) await task();
       for (const [index, inspector] of this.inspectors.entries()) await inspector.end(db, looks[index], written);
       return value;
     });

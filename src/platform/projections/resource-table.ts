@@ -229,6 +229,11 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
     return Promise.resolve();
   }
 
+  /** Marks detail entries stale at these versions (their next read loads them); older fills are refused. */
+  invalidate(versions: ReadonlyMap<number, number>): Promise<void> {
+    return this.cached.invalidate(versions);
+  }
+
   /** Rebuilds the detail entries of many rows at their versions, a few hundred per call. */
   refreshRows(rows: readonly Row[]): Promise<void> {
     return this.cached.refreshMany(rows.map((row) => [row.id, this.entryOf(row)] as const));
