@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import { Inject, Injectable } from '@nestjs/common';
 import { SETTINGS, type Settings } from '../platform/config/settings.js';
+import { preparedQuery } from '../platform/database/prepared.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import type { GrantFacts, GroupFacts } from '../platform/auth/auth-context.js';
 import { groupGrantsJson, normalisedGroup, userGroupChains, userGroupsJson } from './group-facts.repository.js';
@@ -106,7 +107,9 @@ export class AccessFactsRepository {
 
   /** `authUser` for many users in one statement (a triggered rebuild), each row with its `id`. */
   async authUsers(userIds: readonly number[]): Promise<(AuthUserRow & { readonly id: number })[]> {
-    const rows = await this.uow.reader.query<(AuthUserRow & { id: number; group_grants: GroupGrantRow[] })[]>(
+    const rows = await preparedQuery<AuthUserRow & { id: number; group_grants: GroupGrantRow[] }>(
+      this.uow.reader,
+      'auth-users',
       `SELECT u.id, u.role_id, u.status_id, u.is_deleted,
               u.version + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user' AND v.id = u.id), 1)
                 + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user_groups' AND v.id = u.id), 1) AS version,

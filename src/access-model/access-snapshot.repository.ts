@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
+import { preparedQuery } from '../platform/database/prepared.js';
 import type { GrantFacts, GroupFacts, Subject } from '../platform/auth/auth-context.js';
 import { groupGrant, type GroupGrantRow } from './access-facts.repository.js';
 import { normalisedGroup, usersGroupChains } from './group-facts.repository.js';
@@ -47,17 +48,17 @@ export class AccessSnapshotRepository {
    * memberships too, like expired grants.
    */
   async subjects(db: EntityManager, userIds: readonly number[], at = Date.now()): Promise<Subject[]> {
-    const rows = await db.query<
-      {
-        id: string;
-        role_id: number;
-        status_id: number;
-        is_deleted: boolean;
-        grants: HeldById[];
-        group_grants: GroupGrantRow[];
-        groups: GroupFacts[];
-      }[]
-    >(
+    const rows = await preparedQuery<{
+      id: string;
+      role_id: number;
+      status_id: number;
+      is_deleted: boolean;
+      grants: HeldById[];
+      group_grants: GroupGrantRow[];
+      groups: GroupFacts[];
+    }>(
+      db,
+      'access-subjects',
       // Set-based (each part aggregated by user, then joined): a snapshot of 100 000 users is one
       // recursion over their memberships, not 100 000.
       `WITH chains AS MATERIALIZED (${usersGroupChains('$1::bigint[]', false)}),
@@ -111,20 +112,20 @@ export class AccessSnapshotRepository {
     const columns = `a.id, a.device_id, a.user_id, a.group_id, a.owner, a.is_active,
               to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
               ${held('ap.permission_id')} AS held_ids, ${held(`to_char(ap.expires_at AT TIME ZONE 'UTC', ${ISO})`)} AS held_expiries`;
-    const rows = await db.query<
-      {
-        own: boolean;
-        id: string;
-        device_id: string;
-        user_id: string | null;
-        group_id: string | null;
-        owner: boolean;
-        is_active: boolean;
-        expires_at: string | null;
-        held_ids: number[];
-        held_expiries: (string | null)[];
-      }[]
-    >(
+    const rows = await preparedQuery<{
+      own: boolean;
+      id: string;
+      device_id: string;
+      user_id: string | null;
+      group_id: string | null;
+      owner: boolean;
+      is_active: boolean;
+      expires_at: string | null;
+      held_ids: number[];
+      held_expiries: (string | null)[];
+    }>(
+      db,
+      'access-authorities',
       `SELECT true AS own, ${columns} FROM authorities a WHERE a.user_id = ANY($1::bigint[]) AND ${live}
        UNION ALL
        SELECT false, ${columns} FROM authorities a WHERE a.group_id = ANY($4::bigint[]) AND ${live}`,

@@ -1,0 +1,39 @@
+import { createHash } from 'node:crypto';
+import type { PoolClient } from 'pg';
+import type { EntityManager } from 'typeorm';
+
+/** Statement names by text: the texts are built once per process, hashing each call would repeat it. */
+const names = new Map<string, string>();
+
+function nameOf(what: string, text: string): string {
+  const key = `${what}\n${text}`;
+  let name = names.get(key);
+  if (name === undefined) {
+    name = `${what}-${createHash('sha1').update(text).digest('base64url')}`;
+    names.set(key, name);
+  }
+  return name;
+}
+
+/**
+ * Runs a read as a named prepared statement: PostgreSQL plans it once per connection and, after
+ * its first few runs, keeps a generic plan. For the large reads made on every write or cache miss
+ * whose planning cost more than running them (an auth context's facts: 3.4 of 4.1 ms; a watch's
+ * snapshot of the members' chains: 1.1 of 1.2 ms). Inside a transaction (a `Tx`'s `db`) it runs on
+ * the transaction's connection; otherwise on a pooled connection taken for it.
+ */
+export async function preparedQuery<T>(
+  db: EntityManager,
+  what: string,
+  text: string,
+  values: readonly unknown[],
+): Promise<T[]> {
+  const own = db.queryRunner === undefined;
+  const runner = db.queryRunner ?? db.connection.createQueryRunner();
+  try {
+    const client = (await runner.connect()) as PoolClient;
+    return (await client.query<T & object>({ name: nameOf(what, text), text, values: [...values] })).rows;
+  } finally {
+    if (own) await runner.release();
+  }
+}
