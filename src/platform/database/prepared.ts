@@ -16,8 +16,8 @@ function nameOf(what: string, text: string): string {
 }
 
 /**
- * Runs a read as a named prepared statement: PostgreSQL plans it once per connection and, after
- * its first few runs, keeps a generic plan. For the large reads made on every write or cache miss
+ * Runs a read as a named prepared statement with its generic plan: PostgreSQL plans it once per
+ * connection. For the large reads made on every write or cache miss
  * whose planning cost more than running them (an auth context's facts: 3.4 of 4.1 ms; a watch's
  * snapshot of the members' chains: 1.1 of 1.2 ms). Inside a transaction (a `Tx`'s `db`) it runs on
  * the transaction's connection; otherwise on a pooled connection taken for it.
@@ -32,7 +32,16 @@ export async function preparedQuery<T>(
   const runner = db.queryRunner ?? db.connection.createQueryRunner();
   try {
     const client = (await runner.connect()) as PoolClient;
-    return (await client.query<T & object>({ name: nameOf(what, text), text, values: [...values] })).rows;
+    // Left to itself (`auto`), PostgreSQL plans these anew at each run: their generic plan looks
+    // costlier to it than the custom ones it tried first. The setting holds for this statement
+    // only: the connection's other statements, a transaction's included, keep theirs.
+    await client.query('SET plan_cache_mode = force_generic_plan');
+    try {
+      return (await client.query<T & object>({ name: nameOf(what, text), text, values: [...values] })).rows;
+    } finally {
+      // In a transaction that this statement aborted, the rollback undoes the SET itself.
+      await client.query('RESET plan_cache_mode').catch(() => undefined);
+    }
   } finally {
     if (own) await runner.release();
   }
