@@ -1,3 +1,4 @@
+import type { EntityManager } from 'typeorm';
 import { Injectable } from '@nestjs/common';
 import { CacheAside, type CachedRead } from '../platform/cache/cache-aside.js';
 import { cacheKeys } from '../platform/cache/cache-keys.js';
@@ -5,7 +6,7 @@ import { objectOf } from '../platform/cache/decode.js';
 import { CacheEntries } from '../platform/cache/cache-entries.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { Prefetched } from '../platform/projections/prefetched.js';
-import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
+import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import { AccessFactsRepository, type AuthUserRow } from './access-facts.repository.js';
 import type { AuthContext, GrantFacts, GroupFacts, Subject } from '../platform/auth/auth-context.js';
 import { effectiveRole } from './group-rules.js';
@@ -160,12 +161,12 @@ export class AuthContextService {
   }
 
   /**
-   * Inside a write, after its projection bumps: the users' context entries are marked stale at
-   * their new versions (their next read loads them), for more users than a rebuild after the
-   * commit could do in time.
+   * The users' context entries marked stale at their versions as `db` reads them (their next read
+   * loads them), for more users than a rebuild after the commit could do in time: inside a write
+   * after its projection bumps, or after the commit (`db` undefined). False when a call did not land.
    */
-  async markStale(tx: Tx, userIds: readonly number[]): Promise<void> {
-    await this.users.invalidate(await this.facts.authUserVersions(tx.db, userIds));
+  async markStale(db: EntityManager | undefined, userIds: readonly number[]): Promise<boolean> {
+    return this.users.invalidate(await this.facts.authUserVersions(db ?? this.uow.reader, userIds));
   }
 
   /**

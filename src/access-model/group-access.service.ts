@@ -1,3 +1,4 @@
+import type { EntityManager } from 'typeorm';
 import { Injectable } from '@nestjs/common';
 import type { Subject } from '../platform/auth/auth-context.js';
 import type { Tx } from '../platform/database/unit-of-work.js';
@@ -44,7 +45,8 @@ function escalation(targetRoleId: number, message: string): ApiError {
 export class GroupAccess {
   private readonly listeners: ((users: readonly number[]) => Promise<void>)[] = [];
   private readonly groupListeners: ((tx: Tx, groups: readonly number[]) => void)[] = [];
-  private readonly staleListeners: ((tx: Tx, users: readonly number[]) => Promise<void>)[] = [];
+  private readonly staleListeners: ((db: EntityManager | undefined, users: readonly number[]) => Promise<boolean>)[] =
+    [];
 
   constructor(
     private readonly facts: GroupFactsRepository,
@@ -182,8 +184,22 @@ export class GroupAccess {
     // work after the commit, and the whole cache was dropped for it (a herd of misses for every
     // user it did not touch). Their entries are marked stale at their new versions instead, in
     // the write, before it commits: a read after the commit loads them again, one from before
-    // can no longer fill an older one, and the other users' entries stay.
-    tx.onBumped(() => this.markStale(tx, users));
+    // can no longer fill an older one, and the other users' entries stay. Marked again after the
+    // commit, at the versions then: another write of one of them that committed meanwhile (a
+    // PATCH) reached the same version without this one's change, and its rebuild stored that.
+    // Their details show their groups (the effective role): marked only when those changed.
+    const details = scope === 'user_groups';
+    tx.onBumped(async () => {
+      // A marker lost inside the transaction is a lost write the commit's follower would not see
+      // (it counts from the commit): a task failing after the commit makes it drop the cache.
+      if (!(await this.markStale(tx.db, users, details)))
+        tx.afterCommit(() =>
+          Promise.reject(new Error('the entries of the users a change reached were not marked stale')),
+        );
+    });
+    tx.afterCommit(async () => {
+      await this.markStale(undefined, users, details);
+    });
   }
 
   /** Registers what to rebuild for groups whose members changed with no write of theirs (an expiry). */
@@ -196,8 +212,11 @@ export class GroupAccess {
     if (groups.length > 0) for (const listener of this.groupListeners) listener(tx, groups);
   }
 
-  /** Registers what else to mark stale, inside the write, for more users than are rebuilt (their details). */
-  onUsersStale(listener: (tx: Tx, users: readonly number[]) => Promise<void>): void {
+  /**
+   * Registers what else to mark stale for more users than are rebuilt, when their groups changed
+   * (their details), at the versions `db` reads (undefined: after the commit); false when lost.
+   */
+  onUsersStale(listener: (db: EntityManager | undefined, users: readonly number[]) => Promise<boolean>): void {
     this.staleListeners.push(listener);
   }
 
@@ -206,12 +225,18 @@ export class GroupAccess {
     this.listeners.push(listener);
   }
 
-  private async markStale(tx: Tx, users: readonly number[]): Promise<void> {
+  /**
+   * Marks the users' context entries (and their details, when their groups changed) stale at the
+   * versions `db` reads (undefined: after the commit); false when a call did not land.
+   */
+  private async markStale(db: EntityManager | undefined, users: readonly number[], details: boolean): Promise<boolean> {
+    let landed = true;
     for (let start = 0; start < users.length; start += MARKED_BATCH) {
       const batch = users.slice(start, start + MARKED_BATCH);
-      await this.authContexts.markStale(tx, batch);
-      for (const listener of this.staleListeners) await listener(tx, batch);
+      if (!(await this.authContexts.markStale(db, batch))) landed = false;
+      if (details) for (const listener of this.staleListeners) if (!(await listener(db, batch))) landed = false;
     }
+    return landed;
   }
 
   private async refresh(users: readonly number[]): Promise<void> {

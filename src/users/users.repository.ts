@@ -77,16 +77,16 @@ export class UsersRepository extends ResourceTable<UserRow, UserColumn> {
     super({ table: USERS, type: 'user', notFound: 'USER_NOT_FOUND' }, uow, projections);
     // A change of groups changes the effective role each reached user's detail shows.
     groupAccess.onUsersChanged((ids) => this.refreshMany(ids));
-    groupAccess.onUsersStale((tx, ids) => this.markStale(tx, ids));
+    groupAccess.onUsersStale((db, ids) => this.markStale(db, ids));
   }
 
-  /** Inside a write, after its projection bumps: these users' detail entries are marked stale at their new versions. */
-  private async markStale(tx: Tx, ids: readonly number[]): Promise<void> {
-    const rows = await tx.db.query<{ id: string; version: string }[]>(
+  /** These users' detail entries marked stale at their versions as `db` reads them (undefined: after the commit). */
+  private async markStale(db: EntityManager | undefined, ids: readonly number[]): Promise<boolean> {
+    const rows = await (db ?? this.uow.reader).query<{ id: string; version: string }[]>(
       `SELECT id, ${VERSION} AS version FROM users WHERE id = ANY($1::bigint[])`,
       [[...ids]],
     );
-    await this.invalidate(new Map(rows.map((row) => [Number(row.id), Number(row.version)])));
+    return this.invalidate(new Map(rows.map((row) => [Number(row.id), Number(row.version)])));
   }
 
   /** Rebuilds the detail entries of these users (after a change of their groups). */

@@ -126,14 +126,17 @@ export class CacheAside<T, Id extends string | number = number> {
 
   /**
    * Marks the entry stale at `version` without rebuilding it (bulk writes): the next read loads
-   * it, and a fill from before the write (an older version) can no longer be stored.
+   * it, and a fill from before the write (an older version) can no longer be stored. False when
+   * a call did not land (counted as a lost write).
    */
-  async invalidate(versions: ReadonlyMap<Id, number>): Promise<void> {
+  async invalidate(versions: ReadonlyMap<Id, number>): Promise<boolean> {
     const marks = [...versions].map(
       ([id, version]) => [this.keyOf(id), { version, deleted: false, json: '' }] as const,
     );
+    let landed = true;
     for (let start = 0; start < marks.length; start += MARKED_PER_CALL)
-      await this.cache.putMany(marks.slice(start, start + MARKED_PER_CALL));
+      if (!(await this.cache.putMany(marks.slice(start, start + MARKED_PER_CALL)))) landed = false;
+    return landed;
   }
 
   /**

@@ -230,7 +230,7 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
   }
 
   /** Marks detail entries stale at these versions (their next read loads them); older fills are refused. */
-  invalidate(versions: ReadonlyMap<number, number>): Promise<void> {
+  invalidate(versions: ReadonlyMap<number, number>): Promise<boolean> {
     return this.cached.invalidate(versions);
   }
 
