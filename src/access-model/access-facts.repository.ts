@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import { Inject, Injectable } from '@nestjs/common';
 import { SETTINGS, type Settings } from '../platform/config/settings.js';
-import { preparedQuery } from '../platform/database/prepared.js';
+import { sizedQuery } from '../platform/database/prepared.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import type { GrantFacts, GroupFacts } from '../platform/auth/auth-context.js';
 import { groupGrantsJson, normalisedGroup, userGroupChains, userGroupsJson } from './group-facts.repository.js';
@@ -107,7 +107,7 @@ export class AccessFactsRepository {
 
   /** `authUser` for many users in one statement (a triggered rebuild), each row with its `id`. */
   async authUsers(userIds: readonly number[]): Promise<(AuthUserRow & { readonly id: number })[]> {
-    const rows = await preparedQuery<AuthUserRow & { id: number; group_grants: GroupGrantRow[] }>(
+    const rows = await sizedQuery<AuthUserRow & { id: number; group_grants: GroupGrantRow[] }>(
       this.uow.reader,
       'auth-users',
       `SELECT u.id, u.role_id, u.status_id, u.is_deleted,
@@ -123,6 +123,7 @@ export class AccessFactsRepository {
                  FROM (${heldAuthorities('u.id')} LIMIT $2 + 1) f) AS authorities
        FROM users u WHERE u.id = ANY($1::bigint[])`,
       [[...userIds], this.carried],
+      userIds.length,
     );
     return rows.map(({ group_grants, ...row }) => ({
       ...row,

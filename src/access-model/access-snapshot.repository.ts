@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { preparedQuery } from '../platform/database/prepared.js';
+import { sizedQuery } from '../platform/database/prepared.js';
 import type { GrantFacts, GroupFacts, Subject } from '../platform/auth/auth-context.js';
 import { groupGrant, type GroupGrantRow } from './access-facts.repository.js';
 import { normalisedGroup, usersGroupChains } from './group-facts.repository.js';
@@ -48,7 +48,7 @@ export class AccessSnapshotRepository {
    * memberships too, like expired grants.
    */
   async subjects(db: EntityManager, userIds: readonly number[], at = Date.now()): Promise<Subject[]> {
-    const rows = await preparedQuery<{
+    const rows = await sizedQuery<{
       id: string;
       role_id: number;
       status_id: number;
@@ -81,6 +81,7 @@ export class AccessSnapshotRepository {
        LEFT JOIN held ON held.user_id = u.id
        WHERE u.id = ANY($1::bigint[]) ORDER BY u.id`,
       [[...new Set(userIds)]],
+      userIds.length,
     );
     return rows.flatMap((row) => {
       const groups = row.groups.map(normalisedGroup);
@@ -112,7 +113,7 @@ export class AccessSnapshotRepository {
     const columns = `a.id, a.device_id, a.user_id, a.group_id, a.owner, a.is_active,
               to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
               ${held('ap.permission_id')} AS held_ids, ${held(`to_char(ap.expires_at AT TIME ZONE 'UTC', ${ISO})`)} AS held_expiries`;
-    const rows = await preparedQuery<{
+    const rows = await sizedQuery<{
       own: boolean;
       id: string;
       device_id: string;
@@ -135,6 +136,7 @@ export class AccessSnapshotRepository {
         scope.permissions === undefined ? null : scope.permissions.map((code) => permissionIdOf(code) ?? 0),
         groupIds,
       ],
+      scope.users.length + groupIds.length,
     );
     const own: AuthorityFacts[] = [];
     const ofGroup = new Map<number, AuthorityFacts[]>();

@@ -46,3 +46,22 @@ export async function preparedQuery<T>(
     if (own) await runner.release();
   }
 }
+
+/**
+ * `preparedQuery` for a read about `size` rows (ids asked): prepared up to `PREPARED_UP_TO`, planned
+ * for its own parameters beyond. A generic plan is made without the parameters' values: good for
+ * the few ids of a request, it ran past the statement timeout for a snapshot of 100 000 members
+ * whose planning is a small part of the read anyway.
+ */
+export function sizedQuery<T>(
+  db: EntityManager,
+  what: string,
+  text: string,
+  values: readonly unknown[],
+  size: number,
+): Promise<T[]> {
+  return size <= PREPARED_UP_TO ? preparedQuery<T>(db, what, text, values) : db.query<T[]>(text, [...values]);
+}
+
+/** Ids asked up to which a read is prepared (see `sizedQuery`). */
+export const PREPARED_UP_TO = 100;
