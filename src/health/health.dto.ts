@@ -21,7 +21,7 @@ export class CacheStatsDto {
   @ApiProperty({ description: 'Entries that could not be read back; served as misses and replaced' })
   unreadable!: number;
   @ApiProperty({
-    description: 'Cache reads not made because their request had spent its 50 ms cache budget (part 7)',
+    description: 'Cache lookups not made because their request had spent its 50 ms cache budget (part 7)',
   })
   over_budget!: number;
 }

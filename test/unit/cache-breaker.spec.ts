@@ -527,6 +527,21 @@ describe('One budget per request (part 7)', () => {
     expect(cache.stats).toMatchObject({ lost_writes: 0, over_budget: 0, failures: 0 });
   });
 
+  it('a fill after a miss has a budget of its own: cut by what the lookups spent, the next read would miss again', async () => {
+    const { store, cache } = setup();
+    store.mode = 'slow';
+    const { done, work } = inRequest(async () => {
+      const miss = await cache.get('a');
+      // 10 ms of the request's budget are left; the fill takes 40.
+      return { miss, filled: await cache.put('a', entry, false) };
+    });
+    await jest.advanceTimersByTimeAsync(SLOW_MS * 2);
+    expect(await done).toEqual({ miss: { ok: true, entry: undefined }, filled: true });
+    expect(await store.data.get('a')).toEqual(entry);
+    expect(cache.stats).toMatchObject({ over_budget: 0, timeouts: 0 });
+    expect(work.spentMs).toBeLessThan(BUDGET_MS);
+  });
+
   it('calls outside a request (a job, the CLI) each have the whole budget', async () => {
     const { store, cache } = setup();
     store.mode = 'slow';

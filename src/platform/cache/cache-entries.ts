@@ -25,7 +25,7 @@ export class CacheEntries {
   }
 
   async get(key: string): Promise<EntryLookup> {
-    const result = await this.cache.call('get', key, (store) => store.get(key));
+    const result = await this.cache.call('get', key, (store) => store.get(key), { lookup: true });
     if (!result.ok) return { ok: false, entry: undefined };
     this.count(result.value);
     return { ok: true, entry: result.value };
@@ -33,7 +33,7 @@ export class CacheEntries {
 
   /** Like `get` for several keys in one round trip. */
   async getMany(keys: readonly string[]): Promise<{ ok: boolean; entries: (CacheEntry | undefined)[] }> {
-    const result = await this.cache.call('mget', keys.join(','), (store) => store.getMany(keys));
+    const result = await this.cache.call('mget', keys.join(','), (store) => store.getMany(keys), { lookup: true });
     if (!result.ok) return { ok: false, entries: keys.map(() => undefined) };
     for (const entry of result.value) this.count(entry);
     return { ok: true, entries: result.value };

@@ -77,14 +77,22 @@ export class CacheService {
    * caller then reads the database). `afterWrite`: the call rebuilds or invalidates after a commit
    * (sent even with the circuit open, without waiting; one that fails or is not waited for is a
    * lost write, which drops the cache). `budgetMs`: a budget of its own, outside the request's.
+   * `lookup`: a read of entries, which shares its request's budget with the request's other lookups.
    */
   async call<T>(
     operation: string,
     key: string,
     call: (store: CacheStore) => Promise<T>,
-    options: { readonly afterWrite?: boolean; readonly budgetMs?: number } = {},
+    options: { readonly afterWrite?: boolean; readonly budgetMs?: number; readonly lookup?: boolean } = {},
   ): Promise<{ ok: true; value: T } | { ok: false }> {
-    return this.guard(operation, key, options.afterWrite ?? false, () => call(this.store), options.budgetMs);
+    return this.guard(
+      operation,
+      key,
+      options.afterWrite ?? false,
+      () => call(this.store),
+      options.budgetMs,
+      options.lookup ?? false,
+    );
   }
 
   /**
@@ -116,17 +124,20 @@ export class CacheService {
     afterWrite: boolean,
     call: () => Promise<T>,
     budgetMs?: number,
+    lookup = false,
   ): Promise<{ ok: true; value: T } | { ok: false }> {
     if (this.store.kind === 'memory') return { ok: true, value: await call() };
-    // All of one HTTP request's reads share the budget (part 7); a job's long call, or one with a
-    // budget of its own, does not. A write's work after its commit is not cut by what its reads
+    // All of one HTTP request's lookups share the budget (part 7); a job's long call, or one with
+    // a budget of its own, does not. A fill after a miss (the store just answered) and a rate-limit
+    // count have the budget per call: cut by what the lookups spent on a loaded machine, a fill
+    // was lost and the next read missed again. A write's work after its commit is not cut by what its reads
     // spent, nor by a call that ran out of time: not waited for, an invalidation may reach Redis
     // after another instance read the entry it replaces (a Redis slower than the budget, or one
     // that wakes from a pause and serves another connection first). It has the budget per call
     // while the circuit is closed, and costs nothing once it is open (part 7).
     const work = budgetMs === undefined ? currentRequest()?.cache : undefined;
     const budget = budgetMs ?? this.budgetMs;
-    const shared = work !== undefined && !afterWrite;
+    const shared = work !== undefined && lookup;
     const left = shared ? Math.min(budget, this.budgetMs - work.spentMs) : budget;
     const open = Date.now() < this.openUntil;
     if (afterWrite && open) return this.sendWithoutWaiting(call);

@@ -30,7 +30,9 @@ export class TableGenerations {
    */
   async current(tables: readonly string[]): Promise<number[] | undefined> {
     const names = [...tables.map((table) => cacheKeys.tableGeneration(table)), cacheKeys.flushGeneration];
-    const result = await this.cache.call('mget', names.join(','), (store) => store.generations(names));
+    const result = await this.cache.call('mget', names.join(','), (store) => store.generations(names), {
+      lookup: true,
+    });
     return result.ok ? result.value : undefined;
   }
 
@@ -45,7 +47,9 @@ export class TableGenerations {
   ): Promise<{ ok: boolean; entry: CacheEntry | undefined; generations: number[]; flushes?: number }> {
     if (!this.listPages) return { ok: false, entry: undefined, generations: [] };
     const names = [...tables.map((table) => cacheKeys.tableGeneration(table)), cacheKeys.flushGeneration];
-    const result = await this.cache.call('get', key, (store) => store.getWithGenerations(key, names));
+    const result = await this.cache.call('get', key, (store) => store.getWithGenerations(key, names), {
+      lookup: true,
+    });
     if (!result.ok) return { ok: false, entry: undefined, generations: [] };
     const { entry, generations } = result.value;
     return { ok: true, entry, generations: generations.slice(0, -1), flushes: generations.at(-1) };
