@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { createHash } from 'node:crypto';
 import type { PoolClient } from 'pg';
 import { MAX_GROUP_DEPTH } from '../access-model/group-rules.js';
+import { preparedName } from '../platform/database/prepared.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
 import type { Extent } from './device-access-walk.js';
 import {
@@ -207,9 +207,4 @@ async function population(client: PoolClient): Promise<number | null> {
   );
   const n = answered.rows[0]?.n;
   return n === undefined || n === null ? null : Number(n);
-}
-
-/** A prepared statement's name on its connection: what it reads, and a digest of its text. */
-function preparedName(what: string, text: string): string {
-  return `${what}-${createHash('sha1').update(text).digest('base64url')}`;
 }

@@ -5,7 +5,8 @@ import type { EntityManager } from 'typeorm';
 /** Statement names by text: the texts are built once per process, hashing each call would repeat it. */
 const names = new Map<string, string>();
 
-function nameOf(what: string, text: string): string {
+/** A prepared statement's name on its connection: what it reads, and a digest of its text. */
+export function preparedName(what: string, text: string): string {
   const key = `${what}\n${text}`;
   let name = names.get(key);
   if (name === undefined) {
@@ -37,7 +38,7 @@ export async function preparedQuery<T>(
     // only: the connection's other statements, a transaction's included, keep theirs.
     await client.query('SET plan_cache_mode = force_generic_plan');
     try {
-      return (await client.query<T & object>({ name: nameOf(what, text), text, values: [...values] })).rows;
+      return (await client.query<T & object>({ name: preparedName(what, text), text, values: [...values] })).rows;
     } finally {
       // In a transaction that this statement aborted, the rollback undoes the SET itself.
       await client.query('RESET plan_cache_mode').catch(() => undefined);
