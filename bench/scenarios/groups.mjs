@@ -9,6 +9,7 @@
 // the ten teams, and the at= questions over the churned history.
 import { signAccessToken } from '../../dist/src/platform/auth/token-signer.js';
 import { loadSettings } from '../../dist/src/platform/config/settings.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../ports.mjs';
 import { JWT_SECRET, load, percentile, startChild, withClient } from '../support.mjs';
 
@@ -121,6 +122,16 @@ async function seedGroups(client, log) {
   };
 }
 
+/** Milliseconds PostgreSQL spent executing statements in the database so far (every backend's, once reported). */
+async function activeMs(databaseUrl) {
+  return withClient(databaseUrl, async (client) =>
+    Number(
+      (await client.query('SELECT active_time FROM pg_stat_database WHERE datname = current_database()')).rows[0]
+        .active_time,
+    ),
+  );
+}
+
 export async function groupsAtScale(ctx) {
   const log = (line) => process.stderr.write(`[bench]   ${line}\n`);
   const seeded = await withClient(ctx.databaseUrl, (client) => seedGroups(client, log));
@@ -221,10 +232,17 @@ export async function groupsAtScale(ctx) {
       }
 
     // Removing "big" (100 000 members) from "parent": the sampled member is allowed on the other
-    // instance before, and refused there at its first request after the answer.
+    // instance before, and refused there at its first request after the answer. The write's
+    // database time is what PostgreSQL counts as executing statements in the bench's database
+    // over the write (pg_stat_database.active_time); a backend reports it once idle, within
+    // PostgreSQL's 10 s idle flush, hence the wait. The writing instance's cache counters show
+    // whether it dropped the cache (a herd of misses for the users it did not touch).
     const member = { authorization: `Bearer ${memberToken}` };
     const target = `http://127.0.0.1:${port}/v1/admin/authorities/${seeded.parentAuthority}`;
     const before = (await fetch(target, { headers: member })).status;
+    const cacheStats = async () => (await (await fetch(`${ctx.serviceUrl}/health/ready`)).json()).data.cache_stats;
+    const statsBefore = await cacheStats();
+    const activeBefore = await activeMs(ctx.databaseUrl);
     const started = performance.now();
     const removed = await fetch(`${ctx.serviceUrl}/v1/admin/groups/${seeded.groups.parent}/members/remove`, {
       method: 'POST',
@@ -233,15 +251,23 @@ export async function groupsAtScale(ctx) {
     });
     const seconds = Math.round((performance.now() - started) / 100) / 10;
     const after = (await fetch(target, { headers: member })).status;
+    const statsAfter = await cacheStats();
+    await sleep(11_000);
+    const databaseSeconds = Math.round((await activeMs(ctx.databaseUrl)) - activeBefore) / 1000;
+    const dropped =
+      statsAfter.after_commit_failures -
+      statsBefore.after_commit_failures +
+      statsAfter.lost_writes -
+      statsBefore.lost_writes;
     rows.push({
       scenario: '10 remove a group of 100 000 members from its parent',
-      metric: 's (request, ≥ its DB time)',
-      service: seconds,
+      metric: 's of database time (active_time over the write)',
+      service: databaseSeconds,
       baseline: '',
       ratio: '',
       goal: '<= 5',
-      met: removed.status === 200 && seconds <= 5 && before === 200 && after === 403,
-      notes: `answer ${removed.status}; sampled member on another instance: ${before} before, ${after} at its next request`,
+      met: removed.status === 200 && databaseSeconds <= 5 && before === 200 && after === 403 && dropped === 0,
+      notes: `answer ${removed.status} in ${seconds} s; sampled member on another instance: ${before} before, ${after} at its next request; cache ${dropped === 0 ? 'kept' : 'dropped'}`,
     });
   } finally {
     await other.stop();

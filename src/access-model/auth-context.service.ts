@@ -161,12 +161,12 @@ export class AuthContextService {
   }
 
   /**
-   * The users' context entries marked stale at their versions as `db` reads them (their next read
-   * loads them), for more users than a rebuild after the commit could do in time: inside a write
-   * after its projection bumps, or after the commit (`db` undefined). False when a call did not land.
+   * The users' context entries marked stale at their versions as the write's `db` reads them (their
+   * next read loads them), for more users than a rebuild after the commit could do in time: inside
+   * the write, after its projection bumps. False when a call did not land.
    */
-  async markStale(db: EntityManager | undefined, userIds: readonly number[]): Promise<boolean> {
-    return this.users.invalidate(await this.facts.authUserVersions(db ?? this.uow.reader, userIds));
+  async markStale(db: EntityManager, userIds: readonly number[]): Promise<boolean> {
+    return this.users.invalidate(await this.facts.authUserVersions(db, userIds));
   }
 
   /**

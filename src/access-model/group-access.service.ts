@@ -45,8 +45,7 @@ function escalation(targetRoleId: number, message: string): ApiError {
 export class GroupAccess {
   private readonly listeners: ((users: readonly number[]) => Promise<void>)[] = [];
   private readonly groupListeners: ((tx: Tx, groups: readonly number[]) => void)[] = [];
-  private readonly staleListeners: ((db: EntityManager | undefined, users: readonly number[]) => Promise<boolean>)[] =
-    [];
+  private readonly staleListeners: ((db: EntityManager, users: readonly number[]) => Promise<boolean>)[] = [];
 
   constructor(
     private readonly facts: GroupFactsRepository,
@@ -175,8 +174,8 @@ export class GroupAccess {
    */
   changed(tx: Tx, users: readonly number[], scope: 'user_groups' | 'user' = 'user_groups'): void {
     if (users.length === 0) return;
-    tx.bumpProjections(scope, users);
     if (users.length <= REBUILT_UP_TO) {
+      tx.bumpProjections(scope, users);
       tx.afterCommit(() => this.refresh(users));
       return;
     }
@@ -184,10 +183,11 @@ export class GroupAccess {
     // work after the commit, and the whole cache was dropped for it (a herd of misses for every
     // user it did not touch). Their entries are marked stale at their new versions instead, in
     // the write, before it commits: a read after the commit loads them again, one from before
-    // can no longer fill an older one, and the other users' entries stay. Marked again after the
-    // commit, at the versions then: another write of one of them that committed meanwhile (a
-    // PATCH) reached the same version without this one's change, and its rebuild stored that.
-    // Their details show their groups (the effective role): marked only when those changed.
+    // can no longer fill an older one, and the other users' entries stay. The bump moves their
+    // versions far enough (`markedStale`) that a write of one of them committing meanwhile (a
+    // PATCH), which does not count it, rebuilds below the marker instead of on it. Their details
+    // show their groups (the effective role): marked only when those changed.
+    tx.bumpProjections(scope, users, { markedStale: true });
     const details = scope === 'user_groups';
     tx.onBumped(async () => {
       // A marker lost inside the transaction is a lost write the commit's follower would not see
@@ -196,9 +196,6 @@ export class GroupAccess {
         tx.afterCommit(() =>
           Promise.reject(new Error('the entries of the users a change reached were not marked stale')),
         );
-    });
-    tx.afterCommit(async () => {
-      await this.markStale(undefined, users, details);
     });
   }
 
@@ -214,9 +211,9 @@ export class GroupAccess {
 
   /**
    * Registers what else to mark stale for more users than are rebuilt, when their groups changed
-   * (their details), at the versions `db` reads (undefined: after the commit); false when lost.
+   * (their details), at the versions the write's `db` reads; false when lost.
    */
-  onUsersStale(listener: (db: EntityManager | undefined, users: readonly number[]) => Promise<boolean>): void {
+  onUsersStale(listener: (db: EntityManager, users: readonly number[]) => Promise<boolean>): void {
     this.staleListeners.push(listener);
   }
 
@@ -227,9 +224,9 @@ export class GroupAccess {
 
   /**
    * Marks the users' context entries (and their details, when their groups changed) stale at the
-   * versions `db` reads (undefined: after the commit); false when a call did not land.
+   * versions the write's `db` reads; false when a call did not land.
    */
-  private async markStale(db: EntityManager | undefined, users: readonly number[], details: boolean): Promise<boolean> {
+  private async markStale(db: EntityManager, users: readonly number[], details: boolean): Promise<boolean> {
     let landed = true;
     for (let start = 0; start < users.length; start += MARKED_BATCH) {
       const batch = users.slice(start, start + MARKED_BATCH);

@@ -80,9 +80,9 @@ export class UsersRepository extends ResourceTable<UserRow, UserColumn> {
     groupAccess.onUsersStale((db, ids) => this.markStale(db, ids));
   }
 
-  /** These users' detail entries marked stale at their versions as `db` reads them (undefined: after the commit). */
-  private async markStale(db: EntityManager | undefined, ids: readonly number[]): Promise<boolean> {
-    const rows = await (db ?? this.uow.reader).query<{ id: string; version: string }[]>(
+  /** These users' detail entries marked stale at their versions as the write's `db` reads them. */
+  private async markStale(db: EntityManager, ids: readonly number[]): Promise<boolean> {
+    const rows = await db.query<{ id: string; version: string }[]>(
       `SELECT id, ${VERSION} AS version FROM users WHERE id = ANY($1::bigint[])`,
       [[...ids]],
     );

@@ -146,7 +146,8 @@ describe('deferred access events: a worker that dies mid-way, two instances at o
       await worker.query('BEGIN');
       const [chunk] = (
         await worker.query<{ n: number }>(
-          `SELECT jsonb_array_length(changes) AS n FROM access_event_deferrals
+          `SELECT (SELECT sum(coalesce(jsonb_array_length(item->'users'), 1))::int FROM jsonb_array_elements(changes) item) AS n
+           FROM access_event_deferrals
            WHERE xid = (SELECT xid FROM events WHERE request_id = $1 LIMIT 1) ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`,
           [requestId],
         )

@@ -8,6 +8,16 @@ import type { EntityManager } from 'typeorm';
  */
 export type ProjectionScope = 'user' | 'user_groups' | 'group' | 'device' | 'read_counts';
 
+/**
+ * How far a bump moves versions whose entries the write marks stale inside its transaction
+ * (`Tx.bumpProjections` with `markedStale`). A marker is a floor: a fill at its version or above
+ * replaces it. Another write of the same user that commits between the marker and this write's
+ * commit (a PATCH) does not count this bump, so it rebuilds the entry at the marker's version less
+ * this step plus its own increments: below the marker, refused, where a step of 1 put it at the
+ * marker's very version and its rebuild, without this write's change, stood.
+ */
+export const MARKED_STALE_STEP = 1 << 20;
+
 export async function bumpProjectionVersion(db: EntityManager, scope: ProjectionScope, id: number): Promise<void> {
   await db.query(
     `INSERT INTO projection_versions (scope, id, version) VALUES ($1, $2, 2)
@@ -16,18 +26,19 @@ export async function bumpProjectionVersion(db: EntityManager, scope: Projection
   );
 }
 
-/** Bumps several at once (bulk writes touch many devices); returns each one's new version. */
+/** Bumps several at once (bulk writes touch many devices) by `step`; returns each one's new version. */
 export async function bumpProjectionVersions(
   db: EntityManager,
   scope: ProjectionScope,
   ids: readonly number[],
+  step = 1,
 ): Promise<Map<number, number>> {
   if (ids.length === 0) return new Map();
   // Sorted, so concurrent writers lock the rows in one order and cannot deadlock.
   const rows = await db.query<{ id: number; version: number }[]>(
-    `INSERT INTO projection_versions (scope, id, version) SELECT $1, unnest($2::bigint[]), 2
-     ON CONFLICT (scope, id) DO UPDATE SET version = projection_versions.version + 1 RETURNING id, version`,
-    [scope, [...new Set(ids)].sort((a, b) => a - b)],
+    `INSERT INTO projection_versions (scope, id, version) SELECT $1, unnest($2::bigint[]), 1 + $3::bigint
+     ON CONFLICT (scope, id) DO UPDATE SET version = projection_versions.version + $3::bigint RETURNING id, version`,
+    [scope, [...new Set(ids)].sort((a, b) => a - b), step],
   );
   return new Map(rows.map((row) => [Number(row.id), Number(row.version)]));
 }

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, type EntityManager } from 'typeorm';
 import { ApiError } from '../http/api-error.js';
 import { isRetryableConflict } from '../http/error-mapping.js';
-import { bumpProjectionVersions, type ProjectionScope } from './projection-versions.js';
+import { bumpProjectionVersions, MARKED_STALE_STEP, type ProjectionScope } from './projection-versions.js';
 import type { Table } from './table.js';
 import { currentPreview, type Preview } from './previews.js';
 import { currentActorId } from '../http/request-context.js';
@@ -52,8 +52,14 @@ export interface Tx {
    * write at once, deduplicated and sorted: every writer takes these hot rows last and in one
    * order, after its record locks, so two writes can never deadlock on them. The new versions
    * are in the returned map once the transaction has committed (for after-commit work).
+   * `markedStale`: the write marks these entries stale at the new versions (`onBumped`), and the
+   * scope's versions move by `MARKED_STALE_STEP` instead of 1.
    */
-  bumpProjections(scope: ProjectionScope, ids: readonly number[]): ReadonlyMap<number, number>;
+  bumpProjections(
+    scope: ProjectionScope,
+    ids: readonly number[],
+    options?: { readonly markedStale?: boolean },
+  ): ReadonlyMap<number, number>;
   /**
    * Runs inside the transaction after the projection bumps, just before COMMIT: for work that
    * needs the write's final versions (marking thousands of entries stale at them, where rebuilding
@@ -164,11 +170,17 @@ export class UnitOfWork {
     const committed = this.dataSource.transaction(async (db) => {
       const looks: unknown[] = [];
       for (const inspector of this.inspectors) looks.push(await inspector.begin(db));
-      const bumps = new Map<ProjectionScope, { ids: Set<number>; versions: Map<number, number> }>();
-      const bumpProjections = (scope: ProjectionScope, ids: readonly number[]): ReadonlyMap<number, number> => {
-        const pending = bumps.get(scope) ?? { ids: new Set<number>(), versions: new Map<number, number>() };
+      const bumps = new Map<ProjectionScope, { ids: Set<number>; versions: Map<number, number>; step: number }>();
+      const bumpProjections = (
+        scope: ProjectionScope,
+        ids: readonly number[],
+        options?: { readonly markedStale?: boolean },
+      ): ReadonlyMap<number, number> => {
+        const pending = bumps.get(scope) ?? { ids: new Set<number>(), versions: new Map<number, number>(), step: 1 };
         bumps.set(scope, pending);
         for (const id of ids) pending.ids.add(id);
+        // One statement per scope: a step that moves some of its versions further moves them all (versions only grow).
+        if (options?.markedStale === true) pending.step = MARKED_STALE_STEP;
         return pending.versions;
       };
       const write = async <T>(
@@ -206,7 +218,7 @@ export class UnitOfWork {
         const pending = bumps.get(scope);
         if (pending === undefined || pending.ids.size === 0) continue;
         written.add('projection_versions');
-        for (const [id, version] of await bumpProjectionVersions(db, scope, [...pending.ids]))
+        for (const [id, version] of await bumpProjectionVersions(db, scope, [...pending.ids], pending.step))
           pending.versions.set(id, version);
       }
       for (const task of bumped) await task();
