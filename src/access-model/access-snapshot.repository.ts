@@ -113,20 +113,23 @@ export class AccessSnapshotRepository {
     const columns = `a.id, a.device_id, a.user_id, a.group_id, a.owner, a.is_active,
               to_char(a.expires_at AT TIME ZONE 'UTC', ${ISO}) AS expires_at,
               ${held('ap.permission_id')} AS held_ids, ${held(`to_char(ap.expires_at AT TIME ZONE 'UTC', ${ISO})`)} AS held_expiries`;
-    const rows = await sizedQuery<{
-      own: boolean;
-      id: string;
-      device_id: string;
-      user_id: string | null;
-      group_id: string | null;
-      owner: boolean;
-      is_active: boolean;
-      expires_at: string | null;
-      held_ids: number[];
-      held_expiries: (string | null)[];
-    }>(
-      db,
-      'access-authorities',
+    // Planned for its own parameters every time, never prepared: the generic plan read every
+    // authority (a parallel scan of a million rows, 115 ms) to find a new member's own ones, twice
+    // a write, where the plan for the ids at hand takes 1 ms to make and 2 ms to run.
+    const rows = await db.query<
+      {
+        own: boolean;
+        id: string;
+        device_id: string;
+        user_id: string | null;
+        group_id: string | null;
+        owner: boolean;
+        is_active: boolean;
+        expires_at: string | null;
+        held_ids: number[];
+        held_expiries: (string | null)[];
+      }[]
+    >(
       `SELECT true AS own, ${columns} FROM authorities a WHERE a.user_id = ANY($1::bigint[]) AND ${live}
        UNION ALL
        SELECT false, ${columns} FROM authorities a WHERE a.group_id = ANY($4::bigint[]) AND ${live}`,
@@ -136,7 +139,6 @@ export class AccessSnapshotRepository {
         scope.permissions === undefined ? null : scope.permissions.map((code) => permissionIdOf(code) ?? 0),
         groupIds,
       ],
-      scope.users.length + groupIds.length,
     );
     const own: AuthorityFacts[] = [];
     const ofGroup = new Map<number, AuthorityFacts[]>();

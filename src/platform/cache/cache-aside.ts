@@ -6,8 +6,12 @@ import { Recent } from './recent.js';
 
 /** Entries rebuilt per call by `refreshMany`. */
 const REFRESHED_PER_CALL = 250;
-/** Entries marked stale per call by `invalidate` (a marker is a few bytes). */
-const MARKED_PER_CALL = 2000;
+/**
+ * Entries marked stale per call by `invalidate` (a marker is a few bytes, but each is a
+ * compare-and-set): 2 000 a call took 15 ms at rest and ran past the 50 ms a call may take on a
+ * loaded machine, and a marker call lost inside a write drops the whole cache after it.
+ */
+const MARKED_PER_CALL = 500;
 
 /** Entries already read for this request (`Prefetched` in projections): a hit is used as it is. */
 export interface PrefetchedLookup {
