@@ -184,10 +184,11 @@ export class GroupAccess {
     // user it did not touch). Their entries are marked stale at their new versions instead, in
     // the write, before it commits: a read after the commit loads them again, one from before
     // can no longer fill an older one, and the other users' entries stay. The bump moves their
-    // versions far enough (`markedStale`) that a write of one of them committing meanwhile (a
-    // PATCH), which does not count it, rebuilds below the marker instead of on it. Their details
-    // show their groups (the effective role): marked only when those changed.
-    tx.bumpProjections(scope, users, { markedStale: true });
+    // versions far enough (`marked`) that a write of one of them committing meanwhile (a PATCH),
+    // which does not count it, rebuilds below the marker instead of on it; another marked write
+    // waits for this one's commit (the unit of work makes marked bumps one at a time). Their
+    // details show their groups (the effective role): marked only when those changed.
+    tx.bumpProjections(scope, users, { marked: true });
     const details = scope === 'user_groups';
     tx.onBumped(async () => {
       // A marker lost inside the transaction is a lost write the commit's follower would not see

@@ -18,6 +18,9 @@ export type ProjectionScope = 'user' | 'user_groups' | 'group' | 'device' | 'rea
  */
 export const MARKED_STALE_STEP = 1 << 20;
 
+/** The advisory lock under which writes with marked bumps make them, one at a time (arbitrary constant). */
+export const MARKED_BUMPS_LOCK = 7_314_402_119;
+
 export async function bumpProjectionVersion(db: EntityManager, scope: ProjectionScope, id: number): Promise<void> {
   await db.query(
     `INSERT INTO projection_versions (scope, id, version) VALUES ($1, $2, 2)
@@ -26,19 +29,25 @@ export async function bumpProjectionVersion(db: EntityManager, scope: Projection
   );
 }
 
-/** Bumps several at once (bulk writes touch many devices) by `step`; returns each one's new version. */
+/**
+ * Bumps several at once (bulk writes touch many devices), each by its step; returns each one's
+ * new version.
+ */
 export async function bumpProjectionVersions(
   db: EntityManager,
   scope: ProjectionScope,
-  ids: readonly number[],
-  step = 1,
+  steps: ReadonlyMap<number, number>,
 ): Promise<Map<number, number>> {
-  if (ids.length === 0) return new Map();
-  // Sorted, so concurrent writers lock the rows in one order and cannot deadlock.
+  if (steps.size === 0) return new Map();
+  // Sorted, so concurrent writers lock the rows in one order and cannot deadlock. A missing row
+  // reads as version 1.
+  const ids = [...steps.keys()].sort((a, b) => a - b);
   const rows = await db.query<{ id: number; version: number }[]>(
-    `INSERT INTO projection_versions (scope, id, version) SELECT $1, unnest($2::bigint[]), 1 + $3::bigint
-     ON CONFLICT (scope, id) DO UPDATE SET version = projection_versions.version + $3::bigint RETURNING id, version`,
-    [scope, [...new Set(ids)].sort((a, b) => a - b), step],
+    `INSERT INTO projection_versions (scope, id, version)
+     SELECT $1, t.id, 1 + t.step FROM unnest($2::bigint[], $3::bigint[]) AS t(id, step) ORDER BY t.id
+     ON CONFLICT (scope, id) DO UPDATE SET version = projection_versions.version + (EXCLUDED.version - 1)
+     RETURNING id, version`,
+    [scope, ids, ids.map((id) => steps.get(id) ?? 1)],
   );
   return new Map(rows.map((row) => [Number(row.id), Number(row.version)]));
 }

@@ -3,7 +3,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, type EntityManager } from 'typeorm';
 import { ApiError } from '../http/api-error.js';
 import { isRetryableConflict } from '../http/error-mapping.js';
-import { bumpProjectionVersions, MARKED_STALE_STEP, type ProjectionScope } from './projection-versions.js';
+import {
+  bumpProjectionVersions,
+  MARKED_BUMPS_LOCK,
+  MARKED_STALE_STEP,
+  type ProjectionScope,
+} from './projection-versions.js';
 import type { Table } from './table.js';
 import { currentPreview, type Preview } from './previews.js';
 import { currentActorId } from '../http/request-context.js';
@@ -52,13 +57,13 @@ export interface Tx {
    * write at once, deduplicated and sorted: every writer takes these hot rows last and in one
    * order, after its record locks, so two writes can never deadlock on them. The new versions
    * are in the returned map once the transaction has committed (for after-commit work).
-   * `markedStale`: the write marks these entries stale at the new versions (`onBumped`), and the
-   * scope's versions move by `MARKED_STALE_STEP` instead of 1.
+   * `marked`: the write marks these entries stale at the new versions (`onBumped`); they move by
+   * `MARKED_STALE_STEP` instead of 1, and such writes make their bumps one at a time.
    */
   bumpProjections(
     scope: ProjectionScope,
     ids: readonly number[],
-    options?: { readonly markedStale?: boolean },
+    options?: { readonly marked?: boolean },
   ): ReadonlyMap<number, number>;
   /**
    * Runs inside the transaction after the projection bumps, just before COMMIT: for work that
@@ -170,17 +175,19 @@ export class UnitOfWork {
     const committed = this.dataSource.transaction(async (db) => {
       const looks: unknown[] = [];
       for (const inspector of this.inspectors) looks.push(await inspector.begin(db));
-      const bumps = new Map<ProjectionScope, { ids: Set<number>; versions: Map<number, number>; step: number }>();
+      const bumps = new Map<ProjectionScope, { steps: Map<number, number>; versions: Map<number, number> }>();
+      let marked = false;
       const bumpProjections = (
         scope: ProjectionScope,
         ids: readonly number[],
-        options?: { readonly markedStale?: boolean },
+        options?: { readonly marked?: boolean },
       ): ReadonlyMap<number, number> => {
-        const pending = bumps.get(scope) ?? { ids: new Set<number>(), versions: new Map<number, number>(), step: 1 };
+        const pending = bumps.get(scope) ?? { steps: new Map<number, number>(), versions: new Map<number, number>() };
         bumps.set(scope, pending);
-        for (const id of ids) pending.ids.add(id);
-        // One statement per scope: a step that moves some of its versions further moves them all (versions only grow).
-        if (options?.markedStale === true) pending.step = MARKED_STALE_STEP;
+        if (options?.marked === true) marked = true;
+        const step = options?.marked === true ? MARKED_STALE_STEP : 1;
+        // Asked twice in one write, a version moves by the larger step once.
+        for (const id of ids) pending.steps.set(id, Math.max(step, pending.steps.get(id) ?? 0));
         return pending.versions;
       };
       const write = async <T>(
@@ -214,11 +221,17 @@ export class UnitOfWork {
       });
       for (const task of finishing) await task();
       if (previewing) throw new PreviewRollback(value);
+      // Writes that mark entries stale make their bumps one at a time. Two of them moving different
+      // scopes of one entry's version (a group's grant and a nesting reaching the same users) took
+      // no row lock in common and neither counted the other: one's state, without the other's
+      // change, came out at the other's marker and was stored over it (found by a review). The
+      // second now waits here for the first's commit, and its markers count it.
+      if (marked) await db.query('SELECT pg_advisory_xact_lock($1)', [MARKED_BUMPS_LOCK]);
       for (const scope of [...bumps.keys()].sort()) {
         const pending = bumps.get(scope);
-        if (pending === undefined || pending.ids.size === 0) continue;
+        if (pending === undefined || pending.steps.size === 0) continue;
         written.add('projection_versions');
-        for (const [id, version] of await bumpProjectionVersions(db, scope, [...pending.ids], pending.step))
+        for (const [id, version] of await bumpProjectionVersions(db, scope, pending.steps))
           pending.versions.set(id, version);
       }
       for (const task of bumped) await task();
