@@ -269,15 +269,20 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
   /**
    * New rows (version 1) were never cached, so only revocations refresh a detail entry. The
    * devices' authority sets and the holders' auth contexts (which carry their authorities' permissions)
-   * move to new versions in the transaction and are rebuilt (or, in bulk, the sets marked stale) after it.
+   * move to new versions in the transaction and are rebuilt (or, in bulk, the sets marked stale) after it;
+   * the contexts of a group's members as any group change has them (`GroupAccess.changed`).
    */
   private async record(tx: Tx, rows: readonly AuthorityPermissionRow[], mode: 'rebuild' | 'invalidate'): Promise<void> {
     if (rows.length === 0) return;
     for (const row of rows) tx.noteResource('authority_permission', withoutVersion(row));
     const devices = rows.map((row) => row.device_id);
     const versions = tx.bumpProjections('device', devices);
-    const holders = await this.holdersOf(tx, rows);
+    const holders = await this.userHoldersOf(tx, rows);
     tx.bumpProjections('user', holders);
+    // Every user the authorities' groups reach, as any change of what a group confers: rebuilt
+    // after the commit, or beyond 1 000 marked stale in the write (a review found this path
+    // rebuilding 100 000 contexts after the commit, past its budget, and the cache dropped).
+    this.groupAccess.changed(tx, await this.groupReach(tx, rows), 'user');
     const revoked = rows.filter((row) => row.version > 1);
     tx.afterCommit(async () => {
       await Promise.all([
@@ -288,17 +293,16 @@ export class AuthorityPermissionsRepository extends ResourceTable<AuthorityPermi
     });
   }
 
-  /** The users holding the rows' authorities: their users, and every user their groups reach. */
-  private async holdersOf(tx: Tx, rows: readonly AuthorityPermissionRow[]): Promise<number[]> {
+  /** Every user the groups holding the rows' authorities reach. */
+  private async groupReach(tx: Tx, rows: readonly AuthorityPermissionRow[]): Promise<number[]> {
     const groups = await tx.db.query<{ group_id: string }[]>(
       'SELECT DISTINCT group_id FROM authorities WHERE id = ANY($1::bigint[]) AND group_id IS NOT NULL',
       [[...new Set(rows.map((row) => row.authority_id))]],
     );
-    const reached = await this.groupAccess.reached(
+    return this.groupAccess.reached(
       tx,
       groups.map((group) => Number(group.group_id)),
     );
-    return [...reached, ...(await this.userHoldersOf(tx, rows))];
   }
 
   private async userHoldersOf(tx: Tx, rows: readonly AuthorityPermissionRow[]): Promise<number[]> {

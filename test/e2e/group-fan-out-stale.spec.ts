@@ -108,6 +108,7 @@ describe('a group change reaching more users than are rebuilt: their entries mar
       team,
       parent,
       member,
+      heldAuthority: Number(held?.id),
       nest: () => caller(a, root).post(`/v1/admin/groups/${parent}/members`, { members: [{ group_id: team }] }),
       readTarget: async (): Promise<number> =>
         (await b.http().get(`/v1/admin/authorities/${target?.id}`).set(asMember)).status,
@@ -255,8 +256,13 @@ describe('a group change reaching more users than are rebuilt: their entries mar
       return Promise.resolve(true);
     });
     const before = await stats();
-
-    expect((await w.nest()).status).toBe(200);
+    try {
+      expect((await w.nest()).status).toBe(200);
+    } finally {
+      // The later tests' writes mark for real.
+      entries.putMany = putMany;
+      contexts.markStale = markStale;
+    }
     const after = await stats();
     // Both kinds' marker calls were lost (several calls each: 500 markers a call), and counted.
     expect(after.lost_writes - before.lost_writes).toBeGreaterThanOrEqual(2);
@@ -361,5 +367,27 @@ describe('a group change reaching more users than are rebuilt: their entries mar
     const detail = await caller(b, root).get(`/v1/admin/users/${w.member}`).expect(200);
     expect(detail.body.data).toMatchObject({ display_name: 'Renamed after', effective_role_id: 3 });
     expect(await w.readTarget()).toBe(403);
+  }, 120_000);
+
+  it('an authority permission on a group authority reaching over 1 000 users marks their entries stale too (found by a review)', async () => {
+    const w = await world();
+    expect((await w.nest()).status).toBe(200);
+    expect(await w.readTarget()).toBe(200);
+    const before = await stats();
+    await caller(a, root)
+      .post('/v1/admin/authority-permissions', {
+        authority_id: w.heldAuthority,
+        permission_id: permissionId('authorities.update'),
+      })
+      .expect(201);
+    // Marked stale in the write, not 1 001 contexts rebuilt after it (100 000 ran past the budget).
+    const entry = (await a.app.get(CacheEntries).get(`auth:user:${w.member}`)).entry;
+    expect(entry?.json).toBe('');
+    expect(await w.readTarget()).toBe(200);
+    const loaded = (await b.app.get(CacheEntries).get(`auth:user:${w.member}`)).entry;
+    expect(loaded?.json).toContain('authorities.update');
+    const after = await stats();
+    expect(after.after_commit_failures).toBe(before.after_commit_failures);
+    expect(after.lost_writes).toBe(before.lost_writes);
   }, 120_000);
 });
