@@ -302,21 +302,33 @@ describe('a group change reaching more users than are rebuilt: their entries mar
    * a read stored it over the marker, a hit after both commits. Now the grant waits for the
    * nesting's commit before its own bumps, and its markers count it.
    */
-  it('a group grant reaching the same users while a nesting is held after its markers: both land, nothing stale after (found by a review)', async () => {
-    const w = await world();
-    expect(await w.readTarget()).toBe(403);
+  /**
+   * Holds `write` (a marked write of the member's groups) after its markers, posts a grant to the
+   * team on b (over 1 000 users, marked too) and waits until it waits for the held write's commit;
+   * a read then answers `during`. Releases, and answers both statuses.
+   */
+  async function grantToTeamWhileHeld(
+    w: Awaited<ReturnType<typeof world>>,
+    write: () => Promise<{ status: number }>,
+    during: number,
+  ): Promise<{ held: number; grant: number }> {
     const hold = holdAfterMarking(w.member);
-    const nesting = w.nest().then((res) => res);
+    const held = write().then((res) => res);
     await hold.reached;
     const grant = caller(b, root)
       .post('/v1/admin/permission-grants/grant', { group_id: w.team, permission_id: permissionId('inbox.read') })
       .then((res) => res);
     await markedBumpWaiting();
-    // A read while the grant waits: the old access (a fill refused by the nesting's marker).
-    expect(await w.readTarget()).toBe(403);
+    // A read while the grant waits: the access before the held write (a fill refused by its marker).
+    expect(await w.readTarget()).toBe(during);
     hold.release();
-    expect((await nesting).status).toBe(200);
-    expect((await grant).status).toBe(201);
+    return { held: (await held).status, grant: (await grant).status };
+  }
+
+  it('a group grant reaching the same users while a nesting is held after its markers: both land, nothing stale after (found by a review)', async () => {
+    const w = await world();
+    expect(await w.readTarget()).toBe(403);
+    expect(await grantToTeamWhileHeld(w, () => w.nest(), 403)).toEqual({ held: 200, grant: 201 });
     expect(await w.readTarget()).toBe(200);
     // Read through b, which stored it (an earlier test dropped the cache: each instance follows the
     // new epoch at its own poll).
@@ -329,19 +341,9 @@ describe('a group change reaching more users than are rebuilt: their entries mar
     const w = await world();
     expect((await w.nest()).status).toBe(200);
     expect(await w.readTarget()).toBe(200);
-    const hold = holdAfterMarking(w.member);
-    const removing = caller(a, root)
-      .post(`/v1/admin/groups/${w.parent}/members/remove`, { members: [{ group_id: w.team }] })
-      .then((res) => res);
-    await hold.reached;
-    const grant = caller(b, root)
-      .post('/v1/admin/permission-grants/grant', { group_id: w.team, permission_id: permissionId('inbox.read') })
-      .then((res) => res);
-    await markedBumpWaiting();
-    expect(await w.readTarget()).toBe(200);
-    hold.release();
-    expect((await removing).status).toBe(200);
-    expect((await grant).status).toBe(201);
+    const remove = () =>
+      caller(a, root).post(`/v1/admin/groups/${w.parent}/members/remove`, { members: [{ group_id: w.team }] });
+    expect(await grantToTeamWhileHeld(w, remove, 200)).toEqual({ held: 200, grant: 201 });
     expect(await w.readTarget()).toBe(403);
     expect((await w.effectiveRole()).role).toBe(3);
   }, 120_000);
