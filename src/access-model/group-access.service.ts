@@ -54,9 +54,33 @@ export class GroupAccess {
     private readonly authContexts: AuthContextService,
   ) {}
 
-  /** The users the groups reach now (read in the write, so it sees its own changes). */
-  reached(tx: Reading, groupIds: readonly number[]): Promise<number[]> {
+  /**
+   * The users the groups reach now (read in the write, so it sees its own changes), with the
+   * groups below them held until the write ends (`holdReach`): no user joins or leaves the reach
+   * unseen while what it confers changes.
+   */
+  async reached(tx: Reading, groupIds: readonly number[]): Promise<number[]> {
+    if (groupIds.length === 0) return [];
+    await this.holdReach(tx, groupIds);
     return this.facts.reachedUsers(tx.db, groupIds);
+  }
+
+  /**
+   * Locks every group below these (themselves included) `FOR SHARE` until the write ends. A write
+   * of members locks its group's row for update, so one in flight is waited for and one that
+   * comes later reads what the group confers after this write commits. Without it, a revoke read
+   * the reach while a member joined: neither saw the other, and the member kept the revoked right
+   * cached. Read again until nothing new is below: a nesting that committed between the read and
+   * the lock brings groups not yet held.
+   */
+  private async holdReach(tx: Reading, groupIds: readonly number[]): Promise<void> {
+    const held = new Set<number>();
+    for (;;) {
+      const fresh = (await this.facts.groupsBelow(tx.db, groupIds)).filter((id) => !held.has(id));
+      if (fresh.length === 0) return;
+      await this.facts.shareGroups(tx.db, fresh);
+      for (const id of fresh) held.add(id);
+    }
   }
 
   /** What a group confers now: its role and its ancestors' roles, and their live grants' permissions. */

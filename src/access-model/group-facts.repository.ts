@@ -115,6 +115,33 @@ export class GroupFactsRepository {
   }
 
   /**
+   * The groups below these (themselves included) through live nestings, deleted ones too (a
+   * restore brings their members back into the reach): what a change of what they confer holds.
+   */
+  async groupsBelow(db: EntityManager, groupIds: readonly number[]): Promise<number[]> {
+    const rows = await db.query<{ group_id: string }[]>(
+      `WITH RECURSIVE below(group_id, depth, via) AS (
+          SELECT id, 1, ARRAY[id] FROM unnest($1::bigint[]) AS root(id)
+          UNION ALL
+          SELECT m.member_group_id, b.depth + 1, b.via || m.member_group_id
+          FROM below b JOIN group_memberships m ON m.group_id = b.group_id AND m.member_group_id IS NOT NULL
+            AND m.removed_at IS NULL AND ${LIVE_NOW}
+          WHERE b.depth < ${MAX_GROUP_DEPTH} AND m.member_group_id <> ALL (b.via))
+       SELECT DISTINCT group_id FROM below ORDER BY group_id`,
+      [[...new Set(groupIds)]],
+    );
+    return rows.map((row) => Number(row.group_id));
+  }
+
+  /**
+   * Locks the groups' rows `FOR SHARE`, in id order: a change of their members (which locks its
+   * group's row for update) waits for the holder's commit, and the holder for the change's.
+   */
+  async shareGroups(db: EntityManager, groupIds: readonly number[]): Promise<void> {
+    await db.query('SELECT id FROM groups WHERE id = ANY($1::bigint[]) ORDER BY id FOR SHARE', [[...groupIds]]);
+  }
+
+  /**
    * What nesting `memberGroupId` into `groupId` is judged against: the groups the member group
    * contains (itself included) and the height of its nesting (1: no group inside), and the
    * height of the chain above `groupId` (1: in no group). Deleted groups count here (a restore

@@ -82,6 +82,10 @@ export class GroupMembersService {
     const expiresAt = dto.expires_at === undefined ? null : futureTimestamp(dto.expires_at, 'expires_at');
     const items = dto.members.map(itemOf);
     return this.uow.run(async (tx) => {
+      // The nesting lock before the group's row: a nesting then holds the rows below the group it
+      // nests (its reach), and a second nesting holding one of those while it waited for the
+      // nesting lock would close a cycle of waits.
+      if (items.some((item) => item.group_id !== null)) await this.memberships.lockNesting(tx);
       await this.groups.lockLive(tx, groupId);
       await this.addIn(tx, actor, groupId, items, { expires_at: expiresAt, reason: dto.reason ?? null });
       return responseOf(items);
