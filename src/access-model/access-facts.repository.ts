@@ -23,6 +23,19 @@ export interface AuthUserRow {
   readonly authorities: AuthorityFacts[] | null;
 }
 
+/** The parts of a user's entries' versions (`userVersions`). */
+export interface UserVersions {
+  /** `users.version`. */
+  readonly own: number;
+  /** The `user` projection version (its rights). */
+  readonly user: number;
+  /** The `user_groups` projection version (its groups). */
+  readonly groups: number;
+}
+
+/** The version `authUsers` labels a user's context entry with (the sum `AuthUserRow.version` is). */
+export const authVersionOf = (versions: UserVersions): number => versions.own + versions.user + versions.groups;
+
 /** A device's live authorities with the version of the set. */
 export interface DeviceAuthoritySet {
   readonly device_id: number;
@@ -133,15 +146,23 @@ export class AccessFactsRepository {
     }));
   }
 
-  /** The versions `authUsers` labels these users' entries with, without their facts (through `db`: inside a write). */
-  async authUserVersions(db: EntityManager, userIds: readonly number[]): Promise<Map<number, number>> {
-    const rows = await db.query<{ id: string; version: string }[]>(
-      `SELECT u.id, u.version + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user' AND v.id = u.id), 1)
-                + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user_groups' AND v.id = u.id), 1) AS version
-       FROM users u WHERE u.id = ANY($1::bigint[])`,
+  /**
+   * What the versions of these users' entries are made of, through `db` (inside a write): their
+   * row's version and their `user` and `user_groups` projection versions. One read for both the
+   * auth contexts and the details a change of their groups marks stale (two correlated reads
+   * per user took 0.8 s for 100 000 of them, these joins 0.3 s).
+   */
+  async userVersions(db: EntityManager, userIds: readonly number[]): Promise<Map<number, UserVersions>> {
+    const rows = await db.query<{ id: string; own: string; user: string; groups: string }[]>(
+      `SELECT u.id, u.version AS own, coalesce(pu.version, 1) AS "user", coalesce(pg.version, 1) AS groups
+       FROM users u LEFT JOIN projection_versions pu ON pu.scope = 'user' AND pu.id = u.id
+       LEFT JOIN projection_versions pg ON pg.scope = 'user_groups' AND pg.id = u.id
+       WHERE u.id = ANY($1::bigint[])`,
       [[...userIds]],
     );
-    return new Map(rows.map((row) => [Number(row.id), Number(row.version)]));
+    return new Map(
+      rows.map((row) => [Number(row.id), { own: Number(row.own), user: Number(row.user), groups: Number(row.groups) }]),
+    );
   }
 
   /** The devices' authority sets, one row per id (an empty set for a device without any). */

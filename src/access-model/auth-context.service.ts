@@ -1,4 +1,3 @@
-import type { EntityManager } from 'typeorm';
 import { Injectable } from '@nestjs/common';
 import { CacheAside, type CachedRead } from '../platform/cache/cache-aside.js';
 import { cacheKeys } from '../platform/cache/cache-keys.js';
@@ -7,7 +6,12 @@ import { CacheEntries } from '../platform/cache/cache-entries.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { Prefetched } from '../platform/projections/prefetched.js';
 import { UnitOfWork } from '../platform/database/unit-of-work.js';
-import { AccessFactsRepository, type AuthUserRow } from './access-facts.repository.js';
+import {
+  AccessFactsRepository,
+  authVersionOf,
+  type AuthUserRow,
+  type UserVersions,
+} from './access-facts.repository.js';
 import type { AuthContext, GrantFacts, GroupFacts, Subject } from '../platform/auth/auth-context.js';
 import { effectiveRole } from './group-rules.js';
 import type { AuthorityFacts } from '../platform/auth/authority-facts.js';
@@ -161,12 +165,12 @@ export class AuthContextService {
   }
 
   /**
-   * The users' context entries marked stale at their versions as the write's `db` reads them (their
-   * next read loads them), for more users than a rebuild after the commit could do in time: inside
-   * the write, after its projection bumps. False when a call did not land.
+   * The users' context entries marked stale at these versions, as the write read them (their next
+   * read loads them), for more users than a rebuild after the commit could do in time: inside the
+   * write, after its projection bumps. False when a call did not land.
    */
-  async markStale(db: EntityManager, userIds: readonly number[]): Promise<boolean> {
-    return this.users.invalidate(await this.facts.authUserVersions(db, userIds));
+  markStale(versions: ReadonlyMap<number, UserVersions>): Promise<boolean> {
+    return this.users.invalidate(new Map([...versions].map(([id, parts]) => [id, authVersionOf(parts)])));
   }
 
   /**

@@ -8,6 +8,7 @@ import { AccessSnapshotRepository } from './access-snapshot.repository.js';
 import { AuthContextService } from './auth-context.service.js';
 import { AuthorizationService, earlierEnd } from './authorization.service.js';
 import { GroupFactsRepository } from './group-facts.repository.js';
+import { AccessFactsRepository, type UserVersions } from './access-facts.repository.js';
 import { assertMayWriteUser, outranks } from './user-rules.js';
 
 /** What a change hands to the users a group reaches (part 5, groups). */
@@ -45,10 +46,11 @@ function escalation(targetRoleId: number, message: string): ApiError {
 export class GroupAccess {
   private readonly listeners: ((users: readonly number[]) => Promise<void>)[] = [];
   private readonly groupListeners: ((tx: Tx, groups: readonly number[]) => void)[] = [];
-  private readonly staleListeners: ((db: EntityManager, users: readonly number[]) => Promise<boolean>)[] = [];
+  private readonly staleListeners: ((versions: ReadonlyMap<number, UserVersions>) => Promise<boolean>)[] = [];
 
   constructor(
     private readonly facts: GroupFactsRepository,
+    private readonly versions: AccessFactsRepository,
     private readonly snapshots: AccessSnapshotRepository,
     private readonly authorization: AuthorizationService,
     private readonly authContexts: AuthContextService,
@@ -236,9 +238,9 @@ export class GroupAccess {
 
   /**
    * Registers what else to mark stale for more users than are rebuilt, when their groups changed
-   * (their details), at the versions the write's `db` reads; false when lost.
+   * (their details), at the versions the write read (`UserVersions`, by user); false when lost.
    */
-  onUsersStale(listener: (db: EntityManager, users: readonly number[]) => Promise<boolean>): void {
+  onUsersStale(listener: (versions: ReadonlyMap<number, UserVersions>) => Promise<boolean>): void {
     this.staleListeners.push(listener);
   }
 
@@ -254,9 +256,9 @@ export class GroupAccess {
   private async markStale(db: EntityManager, users: readonly number[], details: boolean): Promise<boolean> {
     let landed = true;
     for (let start = 0; start < users.length; start += MARKED_BATCH) {
-      const batch = users.slice(start, start + MARKED_BATCH);
-      if (!(await this.authContexts.markStale(db, batch))) landed = false;
-      if (details) for (const listener of this.staleListeners) if (!(await listener(db, batch))) landed = false;
+      const versions = await this.versions.userVersions(db, users.slice(start, start + MARKED_BATCH));
+      if (!(await this.authContexts.markStale(versions))) landed = false;
+      if (details) for (const listener of this.staleListeners) if (!(await listener(versions))) landed = false;
     }
     return landed;
   }

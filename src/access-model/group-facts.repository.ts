@@ -17,28 +17,46 @@ const LIVE_NOW = '(m.expires_at IS NULL OR m.expires_at > now())';
  * their expiry at the moment asked). Chains are at most `MAX_GROUP_DEPTH` groups long.
  */
 export function userGroupChains(userExpr: string, liveNow = true): string {
-  return `SELECT c.group_id, c.role_id, c.via, c.expires_at FROM (${usersGroupChains(`ARRAY[${userExpr}]`, liveNow)}) c`;
-}
-
-/**
- * Trusted text: the chains of `userGroupChains` for every user of the array `usersExpr` at once,
- * one row per user and group reached (`user_id` first): one set-based recursion rather than one per
- * user, for snapshots of many users (a group of 100 000 changing).
- */
-export function usersGroupChains(usersExpr: string, liveNow = true): string {
   const live = liveNow ? `AND ${LIVE_NOW}` : '';
-  return `SELECT DISTINCT ON (r.user_id, r.group_id) r.user_id, r.group_id, r.role_id, r.via, r.expires_at
-    FROM (WITH RECURSIVE reach(user_id, group_id, role_id, via, expires_at) AS (
-        SELECT m.user_id, m.group_id, g.role_id, ARRAY[m.group_id], m.expires_at
+  // Walked from the user's own memberships: for one user (a correlated subquery per row of a
+  // list) this is cheaper than the walk per group of `usersGroupChains`.
+  return `SELECT DISTINCT ON (r.group_id) r.group_id, r.role_id, r.via, r.expires_at
+    FROM (WITH RECURSIVE reach(group_id, role_id, via, expires_at) AS (
+        SELECT m.group_id, g.role_id, ARRAY[m.group_id], m.expires_at
         FROM group_memberships m JOIN groups g ON g.id = m.group_id AND NOT g.is_deleted
-        WHERE m.user_id = ANY(${usersExpr}) AND m.removed_at IS NULL ${live}
+        WHERE m.user_id = ${userExpr} AND m.removed_at IS NULL ${live}
         UNION ALL
-        SELECT r.user_id, m.group_id, g.role_id, r.via || m.group_id, least(r.expires_at, m.expires_at)
+        SELECT m.group_id, g.role_id, r.via || m.group_id, least(r.expires_at, m.expires_at)
         FROM reach r JOIN group_memberships m ON m.member_group_id = r.group_id AND m.removed_at IS NULL ${live}
         JOIN groups g ON g.id = m.group_id AND NOT g.is_deleted
         WHERE cardinality(r.via) < ${MAX_GROUP_DEPTH} AND m.group_id <> ALL (r.via)
       ) SELECT * FROM reach) r
-    ORDER BY r.user_id, r.group_id, r.expires_at DESC NULLS FIRST, cardinality(r.via)`;
+    ORDER BY r.group_id, r.expires_at DESC NULLS FIRST, cardinality(r.via), r.via`;
+}
+
+/**
+ * Trusted text: the chains of `userGroupChains` for every user of the array `usersExpr` at once,
+ * one row per user and group reached (`user_id` first). The chains are walked up once from each
+ * group the users are direct members of, then handed to its members: a group of 100 000 members
+ * is one walk, not 100 000 (walking per user took 1.05 s for them).
+ */
+export function usersGroupChains(usersExpr: string, liveNow = true): string {
+  const live = liveNow ? `AND ${LIVE_NOW}` : '';
+  return `SELECT DISTINCT ON (j.user_id, j.group_id) j.user_id, j.group_id, j.role_id, j.via, j.expires_at
+    FROM (WITH RECURSIVE direct AS MATERIALIZED (
+        SELECT m.user_id, m.group_id, m.expires_at FROM group_memberships m
+        WHERE m.user_id = ANY(${usersExpr}) AND m.removed_at IS NULL ${live}),
+      up(start_id, group_id, role_id, via, expires_at) AS (
+        SELECT g.id, g.id, g.role_id, ARRAY[g.id], NULL::timestamptz
+        FROM groups g WHERE g.id IN (SELECT d.group_id FROM direct d) AND NOT g.is_deleted
+        UNION ALL
+        SELECT u.start_id, m.group_id, g.role_id, u.via || m.group_id, least(u.expires_at, m.expires_at)
+        FROM up u JOIN group_memberships m ON m.member_group_id = u.group_id AND m.removed_at IS NULL ${live}
+        JOIN groups g ON g.id = m.group_id AND NOT g.is_deleted
+        WHERE cardinality(u.via) < ${MAX_GROUP_DEPTH} AND m.group_id <> ALL (u.via))
+      SELECT d.user_id, up.group_id, up.role_id, up.via, least(d.expires_at, up.expires_at) AS expires_at
+      FROM direct d JOIN up ON up.start_id = d.group_id) j
+    ORDER BY j.user_id, j.group_id, j.expires_at DESC NULLS FIRST, cardinality(j.via), j.via`;
 }
 
 /**

@@ -9,6 +9,7 @@ import type { UserDto } from './dto/user.dto.js';
 import { table } from '../platform/database/table.js';
 import { effectiveRoleSql } from '../access-model/group-facts.repository.js';
 import { GroupAccess } from '../access-model/group-access.service.js';
+import type { UserVersions } from '../access-model/access-facts.repository.js';
 
 /** A users row as read: the resource plus its version. */
 export interface UserRow extends UserDto {
@@ -77,16 +78,12 @@ export class UsersRepository extends ResourceTable<UserRow, UserColumn> {
     super({ table: USERS, type: 'user', notFound: 'USER_NOT_FOUND' }, uow, projections);
     // A change of groups changes the effective role each reached user's detail shows.
     groupAccess.onUsersChanged((ids) => this.refreshMany(ids));
-    groupAccess.onUsersStale((db, ids) => this.markStale(db, ids));
+    groupAccess.onUsersStale((versions) => this.markStale(versions));
   }
 
-  /** These users' detail entries marked stale at their versions as the write's `db` reads them. */
-  private async markStale(db: EntityManager, ids: readonly number[]): Promise<boolean> {
-    const rows = await db.query<{ id: string; version: string }[]>(
-      `SELECT id, ${VERSION} AS version FROM users WHERE id = ANY($1::bigint[])`,
-      [[...ids]],
-    );
-    return this.invalidate(new Map(rows.map((row) => [Number(row.id), Number(row.version)])));
+  /** These users' detail entries marked stale at their versions as the write read them (`VERSION`'s sum). */
+  private markStale(versions: ReadonlyMap<number, UserVersions>): Promise<boolean> {
+    return this.invalidate(new Map([...versions].map(([id, parts]) => [id, parts.own + parts.groups - 1])));
   }
 
   /** Rebuilds the detail entries of these users (after a change of their groups). */

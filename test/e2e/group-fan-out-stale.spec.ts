@@ -139,8 +139,8 @@ describe('a group change reaching more users than are rebuilt: their entries mar
     const reached = new Promise<void>((resolve) => (reach = resolve));
     const gate = new Promise<void>((resolve) => (release = resolve));
     let armed = true;
-    a.app.get(GroupAccess).onUsersStale(async (db, users) => {
-      if (armed && db !== undefined && users.includes(member)) {
+    a.app.get(GroupAccess).onUsersStale(async (versions) => {
+      if (armed && versions.has(member)) {
         armed = false;
         reach();
         await gate;
@@ -246,9 +246,9 @@ describe('a group change reaching more users than are rebuilt: their entries mar
       return refused.ok;
     };
     const markStale = contexts.markStale.bind(contexts);
-    contexts.markStale = (db, ids) => {
+    contexts.markStale = (versions) => {
       refusing = true;
-      return markStale(db, ids);
+      return markStale(versions);
     };
     // Registered after the users module's: the details' markers are refused too.
     a.app.get(GroupAccess).onUsersStale(() => {
