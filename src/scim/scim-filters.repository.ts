@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import { preparedQuery } from '../platform/database/prepared.js';
 import { scimProblem } from './scim-error.js';
 import type { AttrPath, CompareOp, Filter, FilterValue } from './scim-filter.js';
 
@@ -216,11 +217,19 @@ export async function scimPage<Row>(
 ): Promise<{ total: number; rows: Row[] }> {
   const params = new Parameters();
   const where = `NOT is_deleted AND (${filter === undefined ? 'true' : filterSql(filter, spec.schema, params)})`;
-  const rows = await db.query<(Row & { total: number })[]>(
-    `SELECT ${spec.columns}, count(*) OVER ()::int AS total FROM ${spec.table}
-      WHERE ${where} ORDER BY id LIMIT ${Math.max(count, 1)} OFFSET ${offset}`,
-    params.values,
-  );
+  // Ordered by the row's id as a number (the select list's `id` is its text).
+  const text = `SELECT ${spec.columns}, count(*) OVER ()::int AS total FROM ${spec.table}
+      WHERE ${where} ORDER BY ${spec.table}.id LIMIT $${params.values.length + 1}${offset > 0 ? ` OFFSET $${params.values.length + 2}` : ''}`;
+  const values = [...params.values, Math.max(count, 1), ...(offset > 0 ? [offset] : [])];
+  // An identity provider's lookups (one attribute compared, first page, before each create) are
+  // prepared once per connection: parsing and planning were most of their database time, and
+  // PostgreSQL takes their generic plan after five runs (not with an `OFFSET` parameter, whose
+  // generic cost looks higher). Only those: a prepared statement stays on its connection, and any
+  // other filter would be one more text kept there.
+  const rows =
+    offset === 0 && (filter === undefined || filter.kind === 'compare')
+      ? await preparedQuery<Row & { total: number }>(db, `scim-${spec.table}`, text, values, 'auto')
+      : await db.query<(Row & { total: number })[]>(text, values);
   let total = rows[0]?.total;
   if (total === undefined && offset > 0) {
     const [counted] = await db.query<{ total: number }[]>(

@@ -28,11 +28,16 @@ export async function preparedQuery<T>(
   what: string,
   text: string,
   values: readonly unknown[],
+  plan: 'generic' | 'auto' = 'generic',
 ): Promise<T[]> {
   const own = db.queryRunner === undefined;
   const runner = db.queryRunner ?? db.connection.createQueryRunner();
   try {
     const client = (await runner.connect()) as PoolClient;
+    // `auto`: PostgreSQL's own choice, for a statement whose generic plan it takes after its fifth
+    // run (an index probe), with no round trips to set it.
+    if (plan === 'auto')
+      return (await client.query<T & object>({ name: preparedName(what, text), text, values: [...values] })).rows;
     // Left to itself (`auto`), PostgreSQL plans these anew at each run: their generic plan looks
     // costlier to it than the custom ones it tried first. The setting holds for this statement
     // only: the connection's other statements, a transaction's included, keep theirs.
