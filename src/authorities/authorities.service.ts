@@ -73,11 +73,12 @@ export class AuthoritiesService {
     await this.authorization.assertAllowed(actor, 'authorities.create', dto.device_id);
     if (holder.user_id === actor.user_id) throw createForSelf(actor.user_id);
     const row = await this.uow.run(async (tx) => {
-      if (
-        holder.group_id !== undefined &&
-        (await this.groupAccess.reached(tx, [holder.group_id])).includes(actor.user_id)
-      )
-        throw createForSelf(actor.user_id);
+      if (holder.group_id !== undefined) {
+        const reached = await this.groupAccess.reached(tx, [holder.group_id]);
+        // Once the reach is held: a deletion in flight has committed by now (404), not been written past.
+        await this.groups.liveGroup(tx.db, holder.group_id);
+        if (reached.includes(actor.user_id)) throw createForSelf(actor.user_id);
+      }
       const stamp = creationStamp(tx);
       // ON CONFLICT DO NOTHING: a concurrent creator of the same pair waits for the winner and
       // then sees its committed row, so exactly one request gets the 201.

@@ -78,35 +78,43 @@ export class AuthorityPermissionsService {
     if (!permission.device_scoped) throw notDeviceScoped(dto.permission_id, permission.code);
     const target = { device_id: authority.device_id, code: permission.code };
     await this.authorization.assertAllowed(actor, 'authority_permissions.grant', target.device_id);
-    // A group's authority is held by every user the group reaches: the self and rank rules apply to each.
-    const users = await this.usersHolding(authority);
-    if (users.includes(actor.user_id)) {
-      throw new ApiError(
-        'SELF_ACTION_FORBIDDEN',
-        'You cannot grant an authority permission to an authority of your own',
-        { action: 'grant', authority_id: dto.authority_id, user_id: actor.user_id },
-      );
-    }
-    if (authority.group_id !== null) {
-      const [problem] = await this.groupAccess.judge({ db: this.uow.reader }, actor, { roles: [], permissions: [] }, [
-        users,
-      ]);
-      if (problem !== undefined) throw problem;
-    }
     // What is handed on lasts no longer than the actor's own way to it (a just-in-time right
     // handed on ends with it: it cannot be laundered into a permanent one through a second account).
-    const until = await this.authorization.delegationLimit(actor, target.code, target.device_id);
-    const row = await this.uow.run((tx) =>
-      this.grantIn(tx, {
+    // Asked before the write (it reads the actor's own ways), answered after the self and rank
+    // rules, which refuse first.
+    const limit = this.authorization.delegationLimit(actor, target.code, target.device_id).then(
+      (until) => ({ until }),
+      (error: unknown) => ({ error }),
+    );
+    const row = await this.uow.run(async (tx) => {
+      // A group's authority is held by every user the group reaches: the self and rank rules
+      // apply to each, judged in the write on the reach it holds (a user joining the group
+      // meanwhile waits for it, or is judged; read before the write, a joining admin was not).
+      await this.rows.lockAuthorities(tx, [dto.authority_id]);
+      const users = await this.usersHolding(authority, tx);
+      if (users.includes(actor.user_id)) {
+        throw new ApiError(
+          'SELF_ACTION_FORBIDDEN',
+          'You cannot grant an authority permission to an authority of your own',
+          { action: 'grant', authority_id: dto.authority_id, user_id: actor.user_id },
+        );
+      }
+      if (authority.group_id !== null) {
+        const [problem] = await this.groupAccess.judge(tx, actor, { roles: [], permissions: [] }, [users]);
+        if (problem !== undefined) throw problem;
+      }
+      const delegation = await limit;
+      if ('error' in delegation) throw delegation.error;
+      return this.grantIn(tx, {
         holder: { users, devices: [authority.device_id], permissions: [target.code] },
         authorityId: dto.authority_id,
         permissionId: dto.permission_id,
         code: target.code,
-        expiresAt: until,
+        expiresAt: delegation.until,
         actorId: tx.actor,
         reason: null,
-      }),
-    );
+      });
+    });
     return respondWith(row, { status: 201, location: `/v1/admin/authority-permissions/${row.id}` });
   }
 

@@ -177,9 +177,10 @@ export class PermissionGrantsService {
     revoking = false,
   ): Promise<{ code: string; reached: number[] }> {
     if (holder.group_id !== undefined) {
+      const reached = await this.groupAccess.reached(tx, [holder.group_id]);
+      // Once the reach is held: a deletion in flight has committed by now (404), not been written past.
       await this.groups.liveGroup(tx.db, holder.group_id);
       const permission = await this.permissionReferences.permission(tx.db, permissionId);
-      const reached = await this.groupAccess.reached(tx, [holder.group_id]);
       if (!revoking)
         await this.groupAccess.assertMayConfer(tx, actor, { reached, roles: [], permissions: [permission.code] });
       return { code: permission.code, reached };

@@ -77,43 +77,51 @@ describe('a group change and a change of who it reaches, at the same time', () =
     const feed = async (): Promise<number> => (await b.http().get('/v1/admin/events').set(asMember)).status;
     return { parent, anchor, team, member, feed };
   }
+  type World = Awaited<ReturnType<typeof world>>;
 
-  /** Revokes P's grant on `b`, held at its bump of P's member, and answers once it waits there. */
-  async function heldRevoke(w: Awaited<ReturnType<typeof world>>) {
-    const hold = await holdBumpOf(w.anchor.user.id);
-    const revoke = caller(b, root)
-      .post('/v1/admin/permission-grants/revoke', { group_id: w.parent, permission_id: permissionId('events.read') })
+  const post = (t: TestApp, path: string, body: object) => (): Promise<number> =>
+    caller(t, root)
+      .post(path, body)
       .then((res) => res.status);
-    const revokePid = await waitingFor(lockPid, 'the revoke');
-    return { hold, revoke, revokePid };
+  const grantAt = (w: World, route: 'grant' | 'revoke') =>
+    post(b, `/v1/admin/permission-grants/${route}`, { group_id: w.parent, permission_id: permissionId('events.read') });
+  const membersOf = (group: number, member: object) =>
+    post(a, `/v1/admin/groups/${group}/members`, { members: [member] });
+
+  /**
+   * Sends `first` (on b), held at its bump of `held`'s projection `scope`; then `second` (on a),
+   * and shows it waits for the first; the member's feed read meanwhile answers 403 (nothing of
+   * either yet). Releases, and answers both statuses.
+   */
+  async function race(
+    w: World,
+    held: { user: number; scope?: string },
+    first: () => Promise<number>,
+    second: () => Promise<number>,
+  ): Promise<[number, number]> {
+    const hold = await holdBumpOf(held.user, held.scope);
+    const firstDone = first();
+    const firstPid = await waitingFor(lockPid, 'the first write');
+    const secondDone = second();
+    await waitingFor(firstPid, 'the second write');
+    expect(await w.feed()).toBe(403);
+    await hold.release();
+    return [await firstDone, await secondDone];
   }
 
   it('a team nested under the group while its right is revoked: the member never keeps the right', async () => {
     const w = await world();
     await addMembers(a, root, w.team, [{ user_id: w.member.user.id }]);
     expect(await w.feed()).toBe(403);
-    const held = await heldRevoke(w);
-    const nest = caller(a, root)
-      .post(`/v1/admin/groups/${w.parent}/members`, { members: [{ group_id: w.team }] })
-      .then((res) => res.status);
-    // The nesting waits for the revoke's commit instead of answering beside it.
-    await waitingFor(held.revokePid, 'the nesting');
-    expect(await w.feed()).toBe(403);
-    await held.hold.release();
-    expect([await held.revoke, await nest]).toEqual([200, 200]);
+    const nest = membersOf(w.parent, { group_id: w.team });
+    expect(await race(w, { user: w.anchor.user.id }, grantAt(w, 'revoke'), nest)).toEqual([200, 200]);
     expect(await w.feed()).toBe(403);
   });
 
   it('a user added to the group while its right is revoked: the new member never keeps the right', async () => {
     const w = await world();
-    const held = await heldRevoke(w);
-    const add = caller(a, root)
-      .post(`/v1/admin/groups/${w.parent}/members`, { members: [{ user_id: w.member.user.id }] })
-      .then((res) => res.status);
-    await waitingFor(held.revokePid, 'the member added');
-    expect(await w.feed()).toBe(403);
-    await held.hold.release();
-    expect([await held.revoke, await add]).toEqual([200, 200]);
+    const add = membersOf(w.parent, { user_id: w.member.user.id });
+    expect(await race(w, { user: w.anchor.user.id }, grantAt(w, 'revoke'), add)).toEqual([200, 200]);
     expect(await w.feed()).toBe(403);
   });
 
@@ -123,55 +131,29 @@ describe('a group change and a change of who it reaches, at the same time', () =
     const early = await actor('viewer');
     await addMembers(a, root, w.team, [{ user_id: early.user.id }]);
     // The removal bumps the team's members: held at the bump of its earlier member.
-    const hold = await holdBumpOf(early.user.id, 'user_groups');
-    const removal = caller(b, root)
-      .post(`/v1/admin/groups/${w.parent}/members/remove`, { members: [{ group_id: w.team }] })
-      .then((res) => res.status);
-    const removalPid = await waitingFor(lockPid, 'the removal');
-    const join = caller(a, root)
-      .post(`/v1/admin/groups/${w.team}/members`, { members: [{ user_id: w.member.user.id }] })
-      .then((res) => res.status);
-    await waitingFor(removalPid, 'the member joining the team');
-    expect(await w.feed()).toBe(403);
-    await hold.release();
-    expect([await removal, await join]).toEqual([200, 200]);
+    const removal = post(b, `/v1/admin/groups/${w.parent}/members/remove`, { members: [{ group_id: w.team }] });
+    const join = membersOf(w.team, { user_id: w.member.user.id });
+    expect(await race(w, { user: early.user.id, scope: 'user_groups' }, removal, join)).toEqual([200, 200]);
     expect(await w.feed()).toBe(403);
   });
 
   it('a user joining a team nested under the group while the group is deleted: the new member does not keep its right', async () => {
     const w = await world();
     await addMembers(a, root, w.parent, [{ group_id: w.team }]);
-    const hold = await holdBumpOf(w.anchor.user.id, 'user_groups');
-    const deletion = caller(b, root)
-      .delete(`/v1/admin/groups/${w.parent}`)
-      .then((res) => res.status);
-    const deletionPid = await waitingFor(lockPid, 'the deletion');
-    const join = caller(a, root)
-      .post(`/v1/admin/groups/${w.team}/members`, { members: [{ user_id: w.member.user.id }] })
-      .then((res) => res.status);
-    await waitingFor(deletionPid, 'the member joining the team');
-    expect(await w.feed()).toBe(403);
-    await hold.release();
-    expect([await deletion, await join]).toEqual([200, 200]);
+    const deletion = () =>
+      caller(b, root)
+        .delete(`/v1/admin/groups/${w.parent}`)
+        .then((res) => res.status);
+    const join = membersOf(w.team, { user_id: w.member.user.id });
+    expect(await race(w, { user: w.anchor.user.id, scope: 'user_groups' }, deletion, join)).toEqual([200, 200]);
     expect(await w.feed()).toBe(403);
   });
 
   it('a grant to the group while a user joins it: the new member holds the right at once', async () => {
     const w = await world();
-    await caller(a, root)
-      .post('/v1/admin/permission-grants/revoke', { group_id: w.parent, permission_id: permissionId('events.read') })
-      .expect(200);
-    const hold = await holdBumpOf(w.anchor.user.id);
-    const grant = caller(b, root)
-      .post('/v1/admin/permission-grants/grant', { group_id: w.parent, permission_id: permissionId('events.read') })
-      .then((res) => res.status);
-    const grantPid = await waitingFor(lockPid, 'the grant');
-    const add = caller(a, root)
-      .post(`/v1/admin/groups/${w.parent}/members`, { members: [{ user_id: w.member.user.id }] })
-      .then((res) => res.status);
-    await waitingFor(grantPid, 'the member added');
-    await hold.release();
-    expect([await grant, await add]).toEqual([201, 200]);
+    expect(await grantAt(w, 'revoke')()).toBe(200);
+    const add = membersOf(w.parent, { user_id: w.member.user.id });
+    expect(await race(w, { user: w.anchor.user.id }, grantAt(w, 'grant'), add)).toEqual([201, 200]);
     expect(await w.feed()).toBe(200);
   });
 });
