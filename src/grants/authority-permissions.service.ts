@@ -132,6 +132,7 @@ export class AuthorityPermissionsService {
     const authority = await this.authorityReferences.liveAuthority(tx.db, grant.authorityId);
     const permission = await this.permissionReferences.permission(tx.db, grant.permissionId);
     if (!permission.device_scoped) throw notDeviceScoped(grant.permissionId, permission.code);
+    await this.rows.lockAuthorities(tx, [grant.authorityId]);
     const users = await this.usersHolding(authority, tx);
     const holder = { users, devices: [authority.device_id], permissions: [permission.code] };
     const row = await this.grantIn(tx, { ...grant, code: permission.code, holder });
@@ -141,13 +142,16 @@ export class AuthorityPermissionsService {
   /** The users holding an authority: its user, or every user its group reaches. */
   private usersHolding(
     authority: { readonly user_id: number | null; readonly group_id: number | null },
-    tx: Pick<Tx, 'db'> = { db: this.uow.reader },
+    tx: Tx,
   ): Promise<number[]> {
     if (authority.user_id !== null) return Promise.resolve([authority.user_id]);
     return authority.group_id === null ? Promise.resolve([]) : this.groupAccess.reached(tx, [authority.group_id]);
   }
 
-  /** The one grant write: lock the authority, insert unless held unexpired (409), audit. */
+  /**
+   * The one grant write, on the authority its caller locked (`lockAuthorities`, before reading who
+   * holds it): insert unless held unexpired (409), audit.
+   */
   private async grantIn(
     tx: Tx,
     grant: Omit<ExpiringGrant, 'expiresAt'> & {
@@ -156,7 +160,6 @@ export class AuthorityPermissionsService {
       readonly holder: AccessScope;
     },
   ): Promise<AuthorityPermissionRow> {
-    await this.rows.lockAuthorities(tx, [grant.authorityId]);
     await this.access.watch(tx, grant.holder);
     const created = await this.rows.grant(tx, grant.authorityId, grant.permissionId, grant.actorId, grant.expiresAt);
     if (created === undefined) {

@@ -25,6 +25,8 @@ const RESOURCE_COLUMNS = `id, email, display_name, phone, user_name, external_id
 
 // The row version: the record's own, plus what its groups give it (`user_groups`: its effective role).
 const VERSION = `users.version + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user_groups' AND v.id = users.id), 1) - 1`;
+/** `VERSION` from its parts, as a write read them (`UserVersions`). */
+const versionOf = (parts: UserVersions): number => parts.own + parts.groups - 1;
 
 export const USER_LIST = listSpec({
   from: 'users',
@@ -84,9 +86,9 @@ export class UsersRepository extends ResourceTable<UserRow, UserColumn> {
     groupAccess.onUsersStale((versions) => this.markStale(versions));
   }
 
-  /** These users' detail entries marked stale at their versions as the write read them (`VERSION`'s sum). */
+  /** These users' detail entries marked stale at their versions as the write read them. */
   private markStale(versions: ReadonlyMap<number, UserVersions>): Promise<boolean> {
-    return this.invalidate(new Map([...versions].map(([id, parts]) => [id, parts.own + parts.groups - 1])));
+    return this.invalidate(new Map([...versions].map(([id, parts]) => [id, versionOf(parts)])));
   }
 
   /** Rebuilds the detail entries of these users (after a change of their groups). */

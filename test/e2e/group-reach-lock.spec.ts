@@ -196,12 +196,7 @@ describe('a group change and a change of who it reaches, at the same time', () =
     const anchor = await actor('viewer');
     await addMembers(a, root, parent, [{ user_id: anchor.user.id }]);
     // Hold the deletion at its bump of the member's user_groups version.
-    await held.client.query('BEGIN');
-    await held.client.query(
-      `INSERT INTO projection_versions (scope, id, version) VALUES ('user_groups', $1, 1)
-       ON CONFLICT (scope, id) DO UPDATE SET version = projection_versions.version`,
-      [anchor.user.id],
-    );
+    const hold = await held.holdBumpOf(anchor.user.id, 'user_groups');
     const deletion = caller(b, root)
       .delete(`/v1/admin/groups/${parent}`)
       .then((res) => res.status);
@@ -215,7 +210,7 @@ describe('a group change and a change of who it reaches, at the same time', () =
       .post('/v1/admin/authorities', { device_id: device.id, group_id: parent })
       .then((res) => ({ status: res.status, code: res.body.error?.code as string | undefined }));
     await held.waitingFor(deletionPid ?? 0, 'the authority', 2);
-    await held.client.query('COMMIT');
+    await hold.release();
     const deleted = await deletion;
     const answered = await grant;
     const authorityAnswered = await authorityCreate;
