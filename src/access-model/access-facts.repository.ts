@@ -123,7 +123,7 @@ export class AccessFactsRepository {
     const rows = await sizedQuery<AuthUserRow & { id: number; group_grants: GroupGrantRow[] }>(
       this.uow.reader,
       'auth-users',
-      `SELECT u.id, u.role_id, u.status_id, u.is_deleted,
+      (ids) => `SELECT u.id, u.role_id, u.status_id, u.is_deleted,
               u.version + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user' AND v.id = u.id), 1)
                 + coalesce((SELECT v.version FROM projection_versions v WHERE v.scope = 'user_groups' AND v.id = u.id), 1) AS version,
               ARRAY(SELECT json_build_object('id', g.id, 'code', p.code, 'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', ${ISO}))
@@ -134,9 +134,9 @@ export class AccessFactsRepository {
               ${userGroupsJson('u.id')} AS groups,
               (SELECT CASE WHEN count(*) > $2 THEN NULL ELSE coalesce(json_agg(f ORDER BY f.device_id, f.id), '[]'::json) END
                  FROM (${heldAuthorities('u.id')} LIMIT $2 + 1) f) AS authorities
-       FROM users u WHERE u.id = ANY($1::bigint[])`,
-      [[...userIds], this.carried],
-      userIds.length,
+       FROM users u WHERE u.id = ANY(${ids})`,
+      userIds,
+      [this.carried],
     );
     return rows.map(({ group_grants, ...row }) => ({
       ...row,

@@ -61,11 +61,11 @@ export class AccessSnapshotRepository {
       'access-subjects',
       // Set-based (each part aggregated by user, then joined): a snapshot of 100 000 users is one
       // recursion over their memberships, not 100 000.
-      `WITH chains AS MATERIALIZED (${usersGroupChains('$1::bigint[]', false)}),
+      (ids) => `WITH chains AS MATERIALIZED (${usersGroupChains(ids, false)}),
        own AS (
          SELECT g.user_id, array_agg(json_build_object('id', g.id, 'permission_id', g.permission_id,
                   'expires_at', to_char(g.expires_at AT TIME ZONE 'UTC', ${ISO})) ORDER BY g.id) AS grants
-         FROM permission_grants g WHERE g.user_id = ANY($1::bigint[]) AND g.revoked_at IS NULL GROUP BY g.user_id),
+         FROM permission_grants g WHERE g.user_id = ANY(${ids}) AND g.revoked_at IS NULL GROUP BY g.user_id),
        reached AS (
          SELECT c.user_id, json_agg(json_build_object('group_id', c.group_id, 'role_id', c.role_id, 'via', c.via,
                   'expires_at', to_char(c.expires_at AT TIME ZONE 'UTC', ${ISO})) ORDER BY c.group_id) AS groups
@@ -79,9 +79,8 @@ export class AccessSnapshotRepository {
               coalesce(held.group_grants, '[]'::json) AS group_grants, coalesce(reached.groups, '[]'::json) AS groups
        FROM users u LEFT JOIN own ON own.user_id = u.id LEFT JOIN reached ON reached.user_id = u.id
        LEFT JOIN held ON held.user_id = u.id
-       WHERE u.id = ANY($1::bigint[]) ORDER BY u.id`,
-      [[...new Set(userIds)]],
-      userIds.length,
+       WHERE u.id = ANY(${ids}) ORDER BY u.id`,
+      [...new Set(userIds)],
     );
     return rows.flatMap((row) => {
       const groups = row.groups.map(normalisedGroup);

@@ -45,7 +45,10 @@ export class AccessWatch {
     const at = Date.now();
     const before = scope.created === true ? { subjects: [], authorities: [] } : await this.facts(tx.db, scope, at);
     tx.beforeCommit(async () => {
-      const after = await this.facts(tx.db, scope, at);
+      // Users this transaction created can hold only what it wrote: no other transaction can
+      // refer to them yet. With no authority written and no group, they hold none to read.
+      const noAuthorities = scope.created === true && !tx.wrote('authorities');
+      const after = await this.facts(tx.db, scope, at, noAuthorities);
       const only = scope.permissions === undefined ? undefined : new Set(scope.permissions);
       const changes = this.unannounced(tx, accessChanges(before, after, at, only));
       if (tx.preview !== undefined) {
@@ -63,7 +66,7 @@ export class AccessWatch {
         return;
       }
       await appendAccessEvents(
-        (text, params) => tx.write(EVENTS, text, params),
+        (statement, params) => tx.write(EVENTS, statement, params),
         { actor_id: tx.actor, request_id: context?.request_id ?? null },
         changes,
         'write',
@@ -72,8 +75,10 @@ export class AccessWatch {
   }
 
   // One connection: the two statements run one after the other either way.
-  private async facts(db: EntityManager, scope: AccessScope, at: number): Promise<Facts> {
+  private async facts(db: EntityManager, scope: AccessScope, at: number, noAuthorities = false): Promise<Facts> {
     const subjects = await this.snapshots.subjects(db, scope.users, at);
+    if (noAuthorities && subjects.every((subject) => (subject.groups ?? []).length === 0))
+      return { subjects, authorities: [] };
     return { subjects, authorities: await this.snapshots.authorities(db, scope, subjects) };
   }
 

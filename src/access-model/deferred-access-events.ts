@@ -81,7 +81,7 @@ export class DeferredAccessEvents implements OnModuleInit, OnApplicationBootstra
       const chunk = await this.deferrals.next(tx);
       if (chunk === undefined) return undefined;
       await appendAccessEvents(
-        (text, params) => tx.write(EVENTS, text, params),
+        (statement, params) => tx.write(EVENTS, statement, params),
         { actor_id: chunk.actor_id, request_id: chunk.request_id },
         chunk.changes,
         chunk.cause ?? 'null',

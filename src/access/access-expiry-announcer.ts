@@ -102,7 +102,7 @@ export class AccessExpiryAnnouncer implements OnApplicationBootstrap, OnModuleDe
             await this.entriesAt(expiry.user_id, expiry.devices, expiry.instant),
           ).filter((change) => change.change === 'lost');
     await appendAccessEvents(
-      (text, params) => tx.write(EVENTS, text, params),
+      (statement, params) => tx.write(EVENTS, statement, params),
       { actor_id: null, request_id: null },
       changes,
       'expired',

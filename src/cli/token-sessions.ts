@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import { toAuditEvents, type AuditRecord } from '../platform/audit/audit.service.js';
 import { appendAccessEvents, appendAuditEvents } from '../platform/audit/audit-trail.repository.js';
+import { textOf } from '../platform/database/prepared.js';
 import { accessDifference, accessEntries, type AccessEntry } from '../access-model/access-changes.js';
 import { AccessSnapshotRepository } from '../access-model/access-snapshot.repository.js';
 import { withJwtSecret } from '../platform/auth/jwt-secret.js';
@@ -26,7 +27,7 @@ import type { BootstrapOptions, SessionOptions } from './token-commands.js';
  */
 function recordAudit(db: EntityManager, event: AuditRecord, resource: object): Promise<void> {
   return appendAuditEvents(
-    (text, params) => db.query(text, [...params]),
+    (statement, params) => db.query(textOf(statement), [...params]),
     { actor_id: null, request_id: null },
     toAuditEvents([event]).map((audited) => ({ ...audited, resource })),
   );
@@ -52,7 +53,7 @@ async function announcingAccess<T>(
   const before = await access(userId());
   const result = await write();
   await appendAccessEvents(
-    (text, params) => db.query(text, [...params]),
+    (statement, params) => db.query(textOf(statement), [...params]),
     { actor_id: null, request_id: null },
     accessDifference(before, await access(userId())),
     'write',

@@ -61,7 +61,7 @@ export class AuditService {
     const context = currentRequest();
     // Each audit event is also an event on the feed (part 6.12), with the resource the write noted.
     return appendAuditEvents(
-      (text, params) => tx.write([AUDIT_EVENTS, EVENTS], text, params),
+      (statement, params) => tx.write([AUDIT_EVENTS, EVENTS], statement, params),
       // The transaction's actor, as its rows' `*_by` stamps name it.
       { actor_id: tx.actor, request_id: context?.request_id ?? null },
       toAuditEvents(events).map((event, index) => {

@@ -10,6 +10,7 @@ import {
   type ProjectionScope,
 } from './projection-versions.js';
 import type { Table } from './table.js';
+import { runPreparedWrite, type Statement } from './prepared.js';
 import { currentPreview, type Preview } from './previews.js';
 import { currentActorId } from '../http/request-context.js';
 
@@ -74,11 +75,12 @@ export interface Tx {
   /**
    * Runs a statement that writes `tables` and records them, so their cached list pages become
    * unusable after the commit (announced in its `Commit`). `changedIf` leaves the record out when
-   * the result shows nothing changed (a poll that claimed no row).
+   * the result shows nothing changed (a poll that claimed no row). A `preparedWrite` runs as a
+   * prepared statement on the transaction's connection.
    */
   write<T = unknown>(
     tables: Table | readonly Table[],
-    text: string,
+    statement: Statement,
     params?: readonly unknown[],
     changedIf?: (result: T) => boolean,
   ): Promise<T>;
@@ -98,6 +100,8 @@ export interface Tx {
    * the request's authenticated user as the guard recorded it, else null (a system job).
    */
   readonly actor: number | null;
+  /** Whether this transaction has written the table (named) so far, through `write`. */
+  wrote(table: string): boolean;
 }
 
 /** What the caller of `run` states about the work, instead of leaving it to ambient state. */
@@ -192,11 +196,14 @@ export class UnitOfWork {
       };
       const write = async <T>(
         tables: Table | readonly Table[],
-        text: string,
+        statement: Statement,
         params: readonly unknown[] = [],
         changedIf?: (result: T) => boolean,
       ): Promise<T> => {
-        const result = await db.query<T>(text, [...params]);
+        const result =
+          typeof statement === 'string'
+            ? await db.query<T>(statement, [...params])
+            : await runPreparedWrite<T>(db, statement, params);
         if (changedIf === undefined || changedIf(result)) for (const table of [tables].flat()) written.add(table.name);
         return result;
       };
@@ -218,6 +225,7 @@ export class UnitOfWork {
         resourceAfter: (type, id) => resources.get(`${type}:${id}`),
         preview,
         actor,
+        wrote: (table) => written.has(table),
       });
       for (const task of finishing) await task();
       if (previewing) throw new PreviewRollback(value);

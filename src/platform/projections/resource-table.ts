@@ -10,6 +10,7 @@ import { RawJson, ResourceResponse, type ListResponse } from '../http/responses.
 import { ListPages } from './list-pages.js';
 import type { Projections } from './projections.js';
 import type { Prefetched } from './prefetched.js';
+import { preparedQuery, preparedWrite } from '../database/prepared.js';
 import type { Table, TableShape } from '../database/table.js';
 import type { Tx, UnitOfWork } from '../database/unit-of-work.js';
 
@@ -147,9 +148,12 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
 
   /** The row under `FOR UPDATE`, deleted or not; 404 when it does not exist. */
   async lock(tx: Tx, id: number): Promise<Row> {
-    const [row] = await tx.db.query<Row[]>(
+    const [row] = await preparedQuery<Row>(
+      tx.db,
+      `${this.target.name}-lock`,
       `SELECT ${this.target.selected} FROM ${this.target.name} WHERE id = $1 FOR UPDATE`,
       [id],
+      'auto',
     );
     if (row === undefined) throw ApiError.notFound(this.options.notFound, id);
     return row;
@@ -172,7 +176,10 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
     const conflict = onConflict === undefined ? '' : ` ON CONFLICT ${onConflict}`;
     const [row] = await tx.write<Row[]>(
       this.target,
-      `INSERT INTO ${this.target.name} (${columns.join(', ')}) VALUES (${placeholders.join(', ')})${conflict} RETURNING ${this.target.selected}`,
+      preparedWrite(
+        `${this.target.name}-insert`,
+        `INSERT INTO ${this.target.name} (${columns.join(', ')}) VALUES (${placeholders.join(', ')})${conflict} RETURNING ${this.target.selected}`,
+      ),
       params,
     );
     if (row !== undefined) await this.changed(tx, [row], columns);
@@ -190,7 +197,10 @@ export class ResourceTable<Row extends VersionedRow, Column extends string = str
     const set = columns.map((column, index) => `${column} = ${placeholders[index] ?? 'NULL'}`).join(', ');
     const [rows] = await tx.write<[Row[], number]>(
       this.target,
-      `UPDATE ${this.target.name} SET ${set} WHERE id = $1 RETURNING ${this.target.selected}`,
+      preparedWrite(
+        `${this.target.name}-patch`,
+        `UPDATE ${this.target.name} SET ${set} WHERE id = $1 RETURNING ${this.target.selected}`,
+      ),
       [id, ...params],
     );
     const row = rows[0];
