@@ -35,7 +35,7 @@ const writeKinds = new Map<string, number>();
  * five custom plans, run on its generic plan. For the writes of every request whose planning cost
  * more than running them (a user's insert returns its effective role through its groups: 0.9 of
  * 1.9 ms was planning). Only for statements whose best plan does not depend on their parameters'
- * values (one row by id, an \`unnest\` of arrays): a generic plan is made without them. Each
+ * values (one row by id, an `unnest` of arrays): a generic plan is made without them. Each
  * prepared text costs a connection memory (about 200 KB for a user's write), so a kind whose
  * texts vary with what a request sets (a PATCH's columns) keeps only its first few.
  */
@@ -57,8 +57,8 @@ export function textOf(statement: Statement): string {
 }
 
 /**
- * Runs a prepared write on the transaction's connection, answering as TypeORM's \`query\` would
- * (\`[rows, count]\` for UPDATE and DELETE, the rows otherwise), so callers read both alike.
+ * Runs a prepared write on the transaction's connection, answering as TypeORM's `query` would
+ * (`[rows, count]` for an update or a delete, the rows otherwise), so callers read both alike.
  */
 export async function runPreparedWrite<T>(
   db: EntityManager,
