@@ -183,6 +183,7 @@ try {
     'during users': userLookups,
     'p50 ms': round(percentile(lookups, 50)),
     'p99 ms (goal < 20)': round(percentile(lookups, 99)),
+    'p99 ms: users / groups phase': `${round(percentile(lookups.slice(0, userLookups), 99))} / ${round(percentile(lookups.slice(userLookups), 99))}`,
     'max ms': round(Math.max(...lookups)),
     'cold: first 10 p50 / max ms': `${round(percentile(cold.slice(0, 10), 50))} / ${round(Math.max(...cold.slice(0, 10)))}`,
   };
