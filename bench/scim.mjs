@@ -5,23 +5,8 @@
 // looking a user up between its group writes; before it, Okta's connection test and 200 lookups
 // (untimed: a running service, see WARM_UP). Prints the phases' times and the lookups' p50/p99;
 // writes bench/results/scim.json.
-import { signAccessToken } from '../dist/src/platform/auth/token-signer.js';
-import { loadSettings } from '../dist/src/platform/config/settings.js';
-import { Agent, request } from 'node:http';
-import { freePort } from './ports.mjs';
-import {
-  benchAdminSession,
-  createBenchDatabase,
-  flushBenchRedis,
-  JWT_SECRET,
-  load,
-  percentile,
-  printTable,
-  saveResults,
-  serviceEnv,
-  startChild,
-  withClient,
-} from './support.mjs';
+import { startScimService, scimClient } from './scim-client.mjs';
+import { load, percentile, printTable, saveResults, withClient } from './support.mjs';
 
 const USERS = Number(process.env.BENCH_SCIM_USERS ?? 10_000);
 const GROUPS = Number(process.env.BENCH_SCIM_GROUPS ?? 200);
@@ -33,47 +18,11 @@ const WARM_UP = 200;
 const log = (line) => process.stderr.write(`[scim] ${line}\n`);
 const stops = [];
 
-const database = await createBenchDatabase();
-stops.push(() => database.drop());
 try {
-  await flushBenchRedis();
-  const session = await withClient(database.url, (client) => benchAdminSession(client, 'scim-idp@example.com'));
-  const token = signAccessToken(loadSettings({ DATABASE_URL: database.url, JWT_SECRET }), {
-    id: session.id,
-    user_id: Number(session.user_id),
-    expires_at: session.expires_at,
-  });
-  const port = await freePort();
-  const child = await startChild(
-    new URL('../dist/src/main.js', import.meta.url).pathname,
-    serviceEnv(database.url, { PORT: String(port) }),
-    `http://127.0.0.1:${port}/health/ready`,
-  );
-  stops.push(() => child.stop());
-  const base = `http://127.0.0.1:${port}/scim/v2`;
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' };
+  const service = await startScimService('scim-idp@example.com', stops);
+  const { base, headers } = service;
+  const { call, pool } = scimClient(service, CONCURRENCY);
   const lookups = [];
-  // `node:http` with kept connections, not `fetch`: the identity provider runs elsewhere, and on
-  // these two cores fetch's own work in this process added some 8 ms to the lookups' p99.
-  const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-  const call = (method, path, body, expected) =>
-    new Promise((resolve, reject) => {
-      const payload = body === undefined ? undefined : JSON.stringify(body);
-      const sent = payload === undefined ? headers : { ...headers, 'content-length': Buffer.byteLength(payload) };
-      const req = request(`${base}${path}`, { method, agent, headers: sent }, (res) => {
-        const chunks = [];
-        res.on('data', (chunk) => chunks.push(chunk));
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString();
-          if (res.statusCode !== expected)
-            reject(new Error(`${method} ${path}: ${res.statusCode} ${text.slice(0, 300)}`));
-          else resolve(text === '' ? undefined : JSON.parse(text));
-        });
-      });
-      req.on('error', reject);
-      req.end(payload);
-    });
   const lookUp = async (userName) => {
     const started = performance.now();
     const list = await call('GET', `/Users?filter=${encodeURIComponent(`userName eq "${userName}"`)}`, undefined, 200);
@@ -81,16 +30,6 @@ try {
     return list;
   };
   const userName = (i) => `user-${i}@bench.example`;
-  /** Runs `work(i)` for i in [0, count) on CONCURRENCY workers. */
-  const pool = async (count, work) => {
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        for (let i = next++; i < count; i = next++) await work(i);
-      }),
-    );
-  };
-
   // Okta's connection test, then lookups of users nobody has (not timed): the sync meets a running
   // service, not a process whose first requests open its pool's connections and compile its code
   // (46-58 ms for the first ten, reported apart as `cold`).
@@ -159,7 +98,7 @@ try {
   });
   const groupsSeconds = (performance.now() - groupsStarted) / 1000;
   const totalSeconds = (performance.now() - syncStarted) / 1000;
-  const memberships = await withClient(database.url, async (client) => {
+  const memberships = await withClient(service.database.url, async (client) => {
     const { rows } = await client.query('SELECT count(*)::int AS n FROM group_memberships WHERE removed_at IS NULL');
     return rows[0].n;
   });
