@@ -10,10 +10,14 @@ export function preparedName(what: string, text: string): string {
   const key = `${what}\n${text}`;
   let name = names.get(key);
   if (name === undefined) {
-    name = `${what}-${createHash('sha1').update(text).digest('base64url')}`;
+    name = digestName(what, text);
     names.set(key, name);
   }
   return name;
+}
+
+function digestName(what: string, text: string): string {
+  return `${what}-${createHash('sha1').update(text).digest('base64url')}`;
 }
 
 /** A write run as a named prepared statement on its transaction's connection (`tx.write`). */
@@ -44,7 +48,7 @@ export function preparedWrite(what: string, text: string): Statement {
   let statement = writes.get(key);
   if (statement === undefined) {
     const kept = writeKinds.get(what) ?? 0;
-    statement = kept < PREPARED_WRITES_PER_KIND ? { name: preparedName(what, text), text } : text;
+    statement = kept < PREPARED_WRITES_PER_KIND ? { name: digestName(what, text), text } : text;
     writeKinds.set(what, kept + 1);
     writes.set(key, statement);
   }
