@@ -4,7 +4,6 @@ import type { Subject } from '../platform/auth/auth-context.js';
 import type { Tx } from '../platform/database/unit-of-work.js';
 import { ApiError } from '../platform/http/api-error.js';
 import { ROLE, roleById } from '../platform/auth/roles.js';
-import { AccessSnapshotRepository } from './access-snapshot.repository.js';
 import { AuthContextService } from './auth-context.service.js';
 import { AuthorizationService, earlierEnd } from './authorization.service.js';
 import { GroupFactsRepository } from './group-facts.repository.js';
@@ -51,7 +50,6 @@ export class GroupAccess {
   constructor(
     private readonly facts: GroupFactsRepository,
     private readonly versions: AccessFactsRepository,
-    private readonly snapshots: AccessSnapshotRepository,
     private readonly authorization: AuthorizationService,
     private readonly authContexts: AuthContextService,
   ) {}
@@ -135,11 +133,13 @@ export class GroupAccess {
     items: readonly (readonly number[])[],
   ): Promise<(ApiError | undefined)[]> {
     const shared = await this.conferredProblem(actor, conferred);
-    const everyone = [...new Set(items.flat())].filter((id) => id !== actor.user_id);
+    // A super_admin outranks everyone it reaches (`assertMayWriteUser`): nothing to read.
+    const everyone =
+      actor.role.id === ROLE.super_admin ? [] : [...new Set(items.flat())].filter((id) => id !== actor.user_id);
     const roles = new Map<number, number>();
     for (let start = 0; start < everyone.length; start += RANK_BATCH)
-      for (const subject of await this.snapshots.subjects(tx.db, everyone.slice(start, start + RANK_BATCH)))
-        roles.set(subject.user_id, subject.role.id);
+      for (const [userId, roleId] of await this.facts.effectiveRoles(tx.db, everyone.slice(start, start + RANK_BATCH)))
+        if (roleById(roleId) !== undefined) roles.set(userId, roleId);
     return items.map((reached) => {
       if (reached.includes(actor.user_id))
         return new ApiError(

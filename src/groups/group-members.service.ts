@@ -221,7 +221,7 @@ export class GroupMembersService {
       items.flatMap((item) => (item.group_id === null ? [] : [item.group_id])),
       removing,
     );
-    const users = await this.users.users(tx.db, userIds(items));
+    const users = await this.users.presence(tx.db, userIds(items));
     for (const item of items) {
       if (item.group_id !== null && !groups.has(item.group_id))
         item.error = ApiError.notFound('GROUP_NOT_FOUND', item.group_id);

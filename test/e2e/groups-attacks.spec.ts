@@ -230,6 +230,27 @@ describe('groups: attacks', () => {
       await removeMembers(admins, [{ group_id: team }]).expect(200);
       await caller(t, admin).post(`/v1/admin/users/${target.id}/suspend`, {}).expect(200);
     });
+
+    it('an admin cannot add to a plain group a user who is admin through a nested group, nor nest that user’s group', async () => {
+      const admin = await actor('admin');
+      const target = await createUser({ role: 'viewer' });
+      const bystander = await createUser({ role: 'viewer' });
+      const admins = await group({ role_id: 2 });
+      const team = await group();
+      await add(team, [{ user_id: target.id }]).expect(200);
+      await nest(admins, team);
+      const plain = await group();
+      // The rank rule judges the target's effective role (admin, two groups up), not its own (viewer).
+      const refused = await add(plain, [{ user_id: target.id }, { user_id: bystander.id }], admin).expect(200);
+      expect(refused.body.data.results.map((result: { status: string }) => result.status)).toEqual(['failed', 'added']);
+      expect(refused.body.data.results[0].error.code).toBe('ROLE_ESCALATION_FORBIDDEN');
+      const nested = await add(plain, [{ group_id: team }], admin).expect(200);
+      expect(nested.body.data.results[0].error.code).toBe('ROLE_ESCALATION_FORBIDDEN');
+      expect(await liveRows(plain)).toBe(1);
+      await removeMembers(admins, [{ group_id: team }]).expect(200);
+      const added = await add(plain, [{ user_id: target.id }], admin).expect(200);
+      expect(added.body.data.results[0].status).toBe('added');
+    });
   });
 
   describe('delegation', () => {

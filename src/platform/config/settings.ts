@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isClusterUrl, parseClusterUrl } from './redis-url.js';
@@ -67,6 +68,8 @@ export interface Settings {
   /** `application_name` of the service's PostgreSQL connections (the job queue's get `-jobs`). */
   readonly dbApplicationName: string;
   readonly dbConnectTimeoutMs: number;
+  /** Write transactions one instance runs at once; more wait their turn (at most `dbConnectTimeoutMs`). */
+  readonly dbWriteConcurrency: number;
   readonly dbStatementTimeoutMs: number;
   readonly cacheTimeoutMs: number;
   /** How long a write's response waits for its after-commit work (cache rebuilds and their re-reads). */
@@ -264,6 +267,8 @@ export function loadSettings(env: Env = process.env): Settings {
     dbPoolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 500),
     dbApplicationName: text(env, 'DB_APPLICATION_NAME') ?? 'admin-api',
     dbConnectTimeoutMs: integer(env, 'DB_CONNECT_TIMEOUT_MS', 2000, 100, 60_000),
+    // Two per core: past that, a write more in flight only lengthens the queue reads wait in (WriteTurns).
+    dbWriteConcurrency: integer(env, 'DB_WRITE_CONCURRENCY', 2 * availableParallelism(), 1, 500),
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 600_000),
     cacheTimeoutMs: integer(env, 'CACHE_TIMEOUT_MS', 50, 5, 5000),
     afterCommitTimeoutMs: integer(env, 'AFTER_COMMIT_TIMEOUT_MS', 1000, 10, 60_000),

@@ -3,9 +3,10 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { Settings } from '../config/settings.js';
 import { dataSourceOptions } from './data-source.js';
-import { DATABASE_URL } from './database.tokens.js';
+import { DATABASE_URL, WRITE_TURNS } from './database.tokens.js';
 import { ReadReplicas } from './read-replicas.js';
 import { UnitOfWork } from './unit-of-work.js';
+import { WriteTurns } from './write-turns.js';
 
 @Global()
 @Module({})
@@ -21,13 +22,14 @@ export class DatabaseModule {
       providers: [
         UnitOfWork,
         { provide: DATABASE_URL, useValue: databaseUrl },
+        { provide: WRITE_TURNS, useValue: new WriteTurns(settings.dbWriteConcurrency, settings.dbConnectTimeoutMs) },
         {
           provide: ReadReplicas,
           inject: [DataSource],
           useFactory: (primary: DataSource) => new ReadReplicas(primary, settings),
         },
       ],
-      exports: [UnitOfWork, ReadReplicas, DATABASE_URL],
+      exports: [UnitOfWork, ReadReplicas, DATABASE_URL, WRITE_TURNS],
     };
   }
 }

@@ -1,4 +1,5 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, type EntityManager } from 'typeorm';
 import { ApiError } from '../http/api-error.js';
@@ -13,6 +14,8 @@ import type { Table } from './table.js';
 import { runPreparedWrite, type Statement } from './prepared.js';
 import { currentPreview, type Preview } from './previews.js';
 import { currentActorId } from '../http/request-context.js';
+import { WRITE_TURNS } from './database.tokens.js';
+import type { WriteTurns } from './write-turns.js';
 
 /**
  * What a committed write announces: the tables it wrote (their cached list pages are stale) and
@@ -133,7 +136,14 @@ export class UnitOfWork {
   private follower: CommitFollower = new RunAfterCommit(this.logger);
   private readonly inspectors: TransactionInspector[] = [];
 
-  constructor(private readonly dataSource: DataSource) {}
+  /** Set inside a write that holds its turn: a write it runs (nested) shares that turn. */
+  private readonly turnHeld = new AsyncLocalStorage<true>();
+
+  constructor(
+    private readonly dataSource: DataSource,
+    /** Absent (a unit test's unit of work): writes are not limited. */
+    @Optional() @Inject(WRITE_TURNS) private readonly turns?: WriteTurns,
+  ) {}
 
   /** The one follower of commits (the cache layer registers itself at start). */
   followCommits(follower: CommitFollower): void {
@@ -152,6 +162,18 @@ export class UnitOfWork {
    * client gets 503 `SERVICE_UNAVAILABLE` with `Retry-After`, never a 500.
    */
   async run<T>(work: (tx: Tx) => Promise<T>, options: WorkOptions = {}): Promise<T> {
+    if (this.turns === undefined || this.turnHeld.getStore() === true) return this.runInTurn(work, options);
+    // The turn covers the retries and the after-commit work (cache rebuilds), which take the
+    // machine's cores as much as the transaction does.
+    const end = await this.turns.take();
+    try {
+      return await this.turnHeld.run(true, () => this.runInTurn(work, options));
+    } finally {
+      end();
+    }
+  }
+
+  private async runInTurn<T>(work: (tx: Tx) => Promise<T>, options: WorkOptions): Promise<T> {
     const actor = options.actor !== undefined ? options.actor : currentActorId();
     for (let attempt = 1; ; attempt += 1) {
       try {

@@ -15,6 +15,13 @@ export interface FieldProblem {
  * The one error type services throw. The exception filter turns it into the contract's error
  * envelope; `headers` carries e.g. `Retry-After`.
  */
+/** Why the database could not take a write (`details.reason` of a 503). */
+const UNAVAILABLE_MESSAGES = {
+  unreachable: 'The database is unreachable; retry shortly',
+  contention: 'The database could not settle concurrent writes; retry shortly',
+  busy: 'This instance is busy with other writes; retry shortly',
+} as const;
+
 export class ApiError extends Error {
   readonly status: number;
 
@@ -76,15 +83,13 @@ export class ApiError extends Error {
 
   /**
    * 503 for a dependency that is down or refused the work (part 1): `unreachable` (down, refusing
-   * connections, out of connections) or `contention` (a deadlock or serialization failure that
-   * outlasted the retries).
+   * connections, out of connections), `contention` (a deadlock or serialization failure that
+   * outlasted the retries) or `busy` (a write's turn did not come in time: `WriteTurns`).
    */
-  static unavailable(reason: 'unreachable' | 'contention' = 'unreachable'): ApiError {
+  static unavailable(reason: 'unreachable' | 'contention' | 'busy' = 'unreachable'): ApiError {
     return new ApiError(
       'SERVICE_UNAVAILABLE',
-      reason === 'unreachable'
-        ? 'The database is unreachable; retry shortly'
-        : 'The database could not settle concurrent writes; retry shortly',
+      UNAVAILABLE_MESSAGES[reason],
       { dependency: 'database', reason },
       { 'Retry-After': '1' },
     );

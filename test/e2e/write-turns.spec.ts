@@ -1,0 +1,65 @@
+import { actor, createUser, type Caller } from '../support/auth.js';
+import { sql } from '../support/db.js';
+import { heldWrites, type HeldWrites } from '../support/held-writes.js';
+import { startApp, type TestApp } from '../support/app.js';
+import { caller } from '../support/requests.js';
+
+/*
+ * DB_WRITE_CONCURRENCY: an instance runs at most that many write transactions at once; the others
+ * wait their turn holding no connection, for at most DB_CONNECT_TIMEOUT_MS, then answer 503 `busy`
+ * and write nothing. Reads never wait for a turn. Here the one turn is held by a write the spec
+ * stops at a row lock of its own connection.
+ */
+describe('write turns (DB_WRITE_CONCURRENCY)', () => {
+  let t: TestApp;
+  let root: Caller;
+  let held: HeldWrites;
+  beforeAll(async () => {
+    t = await startApp({ widgets: false, env: { DB_WRITE_CONCURRENCY: '1', DB_CONNECT_TIMEOUT_MS: '1000' } });
+    root = await actor('super_admin');
+    held = await heldWrites();
+  });
+  afterAll(async () => {
+    await held?.end();
+    await t?.close();
+  });
+
+  const rename = (id: number, name: string) => caller(t, root).patch(`/v1/admin/users/${id}`, { display_name: name });
+
+  it('a write waiting past its turn is 503 busy and writes nothing; reads answer meanwhile; it succeeds once the turn is free', async () => {
+    const [first, second] = await Promise.all([createUser(), createUser()]);
+    // A first write on a fresh instance, so the held one below meets a warm one.
+    await rename(first.id, 'First').expect(200);
+    await held.client.query('BEGIN');
+    await held.client.query('SELECT id FROM users WHERE id = $1 FOR UPDATE', [first.id]);
+    const firstDone = rename(first.id, 'First renamed').then((res) => res);
+    await held.waitingFor(held.pid, 'the first write');
+
+    const refused = await rename(second.id, 'Second renamed');
+    expect(refused.status).toBe(503);
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.body.error).toMatchObject({
+      code: 'SERVICE_UNAVAILABLE',
+      details: { dependency: 'database', reason: 'busy' },
+    });
+    // A read of the same user answers while the write holds the only turn.
+    const read = await caller(t, root).get(`/v1/admin/users/${second.id}`).expect(200);
+    expect(read.body.data.display_name).not.toBe('Second renamed');
+    const [row] = await sql<{ display_name: string }>('SELECT display_name FROM users WHERE id = $1', [second.id]);
+    expect(row?.display_name).not.toBe('Second renamed');
+    const audit = await sql('SELECT id FROM audit_events WHERE resource_type = $1 AND resource_id = $2', [
+      'user',
+      String(second.id),
+    ]);
+    expect(audit).toEqual([]);
+
+    await held.client.query('COMMIT');
+    expect((await firstDone).status).toBe(200);
+    await rename(second.id, 'Second renamed').expect(200);
+    const rows = await sql<{ id: string; display_name: string }>(
+      'SELECT id, display_name FROM users WHERE id = ANY($1::bigint[]) ORDER BY id',
+      [[first.id, second.id]],
+    );
+    expect(rows.map((r) => r.display_name)).toEqual(['First renamed', 'Second renamed']);
+  });
+});
