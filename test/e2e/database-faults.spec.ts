@@ -55,7 +55,12 @@ describe('PostgreSQL connections terminated mid-flight (pg_terminate_backend)', 
   const applicationName = `admin-api-fault-${randomUUID().slice(0, 8)}`;
   let t: TestApp;
   beforeAll(async () => {
-    t = await startApp({ redisUrl: null, widgets: false, env: { DB_APPLICATION_NAME: applicationName } });
+    // Its five writes inside PostgreSQL at once (by default an instance runs two per core).
+    t = await startApp({
+      redisUrl: null,
+      widgets: false,
+      env: { DB_APPLICATION_NAME: applicationName, DB_WRITE_CONCURRENCY: '5' },
+    });
   });
   afterAll(() => t.close());
 

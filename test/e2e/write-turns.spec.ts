@@ -6,7 +6,7 @@ import { caller } from '../support/requests.js';
 
 /*
  * DB_WRITE_CONCURRENCY: an instance runs at most that many write transactions at once; the others
- * wait their turn holding no connection, for at most DB_CONNECT_TIMEOUT_MS, then answer 503 `busy`
+ * wait their turn holding no connection, for at most DB_WRITE_WAIT_MS, then answer 503 `busy`
  * and write nothing. Reads never wait for a turn. Here the one turn is held by a write the spec
  * stops at a row lock of its own connection.
  */
@@ -15,7 +15,7 @@ describe('write turns (DB_WRITE_CONCURRENCY)', () => {
   let root: Caller;
   let held: HeldWrites;
   beforeAll(async () => {
-    t = await startApp({ widgets: false, env: { DB_WRITE_CONCURRENCY: '1', DB_CONNECT_TIMEOUT_MS: '1000' } });
+    t = await startApp({ widgets: false, env: { DB_WRITE_CONCURRENCY: '1', DB_WRITE_WAIT_MS: '1000' } });
     root = await actor('super_admin');
     held = await heldWrites();
   });

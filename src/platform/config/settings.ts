@@ -68,8 +68,10 @@ export interface Settings {
   /** `application_name` of the service's PostgreSQL connections (the job queue's get `-jobs`). */
   readonly dbApplicationName: string;
   readonly dbConnectTimeoutMs: number;
-  /** Write transactions one instance runs at once; more wait their turn (at most `dbConnectTimeoutMs`). */
+  /** Write transactions one instance runs at once; more wait their turn (`WriteTurns`). */
   readonly dbWriteConcurrency: number;
+  /** How long a write waits for its turn before 503 `busy`. */
+  readonly dbWriteWaitMs: number;
   readonly dbStatementTimeoutMs: number;
   readonly cacheTimeoutMs: number;
   /** How long a write's response waits for its after-commit work (cache rebuilds and their re-reads). */
@@ -269,6 +271,8 @@ export function loadSettings(env: Env = process.env): Settings {
     dbConnectTimeoutMs: integer(env, 'DB_CONNECT_TIMEOUT_MS', 2000, 100, 60_000),
     // Two per core: past that, a write more in flight only lengthens the queue reads wait in (WriteTurns).
     dbWriteConcurrency: integer(env, 'DB_WRITE_CONCURRENCY', 2 * availableParallelism(), 1, 500),
+    // As long as a statement may wait for a lock: writes queued behind a hot row wait as they did in PostgreSQL.
+    dbWriteWaitMs: integer(env, 'DB_WRITE_WAIT_MS', 10_000, 100, 600_000),
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 600_000),
     cacheTimeoutMs: integer(env, 'CACHE_TIMEOUT_MS', 50, 5, 5000),
     afterCommitTimeoutMs: integer(env, 'AFTER_COMMIT_TIMEOUT_MS', 1000, 10, 60_000),

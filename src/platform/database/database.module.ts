@@ -22,7 +22,7 @@ export class DatabaseModule {
       providers: [
         UnitOfWork,
         { provide: DATABASE_URL, useValue: databaseUrl },
-        { provide: WRITE_TURNS, useValue: new WriteTurns(settings.dbWriteConcurrency, settings.dbConnectTimeoutMs) },
+        { provide: WRITE_TURNS, useValue: new WriteTurns(settings.dbWriteConcurrency, settings.dbWriteWaitMs) },
         {
           provide: ReadReplicas,
           inject: [DataSource],
