@@ -3,6 +3,7 @@ import { sql } from '../support/db.js';
 import { heldWrites, type HeldWrites } from '../support/held-writes.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { caller } from '../support/requests.js';
+import { scim, scimError } from '../support/scim.js';
 
 /*
  * DB_WRITE_CONCURRENCY: an instance runs at most that many write transactions at once; the others
@@ -42,7 +43,20 @@ describe('write turns (DB_WRITE_CONCURRENCY)', () => {
       code: 'SERVICE_UNAVAILABLE',
       details: { dependency: 'database', reason: 'busy' },
     });
-    // A read of the same user answers while the write holds the only turn.
+    // An identity provider's create waits the same, and is refused in SCIM's own terms.
+    const userName = `turns-${second.id}@example.com`;
+    const scimRefused = await scim(t, root).post('/Users', {
+      schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+      userName,
+    });
+    expect(scimRefused.status).toBe(503);
+    expect(scimRefused.headers['retry-after']).toBe('1');
+    expect(scimRefused.body).toMatchObject(scimError(503));
+    expect(await sql('SELECT id FROM users WHERE user_name = $1', [userName])).toEqual([]);
+    // A SCIM lookup and an admin read answer while the write holds the only turn.
+    await scim(t, root)
+      .get(`/Users?filter=${encodeURIComponent(`userName eq "${userName}"`)}`)
+      .expect(200);
     const read = await caller(t, root).get(`/v1/admin/users/${second.id}`).expect(200);
     expect(read.body.data.display_name).not.toBe('Second renamed');
     const [row] = await sql<{ display_name: string }>('SELECT display_name FROM users WHERE id = $1', [second.id]);
@@ -56,10 +70,8 @@ describe('write turns (DB_WRITE_CONCURRENCY)', () => {
     await held.client.query('COMMIT');
     expect((await firstDone).status).toBe(200);
     await rename(second.id, 'Second renamed').expect(200);
-    const rows = await sql<{ id: string; display_name: string }>(
-      'SELECT id, display_name FROM users WHERE id = ANY($1::bigint[]) ORDER BY id',
-      [[first.id, second.id]],
-    );
-    expect(rows.map((r) => r.display_name)).toEqual(['First renamed', 'Second renamed']);
+    const names = async (id: number) =>
+      (await sql<{ display_name: string }>('SELECT display_name FROM users WHERE id = $1', [id]))[0]?.display_name;
+    expect([await names(first.id), await names(second.id)]).toEqual(['First renamed', 'Second renamed']);
   });
 });
