@@ -10,6 +10,7 @@ import { ApiError } from '../platform/http/api-error.js';
 import { futureTimestamp } from '../platform/http/timestamps.js';
 import { ResourceResponse } from '../platform/http/responses.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
+import { turnsFor } from '../platform/database/write-turns.js';
 import { UserReferences } from '../users/user-references.repository.js';
 import type {
   AddMembersDto,
@@ -81,15 +82,18 @@ export class GroupMembersService {
   async add(actor: AuthContext, groupId: number, dto: AddMembersDto): Promise<ResourceResponse<MembersResponseDto>> {
     const expiresAt = dto.expires_at === undefined ? null : futureTimestamp(dto.expires_at, 'expires_at');
     const items = dto.members.map(itemOf);
-    return this.uow.run(async (tx) => {
-      // The nesting lock before the group's row: a nesting then holds the rows below the group it
-      // nests (its reach), and a second nesting holding one of those while it waited for the
-      // nesting lock would close a cycle of waits.
-      if (items.some((item) => item.group_id !== null)) await this.memberships.lockNesting(tx);
-      await this.groups.lockLive(tx, groupId);
-      await this.addIn(tx, actor, groupId, items, { expires_at: expiresAt, reason: dto.reason ?? null });
-      return responseOf(items);
-    });
+    return this.uow.run(
+      async (tx) => {
+        // The nesting lock before the group's row: a nesting then holds the rows below the group it
+        // nests (its reach), and a second nesting holding one of those while it waited for the
+        // nesting lock would close a cycle of waits.
+        if (items.some((item) => item.group_id !== null)) await this.memberships.lockNesting(tx);
+        await this.groups.lockLive(tx, groupId);
+        await this.addIn(tx, actor, groupId, items, { expires_at: expiresAt, reason: dto.reason ?? null });
+        return responseOf(items);
+      },
+      { turns: turnsFor(items.length) },
+    );
   }
 
   async remove(
@@ -98,11 +102,14 @@ export class GroupMembersService {
     dto: RemoveMembersDto,
   ): Promise<ResourceResponse<MembersResponseDto>> {
     const items = dto.members.map(itemOf);
-    return this.uow.run(async (tx) => {
-      await this.groups.lockLive(tx, groupId);
-      await this.removeIn(tx, groupId, items, dto.reason ?? null);
-      return responseOf(items);
-    });
+    return this.uow.run(
+      async (tx) => {
+        await this.groups.lockLive(tx, groupId);
+        await this.removeIn(tx, groupId, items, dto.reason ?? null);
+        return responseOf(items);
+      },
+      { turns: turnsFor(items.length) },
+    );
   }
 
   /**

@@ -4,6 +4,7 @@ import { GroupsRepository } from '../groups/groups.repository.js';
 import { groupUniqueProblem, GroupsService } from '../groups/groups.service.js';
 import type { AuthContext } from '../platform/auth/auth-context.js';
 import { UnitOfWork, type Tx } from '../platform/database/unit-of-work.js';
+import { turnsFor } from '../platform/database/write-turns.js';
 import { ApiError } from '../platform/http/api-error.js';
 import type { IfMatch } from '../platform/http/etag.js';
 import { scimProblem, scimStatusOf } from './scim-error.js';
@@ -105,14 +106,18 @@ export class ScimGroupsService {
     const doc = bodyDoc(GROUP_DOC, body);
     const fields = groupFields(doc);
     const members = memberRefs(doc.members);
-    const id = await this.write(fields, async (tx) => {
-      const created = await this.writes.createIn(tx, actor, {
-        name: fields.name,
-        ...(fields.external_id === null ? {} : { external_id: fields.external_id }),
-      });
-      await this.changeMembers(tx, actor, created.id, { add: members, remove: [] });
-      return created.id;
-    });
+    const id = await this.write(
+      fields,
+      async (tx) => {
+        const created = await this.writes.createIn(tx, actor, {
+          name: fields.name,
+          ...(fields.external_id === null ? {} : { external_id: fields.external_id }),
+        });
+        await this.changeMembers(tx, actor, created.id, { add: members, remove: [] });
+        return created.id;
+      },
+      members.length,
+    );
     return { ...(await this.answer(id)), created: true };
   }
 
@@ -120,7 +125,7 @@ export class ScimGroupsService {
     const doc = bodyDoc(GROUP_DOC, body, String(id));
     const fields = groupFields(doc);
     const wanted = memberRefs(doc.members);
-    return this.change(actor, id, ifMatch, fields, async (tx, changes) => {
+    return this.change(actor, id, ifMatch, fields, wanted.length, async (tx, changes) => {
       changes.replace(wanted);
       return Promise.resolve(fields);
     });
@@ -128,7 +133,7 @@ export class ScimGroupsService {
 
   async patch(actor: AuthContext, id: number, body: unknown, ifMatch: IfMatch): Promise<ScimAnswer> {
     const operations = parsePatchBody(body);
-    return this.change(actor, id, ifMatch, undefined, async (_tx, changes, current) => {
+    return this.change(actor, id, ifMatch, undefined, membersNamed(operations), async (_tx, changes, current) => {
       const doc: Doc = {
         displayName: current.name,
         ...(current.external_id === null ? {} : { externalId: current.external_id }),
@@ -163,6 +168,8 @@ export class ScimGroupsService {
     id: number,
     ifMatch: IfMatch,
     given: { name: string; external_id: string | null } | undefined,
+    /** How many members the request names (the turns its write takes). */
+    named: number,
     work: (
       tx: Tx,
       changes: MemberChanges,
@@ -188,6 +195,7 @@ export class ScimGroupsService {
         unchanged = after === before && !wrote;
         return id;
       },
+      named,
     );
     return { ...(await this.answer(id)), ...(unchanged ? { unchanged } : {}) };
   }
@@ -226,8 +234,10 @@ export class ScimGroupsService {
       | (() => { name?: string; external_id?: string | null } | undefined)
       | { name?: string; external_id?: string | null },
     work: (tx: Tx) => Promise<number>,
+    /** How many members the request names (the turns its write takes). */
+    named: number,
   ): Promise<number> {
-    return this.uow.run(work).catch((error: unknown) => {
+    return this.uow.run(work, { turns: turnsFor(named) }).catch((error: unknown) => {
       const given = typeof fields === 'function' ? fields() : fields;
       throw given === undefined ? error : groupUniqueProblem(error, given);
     });
@@ -239,6 +249,19 @@ export class ScimGroupsService {
     if (row === undefined) throw ApiError.notFound('GROUP_NOT_FOUND', id);
     return { resource: scimGroup(row), version: row.version };
   }
+}
+
+/** How many members a PATCH names: the entries of its operations' values (a value without path counts its `members`). */
+function membersNamed(operations: readonly PatchOperation[]): number {
+  let named = 0;
+  for (const operation of operations) {
+    const value =
+      operation.path === undefined && typeof operation.value === 'object' && operation.value !== null
+        ? splitMembers(operation.value as Doc).members
+        : operation.value;
+    named += Array.isArray(value) ? value.length : 1;
+  }
+  return named;
 }
 
 function splitMembers(value: Doc): { members: unknown; rest: Doc } {

@@ -55,7 +55,7 @@ describe('PostgreSQL connections terminated mid-flight (pg_terminate_backend)', 
   const applicationName = `admin-api-fault-${randomUUID().slice(0, 8)}`;
   let t: TestApp;
   beforeAll(async () => {
-    // Its five writes inside PostgreSQL at once (by default an instance runs one per core).
+    // Its five writes inside PostgreSQL at once (by default an instance runs two per core).
     t = await startApp({
       redisUrl: null,
       widgets: false,

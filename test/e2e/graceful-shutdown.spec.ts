@@ -16,7 +16,7 @@ describe('SIGTERM with requests in flight (the built server as a process)', () =
       DATABASE_URL: testDatabaseUrl(),
       JWT_SECRET: TEST_JWT_SECRET,
       DB_POOL_SIZE: '30',
-      // All 20 writes inside PostgreSQL at once (by default an instance runs one per core).
+      // All 20 writes inside PostgreSQL at once (by default an instance runs two per core).
       DB_WRITE_CONCURRENCY: '20',
       DB_APPLICATION_NAME: applicationName,
       JOB_WORKERS: 'false',

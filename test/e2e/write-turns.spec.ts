@@ -3,6 +3,7 @@ import { sql } from '../support/db.js';
 import { heldWrites, type HeldWrites } from '../support/held-writes.js';
 import { startApp, type TestApp } from '../support/app.js';
 import { caller } from '../support/requests.js';
+import { createGroup } from '../support/groups.js';
 import { scim, scimError } from '../support/scim.js';
 
 /*
@@ -73,5 +74,49 @@ describe('write turns (DB_WRITE_CONCURRENCY)', () => {
     const names = async (id: number) =>
       (await sql<{ display_name: string }>('SELECT display_name FROM users WHERE id = $1', [id]))[0]?.display_name;
     expect([await names(first.id), await names(second.id)]).toEqual(['First renamed', 'Second renamed']);
+  });
+
+  describe('a write naming many items takes more turns (one per 25)', () => {
+    let four: TestApp;
+    beforeAll(async () => {
+      four = await startApp({ widgets: false, env: { DB_WRITE_CONCURRENCY: '4', DB_WRITE_WAIT_MS: '1000' } });
+    });
+    afterAll(() => four?.close());
+
+    it('with one of four turns held, a change of 100 members waits for all four (503 busy, nothing written); one of 25 goes ahead', async () => {
+      const held1 = await createUser();
+      const users = await Promise.all(Array.from({ length: 100 }, () => createUser()));
+      const [big, small] = [await createGroup(four, root), await createGroup(four, root)];
+      const members = (count: number) => users.slice(0, count).map((user) => ({ user_id: user.id }));
+      await caller(four, root).patch(`/v1/admin/users/${held1.id}`, { display_name: 'Warm' }).expect(200);
+      await held.client.query('BEGIN');
+      await held.client.query('SELECT id FROM users WHERE id = $1 FOR UPDATE', [held1.id]);
+      const heldDone = caller(four, root)
+        .patch(`/v1/admin/users/${held1.id}`, { display_name: 'Held' })
+        .then((res) => res);
+      try {
+        await held.waitingFor(held.pid, 'the held write');
+        const small25 = await caller(four, root).post(`/v1/admin/groups/${small}/members`, { members: members(25) });
+        expect(small25.status).toBe(200);
+        expect(small25.body.data.processed).toBe(25);
+        const big100 = await caller(four, root).post(`/v1/admin/groups/${big}/members`, { members: members(100) });
+        expect(big100.status).toBe(503);
+        expect(big100.body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', details: { reason: 'busy' } });
+        // An identity provider's PATCH naming the same 100 members takes the same four turns.
+        const pushed = await scim(four, root).patch(`/Groups/${big}`, {
+          schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+          Operations: [{ op: 'add', path: 'members', value: users.map((user) => ({ value: String(user.id) })) }],
+        });
+        expect(pushed.status).toBe(503);
+        expect(pushed.body).toMatchObject(scimError(503));
+        expect(await sql('SELECT id FROM group_memberships WHERE group_id = $1', [big])).toEqual([]);
+      } finally {
+        await held.client.query('COMMIT');
+      }
+      expect((await heldDone).status).toBe(200);
+      const again = await caller(four, root).post(`/v1/admin/groups/${big}/members`, { members: members(100) });
+      expect(again.status).toBe(200);
+      expect(again.body.data.processed).toBe(100);
+    });
   });
 });

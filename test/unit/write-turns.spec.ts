@@ -2,7 +2,7 @@ import { jest } from '@jest/globals';
 import type { DataSource, EntityManager } from 'typeorm';
 import { ApiError } from '../../src/platform/http/api-error.js';
 import { UnitOfWork } from '../../src/platform/database/unit-of-work.js';
-import { WriteTurns } from '../../src/platform/database/write-turns.js';
+import { turnsFor, WriteTurns } from '../../src/platform/database/write-turns.js';
 
 /*
  * Turns for write transactions (DB_WRITE_CONCURRENCY): at most `limit` at once, the rest in
@@ -78,6 +78,63 @@ describe('WriteTurns', () => {
     const endNext = await next;
     expect(turns.load).toEqual({ running: 1, waiting: 0 });
     endNext();
+    expect(turns.load).toEqual({ running: 0, waiting: 0 });
+  });
+});
+
+describe('turns by weight', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('a write naming many items takes one turn per 25 of them', () => {
+    expect([0, 1, 25, 26, 50, 100, 1000].map(turnsFor)).toEqual([1, 1, 1, 2, 2, 4, 40]);
+  });
+
+  it('a heavy write waits until its turns are free, capped at the limit; lighter writes behind it wait too', async () => {
+    const turns = new WriteTurns(4, 60_000);
+    const started: string[] = [];
+    const take = (name: string, weight: number) =>
+      turns.take(weight).then((end) => {
+        started.push(name);
+        return end;
+      });
+    const endLight = await take('light', 1);
+    const heavy = take('heavy', 40);
+    const behind = take('behind', 1);
+    await settle();
+    // Three turns are free, but the heavy write (capped at 4) came first and nothing passes it.
+    expect(started).toEqual(['light']);
+    expect(turns.load).toEqual({ running: 1, waiting: 2 });
+    endLight();
+    const endHeavy = await heavy;
+    await settle();
+    expect(started).toEqual(['light', 'heavy']);
+    expect(turns.load).toEqual({ running: 4, waiting: 1 });
+    endHeavy();
+    (await behind)();
+    expect(turns.load).toEqual({ running: 0, waiting: 0 });
+  });
+
+  it('a heavy write that gives up lets the lighter writes behind it start', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate'] });
+    const turns = new WriteTurns(2, 1000);
+    const endFirst = await turns.take(1);
+    const heavy = turns.take(2).then(
+      () => 'started',
+      (error: unknown) => (error instanceof ApiError ? error.code : 'other'),
+    );
+    jest.advanceTimersByTime(500);
+    let light = false;
+    const lighter = turns.take(1).then((end) => {
+      light = true;
+      return end;
+    });
+    await settle();
+    expect(light).toBe(false);
+    jest.advanceTimersByTime(500);
+    expect(await heavy).toBe('SERVICE_UNAVAILABLE');
+    (await lighter)();
+    expect(light).toBe(true);
+    endFirst();
     expect(turns.load).toEqual({ running: 0, waiting: 0 });
   });
 });

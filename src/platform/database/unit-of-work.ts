@@ -111,6 +111,8 @@ export interface Tx {
 export interface WorkOptions {
   /** The user the work acts for (a job acting on its requester's authority carries it in its payload). */
   readonly actor?: number | null;
+  /** The turns the write takes (`turnsFor` the items it names); one by default. */
+  readonly turns?: number;
 }
 
 /**
@@ -165,7 +167,7 @@ export class UnitOfWork {
     if (this.turns === undefined || this.turnHeld.getStore() === true) return this.runInTurn(work, options);
     // The turn covers the retries and the after-commit work (cache rebuilds), which take the
     // machine's cores as much as the transaction does.
-    const end = await this.turns.take();
+    const end = await this.turns.take(options.turns);
     try {
       return await this.turnHeld.run(true, () => this.runInTurn(work, options));
     } finally {
