@@ -11,10 +11,6 @@ export interface FieldProblem {
   readonly message: string;
 }
 
-/**
- * The one error type services throw. The exception filter turns it into the contract's error
- * envelope; `headers` carries e.g. `Retry-After`.
- */
 /** Why the database could not take a write (`details.reason` of a 503). */
 const UNAVAILABLE_MESSAGES = {
   unreachable: 'The database is unreachable; retry shortly',
@@ -22,6 +18,10 @@ const UNAVAILABLE_MESSAGES = {
   busy: 'This instance is busy with other writes; retry shortly',
 } as const;
 
+/**
+ * The one error type services throw. The exception filter turns it into the contract's error
+ * envelope; `headers` carries e.g. `Retry-After`.
+ */
 export class ApiError extends Error {
   readonly status: number;
 
