@@ -1,3 +1,4 @@
+import { ROLE, USER_STATUS } from '../../src/platform/auth/roles.js';
 import { actor, createUser, type Caller } from '../support/auth.js';
 import { sql } from '../support/db.js';
 import { heldWrites, type HeldWrites } from '../support/held-writes.js';
@@ -85,7 +86,13 @@ describe('write turns (DB_WRITE_CONCURRENCY)', () => {
 
     it('with one of four turns held, a change of 100 members waits for all four (503 busy, nothing written); one of 25 goes ahead', async () => {
       const held1 = await createUser();
-      const users = await Promise.all(Array.from({ length: 100 }, () => createUser()));
+      // One statement: a hundred concurrent connections would exhaust the server's beside other specs.
+      const users = await sql<{ id: number }>(
+        `INSERT INTO users (email, display_name, role_id, status_id)
+         SELECT 'turns-' || gen_random_uuid() || '@example.com', 'Turns member', $1, $2 FROM generate_series(1, 100)
+         RETURNING id`,
+        [ROLE.viewer, USER_STATUS.active],
+      );
       const [big, small] = [await createGroup(four, root), await createGroup(four, root)];
       const members = (count: number) => users.slice(0, count).map((user) => ({ user_id: user.id }));
       await caller(four, root).patch(`/v1/admin/users/${held1.id}`, { display_name: 'Warm' }).expect(200);
