@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { parseClusterUrl } from '../../src/platform/config/redis-url.js';
 import { loadSettings, SettingsError } from '../../src/platform/config/settings.js';
 
@@ -88,6 +89,15 @@ describe('settings', () => {
       'ftp://x.example',
     ])
       expect(() => loadSettings({ CORS_ORIGINS: bad })).toThrow(SettingsError);
+  });
+
+  it("runs two write turns per core, leaving two of the pool's connections to reads; DB_WRITE_CONCURRENCY wins", () => {
+    expect(loadSettings({ DB_POOL_SIZE: '500' }).dbWriteConcurrency).toBe(2 * availableParallelism());
+    expect(loadSettings({ DB_POOL_SIZE: '3' }).dbWriteConcurrency).toBe(1);
+    expect(loadSettings({ DB_POOL_SIZE: '1' }).dbWriteConcurrency).toBe(1);
+    expect(loadSettings({ DB_POOL_SIZE: '3', DB_WRITE_CONCURRENCY: '7' }).dbWriteConcurrency).toBe(7);
+    expect(loadSettings({}).dbWriteWaitMs).toBe(10_000);
+    expect(() => loadSettings({ DB_WRITE_CONCURRENCY: '0' })).toThrow(SettingsError);
   });
 
   it('accepts valid overrides', () => {

@@ -232,6 +232,7 @@ export function loadSettings(env: Env = process.env): Settings {
     throw new SettingsError('JWT_JWKS_URL', 'cannot be combined with JWT_SECRET; choose one verification mode');
   }
   const pushProvider = oneOf<PushProvider>(env, 'PUSH_PROVIDER', ['log', 'fcm'], 'log');
+  const dbPoolSize = integer(env, 'DB_POOL_SIZE', 10, 1, 500);
   const fcmEndpoint = url(env, 'FCM_ENDPOINT', ['http:', 'https:']);
   const fcmCredentials = text(env, 'FCM_CREDENTIALS');
   if (pushProvider === 'fcm' && fcmCredentials === undefined) {
@@ -266,13 +267,20 @@ export function loadSettings(env: Env = process.env): Settings {
     // Unset: the port chosen when the data directory was made (kept in DATA_DIR/postgres.port).
     embeddedPostgresPort:
       env.EMBEDDED_POSTGRES_PORT === undefined ? undefined : integer(env, 'EMBEDDED_POSTGRES_PORT', 54329, 1024, 65535),
-    dbPoolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 500),
+    dbPoolSize,
     dbApplicationName: text(env, 'DB_APPLICATION_NAME') ?? 'admin-api',
     dbConnectTimeoutMs: integer(env, 'DB_CONNECT_TIMEOUT_MS', 2000, 100, 60_000),
     // Two per core: fewer left the cores idle between a write's round trips (50 connections of
     // PATCH then GET: 0.80 of bare SQL without turns, 0.69 at two per core, 0.56 at one); more
-    // mostly lengthen the queue reads wait in (WriteTurns).
-    dbWriteConcurrency: integer(env, 'DB_WRITE_CONCURRENCY', 2 * availableParallelism(), 1, 500),
+    // mostly lengthen the queue reads wait in (WriteTurns). Two connections of the pool stay
+    // free of writes, so that stuck writes never leave the reads without one.
+    dbWriteConcurrency: integer(
+      env,
+      'DB_WRITE_CONCURRENCY',
+      Math.min(2 * availableParallelism(), Math.max(1, dbPoolSize - 2)),
+      1,
+      500,
+    ),
     // As long as a statement may wait for a lock: writes queued behind a hot row wait as they did in PostgreSQL.
     dbWriteWaitMs: integer(env, 'DB_WRITE_WAIT_MS', 10_000, 100, 600_000),
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 600_000),

@@ -1,6 +1,6 @@
 import { ApiError } from '../http/api-error.js';
 
-/** Items (members of a change, rows of a bulk) a write may name per turn it takes (`turnsFor`). */
+/** Members a change of a group may name per turn it takes (`turnsFor`). */
 export const ITEMS_PER_TURN = 25;
 
 /**
