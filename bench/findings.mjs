@@ -2,19 +2,15 @@
 // one authority permission (a million revocable paths, a tenth of them used a moment ago), on a
 // throw-away database: p99 of a page, unfiltered and by user, device and permission, at 10
 // connections. Prints a table; writes nothing.
-import { signAccessToken } from '../dist/src/platform/auth/token-signer.js';
-import { loadSettings } from '../dist/src/platform/config/settings.js';
 import { seedMillion } from './lib/seed.mjs';
-import { freePort } from './ports.mjs';
 import {
   benchAdminSession,
   createBenchDatabase,
   flushBenchRedis,
-  JWT_SECRET,
   load,
   printTable,
-  serviceEnv,
-  startChild,
+  sessionToken,
+  startService,
   withClient,
 } from './support.mjs';
 
@@ -55,20 +51,10 @@ try {
     const session = await benchAdminSession(client, 'findings-admin@example.com');
     return { ...seed, session, typical };
   });
-  const token = signAccessToken(loadSettings({ DATABASE_URL: database.url, JWT_SECRET }), {
-    id: seeded.session.id,
-    user_id: Number(seeded.session.user_id),
-    expires_at: seeded.session.expires_at,
-  });
+  const token = sessionToken(database.url, seeded.session);
   const headers = { authorization: `Bearer ${token}` };
-  const port = await freePort();
-  const child = await startChild(
-    new URL('../dist/src/main.js', import.meta.url).pathname,
-    serviceEnv(database.url, { PORT: String(port) }),
-    `http://127.0.0.1:${port}/health/ready`,
-  );
-  stops.push(() => child.stop());
-  const base = `http://127.0.0.1:${port}/v1/admin/access-findings?page_size=20`;
+  const { origin } = await startService(database.url, stops);
+  const base = `${origin}/v1/admin/access-findings?page_size=20`;
   const rows = [];
   for (const [label, query] of [
     ['unfiltered, page 1', ''],

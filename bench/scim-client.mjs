@@ -3,16 +3,12 @@
 // identity provider runs elsewhere: `fetch`'s own work on these two cores added some 8 ms to the
 // lookups' p99).
 import { Agent, request } from 'node:http';
-import { signAccessToken } from '../dist/src/platform/auth/token-signer.js';
-import { loadSettings } from '../dist/src/platform/config/settings.js';
-import { freePort } from './ports.mjs';
 import {
   benchAdminSession,
   createBenchDatabase,
   flushBenchRedis,
-  JWT_SECRET,
-  serviceEnv,
-  startChild,
+  sessionToken,
+  startService,
   withClient,
 } from './support.mjs';
 
@@ -25,22 +21,12 @@ export async function startScimService(email, stops) {
   stops.push(() => database.drop());
   await flushBenchRedis();
   const session = await withClient(database.url, (client) => benchAdminSession(client, email));
-  const token = signAccessToken(loadSettings({ DATABASE_URL: database.url, JWT_SECRET }), {
-    id: session.id,
-    user_id: Number(session.user_id),
-    expires_at: session.expires_at,
-  });
-  const port = await freePort();
-  const child = await startChild(
-    new URL('../dist/src/main.js', import.meta.url).pathname,
-    serviceEnv(database.url, { PORT: String(port) }),
-    `http://127.0.0.1:${port}/health/ready`,
-  );
-  stops.push(() => child.stop());
+  const token = sessionToken(database.url, session);
+  const { child, origin } = await startService(database.url, stops);
   return {
     child,
     database,
-    base: `http://127.0.0.1:${port}/scim/v2`,
+    base: `${origin}/scim/v2`,
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' },
   };
 }

@@ -6,8 +6,10 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { signAccessToken } from '../dist/src/platform/auth/token-signer.js';
 import { loadSettings } from '../dist/src/platform/config/settings.js';
 import { migrate } from '../dist/src/platform/database/migrate.js';
+import { freePort } from './ports.mjs';
 
 export const SERVER_URL =
   process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
@@ -148,6 +150,27 @@ export function serviceEnv(databaseUrl, overrides = {}) {
 }
 
 /** The service's own V8 flags (npm start, the image's CMD): benchmarks run it as it ships. */
+/** The bearer token of a bench session (`benchAdminSession` and its kin), as the service on `databaseUrl` verifies it. */
+export function sessionToken(databaseUrl, session) {
+  return signAccessToken(loadSettings({ DATABASE_URL: databaseUrl, JWT_SECRET }), {
+    id: session.id,
+    user_id: Number(session.user_id),
+    expires_at: session.expires_at,
+  });
+}
+
+/** The built service on `databaseUrl` at a free port, ready; `stops` gets what stops it. Answers its child and origin. */
+export async function startService(databaseUrl, stops) {
+  const port = await freePort();
+  const child = await startChild(
+    new URL('../dist/src/main.js', import.meta.url).pathname,
+    serviceEnv(databaseUrl, { PORT: String(port) }),
+    `http://127.0.0.1:${port}/health/ready`,
+  );
+  stops.push(() => child.stop());
+  return { child, origin: `http://127.0.0.1:${port}` };
+}
+
 export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=8', '--expose-gc'];
 
 /** Starts `node <script>` with env (its log lines into `logFile` if given) and waits until `readyUrl` answers 200. */
